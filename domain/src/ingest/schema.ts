@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { Fact, MemoryContent, RetentionClass, Sensitivity } from '../memory/record';
+
+export const MAX_BATCH = 1000;
+
+const IsoDate = z.iso.datetime({ offset: true });
+
+/** One event as a client sends it to `POST /v1/events`. */
+export const IngestEventInput = z.strictObject({
+  subject: z.string().min(1).max(200),
+  occurredAt: IsoDate,
+  activity: z.string().min(1).max(100),
+  content: MemoryContent,
+  source: z.strictObject({
+    system: z.string().min(1).max(100),
+    externalId: z.string().min(1).max(200).optional(),
+    channel: z.string().min(1).max(50).optional(),
+  }),
+  sensitivity: Sensitivity.default('internal'),
+  purposes: z.array(z.string().min(1).max(50)).min(1).max(20).optional(),
+  retention: RetentionClass.default('standard'),
+  idempotencyKey: z.string().min(1).max(200).optional(),
+});
+export type IngestEventInput = z.infer<typeof IngestEventInput>;
+
+/** `POST /v1/events` takes one event or `{ events: [...] }` with up to 1,000; a batch is all or nothing. */
+export const IngestRequest = z.union([
+  z.strictObject({ events: z.array(IngestEventInput).min(1).max(MAX_BATCH) }),
+  IngestEventInput,
+]);
+export type IngestRequest = z.infer<typeof IngestRequest>;
+
+/** The stored form of an ingested event (type `EventIngested` in `events-{tenant}-{subject}`). */
+export const EventIngested = z.object({
+  eventId: z.string(),
+  tenant: z.string(),
+  subject: z.string(),
+  occurredAt: IsoDate,
+  recordedAt: IsoDate,
+  activity: z.string(),
+  content: MemoryContent,
+  source: z.object({ system: z.string(), externalId: z.string().optional(), channel: z.string().optional() }),
+  sensitivity: Sensitivity,
+  purposes: z.array(z.string()),
+  retention: RetentionClass,
+  idempotencyKey: z.string(),
+  actor: z.string(),
+});
+export type EventIngested = z.infer<typeof EventIngested>;
+
+export { Fact };

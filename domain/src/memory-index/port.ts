@@ -1,0 +1,77 @@
+import type { MemoryKind, MemoryRecord, MemoryStatus, Sensitivity } from '../memory/record';
+
+/** A memory as the index stores it: the record (plaintext, as views must be) plus its vector. */
+export interface IndexedMemory {
+  record: MemoryRecord;
+  vector: Float32Array;
+}
+
+/** Filters pushed down into the index query, so that a record outside them never leaves the index. */
+export interface IndexFilter {
+  kinds?: MemoryKind[];
+  statuses: readonly MemoryStatus[];
+  /** Highest sensitivity the caller may see (inclusive). */
+  maxSensitivity: Sensitivity;
+  /** Records must list at least one of these purposes. Omit for no purpose restriction. */
+  purposes?: string[];
+  /** Business-valid time: validFrom <= asOf < validTo (open end when validTo is null). */
+  asOf?: string;
+  /** Transaction time: recordedAt <= knownAsOf. */
+  knownAsOf?: string;
+  /** Records with retention.expiresAt <= now are never returned. */
+  now: string;
+}
+
+export interface HybridQuery {
+  tenant: string;
+  /** Free text for BM25; tokenised with the shared tokenizer. Empty disables the route. */
+  text: string;
+  /** Query vector for the dense route; omit to disable it. */
+  vector?: Float32Array;
+  /** How many fused hits to return. */
+  limit: number;
+  filter: IndexFilter;
+}
+
+export interface SearchHit {
+  record: MemoryRecord;
+  vector: Float32Array;
+  /** Reciprocal-rank-fusion score (higher is better). */
+  score: number;
+  /** 1-based rank in each route, when the hit came from it. */
+  bm25Rank?: number;
+  vectorRank?: number;
+  /** Cosine similarity of the hit to the query vector, when a vector was given. */
+  cosine?: number;
+}
+
+export interface MemoryIndex {
+  /** Inserts or replaces records by id, atomically per call. Idempotent. */
+  upsert(tenant: string, memories: IndexedMemory[]): Promise<void>;
+
+  /** The record with this id in the tenant's partition, or undefined. */
+  get(tenant: string, id: string): Promise<IndexedMemory | undefined>;
+
+  /** BM25 and dense routes fused with RRF, filters applied inside each route. */
+  search(query: HybridQuery): Promise<SearchHit[]>;
+
+  /**
+   * Physically removes the records: rows, FTS entries and vectors, including
+   * the vector graph's copies, so no byte of them remains in the index files.
+   */
+  purge(tenant: string, ids: string[]): Promise<void>;
+
+  /** Number of records in the tenant's partition. */
+  count(tenant: string): Promise<number>;
+
+  /** Drops the tenant's whole partition (used before a rebuild). */
+  dropTenant(tenant: string): Promise<void>;
+
+  close(): Promise<void>;
+}
+
+/** Durable projection checkpoints (the last global log position a projection has fully applied). */
+export interface CheckpointStore {
+  load(name: string): Promise<bigint | undefined>;
+  save(name: string, position: bigint): Promise<void>;
+}

@@ -1,0 +1,83 @@
+import type { EventIngested } from '../ingest/schema';
+import type { RecordMemory } from './events';
+import type { MemoryRecord, SourceTrust } from './record';
+
+export const EXTRACTION_RULE = 'ingest.extract';
+export const EXTRACTION_RULE_VERSION = '1';
+
+/** Deterministic memory ids: replaying the same event always yields the same memories (no duplicates). */
+export const episodicIdFor = (eventId: string) => `mem_ep_${eventId}`;
+export const semanticIdFor = (eventId: string) => `mem_se_${eventId}`;
+
+/** Default trust by channel until a tenant registers authoritative sources (governance issue). */
+export function trustForChannel(channel: string | undefined): SourceTrust {
+  switch (channel) {
+    case 'system':
+      return 'certified';
+    case 'web':
+    case 'email':
+      return 'external';
+    case 'model':
+      return 'model';
+    default:
+      return 'user';
+  }
+}
+
+/**
+ * What memories an ingested event yields: always one episodic memory (the
+ * event as remembered), plus a semantic memory when the event carries a
+ * structured fact. Each points at its source event (lineage, §6.2 condition 1).
+ */
+export function deriveMemories(event: EventIngested): RecordMemory[] {
+  const trust = trustForChannel(event.source.channel);
+  const base = {
+    tenant: event.tenant,
+    subject: event.subject,
+    recordedAt: event.recordedAt,
+    policy: {
+      owner: event.subject,
+      roles: [],
+      purposes: event.purposes,
+      sensitivity: event.sensitivity,
+    },
+    provenance: {
+      sourceEventIds: [event.eventId],
+      parentIds: [],
+      rule: EXTRACTION_RULE,
+      ruleVersion: EXTRACTION_RULE_VERSION,
+    },
+    sourceTrust: trust,
+    tainted: trust === 'external' || trust === 'model',
+    usage: { retrieved: 0, adopted: 0, lastUsedAt: null },
+    version: 1,
+    status: 'active' as const,
+    retention: { class: event.retention, expiresAt: null },
+  };
+  const episodic: MemoryRecord = {
+    ...base,
+    id: episodicIdFor(event.eventId),
+    kind: 'episodic',
+    content: { text: event.content.text },
+    validFrom: event.occurredAt,
+    validTo: null,
+    confidence: 1,
+  };
+  const commands: RecordMemory[] = [{ type: 'RecordMemory', record: episodic }];
+  const fact = event.content.fact;
+  if (fact) {
+    commands.push({
+      type: 'RecordMemory',
+      record: {
+        ...base,
+        id: semanticIdFor(event.eventId),
+        kind: 'semantic',
+        content: { text: `${fact.entity} ${fact.attribute}: ${fact.value}`, fact },
+        validFrom: fact.validFrom ?? event.occurredAt,
+        validTo: fact.validTo ?? null,
+        confidence: trust === 'user' || trust === 'certified' || trust === 'authoritative' ? 0.9 : 0.5,
+      },
+    });
+  }
+  return commands;
+}

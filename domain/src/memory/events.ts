@@ -1,0 +1,16 @@
+import { z } from 'zod';
+import { MemoryRecord } from './record';
+
+/** Event types of the `memory-{tenant}-{id}` streams. */
+export const MemoryRecorded = z.object({ type: z.literal('MemoryRecorded'), record: MemoryRecord });
+export type MemoryRecorded = z.infer<typeof MemoryRecorded>;
+
+export type MemoryEvent = MemoryRecorded;
+
+/** The command that records a memory. Time and id come from outside (see STYLE.md §4). */
+export interface RecordMemory {
+  type: 'RecordMemory';
+  record: MemoryRecord;
+}
+
+export type MemoryCommand = RecordMemory;

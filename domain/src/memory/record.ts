@@ -1,0 +1,81 @@
+import { z } from 'zod';
+
+export const MemoryKind = z.enum(['working', 'episodic', 'semantic', 'procedural', 'relational']);
+export type MemoryKind = z.infer<typeof MemoryKind>;
+
+export const MemoryStatus = z.enum(['candidate', 'active', 'disputed', 'superseded', 'expired', 'deleted', 'purged']);
+export type MemoryStatus = z.infer<typeof MemoryStatus>;
+
+/** Statuses that recall may return. */
+export const RECALLABLE_STATUSES: readonly MemoryStatus[] = ['active', 'disputed'];
+
+export const Sensitivity = z.enum(['public', 'internal', 'confidential', 'restricted']);
+export type Sensitivity = z.infer<typeof Sensitivity>;
+
+/** public < internal < confidential < restricted */
+export const SENSITIVITY_RANK: Record<Sensitivity, number> = { public: 0, internal: 1, confidential: 2, restricted: 3 };
+
+export const SourceTrust = z.enum(['authoritative', 'certified', 'user', 'external', 'model']);
+export type SourceTrust = z.infer<typeof SourceTrust>;
+
+export const RetentionClass = z.enum(['session', 'standard', 'long_term', 'legal_hold']);
+export type RetentionClass = z.infer<typeof RetentionClass>;
+
+const IsoDate = z.iso.datetime({ offset: true });
+
+export const Fact = z.object({
+  entity: z.string().min(1).max(500),
+  attribute: z.string().min(1).max(200),
+  value: z.string().min(1).max(4000),
+  validFrom: IsoDate.optional(),
+  validTo: IsoDate.optional(),
+});
+export type Fact = z.infer<typeof Fact>;
+
+/** The content of a memory: text plus, for semantic memories, the structured fact. */
+export const MemoryContent = z.object({
+  text: z.string().min(1).max(100_000),
+  fact: Fact.optional(),
+});
+export type MemoryContent = z.infer<typeof MemoryContent>;
+
+export const Provenance = z.object({
+  sourceEventIds: z.array(z.string()),
+  parentIds: z.array(z.string()),
+  rule: z.string(),
+  ruleVersion: z.string(),
+  modelVersion: z.string().optional(),
+  promptVersion: z.string().optional(),
+});
+export type Provenance = z.infer<typeof Provenance>;
+
+export const MemoryPolicy = z.object({
+  owner: z.string(),
+  roles: z.array(z.string()),
+  purposes: z.array(z.string()),
+  sensitivity: Sensitivity,
+  jurisdiction: z.string().optional(),
+});
+export type MemoryPolicy = z.infer<typeof MemoryPolicy>;
+
+/** A memory record (paper §3.2). Times are ISO strings so the record round-trips through JSON unchanged. */
+export const MemoryRecord = z.object({
+  id: z.string(),
+  tenant: z.string(),
+  subject: z.string(),
+  kind: MemoryKind,
+  content: MemoryContent,
+  validFrom: IsoDate,
+  validTo: IsoDate.nullable(),
+  recordedAt: IsoDate,
+  policy: MemoryPolicy,
+  provenance: Provenance,
+  confidence: z.number().min(0).max(1),
+  sourceTrust: SourceTrust,
+  tainted: z.boolean(),
+  usage: z.object({ retrieved: z.number().int(), adopted: z.number().int(), lastUsedAt: IsoDate.nullable() }),
+  version: z.number().int().min(1),
+  status: MemoryStatus,
+  retention: z.object({ class: RetentionClass, expiresAt: IsoDate.nullable() }),
+});
+export type MemoryRecord = z.infer<typeof MemoryRecord>;

@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import { MemoryKind } from '../memory/record';
+
+const IsoDate = z.iso.datetime({ offset: true });
+
+export const RecallRequest = z.strictObject({
+  query: z.string().min(1).max(4000),
+  purpose: z.string().min(1).max(50),
+  budgetTokens: z.number().int().min(16).max(32_000).default(1000),
+  kinds: z.array(MemoryKind).min(1).optional(),
+  asOf: IsoDate.optional(),
+  knownAsOf: IsoDate.optional(),
+  consistency: z.enum(['eventual', 'strong']).default('eventual'),
+  /** With `consistency: "strong"`: wait until the projection has applied this log position (returned by writes). */
+  afterPosition: z.string().regex(/^\d+$/).optional(),
+});
+export type RecallRequest = z.infer<typeof RecallRequest>;
+
+export interface Citation {
+  id: string;
+  version: number;
+  kind: MemoryKind;
+  sourceEventIds: string[];
+  sourceSystem?: string;
+  validFrom: string;
+  validTo: string | null;
+  recordedAt: string;
+  confidence: number;
+  disputed: boolean;
+}
+
+export interface RecallItem {
+  id: string;
+  kind: MemoryKind;
+  text: string;
+  score: number;
+  tokens: number;
+  citation: Citation;
+}
+
+export interface RecallResult {
+  items: RecallItem[];
+  usedTokens: number;
+  budgetTokens: number;
+  /** How many candidates the index returned before packing. */
+  candidates: number;
+}

@@ -1,0 +1,18 @@
+/**
+ * Stream names are `category-tenant-id` so that EventStoreDB's `$ce-category`
+ * projections work. Tenant ids contain no dash, so the first two dashes split
+ * the name unambiguously.
+ */
+export const streams = {
+  events: (tenant: string, subject: string) => `events-${tenant}-${subject}`,
+  memory: (tenant: string, memoryId: string) => `memory-${tenant}-${memoryId}`,
+  eventsOfTenant: (tenant: string) => `events-${tenant}-`,
+  memoriesOfTenant: (tenant: string) => `memory-${tenant}-`,
+};
+
+export function parseStreamName(stream: string): { category: string; tenant: string; id: string } | undefined {
+  const first = stream.indexOf('-');
+  const second = stream.indexOf('-', first + 1);
+  if (first <= 0 || second <= first + 1) return undefined;
+  return { category: stream.slice(0, first), tenant: stream.slice(first + 1, second), id: stream.slice(second + 1) };
+}
