@@ -16,6 +16,7 @@ export default defineConfig({
   },
   test: {
     include: ['{domain,infra,activities,workflows,apps/*}/src/**/*.spec.ts'],
+    globalSetup: ['./tests/temporal.global-setup.ts'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 120_000,

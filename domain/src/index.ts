@@ -16,3 +16,5 @@ export * from './ingest/schema';
 export * from './recall/schema';
 export * from './recall/fusion';
 export * from './recall/packing';
+export * from './memory-index/filter';
+export * from './memory/write';

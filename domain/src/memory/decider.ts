@@ -45,6 +45,8 @@ export function evolve(state: MemoryState, event: MemoryEvent): MemoryState {
   }
 }
 
+/** The same memory means the same kind, content and sources; times of the attempt may differ on a retry. */
 function sameRecord(a: MemoryRecord, b: MemoryRecord): boolean {
-  return JSON.stringify({ ...a, recordedAt: '' }) === JSON.stringify({ ...b, recordedAt: '' });
+  const essence = (r: MemoryRecord) => JSON.stringify([r.kind, r.subject, r.content, r.provenance.sourceEventIds]);
+  return essence(a) === essence(b);
 }

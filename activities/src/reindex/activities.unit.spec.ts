@@ -1,0 +1,50 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { describe, expect, it } from 'vitest';
+import { createReindexActivities, type TenantViews } from './activities';
+
+function recordingViews(): TenantViews & { calls: string[] } {
+  const calls: string[] = [];
+  return {
+    calls,
+    async drop(tenant) {
+      calls.push(`drop:${tenant}`);
+      return 2;
+    },
+    async replay(tenant) {
+      calls.push(`replay:${tenant}`);
+      return { events: 5, memories: 3 };
+    },
+  };
+}
+
+describe('reindex activities', () => {
+  it('pass a valid tenant through to its views and return their counts', async () => {
+    const views = recordingViews();
+    const activities = createReindexActivities({ views });
+
+    expect(await activities.dropTenantViews('acme')).toBe(2);
+    expect(await activities.replayTenantLog('acme')).toEqual({ events: 5, memories: 3 });
+    expect(views.calls).toEqual(['drop:acme', 'replay:acme']);
+  });
+
+  it.each(['', 'Acme', 'acme-corp', '_acme', 'a'.repeat(64)])('reject the malformed tenant %j as non-retryable, touching no view', async (tenant) => {
+    const views = recordingViews();
+    const activities = createReindexActivities({ views });
+
+    for (const call of [() => activities.dropTenantViews(tenant), () => activities.replayTenantLog(tenant)]) {
+      const error = await call().catch((err: unknown) => err);
+      expect(error).toBeInstanceOf(ApplicationFailure);
+      expect(error).toMatchObject({ type: 'REQUEST.VALIDATION_FAILED', nonRetryable: true });
+    }
+    expect(views.calls).toEqual([]);
+  });
+
+  it('let infrastructure errors through unchanged so Temporal retries them', async () => {
+    const outage = new Error('index temporarily unavailable');
+    const activities = createReindexActivities({
+      views: { drop: async () => Promise.reject(outage), replay: async () => ({ events: 0, memories: 0 }) },
+    });
+
+    await expect(activities.dropTenantViews('acme')).rejects.toBe(outage);
+  });
+});

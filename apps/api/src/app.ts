@@ -1,0 +1,84 @@
+import 'reflect-metadata';
+import { Module, type DynamicModule } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { GraphQLModule } from '@nestjs/graphql';
+import { MercuriusDriver, type MercuriusDriverConfig } from '@nestjs/mercurius';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { GraphQLError } from 'graphql';
+import type { Elma } from '@elma/infra';
+import { MemoryResolver } from './graphql/memory.resolver';
+import { AuthGuard } from './http/auth.guard';
+import { ProblemFilter, sendProblem } from './http/problem.filter';
+import { toProblem } from './http/problem';
+import { ELMA } from './http/tokens';
+import { EventsController } from './rest/events.controller';
+import { HealthController } from './rest/health.controller';
+import { MemoriesController } from './rest/memories.controller';
+import { RecallController } from './rest/recall.controller';
+
+/** Requests above this are refused with 413 before any handler runs. */
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+@Module({})
+class ApiModule {
+  static with(elma: Elma): DynamicModule {
+    return {
+      module: ApiModule,
+      imports: [
+        GraphQLModule.forRoot<MercuriusDriverConfig>({
+          driver: MercuriusDriver,
+          autoSchemaFile: true,
+          path: '/graphql',
+          graphiql: false,
+          context: (request: FastifyRequest) => ({ request }),
+          errorFormatter: (execution, context) => {
+            const errors = (execution.errors ?? []).map((error: GraphQLError) => {
+              const problem = toProblem(error.originalError ?? error);
+              if (problem.status >= 500 && !error.originalError) {
+                // Errors of the query itself (syntax, unknown field) are the caller's.
+                return { message: error.message, locations: error.locations, path: error.path, extensions: { code: 'GRAPHQL.INVALID_QUERY', status: 400 } };
+              }
+              if (problem.status >= 500) elma.logger.error('graphql resolver failed', { code: problem.code, name: (error.originalError as Error)?.name });
+              return { message: problem.detail, locations: error.locations, path: error.path, extensions: { code: problem.code, status: problem.status, errors: problem.errors } };
+            });
+            void context;
+            return { statusCode: 200, response: { data: execution.data ?? null, errors } };
+          },
+        }),
+      ],
+      controllers: [EventsController, MemoriesController, RecallController, HealthController],
+      providers: [{ provide: ELMA, useValue: elma }, AuthGuard, MemoryResolver],
+    };
+  }
+}
+
+/** Builds the HTTP app (REST under /v1, GraphQL at /graphql, OpenAPI at /docs) on a process's ELMA services. */
+export async function createApi(elma: Elma): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false });
+  const app = await NestFactory.create<NestFastifyApplication>(ApiModule.with(elma), adapter, { logger: false });
+  const onServerError = (error: unknown, requestId: string) =>
+    elma.logger.error('request failed', { requestId, name: (error as Error)?.name, code: (error as { code?: string })?.code });
+  app.useGlobalFilters(new ProblemFilter(onServerError));
+
+  const fastify = app.getHttpAdapter().getInstance();
+  // Body parsing fails before Nest sees the request; map those errors here too.
+  fastify.setErrorHandler((error, request, reply) => sendProblem(request, reply, error, onServerError));
+  fastify.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) =>
+    sendProblem(request, reply, { getStatus: () => 404 }, onServerError),
+  );
+
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('ELMA')
+      .setDescription('Governed long-term memory for AI agents. Errors are RFC 9457 problem+json with a stable `code`.')
+      .setVersion('0.1.0')
+      .addBearerAuth()
+      .build(),
+  );
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json' });
+  await app.init();
+  return app;
+}

@@ -1,0 +1,64 @@
+import { Inject, UseGuards } from '@nestjs/common';
+import { Args, ID, Mutation, Query, Resolver } from '@nestjs/graphql';
+import type { MemoryRecord, Principal } from '@elma/domain';
+import type { Elma } from '@elma/infra';
+import { AuthGuard, Caller } from '../http/auth.guard';
+import { ELMA } from '../http/tokens';
+import {
+  EventInput,
+  IngestResultType,
+  MemoryInput,
+  MemoryType,
+  RecallInput,
+  RecallResultType,
+  WriteMemoryResultType,
+} from './types';
+
+/** The REST operations, as GraphQL. Resolvers only map; the services do the work. */
+@Resolver()
+@UseGuards(AuthGuard)
+export class MemoryResolver {
+  constructor(@Inject(ELMA) private readonly elma: Elma) {}
+
+  @Query(() => MemoryType)
+  async memory(@Caller() caller: Principal, @Args('id', { type: () => ID }) id: string): Promise<MemoryType> {
+    return toGraphql(await this.elma.memories.get(caller, id));
+  }
+
+  @Query(() => RecallResultType)
+  recall(@Caller() caller: Principal, @Args('input', { type: () => RecallInput }) input: RecallInput) {
+    return this.elma.recall.recall(caller, withoutNulls(input));
+  }
+
+  @Mutation(() => IngestResultType)
+  ingestEvents(@Caller() caller: Principal, @Args('events', { type: () => [EventInput] }) events: EventInput[]) {
+    return this.elma.ingest.ingest(caller, { events: events.map(withoutNulls) });
+  }
+
+  @Mutation(() => WriteMemoryResultType)
+  async writeMemory(@Caller() caller: Principal, @Args('input', { type: () => MemoryInput }) input: MemoryInput) {
+    const result = await this.elma.memories.write(caller, withoutNulls(input));
+    return { ...result, memory: toGraphql(result.memory) };
+  }
+}
+
+function toGraphql(record: MemoryRecord): MemoryType {
+  return {
+    ...record,
+    text: record.content.text,
+    fact: record.content.fact,
+    sensitivity: record.policy.sensitivity,
+    purposes: record.policy.purposes,
+  };
+}
+
+/** GraphQL sends explicit nulls for omitted optional fields; the zod schemas expect them absent. */
+function withoutNulls<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(withoutNulls) as T;
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value).filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => [k, withoutNulls(v)]),
+    ) as T;
+  }
+  return value;
+}

@@ -1,0 +1,157 @@
+import { Field, Float, ID, InputType, Int, ObjectType } from '@nestjs/graphql';
+
+/**
+ * GraphQL types (code-first). Every field names its type explicitly, so the
+ * schema does not depend on emitted decorator metadata. Inputs are validated
+ * by the same zod schemas as REST, in the services.
+ */
+@ObjectType()
+export class FactType {
+  @Field(() => String) entity!: string;
+  @Field(() => String) attribute!: string;
+  @Field(() => String) value!: string;
+  @Field(() => String, { nullable: true }) validFrom?: string;
+  @Field(() => String, { nullable: true }) validTo?: string;
+}
+
+@ObjectType('Provenance')
+export class ProvenanceType {
+  @Field(() => [ID]) sourceEventIds!: string[];
+  @Field(() => [ID]) parentIds!: string[];
+  @Field(() => String) rule!: string;
+  @Field(() => String) ruleVersion!: string;
+}
+
+@ObjectType('Memory')
+export class MemoryType {
+  @Field(() => ID) id!: string;
+  @Field(() => String) kind!: string;
+  @Field(() => String) status!: string;
+  @Field(() => String) text!: string;
+  @Field(() => FactType, { nullable: true }) fact?: FactType;
+  @Field(() => String) subject!: string;
+  @Field(() => Int) version!: number;
+  @Field(() => String) validFrom!: string;
+  @Field(() => String, { nullable: true }) validTo!: string | null;
+  @Field(() => String) recordedAt!: string;
+  @Field(() => Float) confidence!: number;
+  @Field(() => String) sourceTrust!: string;
+  @Field(() => Boolean) tainted!: boolean;
+  @Field(() => String) sensitivity!: string;
+  @Field(() => [String]) purposes!: string[];
+  @Field(() => ProvenanceType) provenance!: ProvenanceType;
+}
+
+@ObjectType('Citation')
+export class CitationType {
+  @Field(() => ID) id!: string;
+  @Field(() => Int) version!: number;
+  @Field(() => String) kind!: string;
+  @Field(() => [ID]) sourceEventIds!: string[];
+  @Field(() => String) validFrom!: string;
+  @Field(() => String, { nullable: true }) validTo!: string | null;
+  @Field(() => String) recordedAt!: string;
+  @Field(() => Float) confidence!: number;
+  @Field(() => Boolean) disputed!: boolean;
+}
+
+@ObjectType('RecallItem')
+export class RecallItemType {
+  @Field(() => ID) id!: string;
+  @Field(() => String) kind!: string;
+  @Field(() => String) text!: string;
+  @Field(() => Float) score!: number;
+  @Field(() => Int) tokens!: number;
+  @Field(() => CitationType) citation!: CitationType;
+}
+
+@ObjectType('RecallResult')
+export class RecallResultType {
+  @Field(() => [RecallItemType]) items!: RecallItemType[];
+  @Field(() => Int) usedTokens!: number;
+  @Field(() => Int) budgetTokens!: number;
+  @Field(() => Int) candidates!: number;
+}
+
+@ObjectType('IngestedEvent')
+export class IngestedEventType {
+  @Field(() => ID) id!: string;
+  @Field(() => String) subject!: string;
+  @Field(() => Boolean) duplicate!: boolean;
+}
+
+@ObjectType('IngestResult')
+export class IngestResultType {
+  @Field(() => [IngestedEventType]) events!: IngestedEventType[];
+  @Field(() => String) position!: string;
+}
+
+@ObjectType('WriteMemoryResult')
+export class WriteMemoryResultType {
+  @Field(() => MemoryType) memory!: MemoryType;
+  @Field(() => String) position!: string;
+  @Field(() => Boolean) duplicate!: boolean;
+}
+
+@InputType()
+export class FactInput {
+  @Field(() => String) entity!: string;
+  @Field(() => String) attribute!: string;
+  @Field(() => String) value!: string;
+  @Field(() => String, { nullable: true }) validFrom?: string;
+  @Field(() => String, { nullable: true }) validTo?: string;
+}
+
+@InputType()
+export class ContentInput {
+  @Field(() => String) text!: string;
+  @Field(() => FactInput, { nullable: true }) fact?: FactInput;
+}
+
+@InputType()
+export class SourceInput {
+  @Field(() => String) system!: string;
+  @Field(() => String, { nullable: true }) externalId?: string;
+  @Field(() => String, { nullable: true }) channel?: string;
+}
+
+@InputType()
+export class EventInput {
+  @Field(() => String) subject!: string;
+  @Field(() => String) occurredAt!: string;
+  @Field(() => String) activity!: string;
+  @Field(() => ContentInput) content!: ContentInput;
+  @Field(() => SourceInput) source!: SourceInput;
+  @Field(() => String, { nullable: true }) sensitivity?: string;
+  @Field(() => [String], { nullable: true }) purposes?: string[];
+  @Field(() => String, { nullable: true }) retention?: string;
+  @Field(() => String, { nullable: true }) idempotencyKey?: string;
+}
+
+@InputType()
+export class MemoryInput {
+  @Field(() => String, { nullable: true }) kind?: string;
+  @Field(() => ContentInput) content!: ContentInput;
+  @Field(() => [ID]) sourceEventIds!: string[];
+  @Field(() => String, { nullable: true }) subject?: string;
+  @Field(() => String, { nullable: true }) sensitivity?: string;
+  @Field(() => [String], { nullable: true }) purposes?: string[];
+  @Field(() => String, { nullable: true }) validFrom?: string;
+  @Field(() => String, { nullable: true }) validTo?: string;
+  @Field(() => Float, { nullable: true }) confidence?: number;
+  @Field(() => String, { nullable: true }) retention?: string;
+  @Field(() => String, { nullable: true }) idempotencyKey?: string;
+  @Field(() => Int, { nullable: true }) expectedVersion?: number;
+}
+
+@InputType()
+export class RecallInput {
+  @Field(() => String) query!: string;
+  @Field(() => String) purpose!: string;
+  @Field(() => Int, { nullable: true }) budgetTokens?: number;
+  @Field(() => [String], { nullable: true }) kinds?: string[];
+  @Field(() => String, { nullable: true }) asOf?: string;
+  @Field(() => String, { nullable: true }) knownAsOf?: string;
+  @Field(() => String, { nullable: true }) consistency?: string;
+  @Field(() => String, { nullable: true }) afterPosition?: string;
+}

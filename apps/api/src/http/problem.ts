@@ -1,0 +1,74 @@
+import { DomainError } from '@elma/domain';
+
+/** HTTP status for each stable error code. Codes not listed are server errors. */
+const STATUS: Record<string, number> = {
+  'REQUEST.MALFORMED_JSON': 400,
+  'REQUEST.VALIDATION_FAILED': 422,
+  'REQUEST.PAYLOAD_TOO_LARGE': 413,
+  'REQUEST.UNSUPPORTED_MEDIA_TYPE': 415,
+  'AUTH.UNAUTHENTICATED': 401,
+  'RECALL.PURPOSE_NOT_PERMITTED': 403,
+  'ROUTE.NOT_FOUND': 404,
+  'MEMORY.NOT_FOUND': 404,
+  'MEMORY.UNKNOWN_SOURCE_EVENT': 422,
+  'MEMORY.ALREADY_RECORDED': 409,
+  'EVENT_LOG.WRONG_EXPECTED_VERSION': 409,
+  'EVENT_LOG.STREAM_DELETED': 410,
+  'KEY_VAULT.KEY_SHREDDED': 410,
+  'PROJECTION.LAGGING': 503,
+};
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  instance?: string;
+  requestId?: string;
+  errors?: unknown;
+}
+
+/**
+ * Maps any error to RFC 9457 problem details. Only domain errors (whose
+ * messages are built from ids and paths, never content) and known framework
+ * errors show their detail; anything else is a generic 500 so that no
+ * payload fragment can leak through an exception message.
+ */
+export function toProblem(error: unknown, instance?: string, requestId?: string): Problem {
+  const { code, detail, errors } = classify(error);
+  const status = STATUS[code] ?? 500;
+  return {
+    type: `https://elma.dev/problems/${code.toLowerCase().replace(/[._]/g, '-')}`,
+    title: code,
+    status,
+    detail,
+    code,
+    ...(instance ? { instance } : {}),
+    ...(requestId ? { requestId } : {}),
+    ...(errors ? { errors } : {}),
+  };
+}
+
+function classify(error: unknown): { code: string; detail: string; errors?: unknown } {
+  if (error instanceof DomainError) {
+    const issues = (error.details as { issues?: unknown }).issues;
+    return { code: error.code, detail: error.message, errors: issues };
+  }
+  const fastify = error as { code?: string; statusCode?: number };
+  switch (fastify?.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { code: 'REQUEST.MALFORMED_JSON', detail: 'the request body is not valid JSON' };
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { code: 'REQUEST.PAYLOAD_TOO_LARGE', detail: 'the request body exceeds 1 MiB' };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { code: 'REQUEST.UNSUPPORTED_MEDIA_TYPE', detail: 'send application/json' };
+  }
+  if (error instanceof SyntaxError && fastify?.statusCode === 400) {
+    return { code: 'REQUEST.MALFORMED_JSON', detail: 'the request body is not valid JSON' };
+  }
+  const status = (error as { status?: number; getStatus?: () => number })?.getStatus?.();
+  if (status === 404) return { code: 'ROUTE.NOT_FOUND', detail: 'no such route' };
+  return { code: 'INTERNAL', detail: 'internal error; see the server log with the request id' };
+}

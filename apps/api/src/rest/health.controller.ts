@@ -1,0 +1,19 @@
+import { Controller, Get, Inject, Res } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import type { Elma } from '@elma/infra';
+import { ELMA } from '../http/tokens';
+
+@ApiTags('health')
+@Controller('health')
+export class HealthController {
+  constructor(@Inject(ELMA) private readonly elma: Elma) {}
+
+  /** Each engine and whether it is up; 503 when any is down. */
+  @Get()
+  async health(@Res() reply: FastifyReply) {
+    const engines = await this.elma.health();
+    const up = Object.values(engines).every((e) => e.up);
+    return reply.status(up ? 200 : 503).send({ status: up ? 'up' : 'down', engines });
+  }
+}

@@ -1,0 +1,31 @@
+import { Body, Controller, Get, Inject, Param, Post, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { WriteMemoryRequest, type Principal } from '@elma/domain';
+import type { Elma } from '@elma/infra';
+import { AuthGuard, Caller } from '../http/auth.guard';
+import { ELMA } from '../http/tokens';
+import { jsonSchema, problemResponse } from './openapi';
+
+@ApiTags('memories')
+@ApiBearerAuth()
+@Controller('v1/memories')
+@UseGuards(AuthGuard)
+export class MemoriesController {
+  constructor(@Inject(ELMA) private readonly elma: Elma) {}
+
+  @Post()
+  @ApiBody({ schema: jsonSchema(WriteMemoryRequest) })
+  @ApiResponse({ status: 201, description: 'The recorded memory with its provenance.' })
+  @ApiResponse({ status: 409, ...problemResponse })
+  @ApiResponse({ status: 422, ...problemResponse })
+  write(@Caller() caller: Principal, @Body() body: unknown) {
+    return this.elma.memories.write(caller, body);
+  }
+
+  @Get(':id')
+  @ApiResponse({ status: 200, description: 'The record with provenance and status.' })
+  @ApiResponse({ status: 404, ...problemResponse })
+  get(@Caller() caller: Principal, @Param('id') id: string) {
+    return this.elma.memories.get(caller, id);
+  }
+}

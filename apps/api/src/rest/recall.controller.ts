@@ -1,0 +1,25 @@
+import { Body, Controller, HttpCode, Inject, Post, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { RecallRequest, type Principal } from '@elma/domain';
+import type { Elma } from '@elma/infra';
+import { AuthGuard, Caller } from '../http/auth.guard';
+import { ELMA } from '../http/tokens';
+import { jsonSchema, problemResponse } from './openapi';
+
+@ApiTags('recall')
+@ApiBearerAuth()
+@Controller('v1/recall')
+@UseGuards(AuthGuard)
+export class RecallController {
+  constructor(@Inject(ELMA) private readonly elma: Elma) {}
+
+  @Post()
+  @HttpCode(200)
+  @ApiBody({ schema: jsonSchema(RecallRequest) })
+  @ApiResponse({ status: 200, description: 'A budgeted, cited context pack.' })
+  @ApiResponse({ status: 403, ...problemResponse })
+  @ApiResponse({ status: 503, ...problemResponse })
+  recall(@Caller() caller: Principal, @Body() body: unknown) {
+    return this.elma.recall.recall(caller, body);
+  }
+}

@@ -1,0 +1,38 @@
+import { rebuildCommand } from './commands/rebuild';
+import { startCommand } from './commands/start';
+import { tokenCommand } from './commands/token';
+import { benchCommand } from './commands/bench';
+
+const USAGE = `elma <command> [options]
+
+Commands:
+  start                         run ELMA embedded: API, worker, projection, Temporal dev server (npm start)
+  token [--tenant T] [--sub S] [--roles a,b] [--purposes a,b] [--clearance C] [--ttl SECONDS]
+                                mint a development token signed with the embedded JWT secret
+  rebuild --tenant T            drop a tenant's views and replay its log (ReindexWorkflow on Temporal)
+  bench [--sizes 10000,100000]  print throughput and latency figures (npm run bench)
+`;
+
+/** Returns the exit code for commands that finish; `start` runs until interrupted. */
+export async function runCli(argv: string[]): Promise<number | undefined> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'start':
+      return startCommand(rest);
+    case 'token':
+      return tokenCommand(rest);
+    case 'rebuild':
+      return rebuildCommand(rest);
+    case 'bench':
+      return benchCommand(rest);
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE);
+      return 0;
+    default:
+      process.stderr.write(`unknown command: ${command}\n\n${USAGE}`);
+      return 2;
+  }
+}

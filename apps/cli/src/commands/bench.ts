@@ -1,0 +1,139 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { Principal } from '@elma/domain';
+import { loadConfig, openElma, silentLogger, type Elma } from '@elma/infra';
+import { eventBatch, prng, query } from '../bench/corpus';
+
+const TENANTS = 10;
+const BATCH = 100;
+const QUERIES = 300;
+const WARMUP = 30;
+
+const principal = (tenant: string): Principal => ({
+  tenant,
+  sub: 'bench',
+  roles: ['agent'],
+  purposes: ['support'],
+  clearance: 'internal',
+});
+
+/**
+ * `npm run bench`: figures measured side by side in one run on this machine,
+ * each printed beside its target. Everything goes through the real services
+ * on real SQLite files in a temporary folder (no HTTP: the figures are the
+ * engine's, not the network stack's).
+ */
+export async function benchCommand(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { sizes: { type: 'string', default: '10000,100000' } } });
+  const sizes = values.sizes!.split(',').map(Number);
+  const dataDir = mkdtempSync(join(tmpdir(), 'elma-bench-'));
+  const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+  const random = prng(42);
+  const tenants = Array.from({ length: TENANTS }, (_, i) => `bench_${i}`);
+  const target = tenants[0];
+  const loaded = new Map(tenants.map((t) => [t, 0]));
+  const rows: string[][] = [];
+  const line = (what: string, figure: string, targetText: string, ok?: boolean) =>
+    rows.push([what, figure, targetText, ok === undefined ? '' : ok ? 'ok' : 'MISSED']);
+
+  try {
+    process.stderr.write(`[bench] data in ${dataDir}; ${TENANTS} tenants; one measured tenant; sizes ${sizes.join(', ')}\n`);
+    let projectionStarted = false;
+    for (const size of sizes) {
+      // Fill the measured tenant to `size` memories and each other tenant to a tenth of that.
+      const plan = tenants.map((t) => [t, (t === target ? size : size / 10) - loaded.get(t)!] as const);
+      const total = plan.reduce((sum, [, n]) => sum + Math.max(0, n), 0);
+      const appendStart = performance.now();
+      for (const [tenant, missing] of plan) {
+        for (let done = 0; done < missing; done += BATCH) {
+          const n = Math.min(BATCH, missing - done);
+          await elma.ingest.ingest(principal(tenant), eventBatch(random, n, loaded.get(tenant)! + done, tenant));
+        }
+        loaded.set(tenant, loaded.get(tenant)! + Math.max(0, missing));
+      }
+      const appendSeconds = (performance.now() - appendStart) / 1000;
+      if (!projectionStarted) {
+        const eps = total / appendSeconds;
+        line(`append (batches of ${BATCH}, encrypted)`, `${fmt(eps)} events/s`, '>= 10,000 events/s', eps >= 10_000);
+      }
+
+      const projectStart = performance.now();
+      if (!projectionStarted) {
+        await elma.runner.start();
+        projectionStarted = true;
+      }
+      await elma.runner.waitFor(await elma.log.headPosition(), 30 * 60_000);
+      const projectSeconds = (performance.now() - projectStart) / 1000;
+      if (size === sizes[0]) {
+        const eps = total / projectSeconds;
+        line('projection (event -> searchable)', `${fmt(eps)} events/s`, '>= 3,000 events/s', eps >= 3_000);
+      }
+
+      const count = await elma.index.count(target);
+      const { recall, bare } = await measureRecall(elma, target);
+      const tax = recall.p95 / bare.p95;
+      line(`recall p50 @ ${fmt(count)} memories`, `${recall.p50.toFixed(2)} ms`, '');
+      line(`recall p95 @ ${fmt(count)} memories`, `${recall.p95.toFixed(2)} ms`, '<= 15 ms', recall.p95 <= 15);
+      line(`recall p99 @ ${fmt(count)} memories`, `${recall.p99.toFixed(2)} ms`, '');
+      line(`bare FTS5+vector p95 @ ${fmt(count)}`, `${bare.p95.toFixed(2)} ms`, '');
+      line(`governance tax @ ${fmt(count)} (recall p95 / bare p95)`, `${tax.toFixed(2)}x`, '<= 1.5x', tax <= 1.5);
+    }
+  } finally {
+    await elma.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  printTable(rows);
+  return 0;
+}
+
+/**
+ * Recall through the service (policy pushdown, embedding the query, hybrid
+ * search, per-hit re-check, packing) against the bare hybrid index query with
+ * no policy predicates, the query vector computed in advance, and no packing.
+ * The two alternate query by query so drift on a shared machine hits both.
+ */
+async function measureRecall(elma: Elma, tenant: string) {
+  const random = prng(7);
+  const queries = Array.from({ length: QUERIES + WARMUP }, () => query(random));
+  const vectors = await elma.embedder.embed(queries);
+  const who = principal(tenant);
+  const now = new Date().toISOString();
+  const recall: number[] = [];
+  const bare: number[] = [];
+  for (let i = 0; i < queries.length; i++) {
+    let start = performance.now();
+    await elma.recall.recall(who, { query: queries[i], purpose: 'support', budgetTokens: 1000 });
+    const r = performance.now() - start;
+    start = performance.now();
+    await elma.index.search({
+      tenant,
+      text: queries[i],
+      vector: vectors[i],
+      limit: 40,
+      filter: { statuses: ['candidate', 'active', 'disputed', 'superseded', 'expired'], maxSensitivity: 'restricted', now },
+    });
+    const b = performance.now() - start;
+    if (i >= WARMUP) {
+      recall.push(r);
+      bare.push(b);
+    }
+  }
+  return { recall: percentiles(recall), bare: percentiles(bare) };
+}
+
+function percentiles(samples: number[]) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+  return { p50: at(50), p95: at(95), p99: at(99) };
+}
+
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+
+function printTable(rows: string[][]) {
+  const header = ['measure', 'figure', 'target', ''];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const render = (r: string[]) => r.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd();
+  process.stdout.write(`\n${render(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(render).join('\n')}\n`);
+}

@@ -1,0 +1,83 @@
+import { join } from 'node:path';
+import { createApi } from '@elma/api';
+import { loadConfig, openElma, startTemporalDevServer, type TemporalDevServer } from '@elma/infra';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { createElmaWorker } from '@elma/worker';
+import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
+
+/**
+ * `elma start`: the embedded all-in-one. One process holds the API, the
+ * projection and the Temporal worker (they share the index's in-memory vector
+ * graph), plus the Temporal dev server as a child process with its Web UI.
+ * Ctrl-C stops all of it, in reverse order of start.
+ */
+export async function startCommand(_argv: string[]): Promise<number | undefined> {
+  const config = loadConfig();
+  const stops: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  };
+  try {
+    let temporal: TemporalDevServer | undefined;
+    let address = config.temporal.address;
+    if (!address) {
+      process.stderr.write('[elma] starting the Temporal dev server...\n');
+      temporal = await startTemporalDevServer({
+        dbFile: join(config.dataDir, 'temporal.db'),
+        port: config.temporal.port,
+        uiPort: config.temporal.uiPort,
+        namespace: config.temporal.namespace,
+        searchAttributes: ELMA_SEARCH_ATTRIBUTES,
+      });
+      stops.push(() => temporal!.stop());
+      address = temporal.address;
+    }
+
+    const elma = await openElma(config);
+    stops.push(() => elma.close());
+    await elma.runner.start();
+
+    // Temporal's runtime logs at INFO by default; WARN keeps the console to what an operator must see.
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+    const worker = await createElmaWorker({ address, namespace: config.temporal.namespace, deps: { views: elma.views } });
+    stops.push(() => worker.shutdown());
+    const running = worker.run().catch((error: unknown) => {
+      elma.logger.error('temporal worker stopped', { name: (error as Error)?.name });
+    });
+
+    const app = await createApi(elma);
+    stops.push(() => app.close());
+    await app.listen({ port: config.port, host: config.host });
+    const api = `http://${config.host}:${config.port}`;
+
+    process.stdout.write(
+      [
+        '',
+        'ELMA is running (embedded engines)',
+        `  API        ${api}/v1`,
+        `  GraphQL    ${api}/graphql`,
+        `  OpenAPI    ${api}/docs`,
+        `  Health     ${api}/health`,
+        `  Temporal   ${address}${temporal?.uiUrl ? `  (Web UI ${temporal.uiUrl})` : ''}`,
+        `  Data       ${config.dataDir}`,
+        '  Token      npm run elma -- token --tenant acme --purposes support',
+        'Press Ctrl-C to stop.',
+        '',
+      ].join('\n'),
+    );
+
+    await new Promise<void>((resolve) => {
+      const onSignal = () => resolve();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+    });
+    process.stderr.write('[elma] stopping...\n');
+    await stopAll();
+    await running;
+    process.stderr.write('[elma] stopped\n');
+    return 0;
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}

@@ -1,0 +1,2 @@
+export * from './worker';
+export * from './client';

@@ -1,0 +1,111 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Configuration is parsed from the environment once, here, into a typed
+ * object; nothing else reads `process.env` (STYLE.md §10).
+ */
+const Env = z.object({
+  ELMA_DATA_DIR: z.string().default('./.elma'),
+  ELMA_HOST: z.string().default('127.0.0.1'),
+  ELMA_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  ELMA_EVENT_LOG: z.enum(['sqlite', 'eventstoredb']).default('sqlite'),
+  ELMA_INDEX: z.enum(['sqlite', 'elasticsearch']).default('sqlite'),
+  ELMA_MASTER_KEY: z.string().optional(),
+  ELMA_JWT_SECRET: z.string().min(32, 'ELMA_JWT_SECRET must be at least 32 characters').optional(),
+  ELMA_EMBEDDER: z.enum(['hashing', 'openai-compatible']).default('hashing'),
+  ELMA_EMBEDDING_DIMENSIONS: z.coerce.number().int().min(8).max(4096).default(384),
+  ELMA_EMBEDDING_URL: z.string().url().optional(),
+  ELMA_EMBEDDING_MODEL: z.string().default('text-embedding-3-small'),
+  ELMA_EMBEDDING_API_KEY: z.string().optional(),
+  ELMA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  TEMPORAL_ADDRESS: z.string().optional(),
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  TEMPORAL_UI_PORT: z.coerce.number().int().default(8233),
+  TEMPORAL_PORT: z.coerce.number().int().default(7233),
+  EVENTSTOREDB_URL: z.string().optional(),
+  ELASTICSEARCH_URL: z.string().optional(),
+});
+
+export interface ElmaConfig {
+  dataDir: string;
+  host: string;
+  port: number;
+  eventLog: 'sqlite' | 'eventstoredb';
+  index: 'sqlite' | 'elasticsearch';
+  masterKey: Uint8Array;
+  jwtSecret: Uint8Array;
+  embedder:
+    | { kind: 'hashing'; dimensions: number }
+    | { kind: 'openai-compatible'; dimensions: number; baseUrl: string; model: string; apiKey?: string };
+  logLevel: z.infer<typeof Env>['ELMA_LOG_LEVEL'];
+  temporal: { address?: string; namespace: string; port: number; uiPort: number };
+}
+
+export class ConfigError extends Error {
+  readonly code = 'CONFIG.INVALID';
+}
+
+/**
+ * Reads the configuration. Secrets that are not given (master key, JWT
+ * secret) are generated once into the data folder for the embedded default,
+ * with owner-only permissions, so a restart keeps reading the same data.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): ElmaConfig {
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      `invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
+  }
+  const e = parsed.data;
+  const dataDir = resolve(e.ELMA_DATA_DIR);
+  if (e.ELMA_EVENT_LOG !== 'sqlite' || e.ELMA_INDEX !== 'sqlite') {
+    throw new ConfigError('only the embedded sqlite engines are available in this build (EventStoreDB and Elasticsearch adapters come with the production-engines work)');
+  }
+  if (e.ELMA_EMBEDDER === 'openai-compatible' && !e.ELMA_EMBEDDING_URL) {
+    throw new ConfigError('ELMA_EMBEDDER=openai-compatible needs ELMA_EMBEDDING_URL');
+  }
+  return {
+    dataDir,
+    host: e.ELMA_HOST,
+    port: e.ELMA_PORT,
+    eventLog: e.ELMA_EVENT_LOG,
+    index: e.ELMA_INDEX,
+    masterKey: secret(e.ELMA_MASTER_KEY, dataDir, 'master.key'),
+    jwtSecret: secret(e.ELMA_JWT_SECRET, dataDir, 'jwt.secret'),
+    embedder:
+      e.ELMA_EMBEDDER === 'hashing'
+        ? { kind: 'hashing', dimensions: e.ELMA_EMBEDDING_DIMENSIONS }
+        : {
+            kind: 'openai-compatible',
+            dimensions: e.ELMA_EMBEDDING_DIMENSIONS,
+            baseUrl: e.ELMA_EMBEDDING_URL!,
+            model: e.ELMA_EMBEDDING_MODEL,
+            apiKey: e.ELMA_EMBEDDING_API_KEY,
+          },
+    logLevel: e.ELMA_LOG_LEVEL,
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE,
+      port: e.TEMPORAL_PORT,
+      uiPort: e.TEMPORAL_UI_PORT,
+    },
+  };
+}
+
+/** A secret from the environment (hex, base64 or text), else one generated and kept in the data folder. */
+function secret(fromEnv: string | undefined, dataDir: string, file: string): Uint8Array {
+  if (fromEnv) {
+    if (/^[0-9a-f]{64}$/i.test(fromEnv)) return Buffer.from(fromEnv, 'hex');
+    return Buffer.from(fromEnv, 'utf8');
+  }
+  const path = join(dataDir, file);
+  if (existsSync(path)) return Buffer.from(readFileSync(path, 'utf8').trim(), 'hex');
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const value = randomBytes(32);
+  writeFileSync(path, value.toString('hex'), { mode: 0o600 });
+  return value;
+}

@@ -1,0 +1,33 @@
+import type Database from 'better-sqlite3';
+
+/**
+ * Positions are an AUTOINCREMENT rowid: SQLite serialises writers, so a
+ * position is allocated and committed under the same write lock and a reader
+ * never sees a gap that fills in later. AUTOINCREMENT (not a plain rowid) keeps
+ * positions from being reused after the newest stream is hard-deleted, which
+ * would otherwise break consumers' durable checkpoints.
+ */
+const schema = `
+CREATE TABLE IF NOT EXISTS events (
+  position INTEGER PRIMARY KEY AUTOINCREMENT,
+  stream   TEXT    NOT NULL,
+  revision INTEGER NOT NULL,
+  id       TEXT    NOT NULL UNIQUE,
+  type     TEXT    NOT NULL,
+  data     TEXT    NOT NULL,
+  metadata TEXT    NOT NULL,
+  created  INTEGER NOT NULL,
+  UNIQUE (stream, revision)
+);
+CREATE TABLE IF NOT EXISTS deleted_streams (
+  stream TEXT PRIMARY KEY
+) WITHOUT ROWID;
+`;
+
+export function openEventLogDatabase(db: Database.Database): void {
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  // Hard deletes must not leave event content in free pages (erasure guarantee).
+  db.pragma('secure_delete = ON');
+  db.exec(schema);
+}

@@ -1,0 +1,124 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { AppendRequest, EventData, SubscriptionItem } from '@elma/domain';
+import { eventLogContract } from '../contract';
+import { SqliteEventLog } from './sqlite-event-log';
+
+function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), 'elma-event-log-'));
+}
+
+eventLogContract('sqlite', async () => {
+  const dir = tempDir();
+  const log = SqliteEventLog.open(join(dir, 'events.db'));
+  return {
+    log,
+    async cleanup() {
+      await log.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+function event(data: unknown): EventData {
+  return { id: randomUUID(), type: 'Noted', data };
+}
+
+function containsBytes(path: string, marker: string): boolean {
+  return existsSync(path) && readFileSync(path).includes(Buffer.from(marker, 'utf8'));
+}
+
+describe('sqlite event log on disk', () => {
+  let dir: string;
+  let path: string;
+  let log: SqliteEventLog;
+
+  beforeEach(() => {
+    dir = tempDir();
+    path = join(dir, 'events.db');
+    log = SqliteEventLog.open(path);
+  });
+
+  afterEach(async () => {
+    await log.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('after a hard delete the deleted content is gone from the database file and its WAL', async () => {
+    const marker = `secret-${randomUUID()}`;
+    const big = `${marker} ${'x'.repeat(10_000)} ${marker}`; // spills into overflow pages too
+    await log.append('memory-t1-a', [event({ text: marker }), event({ text: big })], { expectedRevision: 'no_stream' });
+    await log.append('memory-t1-b', [event({ text: 'kept' })], { expectedRevision: 'no_stream' });
+    await log.append('memory-t1-a', [event({ note: marker })], { expectedRevision: 1n });
+    expect(containsBytes(path, marker) || containsBytes(`${path}-wal`, marker)).toBe(true);
+
+    await log.deleteStream('memory-t1-a');
+
+    expect(containsBytes(path, marker)).toBe(false);
+    expect(containsBytes(`${path}-wal`, marker)).toBe(false);
+    expect(containsBytes(path, 'kept') || containsBytes(`${path}-wal`, 'kept')).toBe(true);
+  });
+
+  it('events survive closing and reopening the file', async () => {
+    await log.append('memory-t1-a', [event({ n: 1 }), event({ n: 2 })], { expectedRevision: 'no_stream' });
+    await log.close();
+
+    log = SqliteEventLog.open(path);
+    const result = await log.append('memory-t1-a', [event({ n: 3 })], { expectedRevision: 1n });
+
+    expect(result.nextExpectedRevision).toBe(2n);
+  });
+
+  it('an event id used in one stream is rejected in another', async () => {
+    const shared = event({});
+    await log.append('memory-t1-a', [shared], { expectedRevision: 'any' });
+
+    const attempt = log.append('memory-t1-b', [shared], { expectedRevision: 'any' });
+
+    await expect(attempt).rejects.toMatchObject({ code: 'EVENT_LOG.DUPLICATE_EVENT_ID' });
+  });
+
+  it('a subscriber sees an append made through another connection within 100 ms', async () => {
+    const other = SqliteEventLog.open(path);
+    const subscription = log.subscribeToAll({ fromPosition: 'end' });
+    const iterator = subscription[Symbol.asyncIterator]();
+    const next = async (): Promise<SubscriptionItem> => (await iterator.next()).value as SubscriptionItem;
+    try {
+      const first = next();
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      const started = performance.now();
+      await other.append('memory-t1-a', [event({ n: 1 })], { expectedRevision: 'any' });
+
+      const item = await first;
+      const elapsed = performance.now() - started;
+
+      expect(item.kind).toBe('event');
+      expect(elapsed).toBeLessThan(100);
+    } finally {
+      await subscription.unsubscribe();
+      await other.close();
+    }
+  });
+
+  it('appendMany sustains well over 10,000 events per second in batches of 100', async () => {
+    const batches = 200;
+    const requests = (b: number): AppendRequest[] =>
+      Array.from({ length: 10 }, (_, s) => ({
+        stream: `memory-t1-${b}-${s}`,
+        expectedRevision: 'no_stream' as const,
+        events: Array.from({ length: 10 }, (_, i) => event({ text: `batch ${b} stream ${s} event ${i}`, tags: ['a', 'b'] })),
+      }));
+
+    const started = performance.now();
+    for (let b = 0; b < batches; b++) await log.appendMany(requests(b));
+    const seconds = (performance.now() - started) / 1000;
+
+    const rate = (batches * 100) / seconds;
+    console.info(`sqlite event log: ${Math.round(rate)} events/s`);
+    expect(rate).toBeGreaterThan(10_000);
+    expect(await log.headPosition()).toBe(BigInt(batches * 100));
+  });
+});

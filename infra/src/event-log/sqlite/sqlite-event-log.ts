@@ -1,0 +1,358 @@
+import Database from 'better-sqlite3';
+import {
+  DomainError,
+  StreamDeleted,
+  WrongExpectedVersion,
+  type AppendRequest,
+  type AppendResult,
+  type Direction,
+  type EventData,
+  type EventFilter,
+  type EventLog,
+  type ExpectedRevision,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type SubscribeOptions,
+  type Subscription,
+} from '@elma/domain';
+import { openEventLogDatabase } from './schema';
+import { SqliteSubscription, type ScanResult } from './sqlite-subscription';
+
+const PAGE_SIZE = 512;
+const MAX_INT64 = 9_223_372_036_854_775_807n;
+const NO_STREAM = -1n;
+
+interface EventRow {
+  position: bigint;
+  stream: string;
+  revision: bigint;
+  id: string;
+  type: string;
+  data: string;
+  metadata: string;
+  created: bigint;
+}
+
+/** A readAll query: a statement cached per filter shape plus this filter's parameters. */
+interface AllQuery {
+  statement: Database.Statement;
+  params: unknown[];
+}
+
+interface StoredRef {
+  stream: string;
+  revision: bigint;
+  position: bigint;
+}
+
+const columns = 'position, stream, revision, id, type, data, metadata, created';
+
+export interface SqliteEventLogOptions {
+  /** How often a live subscription polls for writes by other processes (in-process appends wake it at once). */
+  pollIntervalMs?: number;
+}
+
+/**
+ * The embedded event log. Every write runs in one IMMEDIATE transaction so the
+ * expected-revision check and the insert see the same state; positions are
+ * assigned under SQLite's single-writer lock and therefore committed in order.
+ */
+export class SqliteEventLog implements EventLog {
+  static open(path: string, options: SqliteEventLogOptions = {}): SqliteEventLog {
+    return new SqliteEventLog(path, options);
+  }
+
+  private readonly db: Database.Database;
+  private readonly pollIntervalMs: number;
+  private readonly subscriptions = new Set<SqliteSubscription>();
+  private readonly allStatements = new Map<string, Database.Statement>();
+  private readonly statements;
+  private readonly appendTransaction;
+  private readonly deleteTransaction;
+  private readonly scanTransaction;
+
+  constructor(
+    readonly path: string,
+    options: SqliteEventLogOptions = {},
+  ) {
+    this.pollIntervalMs = options.pollIntervalMs ?? 25;
+    this.db = new Database(path, { timeout: 5_000 });
+    openEventLogDatabase(this.db);
+    const prepare = (sql: string) => this.db.prepare(sql).safeIntegers(true);
+    this.statements = {
+      isDeleted: this.db.prepare('SELECT 1 FROM deleted_streams WHERE stream = ?').pluck(),
+      last: prepare('SELECT revision, position FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1'),
+      byId: prepare('SELECT stream, revision, position FROM events WHERE id = ?'),
+      insert: prepare(
+        'INSERT INTO events (stream, revision, id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      head: prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'").pluck(),
+      streamForwards: prepare(
+        `SELECT ${columns} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`,
+      ),
+      streamBackwards: prepare(
+        `SELECT ${columns} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
+      ),
+      markDeleted: this.db.prepare('INSERT OR IGNORE INTO deleted_streams (stream) VALUES (?)'),
+      deleteEvents: this.db.prepare('DELETE FROM events WHERE stream = ?'),
+    };
+    this.appendTransaction = this.db.transaction((requests: AppendRequest[]) =>
+      requests.map((request) => this.appendOne(request)),
+    );
+    this.deleteTransaction = this.db.transaction((stream: string) => {
+      this.statements.markDeleted.run(stream);
+      this.statements.deleteEvents.run(stream);
+    });
+    // One read transaction so the page and the head come from the same snapshot.
+    this.scanTransaction = this.db.transaction(
+      (query: AllQuery, after: bigint, limit: number): { rows: EventRow[]; head: bigint } => ({
+        rows: readPage(query, after, limit),
+        head: this.head(),
+      }),
+    );
+  }
+
+  async append(
+    stream: string,
+    events: EventData[],
+    options: { expectedRevision: ExpectedRevision },
+  ): Promise<AppendResult> {
+    const [result] = await this.appendMany([{ stream, events, expectedRevision: options.expectedRevision }]);
+    return result;
+  }
+
+  async appendMany(requests: AppendRequest[]): Promise<AppendResult[]> {
+    const results = this.appendTransaction.immediate(requests);
+    if (results.some((r) => !r.duplicate)) this.wakeSubscriptions();
+    return results;
+  }
+
+  async *readStream(stream: string, options: ReadStreamOptions = {}): AsyncIterable<RecordedEvent> {
+    const backwards = options.direction === 'backwards';
+    const from = options.fromRevision ?? (backwards ? 'end' : 'start');
+    let remaining = options.maxCount ?? Infinity;
+    let cursor: bigint;
+    if (from === 'start') cursor = 0n;
+    else if (from === 'end') {
+      if (!backwards) return;
+      cursor = MAX_INT64;
+    } else cursor = from;
+    const query = backwards ? this.statements.streamBackwards : this.statements.streamForwards;
+    while (remaining > 0) {
+      const limit = Math.min(PAGE_SIZE, remaining);
+      const rows = query.all(stream, cursor, limit) as EventRow[];
+      for (const row of rows) yield toRecorded(row);
+      if (rows.length < limit) return;
+      remaining -= rows.length;
+      const last = rows[rows.length - 1].revision;
+      cursor = backwards ? last - 1n : last + 1n;
+      if (cursor < 0n) return;
+    }
+  }
+
+  async *readAll(options: ReadAllOptions = {}): AsyncIterable<RecordedEvent> {
+    const direction = options.direction ?? 'forwards';
+    const backwards = direction === 'backwards';
+    const from = options.fromPosition ?? (backwards ? 'end' : 'start');
+    let remaining = options.maxCount ?? Infinity;
+    let cursor: bigint;
+    if (from === 'start') {
+      if (backwards) return;
+      cursor = 0n;
+    } else if (from === 'end') {
+      if (!backwards) return;
+      cursor = MAX_INT64;
+    } else cursor = from;
+    const query = this.allQuery(direction, options.filter);
+    while (remaining > 0) {
+      const limit = Math.min(PAGE_SIZE, remaining);
+      const rows = readPage(query, cursor, limit);
+      for (const row of rows) yield toRecorded(row);
+      if (rows.length < limit) return;
+      remaining -= rows.length;
+      cursor = rows[rows.length - 1].position;
+    }
+  }
+
+  subscribeToAll(options: SubscribeOptions): Subscription {
+    // 'end' is resolved now, not on the first `next()`, so that an append made
+    // right after subscribing is delivered.
+    const from = options.fromPosition;
+    const after = from === 'start' ? 0n : from === 'end' ? this.head() : from;
+    const query = this.allQuery('forwards', options.filter);
+    const subscription = new SqliteSubscription({
+      after,
+      pageSize: PAGE_SIZE,
+      pollIntervalMs: this.pollIntervalMs,
+      scan: (position) => this.scan(query, position),
+      onClose: (s) => this.subscriptions.delete(s),
+    });
+    this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  async deleteStream(stream: string): Promise<void> {
+    this.deleteTransaction.immediate(stream);
+    await this.truncateWal();
+  }
+
+  async headPosition(): Promise<bigint> {
+    return this.head();
+  }
+
+  async close(): Promise<void> {
+    if (!this.db.open) return;
+    for (const subscription of [...this.subscriptions]) await subscription.unsubscribe();
+    this.db.close();
+  }
+
+  private appendOne({ stream, events, expectedRevision }: AppendRequest): AppendResult {
+    if (this.statements.isDeleted.get(stream)) throw new StreamDeleted(stream);
+    const last = this.statements.last.get(stream) as { revision: bigint; position: bigint } | undefined;
+    const current = last?.revision ?? NO_STREAM;
+    const stored = this.storedRefs(stream, events);
+    const storedCount = stored.reduce((n, ref) => (ref ? n + 1 : n), 0);
+
+    if (storedCount === 0) {
+      if (!matches(expectedRevision, current)) throw wrongVersion(stream, expectedRevision, current);
+      return this.write(stream, events, current, last?.position ?? -1n);
+    }
+
+    // Some ids are already stored: this is a retry. With an exact expectation
+    // the stored events must sit exactly where that expectation put them,
+    // otherwise the retry would land somewhere the writer never decided on.
+    let fresh: EventData[];
+    if (expectedRevision === 'any' || expectedRevision === 'stream_exists') {
+      fresh = events.filter((_, i) => !stored[i]);
+    } else {
+      const base = expectedRevision === 'no_stream' ? NO_STREAM : expectedRevision;
+      const inPlace = stored.every((ref, i) =>
+        i < storedCount ? ref?.revision === base + BigInt(i) + 1n : ref === undefined,
+      );
+      const nothingSince = storedCount === events.length || current === base + BigInt(storedCount);
+      if (!inPlace || !nothingSince) throw wrongVersion(stream, expectedRevision, current);
+      fresh = events.slice(storedCount);
+    }
+    if (fresh.length > 0) return this.write(stream, fresh, current, -1n);
+    const newest = (stored as StoredRef[]).reduce((a, b) => (b.revision > a.revision ? b : a));
+    return { nextExpectedRevision: newest.revision, position: newest.position, duplicate: true };
+  }
+
+  private storedRefs(stream: string, events: EventData[]): (StoredRef | undefined)[] {
+    const ids = new Set<string>();
+    return events.map((event) => {
+      if (ids.has(event.id)) throw duplicateId(stream, event.id);
+      ids.add(event.id);
+      const ref = this.statements.byId.get(event.id) as StoredRef | undefined;
+      if (ref && ref.stream !== stream) throw duplicateId(stream, event.id);
+      return ref;
+    });
+  }
+
+  private write(stream: string, events: EventData[], current: bigint, lastPosition: bigint): AppendResult {
+    const created = BigInt(Date.now());
+    let revision = current;
+    let position = lastPosition;
+    for (const event of events) {
+      revision += 1n;
+      const data = JSON.stringify(event.data ?? null);
+      const metadata = JSON.stringify(event.metadata ?? {});
+      position = this.statements.insert.run(stream, revision, event.id, event.type, data, metadata, created)
+        .lastInsertRowid as bigint;
+    }
+    return { nextExpectedRevision: revision, position, duplicate: false };
+  }
+
+  private head(): bigint {
+    return (this.statements.head.get() as bigint | undefined) ?? -1n;
+  }
+
+  private scan(query: AllQuery, after: bigint): ScanResult<RecordedEvent> {
+    if (!this.db.open) return { events: [], scannedTo: after, closed: true };
+    if (this.head() <= after) return { events: [], scannedTo: after, closed: false };
+    const { rows, head } = this.scanTransaction(query, after, PAGE_SIZE);
+    // A full page may stop short of the head; otherwise the whole log up to the
+    // head has been scanned, including events the filter dropped.
+    const scannedTo = rows.length === PAGE_SIZE ? rows[rows.length - 1].position : head;
+    return { events: rows.map(toRecorded), scannedTo, closed: false };
+  }
+
+  /** Filters are pushed into SQL; statements are cached per filter shape. An empty list means no constraint. */
+  private allQuery(direction: Direction, filter: EventFilter = {}): AllQuery {
+    const prefixes = filter.streamNamePrefix ?? [];
+    const types = filter.eventType ?? [];
+    const key = `${direction}:${prefixes.length}:${types.length}`;
+    let statement = this.allStatements.get(key);
+    if (!statement) {
+      const where = [direction === 'forwards' ? 'position > ?' : 'position < ?'];
+      if (prefixes.length > 0) where.push(`(${prefixes.map(() => 'substr(stream, 1, length(?)) = ?').join(' OR ')})`);
+      if (types.length > 0) where.push(`type IN (${types.map(() => '?').join(', ')})`);
+      const order = direction === 'forwards' ? 'ASC' : 'DESC';
+      statement = this.db
+        .prepare(`SELECT ${columns} FROM events WHERE ${where.join(' AND ')} ORDER BY position ${order} LIMIT ?`)
+        .safeIntegers(true);
+      this.allStatements.set(key, statement);
+    }
+    return { statement, params: [...prefixes.flatMap((p) => [p, p]), ...types] };
+  }
+
+  private wakeSubscriptions(): void {
+    for (const subscription of this.subscriptions) subscription.wake();
+  }
+
+  /**
+   * Deleted rows are zeroed in the database pages (secure_delete), but the WAL
+   * still holds earlier frames with the original bytes until it is checkpointed
+   * and truncated. A reader in another process can block the truncation; retry
+   * briefly, then leave it to the next checkpoint.
+   */
+  private async truncateWal(): Promise<void> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const [result] = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+      if (!result || result.busy === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+}
+
+function readPage({ statement, params }: AllQuery, after: bigint, limit: number): EventRow[] {
+  return statement.all(after, ...params, limit) as EventRow[];
+}
+
+function toRecorded(row: EventRow): RecordedEvent {
+  return {
+    streamId: row.stream,
+    id: row.id,
+    type: row.type,
+    revision: row.revision,
+    position: row.position,
+    data: JSON.parse(row.data),
+    metadata: JSON.parse(row.metadata),
+    created: new Date(Number(row.created)),
+  };
+}
+
+function matches(expected: ExpectedRevision, current: bigint): boolean {
+  switch (expected) {
+    case 'any':
+      return true;
+    case 'no_stream':
+      return current === NO_STREAM;
+    case 'stream_exists':
+      return current !== NO_STREAM;
+    default:
+      return current === expected;
+  }
+}
+
+function wrongVersion(stream: string, expected: ExpectedRevision, current: bigint): WrongExpectedVersion {
+  return new WrongExpectedVersion(stream, String(expected), current === NO_STREAM ? 'no_stream' : String(current));
+}
+
+function duplicateId(stream: string, id: string): DomainError {
+  return new DomainError('EVENT_LOG.DUPLICATE_EVENT_ID', `event id ${id} is already used elsewhere (stream ${stream})`, {
+    stream,
+    eventId: id,
+  });
+}

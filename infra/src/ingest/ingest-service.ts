@@ -1,0 +1,106 @@
+import {
+  EventIngested,
+  IngestRequest,
+  parseOrThrow,
+  streams,
+  type AppendRequest,
+  type Clock,
+  type EventLog,
+  type IngestEventInput,
+  type Principal,
+} from '@elma/domain';
+import type { EventSealer } from '../sealing/sealed-events';
+import { deterministicUuid, keyedFingerprint } from './ids';
+import type { WriteTracker } from '../projection/write-tracker';
+
+export interface IngestedRef {
+  id: string;
+  subject: string;
+  /** True when this event had been ingested before (same idempotency key): nothing new was written. */
+  duplicate: boolean;
+}
+
+export interface IngestResult {
+  events: IngestedRef[];
+  /** Global log position after the write; pass it as `afterPosition` for read-your-writes. */
+  position: string;
+}
+
+/**
+ * The fast write path (§5.1 step 1): validate, derive idempotent ids, seal the
+ * content, append. A batch is validated whole before anything is written and
+ * appended in one atomic unit, so it is all or nothing. No model call here.
+ */
+export class IngestService {
+  constructor(
+    private readonly deps: {
+      log: EventLog;
+      sealer: EventSealer;
+      clock: Clock;
+      fingerprintKey: Uint8Array;
+      writes: WriteTracker;
+    },
+  ) {}
+
+  async ingest(principal: Principal, body: unknown): Promise<IngestResult> {
+    const request = parseOrThrow(IngestRequest, body);
+    const inputs = 'events' in request ? request.events : [request];
+    const recordedAt = this.deps.clock.now().toISOString();
+    const tenant = principal.tenant;
+
+    const ingested = inputs.map((input) => this.toIngested(principal, input, recordedAt));
+    const bySubject = new Map<string, EventIngested[]>();
+    const seen = new Set<string>();
+    for (const event of ingested) {
+      // The same idempotency key twice in one batch is one event.
+      if (seen.has(event.eventId)) continue;
+      seen.add(event.eventId);
+      bySubject.set(event.subject, [...(bySubject.get(event.subject) ?? []), event]);
+    }
+
+    const requests: AppendRequest[] = [];
+    for (const [subject, events] of bySubject) {
+      const sealed = await this.deps.sealer.seal(
+        tenant,
+        events.map((event) => ({ id: event.eventId, type: 'EventIngested', keyId: event.eventId, data: event })),
+      );
+      requests.push({ stream: streams.events(tenant, subject), events: sealed, expectedRevision: 'any' });
+    }
+    const before = await this.deps.log.headPosition();
+    const results = await this.deps.log.appendMany(requests);
+    const position = results.reduce((max, r) => (r.position > max ? r.position : max), before);
+    this.deps.writes.record(principal, position);
+
+    const duplicates = new Set(requests.filter((_, i) => results[i].duplicate).flatMap((r) => r.events.map((e) => e.id)));
+    return {
+      events: ingested.map((event) => ({ id: event.eventId, subject: event.subject, duplicate: duplicates.has(event.eventId) })),
+      position: position.toString(),
+    };
+  }
+
+  private toIngested(principal: Principal, input: IngestEventInput, recordedAt: string): EventIngested {
+    const idempotencyKey =
+      input.idempotencyKey ??
+      keyedFingerprint(
+        this.deps.fingerprintKey,
+        input.source.system,
+        input.source.externalId ?? `${input.subject}@${input.occurredAt}`,
+        JSON.stringify(input.content),
+      );
+    return {
+      eventId: deterministicUuid(principal.tenant, idempotencyKey),
+      tenant: principal.tenant,
+      subject: input.subject,
+      occurredAt: input.occurredAt,
+      recordedAt,
+      activity: input.activity,
+      content: input.content,
+      source: input.source,
+      sensitivity: input.sensitivity,
+      purposes: input.purposes ?? (principal.purposes.length > 0 ? principal.purposes : ['general']),
+      retention: input.retention,
+      idempotencyKey,
+      actor: principal.sub,
+    };
+  }
+}

@@ -1,0 +1,228 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { RECALLABLE_STATUSES, type CheckpointStore, type HybridQuery, type IndexFilter, type MemoryIndex } from '@elma/domain';
+import { embed, indexed, type RecordOverrides } from './fixtures';
+
+export interface MemoryIndexFixture {
+  index: MemoryIndex;
+  /** Closes the index and opens a new one on the same storage; enables the durability cases. */
+  reopen?(): Promise<MemoryIndex>;
+  cleanup(): Promise<void>;
+}
+
+const A = 'tenant-a';
+const B = 'tenant-b';
+const NOW = '2025-01-01T00:00:00.000Z';
+
+const openFilter: IndexFilter = { statuses: RECALLABLE_STATUSES, maxSensitivity: 'restricted', now: NOW };
+
+/** Both routes, each on its own, so a filter or partition leak in either one fails the case. */
+const ROUTES = ['bm25', 'dense'] as const;
+type Route = (typeof ROUTES)[number];
+
+function query(route: Route, text: string, filter: Partial<IndexFilter> = {}, tenant = A, limit = 10): HybridQuery {
+  return {
+    tenant,
+    text: route === 'bm25' ? text : '',
+    vector: route === 'dense' ? embed(text) : undefined,
+    limit,
+    filter: { ...openFilter, ...filter },
+  };
+}
+
+const mem = (overrides: RecordOverrides) => indexed({ tenant: A, ...overrides });
+
+/**
+ * The behaviour every MemoryIndex adapter must show. `factory` gives a fresh,
+ * empty index per case; records use the hashing embedder (384 dimensions).
+ */
+export function memoryIndexContract(name: string, factory: () => Promise<MemoryIndexFixture>): void {
+  describe(`MemoryIndex contract: ${name}`, () => {
+    let fixture: MemoryIndexFixture;
+    let index: MemoryIndex;
+
+    beforeEach(async () => {
+      fixture = await factory();
+      index = fixture.index;
+    });
+    afterEach(async () => {
+      await fixture.cleanup();
+    });
+
+    const ids = async (q: HybridQuery) => (await index.search(q)).map((h) => h.record.id);
+
+    it('returns an upserted record and its vector by id', async () => {
+      const memory = mem({ id: 'm-1', text: 'The customer prefers email over phone calls.' });
+      await index.upsert(A, [memory]);
+
+      const got = await index.get(A, 'm-1');
+      expect(got?.record).toEqual(memory.record);
+      expect(Array.from(got!.vector)).toEqual(Array.from(memory.vector));
+      expect(await index.get(A, 'missing')).toBeUndefined();
+      expect(await index.count(A)).toBe(1);
+    });
+
+    it('replaces a record upserted again with the same id, without duplicating it', async () => {
+      await index.upsert(A, [mem({ id: 'm-1', text: 'budget approved for the falcon project' })]);
+      await index.upsert(A, [mem({ id: 'm-1', text: 'budget rejected for the eagle project', version: 2 })]);
+      await index.upsert(A, [mem({ id: 'm-1', text: 'budget rejected for the eagle project', version: 2 })]);
+
+      expect(await index.count(A)).toBe(1);
+      expect((await index.get(A, 'm-1'))?.record.version).toBe(2);
+      expect(await ids(query('bm25', 'falcon'))).toEqual([]);
+      expect(await ids(query('bm25', 'eagle'))).toEqual(['m-1']);
+      expect(await ids(query('dense', 'budget rejected for the eagle project'))).toEqual(['m-1']);
+    });
+
+    describe.each(ROUTES)('through the %s route', (route) => {
+      beforeEach(async () => {
+        await index.upsert(A, [
+          mem({ id: 'zh-risk', text: '猎鹰项目的交付风险很高，需要增加人手。' }),
+          mem({ id: 'zh-food', text: '食堂每周五供应牛肉面。' }),
+          mem({ id: 'en-risk', text: 'The delivery risk of project Falcon is high; we need more staff.' }),
+          mem({ id: 'en-food', text: 'The cafeteria serves beef noodles every Friday.' }),
+        ]);
+      });
+
+      it('finds Chinese memories for a Chinese query', async () => {
+        const hits = await index.search(query(route, '交付风险'));
+        expect(hits[0].record.id).toBe('zh-risk');
+        expect(hits[0][route === 'bm25' ? 'bm25Rank' : 'vectorRank']).toBe(1);
+      });
+
+      it('finds English memories for an English query', async () => {
+        const hits = await index.search(query(route, 'cafeteria noodles'));
+        expect(hits[0].record.id).toBe('en-food');
+        if (route === 'dense') expect(hits[0].cosine).toBeGreaterThan(0.3);
+      });
+
+      it('returns at most `limit` hits, best fused score first', async () => {
+        const hits = await index.search(query(route, 'delivery risk 交付 风险 noodles 面', {}, A, 2));
+        expect(hits.length).toBeLessThanOrEqual(2);
+        expect(hits.length).toBeGreaterThan(0);
+        for (let i = 1; i < hits.length; i++) expect(hits[i - 1].score).toBeGreaterThanOrEqual(hits[i].score);
+      });
+    });
+
+    const text = 'quarterly invoice dispute with the Lotus account';
+    const filterCases: { name: string; excluded: RecordOverrides; included: RecordOverrides; filter: Partial<IndexFilter> }[] = [
+      { name: 'a kind not asked for', excluded: { kind: 'semantic' }, included: { kind: 'episodic' }, filter: { kinds: ['episodic'] } },
+      { name: 'a status not allowed', excluded: { status: 'superseded' }, included: { status: 'disputed' }, filter: { statuses: ['active', 'disputed'] } },
+      {
+        name: 'sensitivity above the clearance',
+        excluded: { policy: { sensitivity: 'confidential' } },
+        included: { policy: { sensitivity: 'internal' } },
+        filter: { maxSensitivity: 'internal' },
+      },
+      {
+        name: 'no shared purpose',
+        excluded: { policy: { purposes: ['support'] } },
+        included: { policy: { purposes: ['marketing', 'billing'] } },
+        filter: { purposes: ['billing', 'audit'] },
+      },
+      {
+        name: 'validity ended before asOf',
+        excluded: { validFrom: '2024-01-01T00:00:00.000Z', validTo: '2024-06-01T00:00:00.000Z' },
+        included: { validFrom: '2024-01-01T00:00:00.000Z', validTo: null },
+        filter: { asOf: '2024-07-01T00:00:00.000Z' },
+      },
+      {
+        name: 'validity starting after asOf',
+        excluded: { validFrom: '2024-08-01T00:00:00.000Z' },
+        included: { validFrom: '2024-06-30T23:59:59.000Z', validTo: '2024-07-01T00:00:01.000Z' },
+        filter: { asOf: '2024-07-01T00:00:00.000Z' },
+      },
+      {
+        name: 'recorded after knownAsOf',
+        excluded: { recordedAt: '2024-05-01T00:00:00.000Z' },
+        included: { recordedAt: '2024-04-01T01:00:00.000+02:00' },
+        filter: { knownAsOf: '2024-04-01T00:00:00.000Z' },
+      },
+      {
+        name: 'retention expired',
+        excluded: { retention: { expiresAt: '2024-12-31T00:00:00.000Z' } },
+        included: { retention: { expiresAt: '2025-06-01T00:00:00.000Z' } },
+        filter: {},
+      },
+    ];
+
+    describe.each(ROUTES)('filters in the %s route', (route) => {
+      it.each(filterCases)('exclude $name', async ({ excluded, included, filter }) => {
+        await index.upsert(A, [mem({ id: 'excluded', text, ...excluded }), mem({ id: 'included', text, ...included })]);
+        const found = await ids(query(route, text, filter));
+        expect(found).toContain('included');
+        expect(found).not.toContain('excluded');
+      });
+
+      it('return nothing for an empty allow-list (default deny)', async () => {
+        await index.upsert(A, [mem({ id: 'm-1', text })]);
+        expect(await ids(query(route, text, { statuses: [] }))).toEqual([]);
+        expect(await ids(query(route, text, { purposes: [] }))).toEqual([]);
+        expect(await ids(query(route, text, { kinds: [] }))).toEqual([]);
+      });
+    });
+
+    it('never lets one tenant see another tenant’s records', async () => {
+      const canaryText = 'CANARY tenant-b secret merger plan 并购计划';
+      await index.upsert(A, [mem({ id: 'a-1', text: 'merger plan review notes 并购 讨论' })]);
+      await index.upsert(B, [indexed({ id: 'b-canary', tenant: B, text: canaryText })]);
+
+      for (const route of ROUTES) {
+        const hits = await index.search(query(route, canaryText, {}, A, 50));
+        expect(hits.map((h) => h.record.id)).not.toContain('b-canary');
+        expect(hits.every((h) => h.record.tenant === A)).toBe(true);
+      }
+      expect(await index.get(A, 'b-canary')).toBeUndefined();
+      expect(await index.count(A)).toBe(1);
+      expect(await ids(query('bm25', canaryText, {}, B))).toEqual(['b-canary']);
+    });
+
+    it('purge removes records from get, search and count', async () => {
+      await index.upsert(A, [mem({ id: 'gone', text: 'erase me: passport number P1234567' }), mem({ id: 'kept', text: 'passport renewal reminder' })]);
+
+      await index.purge(A, ['gone', 'never-existed']);
+
+      expect(await index.get(A, 'gone')).toBeUndefined();
+      expect(await index.count(A)).toBe(1);
+      for (const route of ROUTES) {
+        expect(await ids(query(route, 'erase me: passport number P1234567'))).toEqual(['kept']);
+      }
+    });
+
+    it('dropTenant empties that tenant only, and the tenant can be rebuilt', async () => {
+      await index.upsert(A, [mem({ id: 'a-1', text: 'alpha note' })]);
+      await index.upsert(B, [indexed({ id: 'b-1', tenant: B, text: 'alpha note' })]);
+
+      await index.dropTenant(A);
+
+      expect(await index.count(A)).toBe(0);
+      expect(await index.get(A, 'a-1')).toBeUndefined();
+      expect(await ids(query('bm25', 'alpha note'))).toEqual([]);
+      expect(await index.count(B)).toBe(1);
+      await index.upsert(A, [mem({ id: 'a-2', text: 'alpha note again' })]);
+      expect(await ids(query('dense', 'alpha note again'))).toEqual(['a-2']);
+    });
+
+    it('keeps records searchable and checkpoints across close and reopen', async (context) => {
+      if (!fixture.reopen || !isCheckpointStore(index)) return context.skip();
+      await index.upsert(A, [mem({ id: 'zh', text: '客户偏好通过邮件沟通' }), mem({ id: 'en', text: 'the customer prefers email' })]);
+      await index.save('projection:memory-views', 42n);
+      await index.save('projection:other', 2n ** 60n);
+
+      index = await fixture.reopen();
+
+      expect(isCheckpointStore(index)).toBe(true);
+      const store = index as MemoryIndex & CheckpointStore;
+      expect(await store.load('projection:memory-views')).toBe(42n);
+      expect(await store.load('projection:other')).toBe(2n ** 60n);
+      expect(await store.load('never-saved')).toBeUndefined();
+      expect(await index.count(A)).toBe(2);
+      expect(await ids(query('bm25', '邮件'))).toEqual(['zh']);
+      expect((await ids(query('dense', 'customer prefers email')))[0]).toBe('en');
+    });
+  });
+}
+
+function isCheckpointStore(index: MemoryIndex): index is MemoryIndex & CheckpointStore {
+  const candidate = index as Partial<CheckpointStore>;
+  return typeof candidate.load === 'function' && typeof candidate.save === 'function';
+}

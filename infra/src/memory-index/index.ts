@@ -1,0 +1,2 @@
+export { SqliteMemoryIndex, type SqliteMemoryIndexOptions } from './sqlite/sqlite-memory-index';
+export type { VectorGraphOptions } from './sqlite/vector-graph';

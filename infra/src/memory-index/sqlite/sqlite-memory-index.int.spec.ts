@@ -1,0 +1,143 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RECALLABLE_STATUSES, type HybridQuery } from '@elma/domain';
+import { memoryIndexContract } from '../contract';
+import { embed, indexed } from '../fixtures';
+import { SqliteMemoryIndex } from './sqlite-memory-index';
+
+const DIMENSIONS = 384;
+const tempDir = () => mkdtempSync(join(tmpdir(), 'elma-memory-index-'));
+
+memoryIndexContract('SqliteMemoryIndex', async () => {
+  const dir = tempDir();
+  let index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+  return {
+    index,
+    async reopen() {
+      await index.close();
+      index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+      return index;
+    },
+    async cleanup() {
+      await index.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+const T = 'tenant-a';
+const search = (index: SqliteMemoryIndex, text: string, vector?: Float32Array): Promise<string[]> =>
+  index
+    .search({
+      tenant: T,
+      text,
+      vector,
+      limit: 10,
+      filter: { statuses: RECALLABLE_STATUSES, maxSensitivity: 'restricted', now: '2025-01-01T00:00:00.000Z' },
+    } satisfies HybridQuery)
+    .then((hits) => hits.map((h) => h.record.id));
+
+/** Every file in the folder that contains `needle`, by name. */
+function filesContaining(dir: string, needle: Buffer): string[] {
+  return readdirSync(dir).filter((file) => readFileSync(join(dir, file)).includes(needle));
+}
+
+describe('SqliteMemoryIndex on disk', () => {
+  let dir: string;
+  let index: SqliteMemoryIndex | undefined;
+  afterEach(async () => {
+    await index?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('leaves no byte of a purged record in any file, and still searches after reopening', async () => {
+    dir = tempDir();
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    const marker = 'ZQXMARKER9731';
+    const victim = indexed({ id: 'victim', tenant: T, text: `Patient ${marker} was diagnosed with 糖尿病 in March.` });
+    const neighbours = Array.from({ length: 300 }, (_, i) =>
+      indexed({ id: `n-${i}`, tenant: T, text: `routine note ${i} about the patient portal and 预约 ${i % 7}` }),
+    );
+    await index.upsert(T, [victim, ...neighbours]);
+    // Flush everything to disk so the victim's bytes are in the db, the WAL and the graph file before the purge.
+    await index.close();
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    expect(await search(index, marker)).toEqual(['victim']);
+
+    const vectorBytes = Buffer.from(victim.vector.buffer, victim.vector.byteOffset, victim.vector.byteLength);
+    const markerBytes = [Buffer.from(marker), Buffer.from(marker.toLowerCase())];
+    expect(filesContaining(dir, vectorBytes)).toContain(`tenant-${T}.usearch`);
+    expect(filesContaining(dir, markerBytes[1]).length).toBeGreaterThan(0);
+
+    await index.purge(T, ['victim']);
+
+    for (const needle of [...markerBytes, vectorBytes]) expect(filesContaining(dir, needle)).toEqual([]);
+    // A slice of the vector too: a partial copy (one page boundary apart) must not survive either.
+    expect(filesContaining(dir, vectorBytes.subarray(0, 64))).toEqual([]);
+
+    await index.close();
+    for (const needle of [...markerBytes, vectorBytes]) expect(filesContaining(dir, needle)).toEqual([]);
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    expect(await index.count(T)).toBe(300);
+    expect(await search(index, marker, victim.vector)).not.toContain('victim');
+    expect((await search(index, '', embed('routine note 42 about the patient portal and 预约 0')))[0]).toBe('n-42');
+    expect((await search(index, 'note 17'))[0]).toBe('n-17');
+  });
+
+  it('rebuilds a graph file that is missing or older than the rows', async () => {
+    dir = tempDir();
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS, persistEveryRows: 1_000_000 });
+    await index.upsert(T, [indexed({ id: 'a', tenant: T, text: 'first memory about invoices' })]);
+    await index.close();
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS, persistEveryRows: 1_000_000 });
+    await index.upsert(T, [indexed({ id: 'b', tenant: T, text: 'second memory about contracts' })]);
+    // Simulate a crash: the graph file on disk predates `b`.
+    const crashed = index;
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    expect((await search(index, '', embed('second memory about contracts')))[0]).toBe('b');
+    await index.close();
+
+    rmSync(join(dir, `tenant-${T}.usearch`));
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    expect((await search(index, '', embed('first memory about invoices')))[0]).toBe('a');
+    await crashed.close().catch(() => undefined);
+  });
+
+  it('finds the nearest allowed records even when a filter rejects most graph candidates', async () => {
+    dir = tempDir();
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    const many = Array.from({ length: 2_000 }, (_, i) =>
+      indexed({ id: `m-${i}`, tenant: T, text: `shipment delay report ${i}`, status: i % 250 === 0 ? 'active' : 'superseded' }),
+    );
+    await index.upsert(T, many);
+    const hits = await index.search({
+      tenant: T,
+      text: '',
+      vector: embed('shipment delay report 500'),
+      limit: 3,
+      filter: { statuses: ['active'], maxSensitivity: 'restricted', now: '2025-01-01T00:00:00.000Z' },
+    });
+    expect(hits.map((h) => h.record.id)).toEqual(expect.arrayContaining(['m-500']));
+    expect(hits[0].record.id).toBe('m-500');
+    expect(hits.every((h) => h.record.status === 'active')).toBe(true);
+  });
+
+  it('rejects records of another tenant, wrong-sized vectors and unsafe tenant ids', async () => {
+    dir = tempDir();
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    await expect(index.upsert(T, [indexed({ id: 'x', tenant: 'tenant-b' })])).rejects.toThrow(/another tenant/);
+    await expect(index.upsert(T, [{ ...indexed({ id: 'x', tenant: T }), vector: new Float32Array(3) }])).rejects.toThrow(/384/);
+    await expect(index.count('../etc')).rejects.toThrow(/tenant id/);
+    expect(await index.count('unknown-tenant')).toBe(0);
+    expect(readdirSync(dir).filter((f) => f.startsWith('tenant-unknown'))).toEqual([]);
+  });
+
+  it('lists all ids in insertion order', async () => {
+    dir = tempDir();
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    await index.upsert(T, [indexed({ id: 'b', tenant: T }), indexed({ id: 'a', tenant: T })]);
+    expect(await index.allIds(T)).toEqual(['b', 'a']);
+  });
+});

@@ -1,0 +1,177 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import {
+  reciprocalRankFusion,
+  type CheckpointStore,
+  type HybridQuery,
+  type IndexedMemory,
+  type MemoryIndex,
+  type SearchHit,
+} from '@elma/domain';
+import { compileFilter } from './filter-sql';
+import { META_SCHEMA } from './schema';
+import { TenantPartition, type PartitionFiles } from './tenant-partition';
+import type { VectorGraphOptions } from './vector-graph';
+import { cosine, norm } from './vectors';
+
+export interface SqliteMemoryIndexOptions {
+  /** Folder for `tenant-<tenant>.db`, `tenant-<tenant>.usearch` and `meta.db`; created if missing. */
+  dir: string;
+  /** Vector length every upsert and query must have. */
+  dimensions: number;
+  graph?: VectorGraphOptions;
+  /** Rewrite a tenant's graph file after this many added vectors (it is also written on close and purge). */
+  persistEveryRows?: number;
+}
+
+/** Tenant ids become file names, so only a conservative alphabet is accepted. */
+const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+/**
+ * The embedded memory index: one SQLite file plus one usearch HNSW graph per
+ * tenant, so partitions share nothing and a tenant can be dropped by deleting
+ * its files. Checkpoints live in `meta.db` beside them.
+ */
+export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
+  private readonly partitions = new Map<string, TenantPartition>();
+  private readonly meta: Database.Database;
+  private closed = false;
+
+  static async open(options: SqliteMemoryIndexOptions): Promise<SqliteMemoryIndex> {
+    return new SqliteMemoryIndex(options);
+  }
+
+  constructor(private readonly options: SqliteMemoryIndexOptions) {
+    if (!Number.isInteger(options.dimensions) || options.dimensions < 1) throw new RangeError('dimensions must be a positive integer');
+    mkdirSync(options.dir, { recursive: true });
+    this.meta = new Database(join(options.dir, 'meta.db'));
+    this.meta.pragma('journal_mode = WAL');
+    this.meta.exec(META_SCHEMA);
+  }
+
+  async upsert(tenant: string, memories: IndexedMemory[]): Promise<void> {
+    if (memories.length === 0) return;
+    for (const { record, vector } of memories) {
+      if (record.tenant !== tenant) throw new Error(`memory ${record.id} belongs to another tenant than ${tenant}`);
+      this.checkVector(vector, `memory ${record.id}`);
+    }
+    this.partition(tenant, true)!.upsert(memories);
+  }
+
+  async get(tenant: string, id: string): Promise<IndexedMemory | undefined> {
+    return this.partition(tenant, false)?.get(id);
+  }
+
+  async search(query: HybridQuery): Promise<SearchHit[]> {
+    const partition = this.partition(query.tenant, false);
+    const filter = compileFilter(query.filter);
+    if (!partition || !filter || query.limit <= 0) return [];
+    if (query.vector) this.checkVector(query.vector, 'query vector');
+
+    // Each route returns more than `limit` so that fusion can promote a hit both routes agree on.
+    const depth = Math.min(Math.max(query.limit * 3, 30), 1_000);
+    const textRanking = query.text.trim() ? partition.searchText(query.text, filter, depth) : [];
+    const vectorRanking = query.vector ? partition.searchVector(query.vector, filter, depth) : [];
+
+    const fused = reciprocalRankFusion([textRanking.map(String), vectorRanking.map((v) => String(v.rowid))]).slice(0, query.limit);
+    const rows = partition.rows(fused.map((f) => Number(f.id)));
+    const bm25Rank = new Map(textRanking.map((rowid, i) => [rowid, i + 1]));
+    const vectorRank = new Map(vectorRanking.map((v, i) => [v.rowid, i + 1]));
+    const queryNorm = query.vector ? norm(query.vector) : 0;
+
+    const hits: SearchHit[] = [];
+    for (const { id, score } of fused) {
+      const row = rows.get(Number(id));
+      if (!row) continue;
+      const hit: SearchHit = { record: row.record, vector: row.vector, score };
+      const textRank = bm25Rank.get(row.rowid);
+      const denseRank = vectorRank.get(row.rowid);
+      if (textRank !== undefined) hit.bm25Rank = textRank;
+      if (denseRank !== undefined) hit.vectorRank = denseRank;
+      if (query.vector) hit.cosine = cosine(query.vector, row.vector, queryNorm);
+      hits.push(hit);
+    }
+    return hits;
+  }
+
+  async purge(tenant: string, ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    this.partition(tenant, false)?.purge(ids);
+  }
+
+  async count(tenant: string): Promise<number> {
+    return this.partition(tenant, false)?.count() ?? 0;
+  }
+
+  /** Ids of the tenant's records, in insertion order. */
+  async allIds(tenant: string): Promise<string[]> {
+    return this.partition(tenant, false)?.allIds() ?? [];
+  }
+
+  async dropTenant(tenant: string): Promise<void> {
+    const files = this.files(tenant);
+    this.partitions.get(tenant)?.close();
+    this.partitions.delete(tenant);
+    TenantPartition.deleteFiles(files);
+  }
+
+  /** Writes every open tenant's graph file if it changed since it was last written. */
+  async flush(): Promise<void> {
+    for (const partition of this.partitions.values()) partition.flush();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const partition of this.partitions.values()) partition.close();
+    this.partitions.clear();
+    this.meta.close();
+  }
+
+  async load(name: string): Promise<bigint | undefined> {
+    this.assertOpen();
+    const row = this.meta.prepare('SELECT position FROM checkpoints WHERE name = ?').safeIntegers(true).get(name) as
+      | { position: bigint }
+      | undefined;
+    return row?.position;
+  }
+
+  async save(name: string, position: bigint): Promise<void> {
+    this.assertOpen();
+    this.meta
+      .prepare('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position')
+      .run(name, position);
+  }
+
+  /** The open partition; with `create` false, undefined for a tenant that has no files (reads never create them). */
+  private partition(tenant: string, create: boolean): TenantPartition | undefined {
+    this.assertOpen();
+    let partition = this.partitions.get(tenant);
+    if (partition) return partition;
+    const files = this.files(tenant);
+    if (!create && !existsSync(files.db)) return undefined;
+    partition = new TenantPartition(files, {
+      dimensions: this.options.dimensions,
+      graph: this.options.graph,
+      persistEveryRows: this.options.persistEveryRows ?? 10_000,
+    });
+    this.partitions.set(tenant, partition);
+    return partition;
+  }
+
+  private files(tenant: string): PartitionFiles {
+    if (!TENANT_ID.test(tenant)) throw new RangeError('tenant id must match [A-Za-z0-9][A-Za-z0-9_.-]{0,127}');
+    return { db: join(this.options.dir, `tenant-${tenant}.db`), graph: join(this.options.dir, `tenant-${tenant}.usearch`) };
+  }
+
+  private checkVector(vector: Float32Array, what: string): void {
+    if (!(vector instanceof Float32Array) || vector.length !== this.options.dimensions) {
+      throw new RangeError(`${what} must be a Float32Array of ${this.options.dimensions} dimensions`);
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('the memory index is closed');
+  }
+}

@@ -1,0 +1,294 @@
+import { existsSync, rmSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { MemoryRecord, SENSITIVITY_RANK, tokenize, type IndexedMemory } from '@elma/domain';
+import type { FilterSql } from './filter-sql';
+import { millis } from './filter-sql';
+import { TENANT_SCHEMA } from './schema';
+import { VectorGraph, type VectorGraphOptions } from './vector-graph';
+import { cosine, fromBlob, norm, toBlob } from './vectors';
+
+export interface PartitionFiles {
+  db: string;
+  graph: string;
+}
+
+export interface PartitionOptions {
+  dimensions: number;
+  graph?: VectorGraphOptions;
+  /** Save the graph file after this many vectors were added since the last save. */
+  persistEveryRows: number;
+}
+
+export interface StoredRow {
+  rowid: number;
+  record: MemoryRecord;
+  vector: Float32Array;
+}
+
+/** Dense-route candidates are searched at growing depths; past the last one the filtered rows are scanned exactly. */
+const GRAPH_DEPTHS = [128, 512];
+
+/** Most distinct query tokens sent to FTS5 (a pasted document must not become a 10,000-term OR). */
+const MAX_QUERY_TOKENS = 64;
+
+/**
+ * One tenant's partition: a SQLite file (rows, purposes, FTS5) and the HNSW
+ * graph over its vectors. All SQLite work is synchronous (better-sqlite3), so
+ * each method is atomic with respect to the others in this process.
+ */
+export class TenantPartition {
+  private readonly db: Database.Database;
+  private readonly graph: VectorGraph;
+  private readonly cache = new Map<string, Database.Statement>();
+  private addedSinceSave = 0;
+
+  constructor(
+    private readonly files: PartitionFiles,
+    private readonly options: PartitionOptions,
+  ) {
+    this.db = new Database(files.db);
+    this.db.pragma('journal_mode = WAL');
+    // Freed pages and deleted cells are zeroed, so purged content does not linger in free space.
+    this.db.pragma('secure_delete = ON');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.exec(TENANT_SCHEMA);
+    // FTS5's own secure delete removes a purged document's terms from existing index segments.
+    this.db.prepare(`INSERT INTO memories_fts (memories_fts, rank) VALUES ('secure-delete', 1)`).run();
+    this.graph = new VectorGraph(options.dimensions, options.graph);
+    this.openGraph();
+  }
+
+  upsert(memories: IndexedMemory[]): void {
+    const removedKeys: number[] = [];
+    const added = new Map<string, { rowid: number; vector: Float32Array }>();
+    this.db.transaction(() => {
+      for (const { record, vector } of memories) {
+        const existing = this.stmt('SELECT rowid FROM memories WHERE id = ?').get(record.id) as { rowid: number } | undefined;
+        if (existing) {
+          this.deleteRow(existing.rowid);
+          removedKeys.push(existing.rowid);
+        }
+        const rowid = this.insertRow(record, vector);
+        added.set(record.id, { rowid, vector });
+      }
+      this.bumpGeneration();
+    })();
+    // The graph follows the committed rows. A later id in the same call replaced an earlier one:
+    // `added` keeps only the last row per id, and the replaced keys were never in the graph.
+    const keys = [...added.values()];
+    this.graph.remove(removedKeys);
+    this.graph.add(
+      keys.map((k) => k.rowid),
+      keys.map((k) => k.vector),
+    );
+    this.addedSinceSave += keys.length;
+    if (this.addedSinceSave >= this.options.persistEveryRows) this.saveGraph();
+  }
+
+  get(id: string): IndexedMemory | undefined {
+    const row = this.stmt('SELECT record, vector FROM memories WHERE id = ?').get(id) as { record: string; vector: Buffer } | undefined;
+    return row && { record: parseRecord(row.record), vector: fromBlob(row.vector) };
+  }
+
+  count(): number {
+    return (this.stmt('SELECT count(*) AS n FROM memories').get() as { n: number }).n;
+  }
+
+  allIds(): string[] {
+    return (this.stmt('SELECT id FROM memories ORDER BY rowid').all() as { id: string }[]).map((r) => r.id);
+  }
+
+  /** BM25 route: rowids best first, the filter evaluated in the same statement as the MATCH. */
+  searchText(text: string, filter: FilterSql, depth: number): number[] {
+    const tokens = [...new Set(tokenize(text))].slice(0, MAX_QUERY_TOKENS);
+    if (tokens.length === 0) return [];
+    const match = tokens.map((t) => `"${t.replaceAll('"', '""')}"`).join(' OR ');
+    const rows = this.stmt(
+      `SELECT m.rowid AS rowid FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid
+       WHERE memories_fts MATCH ? AND ${filter.where}
+       ORDER BY memories_fts.rank LIMIT ?`,
+    ).all(match, ...filter.params, depth) as { rowid: number }[];
+    return rows.map((r) => r.rowid);
+  }
+
+  /**
+   * Dense route: rowids with exact cosine, best first. usearch's JS binding has
+   * no filtered search (no predicate callback), so the graph is oversampled and
+   * its candidates are checked against the filter in SQL; when too few pass
+   * (a selective filter), the filtered rows are scanned exactly instead, which
+   * is cheap precisely because the filter is selective.
+   */
+  searchVector(query: Float32Array, filter: FilterSql, depth: number): { rowid: number; cosine: number }[] {
+    const queryNorm = norm(query);
+    if (queryNorm === 0) return [];
+    let candidates: { rowid: number; vector: Buffer }[] | undefined;
+    for (const graphDepth of GRAPH_DEPTHS) {
+      const k = Math.max(graphDepth, depth * 4);
+      const keys = this.graph.search(query, k);
+      const allowed = this.stmt(
+        `SELECT m.rowid AS rowid, m.vector AS vector FROM memories m
+         WHERE m.rowid IN (SELECT value FROM json_each(?)) AND ${filter.where}`,
+      ).all(JSON.stringify(keys), ...filter.params) as { rowid: number; vector: Buffer }[];
+      if (allowed.length >= depth || keys.length >= this.graph.size) {
+        candidates = allowed;
+        break;
+      }
+    }
+    candidates ??= this.stmt(`SELECT m.rowid AS rowid, m.vector AS vector FROM memories m WHERE ${filter.where}`).all(
+      ...filter.params,
+    ) as { rowid: number; vector: Buffer }[];
+    return candidates
+      .map((c) => ({ rowid: c.rowid, cosine: cosine(query, fromBlob(c.vector), queryNorm) }))
+      .sort((a, b) => b.cosine - a.cosine || a.rowid - b.rowid)
+      .slice(0, depth);
+  }
+
+  rows(rowids: number[]): Map<number, StoredRow> {
+    const rows = this.stmt('SELECT rowid, record, vector FROM memories WHERE rowid IN (SELECT value FROM json_each(?))').all(
+      JSON.stringify(rowids),
+    ) as { rowid: number; record: string; vector: Buffer }[];
+    return new Map(rows.map((r) => [r.rowid, { rowid: r.rowid, record: parseRecord(r.record), vector: fromBlob(r.vector) }]));
+  }
+
+  /**
+   * Physical removal. Order matters for erasure: rows go first (secure_delete
+   * zeroes their cells and pages), then FTS5 merges its segments so no term
+   * list still carries the documents, then the graph is rebuilt without them
+   * and its file rewritten (usearch removals leave the vector bytes behind),
+   * and last the WAL, which still holds the old pages, is checkpointed and
+   * truncated.
+   */
+  purge(ids: string[]): void {
+    let removed = 0;
+    this.db.transaction(() => {
+      for (const id of ids) {
+        const row = this.stmt('SELECT rowid FROM memories WHERE id = ?').get(id) as { rowid: number } | undefined;
+        if (!row) continue;
+        this.deleteRow(row.rowid);
+        removed++;
+      }
+      if (removed > 0) this.bumpGeneration();
+    })();
+    if (removed === 0) return;
+    this.db.prepare(`INSERT INTO memories_fts (memories_fts) VALUES ('optimize')`).run();
+    this.rebuildGraph();
+    this.saveGraph();
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
+  }
+
+  /** Saves the graph if vectors were added since the last save. */
+  flush(): void {
+    if (this.addedSinceSave > 0 || this.state('graph_generation') !== this.state('generation')) this.saveGraph();
+  }
+
+  close(): void {
+    this.flush();
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    this.db.close();
+  }
+
+  static deleteFiles(files: PartitionFiles): void {
+    for (const path of [files.db, `${files.db}-wal`, `${files.db}-shm`, files.graph, `${files.graph}.tmp`]) {
+      if (existsSync(path)) rmSync(path, { force: true });
+    }
+  }
+
+  private insertRow(record: MemoryRecord, vector: Float32Array): number {
+    const { lastInsertRowid } = this.stmt(
+      `INSERT INTO memories (id, kind, status, sensitivity_rank, owner, valid_from, valid_to, recorded_at, expires_at, record, vector)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      record.id,
+      record.kind,
+      record.status,
+      SENSITIVITY_RANK[record.policy.sensitivity],
+      record.policy.owner,
+      millis(record.validFrom, 'validFrom'),
+      record.validTo === null ? null : millis(record.validTo, 'validTo'),
+      millis(record.recordedAt, 'recordedAt'),
+      record.retention.expiresAt === null ? null : millis(record.retention.expiresAt, 'expiresAt'),
+      JSON.stringify(record),
+      toBlob(vector),
+    );
+    const rowid = Number(lastInsertRowid);
+    this.stmt('INSERT INTO memories_fts (rowid, body) VALUES (?, ?)').run(rowid, searchableText(record));
+    const insertPurpose = this.stmt('INSERT OR IGNORE INTO memory_purposes (memory_rowid, purpose) VALUES (?, ?)');
+    for (const purpose of record.policy.purposes) insertPurpose.run(rowid, purpose);
+    return rowid;
+  }
+
+  private deleteRow(rowid: number): void {
+    this.stmt('DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
+    this.stmt('DELETE FROM memory_purposes WHERE memory_rowid = ?').run(rowid);
+    this.stmt('DELETE FROM memories WHERE rowid = ?').run(rowid);
+  }
+
+  /**
+   * The saved graph is trusted only if it was saved at the partition's current
+   * generation; otherwise it may miss rows or, after a purge that crashed
+   * before the rewrite, still hold purged vectors, so it is deleted and rebuilt.
+   */
+  private openGraph(): void {
+    const current = this.state('generation') === this.state('graph_generation');
+    if (current && this.graph.load(this.files.graph)) return;
+    rmSync(this.files.graph, { force: true });
+    this.rebuildGraph();
+    if (this.graph.size > 0) this.saveGraph();
+  }
+
+  private rebuildGraph(): void {
+    this.graph.reset();
+    const batch: { rowid: number; vector: Float32Array }[] = [];
+    const flushBatch = () => {
+      this.graph.add(
+        batch.map((b) => b.rowid),
+        batch.map((b) => b.vector),
+      );
+      batch.length = 0;
+    };
+    for (const row of this.stmt('SELECT rowid, vector FROM memories ORDER BY rowid').iterate() as IterableIterator<{
+      rowid: number;
+      vector: Buffer;
+    }>) {
+      batch.push({ rowid: row.rowid, vector: fromBlob(row.vector) });
+      if (batch.length === 10_000) flushBatch();
+    }
+    if (batch.length > 0) flushBatch();
+  }
+
+  private saveGraph(): void {
+    this.graph.save(this.files.graph);
+    this.stmt(`UPDATE partition_state SET value = ? WHERE key = 'graph_generation'`).run(this.state('generation'));
+    this.addedSinceSave = 0;
+  }
+
+  private bumpGeneration(): void {
+    this.stmt(`UPDATE partition_state SET value = value + 1 WHERE key = 'generation'`).run();
+  }
+
+  private state(key: 'generation' | 'graph_generation'): number {
+    return (this.stmt('SELECT value FROM partition_state WHERE key = ?').get(key) as { value: number }).value;
+  }
+
+  /** Prepared statements by SQL text; filter SQL varies only with list lengths, so the cache stays small. */
+  private stmt(sql: string): Database.Statement {
+    let statement = this.cache.get(sql);
+    if (!statement) {
+      if (this.cache.size >= 256) this.cache.clear();
+      statement = this.db.prepare(sql);
+      this.cache.set(sql, statement);
+    }
+    return statement;
+  }
+}
+
+/** The text BM25 sees: the shared tokenizer's words joined by spaces, so FTS5's unicode61 splits exactly there. */
+function searchableText(record: MemoryRecord): string {
+  const fact = record.content.fact;
+  const text = fact ? `${record.content.text}\n${fact.entity} ${fact.attribute} ${fact.value}` : record.content.text;
+  return tokenize(text).join(' ');
+}
+
+function parseRecord(json: string): MemoryRecord {
+  return MemoryRecord.parse(JSON.parse(json));
+}

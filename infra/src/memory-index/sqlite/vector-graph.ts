@@ -1,0 +1,104 @@
+import { existsSync, renameSync, rmSync } from 'node:fs';
+import { Index, MetricKind, ScalarKind } from 'usearch';
+
+export interface VectorGraphOptions {
+  /** Scalar type of the graph's copy of each vector. Exact scores always come from the stored f32 vectors. */
+  quantization?: 'f32' | 'f16' | 'i8';
+  /** HNSW M: edges per node. */
+  connectivity?: number;
+  /** HNSW ef_construction. */
+  expansionAdd?: number;
+  /** HNSW ef_search (usearch uses at least k). */
+  expansionSearch?: number;
+}
+
+/**
+ * A tenant's HNSW graph (usearch), keyed by the memories table's rowid. The
+ * graph is a cache of the stored vectors: it can always be rebuilt from them,
+ * and purge does exactly that because usearch removals are soft (the vector
+ * bytes of a removed key stay in the graph and in its saved file).
+ */
+export class VectorGraph {
+  private index: Index;
+
+  constructor(
+    private readonly dimensions: number,
+    private readonly options: VectorGraphOptions = {},
+  ) {
+    this.index = this.create();
+  }
+
+  get size(): number {
+    return this.index.size();
+  }
+
+  /** Adds vectors, flattened row after row. Zero vectors are skipped: they have no direction to search by. */
+  add(keys: number[], vectors: Float32Array[]): void {
+    const kept: number[] = [];
+    const flat = new Float32Array(vectors.length * this.dimensions);
+    vectors.forEach((vector, i) => {
+      if (!vector.some((x) => x !== 0)) return;
+      flat.set(vector, kept.length * this.dimensions);
+      kept.push(keys[i]);
+    });
+    if (kept.length === 0) return;
+    this.index.add(
+      BigUint64Array.from(kept, (k) => BigInt(k)),
+      flat.subarray(0, kept.length * this.dimensions),
+      0,
+    );
+  }
+
+  remove(keys: number[]): void {
+    const present = keys.filter((k) => this.index.contains(BigInt(k)) === true);
+    if (present.length > 0) this.index.remove(BigUint64Array.from(present, (k) => BigInt(k)));
+  }
+
+  /** Approximate nearest keys, best first. */
+  search(query: Float32Array, k: number): number[] {
+    const size = this.index.size();
+    if (size === 0) return [];
+    // One thread: a single query gains nothing from a pool, and the caller runs many in parallel.
+    const matches = this.index.search(query, Math.min(k, size), 1);
+    return Array.from(matches.keys, Number);
+  }
+
+  /** Drops every node, including the soft-removed ones' bytes, and starts over. */
+  reset(): void {
+    this.index = this.create();
+  }
+
+  /** Writes the graph to `path` through a temporary file, so a crash never leaves a torn graph under the real name. */
+  save(path: string): void {
+    const temporary = `${path}.tmp`;
+    this.index.save(temporary);
+    renameSync(temporary, path);
+  }
+
+  /** Loads a saved graph; false when the file is missing or unreadable (the caller rebuilds). */
+  load(path: string): boolean {
+    if (!existsSync(path)) return false;
+    const loaded = this.create();
+    try {
+      loaded.load(path);
+    } catch {
+      rmSync(path, { force: true });
+      return false;
+    }
+    if (loaded.dimensions() !== this.dimensions) return false;
+    this.index = loaded;
+    return true;
+  }
+
+  private create(): Index {
+    return new Index({
+      dimensions: this.dimensions,
+      metric: MetricKind.Cos,
+      quantization: (this.options.quantization ?? 'f32') as ScalarKind,
+      connectivity: this.options.connectivity ?? 16,
+      expansion_add: this.options.expansionAdd ?? 64,
+      expansion_search: this.options.expansionSearch ?? 64,
+      multi: false,
+    });
+  }
+}

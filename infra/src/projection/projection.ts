@@ -1,0 +1,146 @@
+import {
+  EventIngested,
+  KeyShredded,
+  MemoryRecorded,
+  decide,
+  deriveMemories,
+  initialMemoryState,
+  streams,
+  type AppendRequest,
+  type Embedder,
+  type EventLog,
+  type MemoryIndex,
+  type MemoryRecord,
+  type RecordedEvent,
+} from '@elma/domain';
+import { deterministicUuid } from '../ingest/ids';
+import { EventSealer, tenantOf } from '../sealing/sealed-events';
+
+/** The streams the views are built from. */
+export const VIEW_SOURCE_PREFIXES = ['events-', 'memory-'];
+
+/** Metadata of a memory event, in clear, so the projection can skip what it already has without decrypting. */
+const MEMORY_ID = 'memoryId';
+const VERSION = 'version';
+
+export interface ApplyOptions {
+  /**
+   * Append the derived memory events to their `memory-*` streams. The live
+   * projection does; a rebuild does not (the log already holds them, and a
+   * rebuild must only read the log).
+   */
+  appendDerived: boolean;
+}
+
+/**
+ * Turns log events into index views (§5.1 step 2). Ingested events become
+ * episodic memories, and semantic ones when they carry a fact; explicit
+ * memory events are indexed as they are. Everything is idempotent by
+ * deterministic ids, so replaying any part of the log changes nothing.
+ */
+export class Projection {
+  constructor(
+    private readonly deps: { log: EventLog; index: MemoryIndex; sealer: EventSealer; embedder: Embedder },
+  ) {}
+
+  async apply(events: RecordedEvent[], options: ApplyOptions): Promise<{ events: number; memories: number }> {
+    let memories = 0;
+    for (const [tenant, ofTenant] of groupBy(events, tenantOf)) {
+      memories += await this.applyTenant(tenant, ofTenant, options);
+    }
+    return { events: events.length, memories };
+  }
+
+  private async applyTenant(tenant: string, events: RecordedEvent[], options: ApplyOptions): Promise<number> {
+    const derived = new Map<string, MemoryRecord>();
+    const ingested = await this.openSkippingErased<EventIngested>(
+      tenant,
+      events.filter((e) => e.type === 'EventIngested'),
+    );
+    for (const event of ingested) {
+      for (const command of deriveMemories(EventIngested.parse(event))) {
+        for (const recorded of decide(command, initialMemoryState())) derived.set(recorded.record.id, recorded.record);
+      }
+    }
+    if (options.appendDerived && derived.size > 0) await this.appendMemoryEvents(tenant, [...derived.values()]);
+
+    // Memory events: skip those derived just now or already indexed at this version.
+    const pending: RecordedEvent[] = [];
+    for (const event of events) {
+      if (event.type !== 'MemoryRecorded') continue;
+      const memoryId = String(event.metadata[MEMORY_ID]);
+      if (derived.has(memoryId)) continue;
+      const current = await this.deps.index.get(tenant, memoryId);
+      if (current && current.record.version >= Number(event.metadata[VERSION])) continue;
+      pending.push(event);
+    }
+    for (const event of await this.openSkippingErased<MemoryRecorded>(tenant, pending)) {
+      const { record } = MemoryRecorded.parse(event);
+      derived.set(record.id, record);
+    }
+
+    const records = [...derived.values()];
+    if (records.length === 0) return 0;
+    const vectors = await this.deps.embedder.embed(records.map((r) => r.content.text));
+    await this.deps.index.upsert(
+      tenant,
+      records.map((record, i) => ({ record, vector: vectors[i] })),
+    );
+    return records.length;
+  }
+
+  /** Appends `MemoryRecorded` for each record with deterministic event ids (a replay appends nothing new). */
+  private async appendMemoryEvents(tenant: string, records: MemoryRecord[]): Promise<void> {
+    const sealed = await this.deps.sealer.seal(
+      tenant,
+      records.map((record) => ({
+        id: deterministicUuid('MemoryRecorded', tenant, record.id, String(record.version)),
+        type: 'MemoryRecorded',
+        keyId: record.id,
+        data: { type: 'MemoryRecorded', record },
+        metadata: memoryEventMetadata(record),
+      })),
+    );
+    const requests: AppendRequest[] = records.map((record, i) => ({
+      stream: streams.memory(tenant, record.id),
+      events: [sealed[i]],
+      expectedRevision: 'any',
+    }));
+    await this.deps.log.appendMany(requests);
+  }
+
+  /** Opens events; an erased record (shredded key) is skipped, not an error: it must never come back. */
+  private async openSkippingErased<T>(tenant: string, events: RecordedEvent[]): Promise<T[]> {
+    if (events.length === 0) return [];
+    try {
+      return await this.deps.sealer.open<T>(tenant, events);
+    } catch (error) {
+      if (!(error instanceof KeyShredded)) throw error;
+      const opened: T[] = [];
+      for (const event of events) {
+        try {
+          opened.push(...(await this.deps.sealer.open<T>(tenant, [event])));
+        } catch (inner) {
+          if (!(inner instanceof KeyShredded)) throw inner;
+        }
+      }
+      return opened;
+    }
+  }
+}
+
+/** Metadata for an explicitly written memory event (used by the memory service). */
+export function memoryEventMetadata(record: MemoryRecord): Record<string, unknown> {
+  return { [MEMORY_ID]: record.id, [VERSION]: record.version };
+}
+
+function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return groups;
+}

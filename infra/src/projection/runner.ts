@@ -1,0 +1,146 @@
+import type { CheckpointStore, EventLog, RecordedEvent, Subscription } from '@elma/domain';
+import { DomainError } from '@elma/domain';
+import type { Logger } from '../runtime/logger';
+import { VIEW_SOURCE_PREFIXES, type Projection } from './projection';
+
+export const VIEWS_CHECKPOINT = 'views';
+
+const MAX_BATCH = 1000;
+
+export class ProjectionLagging extends DomainError {
+  constructor(position: bigint, reached: bigint) {
+    super('PROJECTION.LAGGING', `the projection has not reached position ${position} in time (at ${reached})`, {
+      position: position.toString(),
+      reached: reached.toString(),
+    });
+  }
+}
+
+/**
+ * Runs the projection as a catch-up subscription with a durable checkpoint.
+ * A reader loop queues events; the apply loop drains whatever has queued (up
+ * to a batch) so that batches grow under load and stay small when idle. The
+ * checkpoint is saved only after a batch is applied: a crash replays at most
+ * one batch, and replay is idempotent, so there is no loss and no duplicate.
+ */
+export class ProjectionRunner {
+  private subscription?: Subscription;
+  private position = -1n;
+  private queue: RecordedEvent[] = [];
+  private scanned = -1n;
+  private wake?: () => void;
+  private stopped = false;
+  private loops: Promise<void>[] = [];
+  private waiters: { position: bigint; resolve: () => void }[] = [];
+  private lastError?: string;
+  applied = 0;
+
+  constructor(
+    private readonly deps: { log: EventLog; checkpoints: CheckpointStore; projection: Projection; logger: Logger },
+  ) {}
+
+  async start(): Promise<void> {
+    const from = await this.deps.checkpoints.load(VIEWS_CHECKPOINT);
+    this.position = from ?? -1n;
+    this.scanned = this.position;
+    this.subscription = this.deps.log.subscribeToAll({
+      fromPosition: from ?? 'start',
+      filter: { streamNamePrefix: VIEW_SOURCE_PREFIXES },
+    });
+    this.loops = [this.read(this.subscription), this.applyLoop()];
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.subscription?.unsubscribe();
+    this.wake?.();
+    await Promise.allSettled(this.loops);
+  }
+
+  /** The last log position whose effects are in the index. */
+  get checkpoint(): bigint {
+    return this.position;
+  }
+
+  status(): { position: string; error?: string } {
+    return { position: this.position.toString(), ...(this.lastError ? { error: this.lastError } : {}) };
+  }
+
+  /** Resolves once everything up to `position` is applied; throws `ProjectionLagging` after `timeoutMs`. */
+  waitFor(position: bigint, timeoutMs = 10_000): Promise<void> {
+    if (this.position >= position) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const waiter = { position, resolve: () => (clearTimeout(timer), resolve()) };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        reject(new ProjectionLagging(position, this.position));
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+
+  private async read(subscription: Subscription): Promise<void> {
+    try {
+      for await (const item of subscription) {
+        if (item.kind === 'event') {
+          this.queue.push(item.event);
+          this.scanned = item.event.position;
+        } else if (item.position > this.scanned) {
+          this.scanned = item.position;
+        }
+        this.wake?.();
+      }
+    } catch (error) {
+      if (!this.stopped) this.deps.logger.error('projection subscription failed', { code: codeOf(error) });
+    }
+  }
+
+  private async applyLoop(): Promise<void> {
+    let attempt = 0;
+    while (!this.stopped) {
+      if (this.queue.length === 0) {
+        // Nothing to apply: a filtered-out stretch of the log still advances the checkpoint.
+        if (this.scanned > this.position) {
+          await this.advance(this.scanned);
+          continue;
+        }
+        // Set synchronously after the emptiness check, so no push can slip between the two.
+        await new Promise<void>((resolve) => (this.wake = resolve));
+        continue;
+      }
+      const batch = this.queue.slice(0, MAX_BATCH);
+      try {
+        await this.deps.projection.apply(batch, { appendDerived: true });
+        this.queue.splice(0, batch.length);
+        this.applied += batch.length;
+        attempt = 0;
+        this.lastError = undefined;
+        await this.advance(batch[batch.length - 1].position);
+      } catch (error) {
+        // Keep the batch and retry with backoff: skipping would lose memories.
+        attempt += 1;
+        this.lastError = codeOf(error);
+        this.deps.logger.error('projection batch failed; retrying', {
+          code: this.lastError,
+          firstEventId: batch[0].id,
+          attempt,
+        });
+        await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 50 * 2 ** attempt)));
+      }
+    }
+  }
+
+  private async advance(position: bigint): Promise<void> {
+    await this.deps.checkpoints.save(VIEWS_CHECKPOINT, position);
+    this.position = position;
+    const ready = this.waiters.filter((w) => w.position <= position);
+    this.waiters = this.waiters.filter((w) => w.position > position);
+    for (const waiter of ready) waiter.resolve();
+  }
+}
+
+function codeOf(error: unknown): string {
+  if (error instanceof DomainError) return error.code;
+  if (error instanceof Error) return error.name;
+  return 'UNKNOWN';
+}

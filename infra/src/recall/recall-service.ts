@@ -1,0 +1,115 @@
+import {
+  DomainError,
+  RECALLABLE_STATUSES,
+  RecallRequest,
+  matchesFilter,
+  packByMarginalUtility,
+  parseOrThrow,
+  estimateTokens,
+  type Clock,
+  type Embedder,
+  type IndexFilter,
+  type MemoryIndex,
+  type Principal,
+  type RecallResult,
+  type SearchHit,
+} from '@elma/domain';
+import type { ProjectionRunner } from '../projection/runner';
+import type { WriteTracker } from '../projection/write-tracker';
+
+export class PurposeNotPermitted extends DomainError {
+  constructor(purpose: string) {
+    super('RECALL.PURPOSE_NOT_PERMITTED', `the token does not permit the purpose ${purpose}`, { purpose });
+  }
+}
+
+/** How many fused candidates recall considers before packing. */
+const CANDIDATES = 40;
+const DAY_MS = 86_400_000;
+
+/**
+ * Recall (§5.3): policy compiled into the index filter (pushdown), hybrid
+ * retrieval, a re-check of every hit (defence in depth), then budgeted packing
+ * with citations.
+ */
+export class RecallService {
+  constructor(
+    private readonly deps: {
+      index: MemoryIndex;
+      embedder: Embedder;
+      clock: Clock;
+      runner: ProjectionRunner;
+      writes: WriteTracker;
+    },
+  ) {}
+
+  async recall(principal: Principal, body: unknown): Promise<RecallResult> {
+    const request = parseOrThrow(RecallRequest, body);
+    if (!principal.purposes.includes(request.purpose)) throw new PurposeNotPermitted(request.purpose);
+    if (request.consistency === 'strong') {
+      const own = this.deps.writes.lastWrite(principal) ?? -1n;
+      const asked = request.afterPosition !== undefined ? BigInt(request.afterPosition) : -1n;
+      await this.deps.runner.waitFor(own > asked ? own : asked);
+    }
+    const now = this.deps.clock.now();
+    const filter: IndexFilter = {
+      kinds: request.kinds,
+      statuses: RECALLABLE_STATUSES,
+      maxSensitivity: principal.clearance,
+      purposes: [request.purpose],
+      asOf: request.asOf ?? now.toISOString(),
+      knownAsOf: request.knownAsOf,
+      now: now.toISOString(),
+    };
+    const [vector] = await this.deps.embedder.embed([request.query]);
+    const hits = (
+      await this.deps.index.search({ tenant: principal.tenant, text: request.query, vector, limit: CANDIDATES, filter })
+    ).filter((hit) => hit.record.tenant === principal.tenant && matchesFilter(hit.record, filter));
+    return this.pack(hits, request.budgetTokens, Date.parse(filter.asOf!));
+  }
+
+  private pack(hits: SearchHit[], budgetTokens: number, at: number): RecallResult {
+    const top = hits[0]?.score ?? 1;
+    const byId = new Map(hits.map((hit) => [hit.record.id, hit]));
+    const packed = packByMarginalUtility(
+      hits.map((hit) => ({
+        id: hit.record.id,
+        text: hit.record.content.text,
+        vector: hit.vector,
+        relevance: hit.score / top,
+        confidence: hit.record.confidence,
+        ageDays: Math.max(0, (at - Date.parse(hit.record.validFrom)) / DAY_MS),
+      })),
+      budgetTokens,
+    );
+    // Most relevant evidence last, nearest the query end of the prompt (§5.3).
+    const ordered = packed.map((p) => byId.get(p.id)!).sort((a, b) => a.score - b.score);
+    const items = ordered.map((hit) => {
+      const r = hit.record;
+      return {
+        id: r.id,
+        kind: r.kind,
+        text: r.content.text,
+        score: hit.score,
+        tokens: estimateTokens(r.content.text),
+        citation: {
+          id: r.id,
+          version: r.version,
+          kind: r.kind,
+          sourceEventIds: r.provenance.sourceEventIds,
+          validFrom: r.validFrom,
+          validTo: r.validTo,
+          recordedAt: r.recordedAt,
+          confidence: r.confidence,
+          disputed: r.status === 'disputed',
+        },
+      };
+    });
+    return {
+      items,
+      usedTokens: items.reduce((sum, item) => sum + item.tokens, 0),
+      budgetTokens,
+      candidates: hits.length,
+    };
+  }
+}

@@ -1,0 +1,103 @@
+import { mkdirSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import type { Clock, Embedder, EventLog, IdSource, KeyVault } from '@elma/domain';
+import type { ElmaConfig } from '../config/config';
+import { HashingEmbedder, OpenAiCompatibleEmbedder } from '../embedder';
+import { SqliteEventLog } from '../event-log';
+import { IngestService } from '../ingest/ingest-service';
+import { keyedFingerprint } from '../ingest/ids';
+import { SqliteKeyVault } from '../key-vault';
+import { SqliteMemoryIndex } from '../memory-index';
+import { MemoryService } from '../memory/memory-service';
+import { Projection } from '../projection/projection';
+import { ProjectionRunner } from '../projection/runner';
+import { TenantViewsService } from '../projection/tenant-views';
+import { WriteTracker } from '../projection/write-tracker';
+import { RecallService } from '../recall/recall-service';
+import { EventSealer } from '../sealing/sealed-events';
+import { createLogger, type Logger } from './logger';
+
+export const systemClock: Clock = { now: () => new Date() };
+export const uuidSource: IdSource = { next: () => randomUUID() };
+
+/** Everything one ELMA process holds: engines, services and the projection. Built once, closed once. */
+export interface Elma {
+  config: ElmaConfig;
+  logger: Logger;
+  log: EventLog;
+  vault: KeyVault;
+  index: SqliteMemoryIndex;
+  embedder: Embedder;
+  sealer: EventSealer;
+  projection: Projection;
+  runner: ProjectionRunner;
+  views: TenantViewsService;
+  ingest: IngestService;
+  memories: MemoryService;
+  recall: RecallService;
+  health(): Promise<Record<string, { up: boolean; engine: string; detail?: Record<string, unknown> }>>;
+  close(): Promise<void>;
+}
+
+/** Opens the engines named by the configuration and wires the services. Does not start the projection. */
+export async function openElma(
+  config: ElmaConfig,
+  options: { clock?: Clock; ids?: IdSource; logger?: Logger } = {},
+): Promise<Elma> {
+  const clock = options.clock ?? systemClock;
+  const ids = options.ids ?? uuidSource;
+  const logger = options.logger ?? createLogger(config.logLevel);
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+
+  const log = SqliteEventLog.open(join(config.dataDir, 'events.db'));
+  const vault = new SqliteKeyVault({ path: join(config.dataDir, 'keys.db'), masterKey: config.masterKey });
+  const index = await SqliteMemoryIndex.open({ dir: join(config.dataDir, 'index'), dimensions: config.embedder.dimensions });
+  const embedder: Embedder =
+    config.embedder.kind === 'hashing'
+      ? new HashingEmbedder({ dimensions: config.embedder.dimensions })
+      : new OpenAiCompatibleEmbedder(config.embedder);
+  const sealer = new EventSealer(vault);
+  const projection = new Projection({ log, index, sealer, embedder });
+  const runner = new ProjectionRunner({ log, checkpoints: index, projection, logger });
+  const writes = new WriteTracker();
+  const fingerprintKey = Buffer.from(keyedFingerprint(config.masterKey, 'elma.idempotency.v1'), 'hex');
+
+  return {
+    config,
+    logger,
+    log,
+    vault,
+    index,
+    embedder,
+    sealer,
+    projection,
+    runner,
+    views: new TenantViewsService({ log, index, projection }),
+    ingest: new IngestService({ log, sealer, clock, fingerprintKey, writes }),
+    memories: new MemoryService({ log, index, sealer, clock, ids, runner, writes }),
+    recall: new RecallService({ index, embedder, clock, runner, writes }),
+    async health() {
+      const probe = async (check: () => Promise<unknown>) => {
+        try {
+          await check();
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      return {
+        eventLog: { engine: config.eventLog, up: await probe(() => log.headPosition()) },
+        index: { engine: config.index, up: await probe(() => index.load('views')) },
+        keyVault: { engine: 'sqlite', up: await probe(() => vault.isShredded('health', 'probe')) },
+        projection: { engine: 'runner', up: !runner.status().error, detail: runner.status() },
+      };
+    },
+    async close() {
+      await runner.stop();
+      await index.close();
+      await vault.close();
+      await log.close();
+    },
+  };
+}

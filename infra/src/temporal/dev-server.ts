@@ -1,0 +1,210 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { Connection } from '@temporalio/client';
+import { ensureTemporalCli } from './cli-binary';
+
+/** Search attribute types accepted by `temporal server start-dev --search-attribute NAME=Type`. */
+export type SearchAttributeTypeName = 'Keyword' | 'Text' | 'Int' | 'Double' | 'Bool' | 'Datetime' | 'KeywordList';
+
+export interface TemporalDevServerOptions {
+  /** SQLite file that keeps workflow history across restarts; in-memory when omitted. */
+  dbFile?: string;
+  /** Front-end gRPC port; a free one is picked when omitted. */
+  port?: number;
+  /** Web UI port; a free one is picked when omitted (ignored when headless). */
+  uiPort?: number;
+  /** No Web UI. Default false: operators follow erasures in the UI. */
+  headless?: boolean;
+  /** Created at launch unless it is `default` (which always exists). Default `default`. */
+  namespace?: string;
+  /** Registered at launch in every namespace, e.g. `{ ElmaTenant: 'Keyword' }`. */
+  searchAttributes?: Record<string, SearchAttributeTypeName>;
+  /** Path of the `temporal` CLI; found or installed by `ensureTemporalCli` when omitted. */
+  cli?: string;
+  /** How long to wait for the server to serve the namespace. Default 60 s. */
+  startTimeoutMs?: number;
+}
+
+export interface TemporalDevServer {
+  /** `127.0.0.1:<port>`, for `Connection.connect` / `NativeConnection.connect`. */
+  address: string;
+  /** Web UI, unless headless. */
+  uiUrl?: string;
+  namespace: string;
+  /** Wall time from spawn to serving the namespace with its search attributes. */
+  startupMs: number;
+  /** Stops the whole process group (the CLI runs the server and UI as children) and waits for exit. Idempotent. */
+  stop(): Promise<void>;
+}
+
+const HOST = '127.0.0.1';
+const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Starts `temporal server start-dev` and resolves once the namespace is served with the requested search
+ * attributes. The server's own output is kept in memory only (a short tail, shown when startup fails) and
+ * never forwarded: workflow and activity payloads must not end up in logs.
+ */
+export async function startTemporalDevServer(options: TemporalDevServerOptions = {}): Promise<TemporalDevServer> {
+  const namespace = options.namespace ?? 'default';
+  for (const name of Object.keys(options.searchAttributes ?? {})) {
+    if (!NAME_PATTERN.test(name)) throw new Error(`invalid search attribute name: ${JSON.stringify(name)}`);
+  }
+  const cli = options.cli ?? (await ensureTemporalCli());
+  // Free ports are probed, then released and handed to the server: another process can grab one in between,
+  // so a lost race (and only that) is retried with fresh ports.
+  const pickedPorts = options.port === undefined || (!options.headless && options.uiPort === undefined);
+  const attempts = pickedPorts ? 3 : 1;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(cli, namespace, options);
+    } catch (err) {
+      if (attempt >= attempts || !(err instanceof DevServerStartError) || !err.portInUse) throw err;
+    }
+  }
+}
+
+class DevServerStartError extends Error {
+  constructor(
+    message: string,
+    readonly portInUse: boolean,
+  ) {
+    super(message);
+    this.name = 'DevServerStartError';
+  }
+}
+
+async function startOnce(cli: string, namespace: string, options: TemporalDevServerOptions): Promise<TemporalDevServer> {
+  const headless = options.headless ?? false;
+  const port = options.port ?? (await freePort());
+  const uiPort = headless ? undefined : (options.uiPort ?? (await freePort([port])));
+  const args = ['server', 'start-dev', '--ip', HOST, '--port', String(port), '--log-level', 'error'];
+  if (headless) args.push('--headless');
+  else args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
+  if (options.dbFile) args.push('--db-filename', options.dbFile);
+  if (namespace !== 'default') args.push('--namespace', namespace);
+  for (const [name, type] of Object.entries(options.searchAttributes ?? {})) args.push('--search-attribute', `${name}=${type}`);
+
+  const startedAt = performance.now();
+  // detached: the server gets its own process group, so stop() reaches the UI server and any helpers too.
+  const child = spawn(cli, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = new Tail(4_000);
+  child.stdout!.on('data', (chunk: Buffer) => output.push(chunk));
+  child.stderr!.on('data', (chunk: Buffer) => output.push(chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+    child.once('error', () => resolve({ code: null, signal: null }));
+  });
+  let spawnError: Error | undefined;
+  child.once('error', (err) => (spawnError = err));
+  // If the test runner or app dies without calling stop(), do not leave an orphaned server behind.
+  const killOnExit = () => killGroup(child, 'SIGKILL');
+  process.once('exit', killOnExit);
+
+  let stopped: Promise<void> | undefined;
+  const stop = () =>
+    (stopped ??= (async () => {
+      process.removeListener('exit', killOnExit);
+      if (child.exitCode === null && child.signalCode === null) {
+        killGroup(child, 'SIGTERM');
+        const timer = setTimeout(() => killGroup(child, 'SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(timer);
+      }
+    })());
+
+  const address = `${HOST}:${port}`;
+  const timeoutMs = options.startTimeoutMs ?? 60_000;
+  const deadline = Date.now() + timeoutMs;
+  const expected = Object.keys(options.searchAttributes ?? {});
+  let lastProbeError = 'no probe yet';
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null || spawnError) {
+      await stop();
+      const text = output.text();
+      throw new DevServerStartError(
+        `Temporal dev server (${cli}) exited before serving ${address}` +
+          `${spawnError ? `: ${spawnError.message}` : ` (exit code ${child.exitCode}, signal ${child.signalCode})`}` +
+          `${text ? `\n--- last server output ---\n${text}` : ''}`,
+        /address already in use|bind:/i.test(text),
+      );
+    }
+    const probe = await probeNamespace(address, namespace, expected);
+    if (probe === true) break;
+    lastProbeError = probe;
+    if (Date.now() > deadline) {
+      await stop();
+      const text = output.text();
+      throw new DevServerStartError(
+        `Temporal dev server did not serve namespace ${namespace} at ${address} within ${timeoutMs} ms (last probe: ${lastProbeError})` +
+          `${text ? `\n--- last server output ---\n${text}` : ''}`,
+        false,
+      );
+    }
+    await Promise.race([sleep(250), exited]);
+  }
+
+  return {
+    address,
+    uiUrl: uiPort === undefined ? undefined : `http://${HOST}:${uiPort}`,
+    namespace,
+    startupMs: Math.round(performance.now() - startedAt),
+    stop,
+  };
+}
+
+/** true once the namespace answers and lists every expected custom search attribute; else why not. */
+async function probeNamespace(address: string, namespace: string, expected: string[]): Promise<true | string> {
+  let connection: Connection | undefined;
+  try {
+    connection = await Connection.connect({ address, connectTimeout: 1_000 });
+    const { customAttributes } = await connection.withDeadline(Date.now() + 2_000, () =>
+      connection!.operatorService.listSearchAttributes({ namespace }),
+    );
+    const missing = expected.filter((name) => !customAttributes || !(name in customAttributes));
+    return missing.length === 0 ? true : `search attributes not registered yet: ${missing.join(', ')}`;
+  } catch (err) {
+    return err instanceof Error ? err.message.split('\n')[0] : String(err);
+  } finally {
+    await connection?.close().catch(() => undefined);
+  }
+}
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+/** A port the OS considers free right now on 127.0.0.1 (bind port 0, read it, release it). */
+export async function freePort(avoid: number[] = []): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const server = createServer();
+      server.unref();
+      server.once('error', reject);
+      server.listen(0, HOST, () => {
+        const address = server.address();
+        server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      });
+    });
+    if (!avoid.includes(port)) return port;
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Keeps only the last `limit` characters of a stream. */
+class Tail {
+  private buffer = '';
+  constructor(private readonly limit: number) {}
+  push(chunk: Buffer): void {
+    this.buffer = (this.buffer + chunk.toString('utf8')).slice(-this.limit);
+  }
+  text(): string {
+    return this.buffer.trim();
+  }
+}

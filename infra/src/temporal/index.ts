@@ -1,0 +1,2 @@
+export * from './cli-binary';
+export * from './dev-server';

@@ -1,0 +1,47 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { startTemporalDevServer } from '../infra/src/temporal/dev-server';
+import { ELMA_SEARCH_ATTRIBUTES } from '../workflows/src/search-attributes';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Temporal front-end for int tests, `host:port`. */
+    temporalAddress: string;
+    temporalNamespace: string;
+  }
+}
+
+/**
+ * One Temporal dev server for the whole test run (headless, free ports, a throwaway SQLite file), unless
+ * TEMPORAL_ADDRESS already points at a server. Tests read the address with `inject('temporalAddress')`;
+ * it is also set as TEMPORAL_ADDRESS, which the forked test workers inherit.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
+  const external = process.env.TEMPORAL_ADDRESS;
+  if (external) {
+    project.provide('temporalAddress', external);
+    project.provide('temporalNamespace', namespace);
+    return async () => {};
+  }
+
+  const dir = await mkdtemp(join(tmpdir(), 'elma-temporal-'));
+  const server = await startTemporalDevServer({
+    headless: true,
+    namespace,
+    dbFile: join(dir, 'temporal.db'),
+    searchAttributes: ELMA_SEARCH_ATTRIBUTES,
+  });
+  process.stderr.write(`[elma] Temporal dev server at ${server.address} (started in ${server.startupMs} ms)\n`);
+  process.env.TEMPORAL_ADDRESS = server.address;
+  project.provide('temporalAddress', server.address);
+  project.provide('temporalNamespace', namespace);
+
+  return async () => {
+    delete process.env.TEMPORAL_ADDRESS;
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  };
+}

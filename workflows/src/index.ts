@@ -1,0 +1,6 @@
+// This module is the Worker's `workflowsPath`: everything it exports is bundled into the workflow sandbox,
+// and every exported function is a workflow type. Keep exports deterministic and dependency-free.
+export * from './task-queue';
+export * from './search-attributes';
+export * from './reindex/messages';
+export { reindexWorkflow } from './reindex/workflow';

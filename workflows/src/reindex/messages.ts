@@ -1,0 +1,29 @@
+import { defineQuery } from '@temporalio/workflow';
+
+export interface ReindexInput {
+  tenant: string;
+}
+
+export interface ReindexResult {
+  tenant: string;
+  /** Records removed from the tenant's views before the replay. */
+  dropped: number;
+  /** Log events read during the replay. */
+  replayedEvents: number;
+  /** Memory records in the tenant's views after the replay. */
+  memories: number;
+}
+
+export type ReindexStage = 'dropping' | 'replaying' | 'done';
+
+/** Where a running reindex is; shown by operators' tooling. Carries no content. */
+export const reindexStageQuery = defineQuery<ReindexStage>('reindexStage');
+
+/** Failure type for a malformed tenant id: never retried. */
+export const INVALID_TENANT = 'REINDEX.INVALID_TENANT';
+
+/**
+ * Tenant ids as the domain defines them (`Principal.tenant` in @elma/domain). Repeated here rather than
+ * imported so the workflow bundle does not pull the domain (and zod) into the sandbox; keep the two equal.
+ */
+export const TENANT_ID_PATTERN = /^[a-z0-9][a-z0-9_]{0,62}$/;
