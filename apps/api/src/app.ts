@@ -62,12 +62,12 @@ export async function createApi(elma: Elma): Promise<NestFastifyApplication> {
     elma.logger.error('request failed', { requestId, name: (error as Error)?.name, code: (error as { code?: string })?.code });
   app.useGlobalFilters(new ProblemFilter(onServerError));
 
-  const fastify = app.getHttpAdapter().getInstance();
-  // Body parsing fails before Nest sees the request; map those errors here too.
-  fastify.setErrorHandler((error, request, reply) => sendProblem(request, reply, error, onServerError));
-  fastify.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) =>
-    sendProblem(request, reply, { getStatus: () => 404 }, onServerError),
-  );
+  // Body parsing fails inside Fastify before Nest's router sees the request: map those errors here too.
+  // (Nest registers its own handler at init; Fastify warns once about the override, FSTWRN004.)
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => sendProblem(request, reply, error, onServerError));
 
   const document = SwaggerModule.createDocument(
     app,

@@ -351,6 +351,20 @@ export function eventLogContract(name: string, factory: () => Promise<EventLogUn
         expect(live.map((e) => e.streamId)).toEqual(['cart-t1-b', 'cart-t1-b']);
       });
 
+      it('catches up through a long history in position order, each event once', async () => {
+        const history = numbered(1_300);
+        await log.append('cart-t1-a', history.slice(0, 700), { expectedRevision: 'any' });
+        await log.append('cart-t1-b', history.slice(700), { expectedRevision: 'any' });
+        const reader = read(log.subscribeToAll({ fromPosition: 'start' }));
+
+        const delivered = await reader.events(1_300);
+        const extra = await reader.eventsWithin(100);
+        await reader.close();
+
+        expect(delivered.map((e) => e.id)).toEqual(history.map((e) => e.id));
+        expect(extra).toEqual([]);
+      });
+
       it('from the end delivers only events appended after subscribing', async () => {
         await log.append('cart-t1-a', numbered(3), { expectedRevision: 'any' });
         const reader = read(log.subscribeToAll({ fromPosition: 'end' }));

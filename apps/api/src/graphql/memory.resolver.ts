@@ -4,6 +4,7 @@ import type { MemoryRecord, Principal } from '@elma/domain';
 import type { Elma } from '@elma/infra';
 import { AuthGuard, Caller } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
+import { ParamTypes } from './param-types';
 import {
   EventInput,
   IngestResultType,
@@ -21,21 +22,25 @@ export class MemoryResolver {
   constructor(@Inject(ELMA) private readonly elma: Elma) {}
 
   @Query(() => MemoryType)
+  @ParamTypes(Object, String)
   async memory(@Caller() caller: Principal, @Args('id', { type: () => ID }) id: string): Promise<MemoryType> {
     return toGraphql(await this.elma.memories.get(caller, id));
   }
 
   @Query(() => RecallResultType)
+  @ParamTypes(Object, RecallInput)
   recall(@Caller() caller: Principal, @Args('input', { type: () => RecallInput }) input: RecallInput) {
     return this.elma.recall.recall(caller, withoutNulls(input));
   }
 
   @Mutation(() => IngestResultType)
+  @ParamTypes(Object, Array)
   ingestEvents(@Caller() caller: Principal, @Args('events', { type: () => [EventInput] }) events: EventInput[]) {
     return this.elma.ingest.ingest(caller, { events: events.map(withoutNulls) });
   }
 
   @Mutation(() => WriteMemoryResultType)
+  @ParamTypes(Object, MemoryInput)
   async writeMemory(@Caller() caller: Principal, @Args('input', { type: () => MemoryInput }) input: MemoryInput) {
     const result = await this.elma.memories.write(caller, withoutNulls(input));
     return { ...result, memory: toGraphql(result.memory) };

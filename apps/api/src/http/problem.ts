@@ -68,7 +68,16 @@ function classify(error: unknown): { code: string; detail: string; errors?: unkn
   if (error instanceof SyntaxError && fastify?.statusCode === 400) {
     return { code: 'REQUEST.MALFORMED_JSON', detail: 'the request body is not valid JSON' };
   }
-  const status = (error as { status?: number; getStatus?: () => number })?.getStatus?.();
-  if (status === 404) return { code: 'ROUTE.NOT_FOUND', detail: 'no such route' };
+  // Nest turns Fastify's own errors (body parsing, routing) into HttpExceptions that keep only the status.
+  switch ((error as { getStatus?: () => number })?.getStatus?.()) {
+    case 400:
+      return { code: 'REQUEST.MALFORMED_JSON', detail: 'the request body is not valid JSON' };
+    case 404:
+      return { code: 'ROUTE.NOT_FOUND', detail: 'no such route' };
+    case 413:
+      return { code: 'REQUEST.PAYLOAD_TOO_LARGE', detail: 'the request body exceeds 1 MiB' };
+    case 415:
+      return { code: 'REQUEST.UNSUPPORTED_MEDIA_TYPE', detail: 'send application/json' };
+  }
   return { code: 'INTERNAL', detail: 'internal error; see the server log with the request id' };
 }

@@ -6,18 +6,23 @@ import type Database from 'better-sqlite3';
  * never sees a gap that fills in later. AUTOINCREMENT (not a plain rowid) keeps
  * positions from being reused after the newest stream is hard-deleted, which
  * would otherwise break consumers' durable checkpoints.
+ *
+ * Event ids are unique per stream, as in EventStoreDB. A global unique index
+ * on random UUIDs would touch a random index page per event and cut append
+ * throughput by more than half; (stream, id) stays clustered per batch.
  */
 const schema = `
 CREATE TABLE IF NOT EXISTS events (
   position INTEGER PRIMARY KEY AUTOINCREMENT,
   stream   TEXT    NOT NULL,
   revision INTEGER NOT NULL,
-  id       TEXT    NOT NULL UNIQUE,
+  id       TEXT    NOT NULL,
   type     TEXT    NOT NULL,
   data     TEXT    NOT NULL,
   metadata TEXT    NOT NULL,
   created  INTEGER NOT NULL,
-  UNIQUE (stream, revision)
+  UNIQUE (stream, revision),
+  UNIQUE (stream, id)
 );
 CREATE TABLE IF NOT EXISTS deleted_streams (
   stream TEXT PRIMARY KEY

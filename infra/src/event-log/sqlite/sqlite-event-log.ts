@@ -41,7 +41,6 @@ interface AllQuery {
 }
 
 interface StoredRef {
-  stream: string;
   revision: bigint;
   position: bigint;
 }
@@ -83,7 +82,7 @@ export class SqliteEventLog implements EventLog {
     this.statements = {
       isDeleted: this.db.prepare('SELECT 1 FROM deleted_streams WHERE stream = ?').pluck(),
       last: prepare('SELECT revision, position FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1'),
-      byId: prepare('SELECT stream, revision, position FROM events WHERE id = ?'),
+      byId: prepare('SELECT revision, position FROM events WHERE stream = ? AND id = ?'),
       insert: prepare(
         'INSERT INTO events (stream, revision, id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)',
       ),
@@ -244,9 +243,7 @@ export class SqliteEventLog implements EventLog {
     return events.map((event) => {
       if (ids.has(event.id)) throw duplicateId(stream, event.id);
       ids.add(event.id);
-      const ref = this.statements.byId.get(event.id) as StoredRef | undefined;
-      if (ref && ref.stream !== stream) throw duplicateId(stream, event.id);
-      return ref;
+      return this.statements.byId.get(stream, event.id) as StoredRef | undefined;
     });
   }
 
@@ -351,7 +348,7 @@ function wrongVersion(stream: string, expected: ExpectedRevision, current: bigin
 }
 
 function duplicateId(stream: string, id: string): DomainError {
-  return new DomainError('EVENT_LOG.DUPLICATE_EVENT_ID', `event id ${id} is already used elsewhere (stream ${stream})`, {
+  return new DomainError('EVENT_LOG.DUPLICATE_EVENT_ID', `event id ${id} appears twice in one append to ${stream}`, {
     stream,
     eventId: id,
   });

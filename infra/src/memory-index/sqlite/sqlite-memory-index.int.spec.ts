@@ -134,6 +134,17 @@ describe('SqliteMemoryIndex on disk', () => {
     expect(readdirSync(dir).filter((f) => f.startsWith('tenant-unknown'))).toEqual([]);
   });
 
+  it('ranks by the rare word of a query whose other words are in most memories, and still answers all-common queries', async () => {
+    dir = tempDir();
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    const common = Array.from({ length: 1_500 }, (_, i) => indexed({ id: `c-${i}`, tenant: T, text: `weekly status update meeting notes ${i}` }));
+    await index.upsert(T, [...common, indexed({ id: 'rare', tenant: T, text: 'weekly status update: the Zanzibar office closes' })]);
+
+    expect((await search(index, 'weekly status zanzibar'))[0]).toBe('rare');
+    const allCommon = await search(index, 'weekly status update meeting');
+    expect(allCommon).toHaveLength(10);
+  });
+
   it('lists all ids in insertion order', async () => {
     dir = tempDir();
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });

@@ -28,6 +28,9 @@ export interface StoredRow {
 /** Dense-route candidates are searched at growing depths; past the last one the filtered rows are scanned exactly. */
 const GRAPH_DEPTHS = [128, 512];
 
+/** Postings BM25 may score per query (see searchText). */
+const BM25_BUDGET = 500;
+
 /** Most distinct query tokens sent to FTS5 (a pasted document must not become a 10,000-term OR). */
 const MAX_QUERY_TOKENS = 64;
 
@@ -98,16 +101,47 @@ export class TenantPartition {
     return (this.stmt('SELECT id FROM memories ORDER BY rowid').all() as { id: string }[]).map((r) => r.id);
   }
 
-  /** BM25 route: rowids best first, the filter evaluated in the same statement as the MATCH. */
+  /**
+   * BM25 route: rowids best first, the filter evaluated in the same statement
+   * as the MATCH. FTS5 scores every document that matches, about 2 µs each,
+   * so the query is planned to bound that work: the rarest words whose
+   * document frequencies sum to at most BM25_BUDGET "drive" the match and the
+   * other words only add to the score, `(rare) AND (rare OR common)`. When
+   * even the rarest word is that common (it carries little IDF anyway), only
+   * the newest BM25_BUDGET matches are scored (before the policy filter, so
+   * fewer may survive it); the dense route still covers the whole partition.
+   */
   searchText(text: string, filter: FilterSql, depth: number): number[] {
-    const tokens = [...new Set(tokenize(text))].slice(0, MAX_QUERY_TOKENS);
-    if (tokens.length === 0) return [];
-    const match = tokens.map((t) => `"${t.replaceAll('"', '""')}"`).join(' OR ');
+    const dfOf = this.stmt('SELECT df FROM term_df WHERE term = ?');
+    const terms = [...new Set(tokenize(text))]
+      .slice(0, MAX_QUERY_TOKENS)
+      .map((term) => ({ term, df: (dfOf.get(term) as { df: number } | undefined)?.df ?? 0 }))
+      // A word no document contains cannot match; dropping it keeps the expression small.
+      .filter((t) => t.df > 0)
+      .sort((a, b) => a.df - b.df);
+    if (terms.length === 0) return [];
+
+    const drivers: typeof terms = [];
+    let driverPostings = 0;
+    for (const t of terms) {
+      if (drivers.length > 0 && driverPostings + t.df > BM25_BUDGET) break;
+      drivers.push(t);
+      driverPostings += t.df;
+    }
+    const any = (ts: typeof terms) => ts.map((t) => `"${t.term.replaceAll('"', '""')}"`).join(' OR ');
+    const match = drivers.length === terms.length ? any(terms) : `(${any(drivers)}) AND (${any(terms)})`;
+
+    // Newest rows first, so that a capped scan keeps the most recent matches.
+    const scanLimit = driverPostings > BM25_BUDGET ? BM25_BUDGET : -1;
+    // bm25() in a subquery rather than FTS5's `ORDER BY rank`, so the scan can be capped before scoring.
+    // CROSS JOIN keeps FTS5 as the outer loop, so the planner never prefers a filter index over MATCH.
     const rows = this.stmt(
-      `SELECT m.rowid AS rowid FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid
-       WHERE memories_fts MATCH ? AND ${filter.where}
-       ORDER BY memories_fts.rank LIMIT ?`,
-    ).all(match, ...filter.params, depth) as { rowid: number }[];
+      `SELECT f.rowid AS rowid
+       FROM (SELECT rowid, bm25(memories_fts) AS score FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?) f
+       CROSS JOIN memories m ON m.rowid = f.rowid
+       WHERE ${filter.where}
+       ORDER BY f.score, f.rowid DESC LIMIT ?`,
+    ).all(match, scanLimit, ...filter.params, depth) as { rowid: number }[];
     return rows.map((r) => r.rowid);
   }
 
@@ -126,8 +160,9 @@ export class TenantPartition {
       const k = Math.max(graphDepth, depth * 4);
       const keys = this.graph.search(query, k);
       const allowed = this.stmt(
-        `SELECT m.rowid AS rowid, m.vector AS vector FROM memories m
-         WHERE m.rowid IN (SELECT value FROM json_each(?)) AND ${filter.where}`,
+        // CROSS JOIN: look the candidates up by rowid rather than let the planner scan a filter index.
+        `SELECT m.rowid AS rowid, m.vector AS vector FROM json_each(?) j CROSS JOIN memories m ON m.rowid = j.value
+         WHERE ${filter.where}`,
       ).all(JSON.stringify(keys), ...filter.params) as { rowid: number; vector: Buffer }[];
       if (allowed.length >= depth || keys.length >= this.graph.size) {
         candidates = allowed;
@@ -211,13 +246,23 @@ export class TenantPartition {
       toBlob(vector),
     );
     const rowid = Number(lastInsertRowid);
-    this.stmt('INSERT INTO memories_fts (rowid, body) VALUES (?, ?)').run(rowid, searchableText(record));
+    const words = searchableWords(record);
+    this.stmt('INSERT INTO memories_fts (rowid, body) VALUES (?, ?)').run(rowid, words.join(' '));
+    const countTerm = this.stmt('INSERT INTO term_df (term, df) VALUES (?, 1) ON CONFLICT (term) DO UPDATE SET df = df + 1');
+    for (const term of new Set(words)) countTerm.run(term);
     const insertPurpose = this.stmt('INSERT OR IGNORE INTO memory_purposes (memory_rowid, purpose) VALUES (?, ?)');
     for (const purpose of record.policy.purposes) insertPurpose.run(rowid, purpose);
     return rowid;
   }
 
   private deleteRow(rowid: number): void {
+    const fts = this.stmt('SELECT body FROM memories_fts WHERE rowid = ?').get(rowid) as { body: string } | undefined;
+    const uncount = this.stmt('UPDATE term_df SET df = df - 1 WHERE term = ?');
+    const forget = this.stmt('DELETE FROM term_df WHERE term = ? AND df <= 0');
+    for (const term of new Set(fts?.body.split(' ') ?? [])) {
+      uncount.run(term);
+      forget.run(term);
+    }
     this.stmt('DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
     this.stmt('DELETE FROM memory_purposes WHERE memory_rowid = ?').run(rowid);
     this.stmt('DELETE FROM memories WHERE rowid = ?').run(rowid);
@@ -282,11 +327,11 @@ export class TenantPartition {
   }
 }
 
-/** The text BM25 sees: the shared tokenizer's words joined by spaces, so FTS5's unicode61 splits exactly there. */
-function searchableText(record: MemoryRecord): string {
+/** The words BM25 sees, from the shared tokenizer; stored joined by spaces, so FTS5's unicode61 splits exactly there. */
+function searchableWords(record: MemoryRecord): string[] {
   const fact = record.content.fact;
   const text = fact ? `${record.content.text}\n${fact.entity} ${fact.attribute} ${fact.value}` : record.content.text;
-  return tokenize(text).join(' ');
+  return tokenize(text);
 }
 
 function parseRecord(json: string): MemoryRecord {

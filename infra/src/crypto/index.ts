@@ -1,0 +1,2 @@
+export { sealJson, openJson, deriveTenantKey, wrapKey, unwrapKey, IntegrityCheckFailed } from './envelope';
+export type { Sealed, WrapContext } from './envelope';

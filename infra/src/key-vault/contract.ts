@@ -1,0 +1,151 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { KeyShredded, TenantDestroyed, type KeyVault } from '@elma/domain';
+
+export interface KeyVaultUnderTest {
+  vault: KeyVault;
+  cleanup(): Promise<void>;
+}
+
+/** The guarantees every KeyVault adapter must keep. Each test starts from an empty vault. */
+export function keyVaultContract(name: string, factory: () => Promise<KeyVaultUnderTest>): void {
+  describe(`${name} key vault contract`, () => {
+    let subject: KeyVaultUnderTest;
+    let vault: KeyVault;
+
+    beforeEach(async () => {
+      subject = await factory();
+      vault = subject.vault;
+    });
+
+    afterEach(async () => {
+      await subject.cleanup();
+    });
+
+    describe('data keys', () => {
+      it('a created key is 32 bytes and a record keeps it on later calls', async () => {
+        const first = await vault.dataKeys('t1', ['m1'], { create: true });
+
+        const again = await vault.dataKeys('t1', ['m1'], { create: true });
+        const read = await vault.dataKeys('t1', ['m1'], { create: false });
+
+        expect(first.get('m1')).toHaveLength(32);
+        expect(again.get('m1')).toEqual(first.get('m1'));
+        expect(read.get('m1')).toEqual(first.get('m1'));
+      });
+
+      it('every record and every tenant gets its own key', async () => {
+        const t1 = await vault.dataKeys('t1', ['m1', 'm2'], { create: true });
+        const t2 = await vault.dataKeys('t2', ['m1'], { create: true });
+
+        const keys = [t1.get('m1'), t1.get('m2'), t2.get('m1')].map((k) => Buffer.from(k!).toString('hex'));
+        expect(new Set(keys).size).toBe(3);
+      });
+
+      it('a batch returns every requested record, creating only the missing ones', async () => {
+        const existing = await vault.dataKeys('t1', ['m1'], { create: true });
+
+        const batch = await vault.dataKeys('t1', ['m1', 'm2', 'm3'], { create: true });
+
+        expect([...batch.keys()]).toEqual(['m1', 'm2', 'm3']);
+        expect(batch.get('m1')).toEqual(existing.get('m1'));
+        expect((await vault.dataKeys('t1', ['m2', 'm3'], { create: false })).get('m3')).toEqual(batch.get('m3'));
+      });
+
+      it('without create a missing key is not found and nothing is created', async () => {
+        await vault.dataKeys('t1', ['m1'], { create: true });
+
+        await expect(vault.dataKeys('t1', ['m1', 'm2'], { create: false })).rejects.toMatchObject({
+          code: 'KEY_VAULT.KEY_NOT_FOUND',
+        });
+        await expect(vault.dataKeys('t9', ['m1'], { create: false })).rejects.toMatchObject({
+          code: 'KEY_VAULT.KEY_NOT_FOUND',
+        });
+        await expect(vault.dataKeys('t1', ['m2'], { create: false })).rejects.toMatchObject({
+          code: 'KEY_VAULT.KEY_NOT_FOUND',
+        });
+      });
+    });
+
+    describe('shredding', () => {
+      it('a shredded record raises KeyShredded, even when asked to create', async () => {
+        await vault.dataKeys('t1', ['m1', 'm2'], { create: true });
+
+        await vault.shred('t1', ['m1']);
+
+        await expect(vault.dataKeys('t1', ['m1'], { create: false })).rejects.toBeInstanceOf(KeyShredded);
+        await expect(vault.dataKeys('t1', ['m1'], { create: true })).rejects.toMatchObject({
+          code: 'KEY_VAULT.KEY_SHREDDED',
+          recordId: 'm1',
+        });
+        expect(await vault.isShredded('t1', 'm1')).toBe(true);
+        expect(await vault.isShredded('t1', 'm2')).toBe(false);
+      });
+
+      it('shredding one record leaves the others and other tenants readable', async () => {
+        const before = await vault.dataKeys('t1', ['m1', 'm2'], { create: true });
+        const other = await vault.dataKeys('t2', ['m1'], { create: true });
+
+        await vault.shred('t1', ['m1']);
+
+        expect((await vault.dataKeys('t1', ['m2'], { create: false })).get('m2')).toEqual(before.get('m2'));
+        expect((await vault.dataKeys('t2', ['m1'], { create: false })).get('m1')).toEqual(other.get('m1'));
+      });
+
+      it('a batch containing a shredded record fails whole and creates none of the others', async () => {
+        await vault.shred('t1', ['m1']);
+
+        await expect(vault.dataKeys('t1', ['m2', 'm1', 'm3'], { create: true })).rejects.toBeInstanceOf(KeyShredded);
+
+        await expect(vault.dataKeys('t1', ['m2'], { create: false })).rejects.toMatchObject({
+          code: 'KEY_VAULT.KEY_NOT_FOUND',
+        });
+      });
+
+      it('shredding a record that never had a key prevents one from ever being created', async () => {
+        await vault.shred('t1', ['never']);
+
+        await expect(vault.dataKeys('t1', ['never'], { create: true })).rejects.toBeInstanceOf(KeyShredded);
+        expect(await vault.isShredded('t1', 'never')).toBe(true);
+      });
+
+      it('shredding is idempotent', async () => {
+        await vault.dataKeys('t1', ['m1'], { create: true });
+
+        await vault.shred('t1', ['m1']);
+        await vault.shred('t1', ['m1']);
+
+        expect(await vault.isShredded('t1', 'm1')).toBe(true);
+      });
+    });
+
+    describe('destroying a tenant', () => {
+      it('every key access of the tenant raises TenantDestroyed afterwards', async () => {
+        await vault.dataKeys('t1', ['m1', 'm2'], { create: true });
+
+        await vault.destroyTenant('t1');
+
+        await expect(vault.dataKeys('t1', ['m1'], { create: false })).rejects.toBeInstanceOf(TenantDestroyed);
+        await expect(vault.dataKeys('t1', ['m3'], { create: true })).rejects.toMatchObject({
+          code: 'KEY_VAULT.TENANT_DESTROYED',
+        });
+        expect(await vault.isShredded('t1', 'm1')).toBe(true);
+      });
+
+      it('other tenants keep their keys', async () => {
+        await vault.dataKeys('t1', ['m1'], { create: true });
+        const kept = await vault.dataKeys('t2', ['m1'], { create: true });
+
+        await vault.destroyTenant('t1');
+
+        expect((await vault.dataKeys('t2', ['m1'], { create: false })).get('m1')).toEqual(kept.get('m1'));
+      });
+
+      it('is idempotent and works for a tenant that never had keys', async () => {
+        await vault.destroyTenant('t1');
+        await vault.destroyTenant('t1');
+
+        await expect(vault.dataKeys('t1', ['m1'], { create: true })).rejects.toBeInstanceOf(TenantDestroyed);
+      });
+    });
+  });
+}

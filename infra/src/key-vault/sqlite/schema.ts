@@ -1,0 +1,42 @@
+import type Database from 'better-sqlite3';
+
+/**
+ * A shredded record keeps only its id, and a destroyed tenant only its name, so
+ * that a later request raises an error instead of silently minting a new key
+ * (which would let old ciphertext look merely "unreadable" rather than erased,
+ * and new writes look like the old record). `generation` counts shreds and
+ * destructions so that other processes notice and drop their key caches.
+ */
+const schema = `
+CREATE TABLE IF NOT EXISTS tenants (
+  tenant TEXT PRIMARY KEY,
+  salt   BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS destroyed_tenants (
+  tenant TEXT PRIMARY KEY
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS data_keys (
+  tenant    TEXT NOT NULL,
+  record_id TEXT NOT NULL,
+  wrapped   BLOB NOT NULL,
+  PRIMARY KEY (tenant, record_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS shredded (
+  tenant    TEXT NOT NULL,
+  record_id TEXT NOT NULL,
+  PRIMARY KEY (tenant, record_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS generation (
+  id    INTEGER PRIMARY KEY CHECK (id = 0),
+  value INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO generation (id, value) VALUES (0, 0);
+`;
+
+export function openKeyVaultDatabase(db: Database.Database): void {
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  // Shredded keys must not survive in free pages or free cell space.
+  db.pragma('secure_delete = ON');
+  db.exec(schema);
+}

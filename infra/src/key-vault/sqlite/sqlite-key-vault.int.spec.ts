@@ -1,0 +1,141 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { keyVaultContract } from '../contract';
+import { SqliteKeyVault } from './sqlite-key-vault';
+
+function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), 'elma-key-vault-'));
+}
+
+keyVaultContract('sqlite', async () => {
+  const dir = tempDir();
+  const vault = new SqliteKeyVault({ path: join(dir, 'keys.db'), masterKey: randomBytes(32) });
+  return {
+    vault,
+    async cleanup() {
+      await vault.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+function fileContains(path: string, bytes: Uint8Array): boolean {
+  return existsSync(path) && readFileSync(path).includes(Buffer.from(bytes));
+}
+
+describe('sqlite key vault on disk', () => {
+  let dir: string;
+  let path: string;
+  let masterKey: Buffer;
+  let vault: SqliteKeyVault;
+
+  beforeEach(() => {
+    dir = tempDir();
+    path = join(dir, 'keys.db');
+    masterKey = randomBytes(32);
+    vault = new SqliteKeyVault({ path, masterKey });
+  });
+
+  afterEach(async () => {
+    await vault.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function wrappedKeys(tenant: string): Map<string, Buffer> {
+    const db = new Database(path, { readonly: true });
+    try {
+      const rows = db.prepare('SELECT record_id, wrapped FROM data_keys WHERE tenant = ?').all(tenant) as {
+        record_id: string;
+        wrapped: Buffer;
+      }[];
+      return new Map(rows.map((r) => [r.record_id, r.wrapped]));
+    } finally {
+      db.close();
+    }
+  }
+
+  it('after shredding, the wrapped keys are gone from the database file and its WAL', async () => {
+    const ids = Array.from({ length: 2_000 }, (_, i) => `m${i}`);
+    for (let i = 0; i < ids.length; i += 100) await vault.dataKeys('t1', ids.slice(i, i + 100), { create: true });
+    const wrapped = wrappedKeys('t1');
+    const victims = ids.filter((_, i) => i % 40 === 0);
+    const survivor = wrapped.get('m1')!;
+
+    await vault.shred('t1', victims);
+
+    for (const id of victims) {
+      expect(fileContains(path, wrapped.get(id)!), `wrapped key of ${id} in db`).toBe(false);
+      expect(fileContains(`${path}-wal`, wrapped.get(id)!), `wrapped key of ${id} in wal`).toBe(false);
+    }
+    expect(fileContains(path, survivor) || fileContains(`${path}-wal`, survivor)).toBe(true);
+  });
+
+  it('after destroying a tenant, its salt and wrapped keys are gone from the file and its WAL', async () => {
+    await vault.dataKeys('t1', ['m1', 'm2'], { create: true });
+    const wrapped = [...wrappedKeys('t1').values()];
+    const db = new Database(path, { readonly: true });
+    const salt = db.prepare("SELECT salt FROM tenants WHERE tenant = 't1'").pluck().get() as Buffer;
+    db.close();
+
+    await vault.destroyTenant('t1');
+
+    for (const bytes of [salt, ...wrapped]) {
+      expect(fileContains(path, bytes)).toBe(false);
+      expect(fileContains(`${path}-wal`, bytes)).toBe(false);
+    }
+  });
+
+  it('keys survive reopening with the same master key and do not unwrap with another', async () => {
+    const created = await vault.dataKeys('t1', ['m1'], { create: true });
+    await vault.close();
+
+    vault = new SqliteKeyVault({ path, masterKey });
+    const reopened = await vault.dataKeys('t1', ['m1'], { create: false });
+    const stranger = new SqliteKeyVault({ path, masterKey: randomBytes(32) });
+
+    expect(reopened.get('m1')).toEqual(created.get('m1'));
+    await expect(stranger.dataKeys('t1', ['m1'], { create: false })).rejects.toMatchObject({
+      code: 'CRYPTO.INTEGRITY_CHECK_FAILED',
+    });
+    await stranger.close();
+  });
+
+  it('a shred by another process is honoured despite this process having cached the key', async () => {
+    await vault.dataKeys('t1', ['m1'], { create: true });
+    const other = new SqliteKeyVault({ path, masterKey });
+
+    await other.shred('t1', ['m1']);
+    await other.close();
+
+    await expect(vault.dataKeys('t1', ['m1'], { create: false })).rejects.toMatchObject({ code: 'KEY_VAULT.KEY_SHREDDED' });
+  });
+
+  it('a cache smaller than a batch still returns every key', async () => {
+    const small = new SqliteKeyVault({ path: join(dir, 'small.db'), masterKey, cacheSize: 10 });
+    const ids = Array.from({ length: 50 }, (_, i) => `m${i}`);
+
+    const created = await small.dataKeys('t1', ids, { create: true });
+    const again = await small.dataKeys('t1', ids, { create: false });
+    await small.close();
+
+    expect(again).toEqual(created);
+    expect(again.size).toBe(50);
+  });
+
+  it('creates well over 10,000 new keys per second in batches of 100', async () => {
+    const total = 20_000;
+
+    const started = performance.now();
+    for (let i = 0; i < total; i += 100) {
+      await vault.dataKeys('t1', Array.from({ length: 100 }, (_, j) => `r${i + j}`), { create: true });
+    }
+    const rate = total / ((performance.now() - started) / 1000);
+
+    console.info(`sqlite key vault: ${Math.round(rate)} new keys/s`);
+    expect(rate).toBeGreaterThan(10_000);
+  });
+});
