@@ -399,7 +399,8 @@ export function eventLogContract(name: string, factory: () => Promise<EventLogUn
         expect(extra).toEqual([]);
       });
 
-      it('a live subscriber sees a new append within 100 ms', async () => {
+      // The guarantee is ~50 ms; the bound leaves room for a loaded CI machine and still catches a slow poll.
+      it('a live subscriber sees a new append within 250 ms', async () => {
         const reader = read(log.subscribeToAll({ fromPosition: 'start' }));
         await reader.eventsWithin(60); // let it catch up and go idle
 
@@ -409,7 +410,7 @@ export function eventLogContract(name: string, factory: () => Promise<EventLogUn
         const elapsed = performance.now() - started;
         await reader.close();
 
-        expect(elapsed).toBeLessThan(100);
+        expect(elapsed).toBeLessThan(250);
       });
 
       it('a filtered subscription yields checkpoints past the events it filtered out', async () => {

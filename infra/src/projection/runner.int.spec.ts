@@ -1,0 +1,115 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { streams, type Principal } from '@elma/domain';
+import { loadConfig } from '../config/config';
+import { openElma, type Elma } from '../runtime/elma';
+import { silentLogger } from '../runtime/logger';
+import { VIEWS_CHECKPOINT } from './runner';
+
+const who: Principal = { tenant: 'acme', sub: 'agent-1', roles: [], purposes: ['support'], clearance: 'internal' };
+
+const batch = (from: number, count: number) => ({
+  events: Array.from({ length: count }, (_, i) => ({
+    subject: `cust-${(from + i) % 7}`,
+    occurredAt: new Date(Date.UTC(2026, 10, 1, 0, from + i)).toISOString(),
+    activity: 'chat.turn',
+    content: {
+      text: `Event number ${from + i} about delivery 交付 ${from + i}`,
+      ...((from + i) % 10 === 0 ? { fact: { entity: `order-${from + i}`, attribute: 'status', value: 'shipped' } } : {}),
+    },
+    source: { system: 'crm', externalId: `ext-${from + i}` },
+    purposes: ['support'],
+  })),
+});
+
+/** Memories expected from `n` events numbered 0..n-1: one episodic each, one semantic for every tenth. */
+const expectedMemories = (n: number) => n + Math.ceil(n / 10);
+
+describe('the projection runner', () => {
+  const dirs: string[] = [];
+  const open: Elma[] = [];
+  const start = async (dataDir: string, run = true) => {
+    const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    open.push(elma);
+    if (run) await elma.runner.start();
+    return elma;
+  };
+  const memoryEventCount = async (elma: Elma) => {
+    let n = 0;
+    for await (const _ of elma.log.readAll({ filter: { streamNamePrefix: [streams.memoriesOfTenant('acme')] } })) n++;
+    return n;
+  };
+  afterEach(async () => {
+    for (const elma of open.splice(0)) await elma.close();
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('resumes from its durable checkpoint after a restart with no loss and no duplicates', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'elma-runner-'));
+    dirs.push(dir);
+
+    // Given a projection that has applied 300 events and was stopped
+    const first = await start(dir);
+    const written = await first.ingest.ingest(who, batch(0, 300));
+    await first.runner.waitFor(BigInt(written.position));
+    const checkpoint = first.runner.checkpoint;
+    await first.close();
+    open.pop();
+
+    // and 300 more events appended while it was down
+    const offline = await start(dir, false);
+    await offline.ingest.ingest(who, batch(300, 300));
+    await offline.close();
+    open.pop();
+
+    // When it starts again
+    const second = await start(dir);
+    expect(await second.index.load(VIEWS_CHECKPOINT)).toBe(checkpoint);
+    await second.runner.waitFor(await second.log.headPosition());
+
+    // Then every event is projected exactly once
+    expect(await second.index.count('acme')).toBe(expectedMemories(600));
+    expect(await memoryEventCount(second)).toBe(expectedMemories(600));
+  });
+
+  it('replays from an older checkpoint (a crash between apply and save) without duplicating anything', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'elma-runner-'));
+    dirs.push(dir);
+    const first = await start(dir);
+    await first.ingest.ingest(who, batch(0, 200));
+    await first.runner.waitFor(await first.log.headPosition());
+    const before = { memories: await first.index.count('acme'), events: await memoryEventCount(first) };
+    await first.close();
+    open.pop();
+
+    // Simulate the crash: the checkpoint is rolled back to the start of the log.
+    const crashed = await start(dir, false);
+    await crashed.index.save(VIEWS_CHECKPOINT, -1n);
+    await crashed.close();
+    open.pop();
+
+    const second = await start(dir);
+    await second.runner.waitFor(await second.log.headPosition());
+    expect(before).toEqual({ memories: expectedMemories(200), events: expectedMemories(200) });
+    expect(await second.index.count('acme')).toBe(before.memories);
+    expect(await memoryEventCount(second)).toBe(before.events);
+  });
+
+  it('makes an ingested event searchable for a strong-consistency reader', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'elma-runner-'));
+    dirs.push(dir);
+    const elma = await start(dir);
+    await elma.ingest.ingest(who, {
+      subject: 'cust-1',
+      occurredAt: '2026-11-30T12:00:00Z',
+      activity: 'chat.turn',
+      content: { text: 'Quarterly forecast meeting moved to Thursday' },
+      source: { system: 'crm' },
+      purposes: ['support'],
+    });
+    const result = await elma.recall.recall(who, { query: 'forecast meeting', purpose: 'support', consistency: 'strong' });
+    expect(result.items.map((i) => i.text)).toContain('Quarterly forecast meeting moved to Thursday');
+  });
+});
