@@ -49,23 +49,21 @@ export class IngestService {
     const tenant = principal.tenant;
 
     const ingested = inputs.map((input) => this.toIngested(principal, input, recordedAt));
-    const bySubject = new Map<string, EventIngested[]>();
-    const seen = new Set<string>();
-    for (const event of ingested) {
-      // The same idempotency key twice in one batch is one event.
-      if (seen.has(event.eventId)) continue;
-      seen.add(event.eventId);
-      bySubject.set(event.subject, [...(bySubject.get(event.subject) ?? []), event]);
-    }
-
-    const requests: AppendRequest[] = [];
-    for (const [subject, events] of bySubject) {
-      const sealed = await this.deps.sealer.seal(
-        tenant,
-        events.map((event) => ({ id: event.eventId, type: 'EventIngested', keyId: event.eventId, data: event })),
-      );
-      requests.push({ stream: streams.events(tenant, subject), events: sealed, expectedRevision: 'any' });
-    }
+    // The same idempotency key twice in one batch is one event.
+    const unique = [...new Map(ingested.map((event) => [event.eventId, event])).values()];
+    // One vault round trip and one sealing pass for the whole batch, then one append request per subject stream.
+    const sealed = await this.deps.sealer.seal(
+      tenant,
+      unique.map((event) => ({ id: event.eventId, type: 'EventIngested', keyId: event.eventId, data: event })),
+    );
+    const bySubject = new Map<string, AppendRequest>();
+    unique.forEach((event, i) => {
+      const stream = streams.events(tenant, event.subject);
+      const request = bySubject.get(stream) ?? { stream, events: [], expectedRevision: 'any' as const };
+      request.events.push(sealed[i]);
+      bySubject.set(stream, request);
+    });
+    const requests = [...bySubject.values()];
     const before = await this.deps.log.headPosition();
     const results = await this.deps.log.appendMany(requests);
     const position = results.reduce((max, r) => (r.position > max ? r.position : max), before);

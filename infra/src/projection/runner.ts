@@ -34,6 +34,7 @@ export class ProjectionRunner {
   private waiters: { position: bigint; resolve: () => void }[] = [];
   private lastError?: string;
   applied = 0;
+  batches = 0;
 
   constructor(
     private readonly deps: { log: EventLog; checkpoints: CheckpointStore; projection: Projection; logger: Logger },
@@ -108,11 +109,14 @@ export class ProjectionRunner {
         await new Promise<void>((resolve) => (this.wake = resolve));
         continue;
       }
+      // Let the reader finish queueing the page it is on, so batches are pages rather than single events.
+      if (this.queue.length < MAX_BATCH) await new Promise((resolve) => setImmediate(resolve));
       const batch = this.queue.slice(0, MAX_BATCH);
       try {
         await this.deps.projection.apply(batch, { appendDerived: true });
         this.queue.splice(0, batch.length);
         this.applied += batch.length;
+        this.batches += 1;
         attempt = 0;
         this.lastError = undefined;
         await this.advance(batch[batch.length - 1].position);

@@ -32,6 +32,9 @@ CREATE TABLE IF NOT EXISTS deleted_streams (
 export function openEventLogDatabase(db: Database.Database): void {
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
+  // Checkpoint the WAL every ~40 MiB instead of 4 MiB: fewer fsyncs on the append path. Hard deletes
+  // still checkpoint (TRUNCATE) at once, so erased bytes never wait for this.
+  db.pragma('wal_autocheckpoint = 10000');
   // Hard deletes must not leave event content in free pages (erasure guarantee).
   db.pragma('secure_delete = ON');
   db.exec(schema);

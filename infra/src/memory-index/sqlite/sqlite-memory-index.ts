@@ -47,6 +47,8 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     mkdirSync(options.dir, { recursive: true });
     this.meta = new Database(join(options.dir, 'meta.db'));
     this.meta.pragma('journal_mode = WAL');
+    // A lost checkpoint after a power cut only means replaying a batch (idempotent); no fsync per save.
+    this.meta.pragma('synchronous = NORMAL');
     this.meta.exec(META_SCHEMA);
   }
 
@@ -154,7 +156,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     partition = new TenantPartition(files, {
       dimensions: this.options.dimensions,
       graph: this.options.graph,
-      persistEveryRows: this.options.persistEveryRows ?? 10_000,
+      persistEveryRows: this.options.persistEveryRows ?? 50_000,
     });
     this.partitions.set(tenant, partition);
     return partition;

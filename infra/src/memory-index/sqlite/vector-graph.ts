@@ -96,7 +96,7 @@ export class VectorGraph {
       metric: MetricKind.Cos,
       quantization: (this.options.quantization ?? 'f32') as ScalarKind,
       connectivity: this.options.connectivity ?? 16,
-      expansion_add: this.options.expansionAdd ?? 64,
+      expansion_add: this.options.expansionAdd ?? 16,
       expansion_search: this.options.expansionSearch ?? 64,
       multi: false,
     });
