@@ -24,7 +24,7 @@ export class PurposeNotPermitted extends DomainError {
 }
 
 /** How many fused candidates recall considers before packing. */
-const CANDIDATES = 40;
+const CANDIDATES = 30;
 const DAY_MS = 86_400_000;
 
 /**

@@ -111,7 +111,7 @@ async function measureRecall(elma: Elma, tenant: string) {
       tenant,
       text: queries[i],
       vector: vectors[i],
-      limit: 40,
+      limit: 30,
       filter: { statuses: ['candidate', 'active', 'disputed', 'superseded', 'expired'], maxSensitivity: 'restricted', now },
     });
     const b = performance.now() - start;

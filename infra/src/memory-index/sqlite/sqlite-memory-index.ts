@@ -72,7 +72,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     if (query.vector) this.checkVector(query.vector, 'query vector');
 
     // Each route returns more than `limit` so that fusion can promote a hit both routes agree on.
-    const depth = Math.min(Math.max(query.limit * 3, 30), 1_000);
+    const depth = Math.min(Math.max(query.limit * 2, 20), 1_000);
     const textRanking = query.text.trim() ? partition.searchText(query.text, filter, depth) : [];
     const vectorRanking = query.vector ? partition.searchVector(query.vector, filter, depth) : [];
 

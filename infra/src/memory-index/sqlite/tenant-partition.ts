@@ -26,7 +26,7 @@ export interface StoredRow {
 }
 
 /** Dense-route candidates are searched at growing depths; past the last one the filtered rows are scanned exactly. */
-const GRAPH_DEPTHS = [128, 512];
+const GRAPH_DEPTHS = [64, 512];
 
 /** Postings BM25 may score per query (see searchText). */
 const BM25_BUDGET = 500;
@@ -155,21 +155,28 @@ export class TenantPartition {
   searchVector(query: Float32Array, filter: FilterSql, depth: number): { rowid: number; cosine: number }[] {
     const queryNorm = norm(query);
     if (queryNorm === 0) return [];
-    let candidates: { rowid: number; vector: Buffer }[] | undefined;
     for (const graphDepth of GRAPH_DEPTHS) {
-      const k = Math.max(graphDepth, depth * 4);
-      const keys = this.graph.search(query, k);
-      const allowed = this.stmt(
-        // CROSS JOIN: look the candidates up by rowid rather than let the planner scan a filter index.
-        `SELECT m.rowid AS rowid, m.vector AS vector FROM json_each(?) j CROSS JOIN memories m ON m.rowid = j.value
-         WHERE ${filter.where}`,
-      ).all(JSON.stringify(keys), ...filter.params) as { rowid: number; vector: Buffer }[];
-      if (allowed.length >= depth || keys.length >= this.graph.size) {
-        candidates = allowed;
-        break;
+      const k = Math.max(graphDepth, depth * 2);
+      const matches = this.graph.searchWithCosine(query, k);
+      // Only the filter is checked in SQL: the graph's similarities are already exact (f32 vectors).
+      const allowed = new Set(
+        (
+          this.stmt(
+            // CROSS JOIN: look the candidates up by rowid rather than let the planner scan a filter index.
+            `SELECT m.rowid AS rowid FROM json_each(?) j CROSS JOIN memories m ON m.rowid = j.value WHERE ${filter.where}`,
+          ).all(JSON.stringify(matches.map((m) => m.key)), ...filter.params) as { rowid: number }[]
+        ).map((r) => r.rowid),
+      );
+      if (allowed.size >= depth || matches.length >= this.graph.size) {
+        return matches
+          .filter((m) => allowed.has(m.key))
+          .map((m) => ({ rowid: m.key, cosine: m.cosine }))
+          .sort((a, b) => b.cosine - a.cosine || a.rowid - b.rowid)
+          .slice(0, depth);
       }
     }
-    candidates ??= this.stmt(`SELECT m.rowid AS rowid, m.vector AS vector FROM memories m WHERE ${filter.where}`).all(
+    // A selective filter: scan the rows it allows exactly, which is cheap precisely because they are few.
+    const candidates = this.stmt(`SELECT m.rowid AS rowid, m.vector AS vector FROM memories m WHERE ${filter.where}`).all(
       ...filter.params,
     ) as { rowid: number; vector: Buffer }[];
     return candidates
@@ -182,7 +189,9 @@ export class TenantPartition {
     const rows = this.stmt('SELECT rowid, record, vector FROM memories WHERE rowid IN (SELECT value FROM json_each(?))').all(
       JSON.stringify(rowids),
     ) as { rowid: number; record: string; vector: Buffer }[];
-    return new Map(rows.map((r) => [r.rowid, { rowid: r.rowid, record: parseRecord(r.record), vector: fromBlob(r.vector) }]));
+    // Rows come from the projection, which builds them as MemoryRecords; the hot search path does not
+    // re-validate them with zod (get() does).
+    return new Map(rows.map((r) => [r.rowid, { rowid: r.rowid, record: JSON.parse(r.record) as MemoryRecord, vector: fromBlob(r.vector) }]));
   }
 
   /**

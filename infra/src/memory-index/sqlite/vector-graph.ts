@@ -56,11 +56,20 @@ export class VectorGraph {
 
   /** Approximate nearest keys, best first. */
   search(query: Float32Array, k: number): number[] {
+    return this.searchWithCosine(query, k).map((m) => m.key);
+  }
+
+  /**
+   * Approximate nearest keys with their cosine similarity. The graph stores
+   * f32 vectors, so the similarity of each returned key is exact; only the
+   * candidate set is approximate.
+   */
+  searchWithCosine(query: Float32Array, k: number): { key: number; cosine: number }[] {
     const size = this.index.size();
     if (size === 0) return [];
     // One thread: a single query gains nothing from a pool, and the caller runs many in parallel.
     const matches = this.index.search(query, Math.min(k, size), 1);
-    return Array.from(matches.keys, Number);
+    return Array.from(matches.keys, (key, i) => ({ key: Number(key), cosine: 1 - matches.distances[i] }));
   }
 
   /** Drops every node, including the soft-removed ones' bytes, and starts over. */
