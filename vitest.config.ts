@@ -15,7 +15,7 @@ export default defineConfig({
     },
   },
   test: {
-    include: ['{domain,infra,activities,workflows,apps/*}/src/**/*.spec.ts'],
+    include: ['{domain,infra,activities,workflows,apps/*}/src/**/*.spec.ts', 'tests/**/*.spec.ts'],
     globalSetup: ['./tests/temporal.global-setup.ts'],
     pool: 'forks',
     testTimeout: 60_000,

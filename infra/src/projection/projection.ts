@@ -39,9 +39,22 @@ export interface ApplyOptions {
  * deterministic ids, so replaying any part of the log changes nothing.
  */
 export class Projection {
+  /**
+   * Memory ids (with version) this projection derived and indexed recently.
+   * Their `MemoryRecorded` events come back through the subscription right
+   * after; this lets them be skipped without an index read. Bounded.
+   */
+  private readonly recentlyIndexed = new Map<string, number>();
+  private static readonly RECENT_MAX = 20_000;
+
   constructor(
     private readonly deps: { log: EventLog; index: MemoryIndex; sealer: EventSealer; embedder: Embedder },
   ) {}
+
+  /** Forgets what it indexed for a tenant whose views are dropped or purged. */
+  forgetTenant(tenant: string): void {
+    for (const key of this.recentlyIndexed.keys()) if (key.startsWith(`${tenant}/`)) this.recentlyIndexed.delete(key);
+  }
 
   async apply(events: RecordedEvent[], options: ApplyOptions): Promise<{ events: number; memories: number }> {
     let memories = 0;
@@ -70,6 +83,8 @@ export class Projection {
       if (event.type !== 'MemoryRecorded') continue;
       const memoryId = String(event.metadata[MEMORY_ID]);
       if (derived.has(memoryId)) continue;
+      // A rebuild never trusts the cache: the index it would vouch for has just been dropped.
+      if (options.appendDerived && (this.recentlyIndexed.get(`${tenant}/${memoryId}`) ?? 0) >= Number(event.metadata[VERSION])) continue;
       const current = await this.deps.index.get(tenant, memoryId);
       if (current && current.record.version >= Number(event.metadata[VERSION])) continue;
       pending.push(event);
@@ -86,6 +101,8 @@ export class Projection {
       tenant,
       records.map((record, i) => ({ record, vector: vectors[i] })),
     );
+    if (this.recentlyIndexed.size + records.length > Projection.RECENT_MAX) this.recentlyIndexed.clear();
+    for (const record of records) this.recentlyIndexed.set(`${tenant}/${record.id}`, record.version);
     return records.length;
   }
 

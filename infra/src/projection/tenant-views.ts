@@ -15,6 +15,7 @@ export class TenantViewsService {
   async drop(tenant: string): Promise<number> {
     const count = await this.deps.index.count(tenant);
     await this.deps.index.dropTenant(tenant);
+    this.deps.projection.forgetTenant(tenant);
     return count;
   }
 

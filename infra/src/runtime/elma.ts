@@ -21,6 +21,12 @@ import { createLogger, type Logger } from './logger';
 export const systemClock: Clock = { now: () => new Date() };
 export const uuidSource: IdSource = { next: () => randomUUID() };
 
+export interface EngineHealth {
+  engine: string;
+  up: boolean;
+  detail?: Record<string, unknown>;
+}
+
 /** Everything one ELMA process holds: engines, services and the projection. Built once, closed once. */
 export interface Elma {
   config: ElmaConfig;
@@ -36,7 +42,9 @@ export interface Elma {
   ingest: IngestService;
   memories: MemoryService;
   recall: RecallService;
-  health(): Promise<Record<string, { up: boolean; engine: string; detail?: Record<string, unknown> }>>;
+  health(): Promise<Record<string, EngineHealth>>;
+  /** Adds an engine this process depends on beyond the built-in ones (e.g. the Temporal server). */
+  addHealthProbe(name: string, probe: () => Promise<EngineHealth>): void;
   close(): Promise<void>;
 }
 
@@ -61,6 +69,7 @@ export async function openElma(
   const projection = new Projection({ log, index, sealer, embedder });
   const runner = new ProjectionRunner({ log, checkpoints: index, projection, logger });
   const writes = new WriteTracker();
+  const probes = new Map<string, () => Promise<EngineHealth>>();
   const fingerprintKey = Buffer.from(keyedFingerprint(config.masterKey, 'elma.idempotency.v1'), 'hex');
 
   return {
@@ -91,7 +100,15 @@ export async function openElma(
         index: { engine: config.index, up: await probe(() => index.load('views')) },
         keyVault: { engine: 'sqlite', up: await probe(() => vault.isShredded('health', 'probe')) },
         projection: { engine: 'runner', up: !runner.status().error, detail: runner.status() },
+        ...Object.fromEntries(
+          await Promise.all(
+            [...probes].map(async ([name, check]) => [name, await check().catch(() => ({ engine: name, up: false }))] as const),
+          ),
+        ),
       };
+    },
+    addHealthProbe(name, probe) {
+      probes.set(name, probe);
     },
     async close() {
       await runner.stop();

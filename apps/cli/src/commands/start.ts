@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { createApi } from '@elma/api';
 import { loadConfig, openElma, startTemporalDevServer, type TemporalDevServer } from '@elma/infra';
+import { Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createElmaWorker } from '@elma/worker';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
@@ -43,6 +44,13 @@ export async function startCommand(_argv: string[]): Promise<number | undefined>
     stops.push(() => worker.shutdown());
     const running = worker.run().catch((error: unknown) => {
       elma.logger.error('temporal worker stopped', { name: (error as Error)?.name });
+    });
+
+    const temporalClient = await Connection.connect({ address });
+    stops.push(() => temporalClient.close());
+    elma.addHealthProbe('temporal', async () => {
+      const { status } = await temporalClient.healthService.check({});
+      return { engine: temporal ? 'temporal dev server' : 'temporal', up: status === 1, detail: { address } };
     });
 
     const app = await createApi(elma);

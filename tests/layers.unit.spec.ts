@@ -1,0 +1,71 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The dependency direction of DESIGN.md §3, checked by a tool rather than by
+ * memory: apps -> workflows/activities -> infra -> domain. Spec files are
+ * exempt (tests may wire anything).
+ */
+const root = join(import.meta.dirname, '..');
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sources(path);
+    return path.endsWith('.ts') && !path.endsWith('.spec.ts') && !name.includes('contract') && !name.includes('fixtures') ? [path] : [];
+  });
+}
+
+interface Import {
+  file: string;
+  from: string;
+  typeOnly: boolean;
+}
+
+function imports(layer: string): Import[] {
+  return sources(join(root, layer, 'src')).flatMap((file) => {
+    const text = readFileSync(file, 'utf8');
+    return [...text.matchAll(/^\s*(?:import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/gm)].map((m) => ({
+      file: relative(root, file),
+      from: m[2],
+      typeOnly: Boolean(m[1]),
+    }));
+  });
+}
+
+const ours = (i: Import) => i.from.startsWith('@elma/');
+
+describe('layering', () => {
+  it('keeps domain pure: zod and its own files only, no node modules', () => {
+    const offending = imports('domain').filter((i) => !i.from.startsWith('.') && i.from !== 'zod');
+    expect(offending).toEqual([]);
+  });
+
+  it('keeps clocks and randomness out of domain', () => {
+    const offending = sources(join(root, 'domain', 'src')).filter((file) =>
+      /Date\.now\(|new Date\(\)|Math\.random\(|randomUUID\(/.test(readFileSync(file, 'utf8')),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it('lets infra depend on domain only', () => {
+    expect(imports('infra').filter((i) => ours(i) && i.from !== '@elma/domain')).toEqual([]);
+  });
+
+  it('lets activities depend on domain and infra only', () => {
+    expect(imports('activities').filter((i) => ours(i) && !['@elma/domain', '@elma/infra'].includes(i.from))).toEqual([]);
+  });
+
+  it('lets workflows import the deterministic Temporal packages and only types of anything else', () => {
+    const offending = imports('workflows').filter(
+      (i) => !i.from.startsWith('.') && !['@temporalio/workflow', '@temporalio/common'].includes(i.from) && !i.typeOnly,
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it('never lets a lower layer import an app', () => {
+    const lower = ['domain', 'infra', 'activities', 'workflows'].flatMap(imports);
+    expect(lower.filter((i) => /^@elma\/(api|worker|cli)$/.test(i.from))).toEqual([]);
+  });
+});
