@@ -27,12 +27,10 @@ CREATE TABLE IF NOT EXISTS memory_purposes (
 CREATE INDEX IF NOT EXISTS memories_by_status ON memories (status, sensitivity_rank);
 CREATE INDEX IF NOT EXISTS purposes_by_purpose ON memory_purposes (purpose, memory_rowid);
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(body, tokenize = 'unicode61');
--- Document frequency per query-side token, to plan BM25 queries (see TenantPartition.searchText).
--- Holds vocabulary, so rows whose count reaches zero are deleted (and, with secure_delete, zeroed).
-CREATE TABLE IF NOT EXISTS term_df (
-  term TEXT PRIMARY KEY,
-  df INTEGER NOT NULL
-) WITHOUT ROWID;
+-- Document frequency per token, to plan BM25 queries (see TenantPartition.searchText). A view over
+-- the FTS index itself, so it costs nothing on write and never outlives a purged document's terms.
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, 'row');
+DROP TABLE IF EXISTS term_df;
 CREATE TABLE IF NOT EXISTS partition_state (
   key TEXT PRIMARY KEY,
   value INTEGER NOT NULL
