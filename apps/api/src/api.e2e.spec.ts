@@ -66,6 +66,9 @@ describe('the embedded API, end to end over HTTP', () => {
     const en = await call('POST', '/v1/recall', { query: 'contract renewal March', purpose: 'support', budgetTokens: 200 });
     expect(en.status).toBe(200);
     expect(en.body.items.at(-1).text).toContain('contract renews in March');
+    // Neither language drags in the other's unrelated memory just because it is a nearest neighbour.
+    expect(zh.body.items.map((i: { text: string }) => i.text).join(' ')).not.toContain('contract renews');
+    expect(en.body.items.map((i: { text: string }) => i.text).join(' ')).not.toContain('交付风险');
   });
 
   it('turns a structured fact into a semantic memory with provenance to its event', async () => {

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { createRequire } from 'node:module';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { GraphQLModule } from '@nestjs/graphql';
@@ -54,6 +55,15 @@ class ApiModule {
   }
 }
 
+function silenceExpectedOverrideWarning(): void {
+  try {
+    const warnings = createRequire(import.meta.url)('fastify/lib/warnings.js') as { FSTWRN004?: { emitted: boolean } };
+    if (warnings.FSTWRN004) warnings.FSTWRN004.emitted = true;
+  } catch {
+    // A Fastify without this module only prints the warning.
+  }
+}
+
 /** Builds the HTTP app (REST under /v1, GraphQL at /graphql, OpenAPI at /docs) on a process's ELMA services. */
 export async function createApi(elma: Elma): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false });
@@ -63,7 +73,9 @@ export async function createApi(elma: Elma): Promise<NestFastifyApplication> {
   app.useGlobalFilters(new ProblemFilter(onServerError));
 
   // Body parsing fails inside Fastify before Nest's router sees the request: map those errors here too.
-  // (Nest registers its own handler at init; Fastify warns once about the override, FSTWRN004.)
+  // Routes keep the handler in force when they are registered (at init, so this one). Nest then sets its
+  // own for later routes, which Fastify reports as an override (FSTWRN004); that report is expected here.
+  silenceExpectedOverrideWarning();
   app
     .getHttpAdapter()
     .getInstance()

@@ -25,6 +25,12 @@ export class PurposeNotPermitted extends DomainError {
 
 /** How many fused candidates recall considers before packing. */
 const CANDIDATES = 30;
+/**
+ * A hit found only by the dense route must be at least this similar to the
+ * query: the nearest neighbours of a query always exist, related or not, and
+ * an unrelated memory in a context pack costs budget and misleads.
+ */
+const MIN_DENSE_ONLY_COSINE = 0.2;
 const DAY_MS = 86_400_000;
 
 /**
@@ -64,7 +70,12 @@ export class RecallService {
     const [vector] = await this.deps.embedder.embed([request.query]);
     const hits = (
       await this.deps.index.search({ tenant: principal.tenant, text: request.query, vector, limit: CANDIDATES, filter })
-    ).filter((hit) => hit.record.tenant === principal.tenant && matchesFilter(hit.record, filter));
+    ).filter(
+      (hit) =>
+        hit.record.tenant === principal.tenant &&
+        matchesFilter(hit.record, filter) &&
+        (hit.bm25Rank !== undefined || (hit.cosine ?? 0) >= MIN_DENSE_ONLY_COSINE),
+    );
     return this.pack(hits, request.budgetTokens, Date.parse(filter.asOf!));
   }
 
