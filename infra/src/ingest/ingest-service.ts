@@ -43,12 +43,20 @@ export class IngestService {
   ) {}
 
   async ingest(principal: Principal, body: unknown): Promise<IngestResult> {
+    return this.append(principal, this.prepare(principal, body));
+  }
+
+  /** Validates a request and turns it into the events to store, with their idempotent ids. Writes nothing. */
+  prepare(principal: Principal, body: unknown): EventIngested[] {
     const request = parseOrThrow(IngestRequest, body);
     const inputs = 'events' in request ? request.events : [request];
     const recordedAt = this.deps.clock.now().toISOString();
-    const tenant = principal.tenant;
+    return inputs.map((input) => this.toIngested(principal, input, recordedAt));
+  }
 
-    const ingested = inputs.map((input) => this.toIngested(principal, input, recordedAt));
+  /** Seals and appends prepared events in one atomic unit. */
+  async append(principal: Principal, ingested: EventIngested[]): Promise<IngestResult> {
+    const tenant = principal.tenant;
     // The same idempotency key twice in one batch is one event.
     const unique = [...new Map(ingested.map((event) => [event.eventId, event])).values()];
     // One vault round trip and one sealing pass for the whole batch, then one append request per subject stream.
