@@ -17,3 +17,7 @@ export * from './memory-index';
 export * from './embedder';
 export * from './crypto';
 export * from './temporal';
+export * from './policy/policy-store';
+export * from './legal-hold/legal-holds';
+export * from './audit';
+export * from './governance/governance-service';

@@ -15,6 +15,7 @@ import { ProblemFilter, sendProblem } from './http/problem.filter';
 import { toProblem } from './http/problem';
 import { ELMA } from './http/tokens';
 import { EventsController } from './rest/events.controller';
+import { GovernanceController } from './rest/governance.controller';
 import { HealthController } from './rest/health.controller';
 import { MemoriesController } from './rest/memories.controller';
 import { RecallController } from './rest/recall.controller';
@@ -49,7 +50,7 @@ class ApiModule {
           },
         }),
       ],
-      controllers: [EventsController, MemoriesController, RecallController, HealthController],
+      controllers: [EventsController, MemoriesController, RecallController, GovernanceController, HealthController],
       providers: [{ provide: ELMA, useValue: elma }, AuthGuard, MemoryResolver],
     };
   }

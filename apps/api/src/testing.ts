@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { Principal } from '@elma/domain';
+import type { Clock, Principal } from '@elma/domain';
 import { loadConfig, mintToken, openElma, silentLogger, type Elma } from '@elma/infra';
 import { createApi } from './app';
 
@@ -16,10 +16,10 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startTestApp(options: { dataDir?: string; keep?: boolean } = {}): Promise<TestApp> {
+export async function startTestApp(options: { dataDir?: string; keep?: boolean; clock?: Clock } = {}): Promise<TestApp> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'elma-test-'));
   const config = loadConfig({ ELMA_DATA_DIR: dataDir, ELMA_PORT: '0' });
-  const elma = await openElma(config, { logger: silentLogger });
+  const elma = await openElma(config, { logger: silentLogger, clock: options.clock });
   await elma.runner.start();
   const app = await createApi(elma);
   await app.listen({ port: 0, host: '127.0.0.1' });

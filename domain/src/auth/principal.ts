@@ -8,5 +8,8 @@ export const Principal = z.object({
   roles: z.array(z.string().min(1)).default([]),
   purposes: z.array(z.string().min(1)).default([]),
   clearance: Sensitivity.default('internal'),
+  /** ABAC attributes asserted by the token, when the issuer has them. */
+  department: z.string().min(1).max(200).optional(),
+  project: z.string().min(1).max(200).optional(),
 });
 export type Principal = z.infer<typeof Principal>;

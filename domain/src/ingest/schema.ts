@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Fact, MemoryContent, RetentionClass, Sensitivity } from '../memory/record';
+import { Fact, MemoryContent, RetentionClass, Sensitivity, SourceTrust } from '../memory/record';
 
 export const MAX_BATCH = 1000;
 
@@ -19,6 +19,8 @@ export const IngestEventInput = z.strictObject({
   sensitivity: Sensitivity.default('internal'),
   purposes: z.array(z.string().min(1).max(50)).min(1).max(20).optional(),
   retention: RetentionClass.default('standard'),
+  /** The business project the event belongs to (an ABAC attribute of the memories derived from it). */
+  project: z.string().min(1).max(100).optional(),
   idempotencyKey: z.string().min(1).max(200).optional(),
 });
 export type IngestEventInput = z.infer<typeof IngestEventInput>;
@@ -43,6 +45,11 @@ export const EventIngested = z.object({
   sensitivity: Sensitivity,
   purposes: z.array(z.string()),
   retention: RetentionClass,
+  /** When memories derived from this event stop being recalled (null: never, e.g. legal_hold). */
+  expiresAt: IsoDate.nullable().optional(),
+  /** Trust tier of the source, resolved at ingest from the tenant's registered sources and the channel. */
+  sourceTrust: SourceTrust.optional(),
+  project: z.string().optional(),
   idempotencyKey: z.string(),
   actor: z.string(),
 });

@@ -1,4 +1,5 @@
 import { SENSITIVITY_RANK, type MemoryRecord } from '../memory/record';
+import { isExcluded, matchesClauses } from '../policy/compile';
 import type { IndexFilter } from './port';
 
 /**
@@ -18,5 +19,7 @@ export function matchesFilter(record: MemoryRecord, filter: IndexFilter): boolea
   }
   if (filter.knownAsOf !== undefined && Date.parse(record.recordedAt) > Date.parse(filter.knownAsOf)) return false;
   if (record.retention.expiresAt !== null && Date.parse(record.retention.expiresAt) <= Date.parse(filter.now)) return false;
+  if (isExcluded(record, filter.exclude)) return false;
+  if (filter.clauses && !matchesClauses(record, filter.clauses)) return false;
   return true;
 }

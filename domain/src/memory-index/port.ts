@@ -1,4 +1,5 @@
 import type { MemoryKind, MemoryRecord, MemoryStatus, Sensitivity } from '../memory/record';
+import type { ReadClause, ReadExclusions } from '../policy/clause';
 
 /** A memory as the index stores it: the record (plaintext, as views must be) plus its vector. */
 export interface IndexedMemory {
@@ -20,6 +21,14 @@ export interface IndexFilter {
   knownAsOf?: string;
   /** Records with retention.expiresAt <= now are never returned. */
   now: string;
+  /**
+   * The caller's compiled read policy: a record must satisfy at least one
+   * clause. Absent: no policy constraint (internal callers only); an empty
+   * list admits nothing.
+   */
+  clauses?: ReadClause[];
+  /** Records withheld whatever the clauses say. */
+  exclude?: ReadExclusions;
 }
 
 export interface HybridQuery {

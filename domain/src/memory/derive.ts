@@ -30,7 +30,7 @@ export function trustForChannel(channel: string | undefined): SourceTrust {
  * structured fact. Each points at its source event (lineage, §6.2 condition 1).
  */
 export function deriveMemories(event: EventIngested): RecordMemory[] {
-  const trust = trustForChannel(event.source.channel);
+  const trust = event.sourceTrust ?? trustForChannel(event.source.channel);
   const base = {
     tenant: event.tenant,
     subject: event.subject,
@@ -40,6 +40,7 @@ export function deriveMemories(event: EventIngested): RecordMemory[] {
       roles: [],
       purposes: event.purposes,
       sensitivity: event.sensitivity,
+      ...(event.project ? { project: event.project } : {}),
     },
     provenance: {
       sourceEventIds: [event.eventId],
@@ -52,7 +53,7 @@ export function deriveMemories(event: EventIngested): RecordMemory[] {
     usage: { retrieved: 0, adopted: 0, lastUsedAt: null },
     version: 1,
     status: 'active' as const,
-    retention: { class: event.retention, expiresAt: null },
+    retention: { class: event.retention, expiresAt: event.expiresAt ?? null },
   };
   const episodic: MemoryRecord = {
     ...base,

@@ -54,6 +54,8 @@ export const MemoryPolicy = z.object({
   roles: z.array(z.string()),
   purposes: z.array(z.string()),
   sensitivity: Sensitivity,
+  /** The business project the record belongs to, when there is one (ABAC attribute). */
+  project: z.string().optional(),
   jurisdiction: z.string().optional(),
 });
 export type MemoryPolicy = z.infer<typeof MemoryPolicy>;

@@ -64,3 +64,24 @@ export class ValidationFailed extends DomainError {
     });
   }
 }
+
+/** Content carries a secret and the tenant's policy rejects it. Names the kind and field path, never the secret. */
+export class SecretDetected extends DomainError {
+  constructor(readonly findings: { path: string; kind: string }[]) {
+    super('secret_detected', `secret detected: ${findings.map((f) => `${f.kind} at ${f.path}`).join('; ')}`, { findings });
+  }
+}
+
+/** A request named a tenant other than the one its token is bound to. */
+export class TenantMismatch extends DomainError {
+  constructor() {
+    super('tenant_mismatch', 'the request names a tenant other than the one the token is bound to');
+  }
+}
+
+/** The tenant's policy does not allow this operation for this caller (default deny). */
+export class PolicyDenied extends DomainError {
+  constructor(operation: string, rule = 'default-deny') {
+    super('POLICY.DENIED', `the policy does not allow ${operation} here (${rule})`, { operation, rule });
+  }
+}

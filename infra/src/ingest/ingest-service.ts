@@ -8,16 +8,31 @@ import {
   type EventLog,
   type IngestEventInput,
   type Principal,
+  type SourceTrust,
+  PolicyDenied,
+  cleanEvent,
+  evaluate,
+  expiryOf,
+  trustForChannel,
+  subjectOf,
 } from '@elma/domain';
 import type { EventSealer } from '../sealing/sealed-events';
 import { deterministicUuid, keyedFingerprint } from './ids';
 import type { WriteTracker } from '../projection/write-tracker';
+import type { PolicyStore } from '../policy/policy-store';
+import type { AuditLog } from '../audit/audit-log';
 
 export interface IngestedRef {
   id: string;
   subject: string;
   /** True when this event had been ingested before (same idempotency key): nothing new was written. */
   duplicate: boolean;
+}
+
+/** Events ready to append, and the policy rules that allowed them. */
+export interface PreparedBatch {
+  events: EventIngested[];
+  rules: string[];
 }
 
 export interface IngestResult {
@@ -39,19 +54,77 @@ export class IngestService {
       clock: Clock;
       fingerprintKey: Uint8Array;
       writes: WriteTracker;
+      policies: PolicyStore;
+      audit: AuditLog;
     },
   ) {}
 
-  async ingest(principal: Principal, body: unknown): Promise<IngestResult> {
-    return this.append(principal, this.prepare(principal, body));
+  async ingest(principal: Principal, body: unknown, requestId = 'internal'): Promise<IngestResult> {
+    let prepared: PreparedBatch;
+    try {
+      prepared = await this.prepare(principal, body);
+    } catch (error) {
+      // A denial is audited; a malformed request never reached a decision.
+      if (error instanceof PolicyDenied) await this.audit(principal, requestId, [], null, { effect: 'deny', rule: String(error.details.rule) });
+      throw error;
+    }
+    const result = await this.append(principal, prepared.events);
+    const subjects = [...new Set(prepared.events.map((e) => e.subject))];
+    await this.audit(principal, requestId, result.events.map((e) => e.id), subjects.length === 1 ? subjects[0] : null, {
+      effect: 'allow',
+      rule: prepared.rules.join(','),
+    });
+    return result;
   }
 
-  /** Validates a request and turns it into the events to store, with their idempotent ids. Writes nothing. */
-  prepare(principal: Principal, body: unknown): EventIngested[] {
+  /**
+   * Validates a request, applies ingest hygiene (secrets, sensitivity, trust,
+   * retention) and the write policy, and turns it into the events to store
+   * with their idempotent ids. Writes nothing: a batch with one bad event
+   * fails whole here.
+   */
+  async prepare(principal: Principal, body: unknown, options: { hygiene?: boolean } = {}): Promise<PreparedBatch> {
     const request = parseOrThrow(IngestRequest, body);
-    const inputs = 'events' in request ? request.events : [request];
+    const batch = 'events' in request;
+    const inputs = batch ? request.events : [request];
     const recordedAt = this.deps.clock.now().toISOString();
-    return inputs.map((input) => this.toIngested(principal, input, recordedAt));
+    const policy = await this.deps.policies.get(principal.tenant);
+    const subject = subjectOf(principal);
+    const rules = new Set<string>();
+    const events = inputs.map((input, i) => {
+      const path = batch ? `events.${i}.` : '';
+      const cleaned =
+        options.hygiene === false
+          ? { input, sensitivity: input.sensitivity, sourceTrust: policy.authoritativeSources.includes(input.source.system) ? ('authoritative' as const) : trustForChannel(input.source.channel) }
+          : cleanEvent(input, path, policy, (secret) => keyedFingerprint(this.deps.fingerprintKey, 'secret', secret));
+      const purposes = input.purposes ?? (principal.purposes.length > 0 ? principal.purposes : ['general']);
+      const decision = evaluate(
+        policy,
+        subject,
+        {
+          kind: 'episodic',
+          sensitivity: cleaned.sensitivity,
+          owner: input.subject,
+          project: input.project,
+          status: 'active',
+          retentionClass: input.retention,
+          purposes,
+        },
+        { purpose: purposes[0], channel: input.source.channel, now: recordedAt },
+        'write',
+      );
+      if (!decision.allowed) throw new PolicyDenied('write', decision.ruleId);
+      rules.add(decision.ruleId);
+      return this.toIngested(principal, { ...cleaned.input, sensitivity: cleaned.sensitivity, purposes }, recordedAt, {
+        sourceTrust: cleaned.sourceTrust,
+        expiresAt: expiryOf(input.retention, recordedAt, policy),
+      });
+    });
+    return { events, rules: [...rules] };
+  }
+
+  private audit(principal: Principal, requestId: string, resourceIds: string[], subject: string | null, decision: { effect: 'allow' | 'deny'; rule: string }) {
+    return this.deps.audit.record({ tenant: principal.tenant, actor: principal.sub, subject, operation: 'write', resourceIds, decision, requestId });
   }
 
   /** Seals and appends prepared events in one atomic unit. */
@@ -84,7 +157,12 @@ export class IngestService {
     };
   }
 
-  private toIngested(principal: Principal, input: IngestEventInput, recordedAt: string): EventIngested {
+  private toIngested(
+    principal: Principal,
+    input: IngestEventInput,
+    recordedAt: string,
+    derived: { sourceTrust: SourceTrust; expiresAt: string | null },
+  ): EventIngested {
     const idempotencyKey =
       input.idempotencyKey ??
       keyedFingerprint(
@@ -105,6 +183,9 @@ export class IngestService {
       sensitivity: input.sensitivity,
       purposes: input.purposes ?? (principal.purposes.length > 0 ? principal.purposes : ['general']),
       retention: input.retention,
+      expiresAt: derived.expiresAt,
+      sourceTrust: derived.sourceTrust,
+      ...(input.project ? { project: input.project } : {}),
       idempotencyKey,
       actor: principal.sub,
     };

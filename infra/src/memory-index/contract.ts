@@ -1,5 +1,19 @@
+import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RECALLABLE_STATUSES, type CheckpointStore, type HybridQuery, type IndexFilter, type MemoryIndex } from '@elma/domain';
+import {
+  matchesFilter,
+  MemoryKind,
+  MemoryStatus,
+  RECALLABLE_STATUSES,
+  RetentionClass,
+  Sensitivity,
+  type CheckpointStore,
+  type HybridQuery,
+  type IndexFilter,
+  type MemoryIndex,
+  type ReadClause,
+  type ReadExclusions,
+} from '@elma/domain';
 import { embed, indexed, type RecordOverrides } from './fixtures';
 
 export interface MemoryIndexFixture {
@@ -161,6 +175,64 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       });
     });
 
+    describe('the compiled read policy', () => {
+      const shared = 'shared ledger memo';
+      const policyFilter = (clauses: ReadClause[] | undefined, exclude?: ReadExclusions): Partial<IndexFilter> => ({
+        statuses: MemoryStatus.options,
+        ...(clauses && { clauses }),
+        ...(exclude && { exclude }),
+      });
+
+      it.each(ROUTES)('returns, through the %s route, exactly the records the in-memory filter admits', async (route) => {
+        await fc.assert(
+          fc.asyncProperty(fc.array(policyRecord, { minLength: 40, maxLength: 40 }), readClauses, readExclusions, async (records, clauses, exclude) => {
+            await index.dropTenant(A);
+            const memories = records.map((r, i) => mem({ ...r, id: `r-${i}`, text: `${shared} ${i}` }));
+            await index.upsert(A, memories);
+            const q = query(route, shared, policyFilter(clauses, exclude), A, 100);
+
+            const expected = memories.filter((m) => matchesFilter(m.record, q.filter)).map((m) => m.record.id);
+            expect((await ids(q)).sort()).toEqual(expected.sort());
+          }),
+          { numRuns: 30 },
+        );
+      });
+
+      describe.each(ROUTES)('through the %s route', (route) => {
+        beforeEach(async () => {
+          await index.upsert(A, [
+            mem({ id: 'plain', text, policy: { owner: 'ann', project: 'falcon' } }),
+            mem({ id: 'no-project', text, policy: { owner: 'ann' } }),
+            mem({ id: 'held-owner', text, policy: { owner: 'hal', project: 'falcon' } }),
+            mem({ id: 'held-project', text, policy: { owner: 'ann', project: 'eagle' } }),
+            mem({ id: 'held-id', text, policy: { owner: 'ann', project: 'falcon' } }),
+          ]);
+        });
+        const search = (filter: Partial<IndexFilter>) => ids(query(route, text, filter)).then((found) => found.sort());
+        const anyRecord: ReadClause = { ruleId: 'all', maxSensitivity: 'restricted' };
+
+        it('withholds excluded owners, projects and ids whatever the clauses admit', async () => {
+          const exclude = { owners: ['hal'], projects: ['eagle'], ids: ['held-id'] };
+          expect(await search(policyFilter([anyRecord], exclude))).toEqual(['no-project', 'plain']);
+          expect(await search(policyFilter(undefined, exclude))).toEqual(['no-project', 'plain']);
+          expect(await search(policyFilter(undefined, { owners: [], projects: [], ids: [] }))).toHaveLength(5);
+        });
+
+        it('admits a record that satisfies any one clause, and none for an empty clause list', async () => {
+          const ownedByHal: ReadClause = { ruleId: 'own', maxSensitivity: 'restricted', owner: 'hal' };
+          const eagle: ReadClause = { ruleId: 'project', maxSensitivity: 'restricted', project: 'eagle' };
+          expect(await search(policyFilter([ownedByHal, eagle]))).toEqual(['held-owner', 'held-project']);
+          expect(await search(policyFilter([]))).toEqual([]);
+          expect(await search(policyFilter([{ ...anyRecord, kinds: [] }]))).toEqual([]);
+        });
+
+        it('never admits a record without a project through a project clause', async () => {
+          const falcon: ReadClause = { ruleId: 'project', maxSensitivity: 'restricted', project: 'falcon' };
+          expect(await search(policyFilter([falcon]))).toEqual(['held-id', 'held-owner', 'plain']);
+        });
+      });
+    });
+
     it('never lets one tenant see another tenant’s records', async () => {
       const canaryText = 'CANARY tenant-b secret merger plan 并购计划';
       await index.upsert(A, [mem({ id: 'a-1', text: 'merger plan review notes 并购 讨论' })]);
@@ -221,6 +293,54 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
     });
   });
 }
+
+const OWNERS = ['ann', 'bob', 'cy'];
+const PROJECTS = ['falcon', 'eagle'];
+const PURPOSES = ['support', 'billing', 'hr'];
+const IDS = Array.from({ length: 40 }, (_, i) => `r-${i}`);
+
+const sometimes = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ arbitrary: fc.constant(undefined), weight: 2 }, { arbitrary: arb, weight: 1 });
+const someOf = <T>(values: readonly T[]) => fc.subarray([...values], { minLength: 1 });
+const defined = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+
+const policyRecord: fc.Arbitrary<RecordOverrides> = fc
+  .record({
+    kind: fc.constantFrom(...MemoryKind.options),
+    status: fc.constantFrom(...MemoryStatus.options),
+    sensitivity: fc.constantFrom(...Sensitivity.options),
+    owner: fc.constantFrom(...OWNERS),
+    project: sometimes(fc.constantFrom(...PROJECTS)),
+    retention: fc.constantFrom(...RetentionClass.options),
+    purposes: fc.subarray(PURPOSES),
+  })
+  .map(({ kind, status, sensitivity, owner, project, retention, purposes }) => ({
+    kind,
+    status,
+    policy: defined({ owner, roles: [], purposes, sensitivity, project }),
+    retention: { class: retention, expiresAt: null },
+  }));
+
+const readClauses: fc.Arbitrary<ReadClause[] | undefined> = sometimes(
+  fc.array(
+    fc
+      .record({
+        ruleId: fc.constantFrom('r1', 'r2'),
+        maxSensitivity: fc.constantFrom(...Sensitivity.options),
+        kinds: sometimes(someOf(MemoryKind.options)),
+        owner: sometimes(fc.constantFrom(...OWNERS)),
+        project: sometimes(fc.constantFrom(...PROJECTS)),
+        statuses: sometimes(someOf(MemoryStatus.options)),
+        retentionClasses: sometimes(someOf(RetentionClass.options)),
+        purpose: sometimes(fc.constantFrom(...PURPOSES)),
+      })
+      .map(defined),
+    { maxLength: 4 },
+  ),
+);
+
+const readExclusions: fc.Arbitrary<ReadExclusions | undefined> = sometimes(
+  fc.record({ owners: sometimes(fc.subarray(OWNERS)), projects: sometimes(fc.subarray(PROJECTS)), ids: sometimes(fc.subarray(IDS, { maxLength: 5 })) }).map(defined),
+);
 
 function isCheckpointStore(index: MemoryIndex): index is MemoryIndex & CheckpointStore {
   const candidate = index as Partial<CheckpointStore>;

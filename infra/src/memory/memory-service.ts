@@ -18,8 +18,17 @@ import {
   type MemoryIndex,
   type MemoryRecord,
   type Principal,
+  PolicyDenied,
+  cleanContent,
+  evaluate,
+  isHeld,
+  resourceOf,
+  subjectOf,
 } from '@elma/domain';
-import { deterministicUuid } from '../ingest/ids';
+import { deterministicUuid, keyedFingerprint } from '../ingest/ids';
+import type { AuditLog } from '../audit/audit-log';
+import type { LegalHolds } from '../legal-hold/legal-holds';
+import type { PolicyStore } from '../policy/policy-store';
 import { memoryEventMetadata } from '../projection/projection';
 import type { ProjectionRunner } from '../projection/runner';
 import type { WriteTracker } from '../projection/write-tracker';
@@ -44,12 +53,21 @@ export class MemoryService {
       ids: IdSource;
       runner: ProjectionRunner;
       writes: WriteTracker;
+      policies: PolicyStore;
+      holds: LegalHolds;
+      audit: AuditLog;
+      fingerprintKey: Uint8Array;
     },
   ) {}
 
-  async write(principal: Principal, body: unknown): Promise<{ memory: MemoryRecord; position: string; duplicate: boolean }> {
-    const request = parseOrThrow(WriteMemoryRequest, body);
+  async write(principal: Principal, body: unknown, requestId = 'internal'): Promise<{ memory: MemoryRecord; position: string; duplicate: boolean }> {
+    const parsed = parseOrThrow(WriteMemoryRequest, body);
     const tenant = principal.tenant;
+    const policy = await this.deps.policies.get(tenant);
+    const cleaned = cleanContent(parsed.content, parsed.sensitivity, '', policy, (secret) =>
+      keyedFingerprint(this.deps.fingerprintKey, 'secret', secret),
+    );
+    const request = { ...parsed, content: cleaned.content, sensitivity: cleaned.sensitivity };
     // Sources must be known: wait for the caller's own writes so a fresh event counts.
     const last = this.deps.writes.lastWrite(principal);
     if (last !== undefined) await this.deps.runner.waitFor(last);
@@ -94,6 +112,22 @@ export class MemoryService {
       retention: { class: request.retention, expiresAt: null },
     };
 
+    const decision = evaluate(policy, subjectOf(principal), resourceOf(record), { purpose: record.policy.purposes[0], now }, 'write');
+    const audit = (effect: 'allow' | 'deny') =>
+      this.deps.audit.record({
+        tenant,
+        actor: principal.sub,
+        subject: record.subject,
+        operation: 'write',
+        resourceIds: [record.id],
+        decision: { effect, rule: decision.ruleId },
+        requestId,
+      });
+    if (!decision.allowed) {
+      await audit('deny');
+      throw new PolicyDenied('write', decision.ruleId);
+    }
+
     const stream = streams.memory(tenant, id);
     let state = initialMemoryState();
     let revision = -1n;
@@ -107,6 +141,7 @@ export class MemoryService {
     }
     const events = decide({ type: 'RecordMemory', record }, state);
     if (events.length === 0 && state.status === 'recorded') {
+      await audit('allow');
       return { memory: state.record, position: (await this.deps.log.headPosition()).toString(), duplicate: true };
     }
     const sealed = await this.deps.sealer.seal(
@@ -121,20 +156,47 @@ export class MemoryService {
     );
     const result = await this.deps.log.append(stream, sealed, { expectedRevision: 'no_stream' });
     this.deps.writes.record(principal, result.position);
+    await audit('allow');
     return { memory: record, position: result.position.toString(), duplicate: false };
   }
 
-  /** A record the caller may see, with provenance and status; otherwise not found (existence is not revealed). */
-  async get(principal: Principal, id: string): Promise<MemoryRecord> {
-    const found = await this.deps.index.get(principal.tenant, id);
-    if (
-      !found ||
-      SENSITIVITY_RANK[found.record.policy.sensitivity] > SENSITIVITY_RANK[principal.clearance] ||
-      !(RECALLABLE_STATUSES.includes(found.record.status) || found.record.status === 'superseded')
-    ) {
-      throw new MemoryNotFound(id);
+  /**
+   * A record the caller may read under the tenant's policy for one of the
+   * token's purposes (or the one asked for), with provenance and status.
+   * Otherwise "not found", the same answer as for an id that does not exist,
+   * so existence is never revealed. Both outcomes are audited.
+   */
+  async get(principal: Principal, id: string, options: { purpose?: string; requestId?: string } = {}): Promise<MemoryRecord> {
+    const tenant = principal.tenant;
+    const found = await this.deps.index.get(tenant, id);
+    const policy = await this.deps.policies.get(tenant);
+    const now = this.deps.clock.now().toISOString();
+    const purposes = options.purpose ? principal.purposes.filter((p) => p === options.purpose) : principal.purposes;
+    let rule = 'default-deny';
+    let allowed = false;
+    if (found && (RECALLABLE_STATUSES.includes(found.record.status) || found.record.status === 'superseded')) {
+      const held = !principal.roles.includes('legal') && isHeld(found.record, await this.deps.holds.list(tenant));
+      for (const purpose of held ? [] : purposes) {
+        const decision = evaluate(policy, subjectOf(principal), resourceOf(found.record), { purpose, now }, 'read');
+        if (decision.allowed) {
+          allowed = true;
+          rule = decision.ruleId;
+          break;
+        }
+      }
+      if (held) rule = 'legal-hold';
     }
-    return found.record;
+    await this.deps.audit.record({
+      tenant,
+      actor: principal.sub,
+      subject: allowed ? found!.record.subject : null,
+      operation: 'read',
+      resourceIds: [id],
+      decision: { effect: allowed ? 'allow' : 'deny', rule },
+      requestId: options.requestId ?? 'internal',
+    });
+    if (!allowed) throw new MemoryNotFound(id);
+    return found!.record;
   }
 }
 

@@ -8,7 +8,7 @@ import { openElma, type Elma } from '../runtime/elma';
 import { silentLogger } from '../runtime/logger';
 import { VIEWS_CHECKPOINT } from './runner';
 
-const who: Principal = { tenant: 'acme', sub: 'agent-1', roles: [], purposes: ['support'], clearance: 'internal' };
+const who: Principal = { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };
 
 const batch = (from: number, count: number) => ({
   events: Array.from({ length: count }, (_, i) => ({

@@ -13,9 +13,16 @@ import {
   type Principal,
   type RecallResult,
   type SearchHit,
+  PolicyDenied,
+  compileRead,
+  matchesClauses,
+  subjectOf,
 } from '@elma/domain';
 import type { ProjectionRunner } from '../projection/runner';
 import type { WriteTracker } from '../projection/write-tracker';
+import type { AuditLog } from '../audit/audit-log';
+import type { LegalHolds } from '../legal-hold/legal-holds';
+import type { PolicyStore } from '../policy/policy-store';
 
 export class PurposeNotPermitted extends DomainError {
   constructor(purpose: string) {
@@ -46,26 +53,44 @@ export class RecallService {
       clock: Clock;
       runner: ProjectionRunner;
       writes: WriteTracker;
+      policies: PolicyStore;
+      holds: LegalHolds;
+      audit: AuditLog;
     },
   ) {}
 
-  async recall(principal: Principal, body: unknown): Promise<RecallResult> {
+  async recall(principal: Principal, body: unknown, requestId = 'internal'): Promise<RecallResult> {
     const request = parseOrThrow(RecallRequest, body);
-    if (!principal.purposes.includes(request.purpose)) throw new PurposeNotPermitted(request.purpose);
+    const audit = (resourceIds: string[], decision: { effect: 'allow' | 'deny'; rule: string }) =>
+      this.deps.audit.record({ tenant: principal.tenant, actor: principal.sub, subject: null, operation: 'read', resourceIds, decision, requestId });
+    if (!principal.purposes.includes(request.purpose)) {
+      await audit([], { effect: 'deny', rule: 'token-purposes' });
+      throw new PurposeNotPermitted(request.purpose);
+    }
     if (request.consistency === 'strong') {
       const own = this.deps.writes.lastWrite(principal) ?? -1n;
       const asked = request.afterPosition !== undefined ? BigInt(request.afterPosition) : -1n;
       await this.deps.runner.waitFor(own > asked ? own : asked);
     }
     const now = this.deps.clock.now();
+    // The policy, compiled for this caller and purpose, goes into the index query (pushdown).
+    const policy = await this.deps.policies.get(principal.tenant);
+    const clauses = compileRead(policy, subjectOf(principal), { purpose: request.purpose, now: now.toISOString() });
+    if (clauses.length === 0) {
+      await audit([], { effect: 'deny', rule: 'default-deny' });
+      throw new PolicyDenied('read');
+    }
     const filter: IndexFilter = {
       kinds: request.kinds,
       statuses: RECALLABLE_STATUSES,
       maxSensitivity: principal.clearance,
-      purposes: [request.purpose],
+      // Purpose limitation lives in the clauses: a rule may allow cross-purpose use.
       asOf: request.asOf ?? now.toISOString(),
       knownAsOf: request.knownAsOf,
       now: now.toISOString(),
+      clauses,
+      // Held records are withheld from everyone but the legal role.
+      ...(principal.roles.includes('legal') ? {} : { exclude: await this.deps.holds.exclusions(principal.tenant) }),
     };
     const [vector] = await this.deps.embedder.embed([request.query]);
     const hits = (
@@ -76,7 +101,14 @@ export class RecallService {
         matchesFilter(hit.record, filter) &&
         (hit.bm25Rank !== undefined || (hit.cosine ?? 0) >= MIN_DENSE_ONLY_COSINE),
     );
-    return this.pack(hits, request.budgetTokens, Date.parse(filter.asOf!));
+    const result = this.pack(hits, request.budgetTokens, Date.parse(filter.asOf!));
+    const recordOf = new Map(hits.map((hit) => [hit.record.id, hit.record]));
+    const rules = new Set(result.items.map((item) => clauses.find((c) => matchesClauses(recordOf.get(item.id)!, [c]))!.ruleId));
+    await audit(
+      result.items.map((item) => item.id),
+      { effect: 'allow', rule: [...rules].join(',') || clauses.map((c) => c.ruleId).join(',') },
+    );
+    return result;
   }
 
   private pack(hits: SearchHit[], budgetTokens: number, at: number): RecallResult {

@@ -15,6 +15,10 @@ import { ProjectionRunner } from '../projection/runner';
 import { TenantViewsService } from '../projection/tenant-views';
 import { WriteTracker } from '../projection/write-tracker';
 import { RecallService } from '../recall/recall-service';
+import { AuditLog } from '../audit/audit-log';
+import { LegalHolds } from '../legal-hold/legal-holds';
+import { PolicyStore } from '../policy/policy-store';
+import { GovernanceService } from '../governance/governance-service';
 import { EventSealer } from '../sealing/sealed-events';
 import { createLogger, type Logger } from './logger';
 
@@ -39,6 +43,10 @@ export interface Elma {
   projection: Projection;
   runner: ProjectionRunner;
   views: TenantViewsService;
+  policies: PolicyStore;
+  holds: LegalHolds;
+  audit: AuditLog;
+  governance: GovernanceService;
   ingest: IngestService;
   memories: MemoryService;
   recall: RecallService;
@@ -69,6 +77,9 @@ export async function openElma(
   const projection = new Projection({ log, index, sealer, embedder });
   const runner = new ProjectionRunner({ log, checkpoints: index, projection, logger });
   const writes = new WriteTracker();
+  const policies = new PolicyStore({ log });
+  const holds = new LegalHolds({ log, clock, ids });
+  const audit = new AuditLog({ log, clock });
   const probes = new Map<string, () => Promise<EngineHealth>>();
   const fingerprintKey = Buffer.from(keyedFingerprint(config.masterKey, 'elma.idempotency.v1'), 'hex');
 
@@ -83,9 +94,13 @@ export async function openElma(
     projection,
     runner,
     views: new TenantViewsService({ log, index, projection }),
-    ingest: new IngestService({ log, sealer, clock, fingerprintKey, writes }),
-    memories: new MemoryService({ log, index, sealer, clock, ids, runner, writes }),
-    recall: new RecallService({ index, embedder, clock, runner, writes }),
+    policies,
+    holds,
+    audit,
+    governance: new GovernanceService({ policies, holds, audit }),
+    ingest: new IngestService({ log, sealer, clock, fingerprintKey, writes, policies, audit }),
+    memories: new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey }),
+    recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit }),
     async health() {
       const probe = async (check: () => Promise<unknown>) => {
         try {

@@ -31,7 +31,7 @@ class FlakyViews implements TenantViews {
   }
 }
 
-const principal = (tenant: string): Principal => ({ tenant, sub: 'agent-1', roles: [], purposes: ['support'], clearance: 'internal' });
+const principal = (tenant: string): Principal => ({ tenant, sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' });
 
 const QUERIES = ['交付风险', 'delivery risk', 'contract renewal March', '发票 付款', 'ACME headquarters'];
 

@@ -1,10 +1,16 @@
 import { Inject, Injectable, createParamDecorator, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { GqlExecutionContext } from '@nestjs/graphql';
-import type { Principal } from '@elma/domain';
+import { TenantMismatch, type Principal } from '@elma/domain';
 import { Unauthenticated, verifyToken, type Elma } from '@elma/infra';
 import { ELMA } from './tokens';
 
-type WithPrincipal = { headers: Record<string, string | string[] | undefined>; principal?: Principal };
+type WithPrincipal = {
+  headers: Record<string, string | string[] | undefined>;
+  principal?: Principal;
+  body?: unknown;
+  query?: unknown;
+  id?: string | number;
+};
 
 function requestOf(context: ExecutionContext): WithPrincipal {
   if (context.getType<string>() === 'graphql') {
@@ -23,10 +29,34 @@ export class AuthGuard implements CanActivate {
     const header = request.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)$/i.exec(header) : null;
     if (!match) throw new Unauthenticated('send Authorization: Bearer <token> (mint one with `npm run elma -- token`)');
-    request.principal = await verifyToken(this.elma.config.jwtSecret, match[1]);
+    const principal = await verifyToken(this.elma.config.jwtSecret, match[1]);
+    bindTenant(principal.tenant, request.body);
+    bindTenant(principal.tenant, request.query);
+    request.principal = principal;
     return true;
   }
 }
+
+/**
+ * The tenant comes from the token only. A body or query that names a tenant
+ * (at the top level or in a batch's events) must name the token's tenant, or
+ * the request is refused; when it does, the field is dropped before the
+ * schemas (which have no tenant field) see the request.
+ */
+function bindTenant(tenant: string, container: unknown): void {
+  if (!container || typeof container !== 'object') return;
+  const targets = [container as Record<string, unknown>];
+  const events = (container as { events?: unknown }).events;
+  if (Array.isArray(events)) targets.push(...events.filter((e): e is Record<string, unknown> => !!e && typeof e === 'object'));
+  for (const target of targets) {
+    if (!('tenant' in target)) continue;
+    if (target.tenant !== tenant) throw new TenantMismatch();
+    delete target.tenant;
+  }
+}
+
+/** The id Fastify gave this request, for audit entries and problem details. */
+export const RequestId = createParamDecorator((_: unknown, context: ExecutionContext): string => String(requestOf(context).id ?? 'graphql'));
 
 /** The authenticated caller of this request. */
 export const Caller = createParamDecorator((_: unknown, context: ExecutionContext): Principal => {

@@ -16,6 +16,12 @@ const STATUS: Record<string, number> = {
   'EVENT_LOG.STREAM_DELETED': 410,
   'KEY_VAULT.KEY_SHREDDED': 410,
   'PROJECTION.LAGGING': 503,
+  secret_detected: 422,
+  tenant_mismatch: 403,
+  'AUTH.FORBIDDEN': 403,
+  'POLICY.DENIED': 403,
+  'POLICY.VERSION_CONFLICT': 409,
+  'LEGAL_HOLD.NOT_FOUND': 404,
 };
 
 export interface Problem {
@@ -52,8 +58,8 @@ export function toProblem(error: unknown, instance?: string, requestId?: string)
 
 function classify(error: unknown): { code: string; detail: string; errors?: unknown } {
   if (error instanceof DomainError) {
-    const issues = (error.details as { issues?: unknown }).issues;
-    return { code: error.code, detail: error.message, errors: issues };
+    const details = error.details as { issues?: unknown; findings?: unknown };
+    return { code: error.code, detail: error.message, errors: details.issues ?? details.findings };
   }
   const fastify = error as { code?: string; statusCode?: number };
   switch (fastify?.code) {

@@ -2,7 +2,7 @@ import { Body, Controller, HttpCode, Inject, Post, UseGuards } from '@nestjs/com
 import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { IngestRequest, type Principal } from '@elma/domain';
 import type { Elma } from '@elma/infra';
-import { AuthGuard, Caller } from '../http/auth.guard';
+import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
 import { jsonSchema, problemResponse } from './openapi';
 
@@ -19,7 +19,7 @@ export class EventsController {
   @ApiResponse({ status: 202, description: 'Appended (or already present: `duplicate: true`). `position` serves read-your-writes.' })
   @ApiResponse({ status: 400, ...problemResponse })
   @ApiResponse({ status: 422, ...problemResponse })
-  ingest(@Caller() caller: Principal, @Body() body: unknown) {
-    return this.elma.ingest.ingest(caller, body);
+  ingest(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
+    return this.elma.ingest.ingest(caller, body, requestId);
   }
 }

@@ -1,8 +1,8 @@
-import { Body, Controller, Get, Inject, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { WriteMemoryRequest, type Principal } from '@elma/domain';
 import type { Elma } from '@elma/infra';
-import { AuthGuard, Caller } from '../http/auth.guard';
+import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
 import { jsonSchema, problemResponse } from './openapi';
 
@@ -18,14 +18,14 @@ export class MemoriesController {
   @ApiResponse({ status: 201, description: 'The recorded memory with its provenance.' })
   @ApiResponse({ status: 409, ...problemResponse })
   @ApiResponse({ status: 422, ...problemResponse })
-  write(@Caller() caller: Principal, @Body() body: unknown) {
-    return this.elma.memories.write(caller, body);
+  write(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
+    return this.elma.memories.write(caller, body, requestId);
   }
 
   @Get(':id')
   @ApiResponse({ status: 200, description: 'The record with provenance and status.' })
   @ApiResponse({ status: 404, ...problemResponse })
-  get(@Caller() caller: Principal, @Param('id') id: string) {
-    return this.elma.memories.get(caller, id);
+  get(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Query('purpose') purpose?: string) {
+    return this.elma.memories.get(caller, id, { purpose, requestId });
   }
 }

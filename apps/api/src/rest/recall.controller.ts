@@ -2,7 +2,7 @@ import { Body, Controller, HttpCode, Inject, Post, UseGuards } from '@nestjs/com
 import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { RecallRequest, type Principal } from '@elma/domain';
 import type { Elma } from '@elma/infra';
-import { AuthGuard, Caller } from '../http/auth.guard';
+import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
 import { jsonSchema, problemResponse } from './openapi';
 
@@ -19,7 +19,7 @@ export class RecallController {
   @ApiResponse({ status: 200, description: 'A budgeted, cited context pack.' })
   @ApiResponse({ status: 403, ...problemResponse })
   @ApiResponse({ status: 503, ...problemResponse })
-  recall(@Caller() caller: Principal, @Body() body: unknown) {
-    return this.elma.recall.recall(caller, body);
+  recall(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
+    return this.elma.recall.recall(caller, body, requestId);
   }
 }

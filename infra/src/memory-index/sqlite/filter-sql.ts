@@ -1,4 +1,4 @@
-import { SENSITIVITY_RANK, type IndexFilter } from '@elma/domain';
+import { SENSITIVITY_RANK, type IndexFilter, type ReadClause, type ReadExclusions } from '@elma/domain';
 
 export interface FilterSql {
   /** A boolean SQL expression over `m` (the memories table). */
@@ -52,7 +52,124 @@ export function compileFilter(filter: IndexFilter): FilterSql | undefined {
   clauses.push('(m.expires_at IS NULL OR m.expires_at > ?)');
   params.push(millis(filter.now, 'now'));
 
+  if (filter.exclude) {
+    const exclude = compileExclusions(filter.exclude);
+    clauses.push(...exclude.where);
+    params.push(...exclude.params);
+  }
+
+  if (filter.clauses) {
+    if (filter.clauses.length === 0) return undefined;
+    const reduced = reduceClauses(filter.clauses, filter);
+    // A purpose every clause requires is checked once, outside the OR.
+    const purposes = new Set(reduced.map((c) => c.purpose));
+    const shared = purposes.size === 1 ? [...purposes][0] : undefined;
+    if (shared !== undefined) {
+      clauses.push('EXISTS (SELECT 1 FROM memory_purposes p WHERE p.memory_rowid = m.rowid AND p.purpose = ?)');
+      params.push(shared);
+    }
+    const policy = reduced.map((c) => compileClause(shared === undefined ? c : { ...c, purpose: undefined }, filter.maxSensitivity));
+    if (!policy.some((c) => c.where === '')) {
+      clauses.push(`(${policy.map((c) => `(${c.where})`).join(' OR ')})`);
+      for (const c of policy) params.push(...c.params);
+    }
+  }
+
   return { where: clauses.join(' AND '), params };
+}
+
+/**
+ * The same admission with less SQL: predicates the rest of the filter already
+ * enforces are dropped from each clause (statuses, kinds, a sensitivity cap at
+ * or above the global one), then clauses that admit a subset of another
+ * clause are dropped (the OR admits them anyway). Which clause admits a record
+ * may change; whether one does, never. The property tests in the index
+ * contract hold this against the in-memory evaluation.
+ */
+function reduceClauses(input: ReadClause[], filter: IndexFilter): ReadClause[] {
+  const covers = (outer: readonly string[] | undefined, inner: readonly string[] | undefined) =>
+    outer === undefined || (inner !== undefined && inner.every((v) => outer.includes(v)));
+  const globalRank = SENSITIVITY_RANK[filter.maxSensitivity];
+  const loosened = input.map((c) => ({
+    ...c,
+    statuses: covers(c.statuses, filter.statuses) ? undefined : c.statuses,
+    kinds: covers(c.kinds, filter.kinds) ? undefined : c.kinds,
+    maxSensitivity: SENSITIVITY_RANK[c.maxSensitivity] >= globalRank ? filter.maxSensitivity : c.maxSensitivity,
+  }));
+  // `wider` admits everything `narrower` admits.
+  const subsumes = (wider: ReadClause, narrower: ReadClause) =>
+    covers(wider.kinds, narrower.kinds) &&
+    covers(wider.statuses, narrower.statuses) &&
+    covers(wider.retentionClasses, narrower.retentionClasses) &&
+    SENSITIVITY_RANK[wider.maxSensitivity] >= SENSITIVITY_RANK[narrower.maxSensitivity] &&
+    (wider.owner === undefined || wider.owner === narrower.owner) &&
+    (wider.project === undefined || wider.project === narrower.project) &&
+    (wider.purpose === undefined || wider.purpose === narrower.purpose);
+  return loosened.filter(
+    (clause, i) => !loosened.some((other, j) => j !== i && subsumes(other, clause) && (!subsumes(clause, other) || j < i)),
+  );
+}
+
+/**
+ * One allow clause: every attribute it names must hold (AND). An empty list
+ * in it admits nothing, so it compiles to `0` rather than to `IN ()`, which
+ * SQLite would accept with the same meaning but other engines reject.
+ */
+function compileClause(clause: ReadClause, globalMax: ReadClause['maxSensitivity']): FilterSql {
+  const where: string[] = [];
+  const params: (string | number)[] = [];
+  const inList = (column: string, values: readonly string[] | undefined) => {
+    if (!values) return;
+    if (values.length === 0) {
+      where.push('0');
+      return;
+    }
+    where.push(`${column} IN (${values.map(() => '?').join(', ')})`);
+    params.push(...values);
+  };
+
+  inList('m.kind', clause.kinds);
+  inList('m.status', clause.statuses);
+  inList('m.retention_class', clause.retentionClasses);
+  // The global cap already holds; a clause repeats it only when it is stricter.
+  if (SENSITIVITY_RANK[clause.maxSensitivity] < SENSITIVITY_RANK[globalMax]) {
+    where.push('m.sensitivity_rank <= ?');
+    params.push(SENSITIVITY_RANK[clause.maxSensitivity]);
+  }
+  if (clause.owner !== undefined) {
+    where.push('m.owner = ?');
+    params.push(clause.owner);
+  }
+  // A record without a project has project NULL, and NULL = ? is never true: it never matches a project clause.
+  if (clause.project !== undefined) {
+    where.push('m.project = ?');
+    params.push(clause.project);
+  }
+  if (clause.purpose !== undefined) {
+    where.push('EXISTS (SELECT 1 FROM memory_purposes p WHERE p.memory_rowid = m.rowid AND p.purpose = ?)');
+    params.push(clause.purpose);
+  }
+  return { where: where.join(' AND '), params };
+}
+
+/**
+ * Exclusion lists (legal holds) can be long, so each is one JSON parameter
+ * rather than one placeholder per value: the statement text, and so the
+ * prepared-statement cache entry, does not change with the list's length.
+ */
+function compileExclusions(exclude: ReadExclusions): { where: string[]; params: string[] } {
+  const where: string[] = [];
+  const params: string[] = [];
+  const notIn = (sql: string, values: string[] | undefined) => {
+    if (!values || values.length === 0) return;
+    where.push(sql);
+    params.push(JSON.stringify(values));
+  };
+  notIn('m.id NOT IN (SELECT value FROM json_each(?))', exclude.ids);
+  notIn('m.owner NOT IN (SELECT value FROM json_each(?))', exclude.owners);
+  // NOT IN over a NULL project is NULL (not true), so a record without a project must be let through explicitly.
+  notIn('(m.project IS NULL OR m.project NOT IN (SELECT value FROM json_each(?)))', exclude.projects);
+  return { where, params };
 }
 
 export function millis(iso: string, field: string): number {

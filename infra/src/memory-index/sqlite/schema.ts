@@ -4,6 +4,8 @@
  * `rowid` is AUTOINCREMENT: a replaced or purged row's key is never reused,
  * so a stale key left in the vector graph can never point at another record.
  */
+import type Database from 'better-sqlite3';
+
 export const TENANT_SCHEMA = `
 CREATE TABLE IF NOT EXISTS memories (
   rowid INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -12,6 +14,8 @@ CREATE TABLE IF NOT EXISTS memories (
   status TEXT NOT NULL,
   sensitivity_rank INTEGER NOT NULL,
   owner TEXT NOT NULL,
+  project TEXT,
+  retention_class TEXT,
   valid_from INTEGER NOT NULL,
   valid_to INTEGER,
   recorded_at INTEGER NOT NULL,
@@ -44,3 +48,27 @@ CREATE TABLE IF NOT EXISTS checkpoints (
   position INTEGER NOT NULL
 );
 `;
+
+/**
+ * Policy attributes added after the first release. CREATE TABLE IF NOT EXISTS
+ * leaves an older file's table as it was, so missing columns are added here
+ * and backfilled from the stored record in the same transaction: a row with a
+ * NULL column would otherwise silently fail (project) or pass nothing
+ * (retention class) in the policy filter.
+ */
+const ADDED_COLUMNS = [
+  { name: 'project', backfill: `json_extract(record, '$.policy.project')` },
+  { name: 'retention_class', backfill: `json_extract(record, '$.retention.class')` },
+] as const;
+
+export function migrateTenantSchema(db: Database.Database): void {
+  const columns = new Set((db.pragma('table_info(memories)') as { name: string }[]).map((c) => c.name));
+  const missing = ADDED_COLUMNS.filter((c) => !columns.has(c.name));
+  if (missing.length === 0) return;
+  db.transaction(() => {
+    for (const column of missing) {
+      db.exec(`ALTER TABLE memories ADD COLUMN ${column.name} TEXT`);
+      db.exec(`UPDATE memories SET ${column.name} = ${column.backfill}`);
+    }
+  })();
+}

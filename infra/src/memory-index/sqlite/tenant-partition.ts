@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { MemoryRecord, SENSITIVITY_RANK, tokenize, type IndexedMemory } from '@elma/domain';
 import type { FilterSql } from './filter-sql';
 import { millis } from './filter-sql';
-import { TENANT_SCHEMA } from './schema';
+import { migrateTenantSchema, TENANT_SCHEMA } from './schema';
 import { VectorGraph, type VectorGraphOptions } from './vector-graph';
 import { cosine, fromBlob, norm, toBlob } from './vectors';
 
@@ -57,6 +57,7 @@ export class TenantPartition {
     // Checkpoint every ~40 MiB of WAL rather than 4 MiB (fewer fsyncs while projecting); purge checkpoints at once.
     this.db.pragma('wal_autocheckpoint = 10000');
     this.db.exec(TENANT_SCHEMA);
+    migrateTenantSchema(this.db);
     // FTS5's own secure delete removes a purged document's terms from existing index segments.
     this.db.prepare(`INSERT INTO memories_fts (memories_fts, rank) VALUES ('secure-delete', 1)`).run();
     this.graph = new VectorGraph(options.dimensions, options.graph);
@@ -241,14 +242,16 @@ export class TenantPartition {
 
   private insertRow(record: MemoryRecord, vector: Float32Array): number {
     const { lastInsertRowid } = this.stmt(
-      `INSERT INTO memories (id, kind, status, sensitivity_rank, owner, valid_from, valid_to, recorded_at, expires_at, record, vector)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO memories (id, kind, status, sensitivity_rank, owner, project, retention_class, valid_from, valid_to, recorded_at, expires_at, record, vector)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       record.id,
       record.kind,
       record.status,
       SENSITIVITY_RANK[record.policy.sensitivity],
       record.policy.owner,
+      record.policy.project ?? null,
+      record.retention.class,
       millis(record.validFrom, 'validFrom'),
       record.validTo === null ? null : millis(record.validTo, 'validTo'),
       millis(record.recordedAt, 'recordedAt'),

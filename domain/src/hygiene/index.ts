@@ -1,0 +1,3 @@
+export * from './secrets';
+export * from './sensitivity';
+export { cardIssuerLengthValid, ibanValid, luhnValid, residentIdCheckChar, residentIdValid } from './checksums';

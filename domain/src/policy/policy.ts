@@ -1,0 +1,189 @@
+import { z } from 'zod';
+import type { Principal } from '../auth/principal';
+import {
+  MemoryKind,
+  MemoryStatus,
+  RetentionClass,
+  Sensitivity,
+  type MemoryRecord,
+} from '../memory/record';
+
+export const Operation = z.enum(['read', 'write', 'export', 'erase', 'administer']);
+export type Operation = z.infer<typeof Operation>;
+
+/** The rule id every decision names when no rule allowed it. Reserved: no policy rule may use it. */
+export const DEFAULT_DENY = 'default-deny';
+
+const Name = z.string().min(1).max(200);
+
+/**
+ * What must hold for a rule to allow. Every field present must hold (AND); a
+ * list means "one of". An empty list can never hold, so it disables the rule
+ * rather than widening it.
+ */
+export const Condition = z.strictObject({
+  /** The subject has at least one of these roles. */
+  roles: z.array(Name).max(100).optional(),
+  /** The declared purpose of the call is one of these. */
+  purposes: z.array(Name).max(100).optional(),
+  /** The call came through one of these channels. */
+  channels: z.array(Name).max(100).optional(),
+  kinds: z.array(MemoryKind).optional(),
+  /** Highest record sensitivity the rule admits (inclusive); absent: up to `restricted`. */
+  maxSensitivity: Sensitivity.optional(),
+  /** The record's owner is the subject. */
+  ownerIsSubject: z.boolean().optional(),
+  /** The record's project is the subject's project; a subject without a project never matches. */
+  sameProject: z.boolean().optional(),
+  statuses: z.array(MemoryStatus).optional(),
+  retentionClasses: z.array(RetentionClass).optional(),
+  /**
+   * Purpose limitation is the default: unless this is true, the record's
+   * purposes must include the call's purpose, and a call without a purpose
+   * never matches. Rules for operations that have no record (administer) must
+   * set it.
+   */
+  crossPurpose: z.boolean().optional(),
+});
+export type Condition = z.infer<typeof Condition>;
+
+/** An allow rule. There are no deny rules: whatever no rule allows is denied. */
+export const PolicyRule = z.strictObject({
+  id: z
+    .string()
+    .min(1)
+    .max(100)
+    .refine((id) => id !== DEFAULT_DENY, { message: `"${DEFAULT_DENY}" is reserved for the implicit deny` }),
+  description: z.string().max(1000).optional(),
+  operations: z.array(Operation).min(1),
+  when: Condition.default({}),
+});
+export type PolicyRule = z.infer<typeof PolicyRule>;
+
+const Rules = z
+  .array(PolicyRule)
+  .max(500)
+  .superRefine((rules, ctx) => {
+    const seen = new Set<string>();
+    rules.forEach((rule, i) => {
+      if (seen.has(rule.id)) ctx.addIssue({ code: 'custom', path: [i, 'id'], message: `duplicate rule id "${rule.id}"` });
+      seen.add(rule.id);
+    });
+  });
+
+const Days = z.number().int().positive();
+
+export const TenantPolicy = z.strictObject({
+  version: z.number().int().min(1),
+  /** Evaluated in order; the first rule that matches allows and names the decision. */
+  rules: Rules,
+  /** What ingest does with detected secrets: refuse the write, or store it with the secret redacted. */
+  secrets: z.strictObject({ mode: z.enum(['reject', 'redact']).default('reject') }).default({ mode: 'reject' }),
+  retentionDays: z
+    .strictObject({ session: Days.default(1), standard: Days.default(365), long_term: Days.default(3650) })
+    .default({ session: 1, standard: 365, long_term: 3650 }),
+  /** Sources whose facts are trusted as authoritative. */
+  authoritativeSources: z.array(Name).max(1000).default([]),
+  /** Words that raise a memory's sensitivity at ingest. */
+  sensitivityKeywords: z
+    .strictObject({ confidential: z.array(Name).max(1000).default([]), restricted: z.array(Name).max(1000).default([]) })
+    .default({ confidential: [], restricted: [] }),
+});
+export type TenantPolicy = z.infer<typeof TenantPolicy>;
+
+/** The body of a policy PUT: the version is assigned by the store, never by the caller. */
+export const PolicyDocument = TenantPolicy.omit({ version: true });
+export type PolicyDocument = z.infer<typeof PolicyDocument>;
+
+const RECALLABLE: MemoryStatus[] = ['active', 'disputed'];
+
+/**
+ * The policy a tenant has until it sets its own. Reads are purpose-bound and
+ * see recallable records only. Writers (agents, services, admins) may record
+ * what they observe at any sensitivity: ingest classification raises a record
+ * to restricted when it finds a card number or password in a customer's
+ * message, and refusing that write would lose the event rather than protect
+ * it; who may *read* it is what the read rules restrict. Tenant-level
+ * operations (administer, export, erase) have no record to bind a purpose to,
+ * hence `crossPurpose`.
+ */
+export const DEFAULT_POLICY: TenantPolicy = TenantPolicy.parse({
+  version: 1,
+  rules: [
+    {
+      id: 'read-up-to-confidential',
+      description: 'Anyone may recall active or disputed records up to confidential, for a purpose the record was collected for.',
+      operations: ['read'],
+      when: { statuses: RECALLABLE, maxSensitivity: 'confidential' },
+    },
+    {
+      id: 'read-restricted-own',
+      description: 'The owner of a restricted record may recall it, for a purpose it was collected for.',
+      operations: ['read'],
+      when: { statuses: RECALLABLE, ownerIsSubject: true },
+    },
+    {
+      id: 'read-restricted-privacy',
+      description: 'The DPO and legal may recall restricted records, for a purpose they were collected for.',
+      operations: ['read'],
+      when: { statuses: RECALLABLE, roles: ['dpo', 'legal'] },
+    },
+    {
+      id: 'write-by-writers',
+      description: 'Agents, services and admins may record what they observe, at any sensitivity.',
+      operations: ['write'],
+      when: { roles: ['agent', 'admin', 'service'], crossPurpose: true },
+    },
+    { id: 'administer-admin', operations: ['administer'], when: { roles: ['admin'], crossPurpose: true } },
+    { id: 'export-auditor', operations: ['export'], when: { roles: ['auditor'], crossPurpose: true } },
+    { id: 'erase-privacy', operations: ['erase'], when: { roles: ['compliance', 'dpo'], crossPurpose: true } },
+  ],
+});
+
+/** Who asks. */
+export interface PolicySubject {
+  user: string;
+  roles: string[];
+  department?: string;
+  project?: string;
+  /** Highest sensitivity the subject may ever read, whatever the rules say. */
+  clearance: Sensitivity;
+}
+
+/** The record an operation touches, reduced to the attributes rules may test. */
+export interface PolicyResource {
+  kind: MemoryKind;
+  sensitivity: Sensitivity;
+  owner: string;
+  project?: string;
+  status: MemoryStatus;
+  retentionClass: RetentionClass;
+  purposes: string[];
+}
+
+/** The circumstances of the call. `now` comes from outside (domain code reads no clock). */
+export interface PolicyEnv {
+  purpose?: string;
+  channel?: string;
+  now: string;
+}
+
+export function resourceOf(record: MemoryRecord): PolicyResource {
+  const resource: PolicyResource = {
+    kind: record.kind,
+    sensitivity: record.policy.sensitivity,
+    owner: record.policy.owner,
+    status: record.status,
+    retentionClass: record.retention.class,
+    purposes: record.policy.purposes,
+  };
+  if (record.policy.project !== undefined) resource.project = record.policy.project;
+  return resource;
+}
+
+export function subjectOf(principal: Principal): PolicySubject {
+  const subject: PolicySubject = { user: principal.sub, roles: principal.roles, clearance: principal.clearance };
+  if (principal.department !== undefined) subject.department = principal.department;
+  if (principal.project !== undefined) subject.project = principal.project;
+  return subject;
+}

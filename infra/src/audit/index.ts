@@ -1,0 +1,1 @@
+export { AuditLog, sha256Hex, type AuditLogDeps, type RecordAuditEntry } from './audit-log';
