@@ -21,7 +21,9 @@ export class GovernanceService {
 
   async getPolicy(principal: Principal, requestId: string): Promise<TenantPolicy> {
     await this.require(principal, ROLE.administer, 'administer', ['policy'], requestId);
-    return this.deps.policies.get(principal.tenant);
+    const policy = await this.deps.policies.get(principal.tenant);
+    await this.record(principal, 'administer', [`policy/v${policy.version}`], requestId, 'allow', 'role:admin');
+    return policy;
   }
 
   async putPolicy(principal: Principal, body: unknown, requestId: string, expectedVersion?: number): Promise<TenantPolicy> {

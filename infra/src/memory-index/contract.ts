@@ -275,7 +275,7 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
     });
 
     it('keeps records searchable and checkpoints across close and reopen', async (context) => {
-      if (!fixture.reopen || !isCheckpointStore(index)) return context.skip();
+      if (!fixture.reopen || !isCheckpointStore(index)) return context.skip('this adapter offers no reopen() or no checkpoint store');
       await index.upsert(A, [mem({ id: 'zh', text: '客户偏好通过邮件沟通' }), mem({ id: 'en', text: 'the customer prefers email' })]);
       await index.save('projection:memory-views', 42n);
       await index.save('projection:other', 2n ** 60n);
