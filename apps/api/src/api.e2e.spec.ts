@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from './testing';
+import { chatEvent, dataEventCount, startTestApp, type TestApp } from './testing';
 
 let t: TestApp;
 let token: string;
@@ -24,21 +24,11 @@ async function call(method: string, path: string, body?: unknown, headers: Recor
   return { status: response.status, type: response.headers.get('content-type') ?? '', body: text ? JSON.parse(text) : undefined };
 }
 
-const event = (subject: string, text: string, extra: Record<string, unknown> = {}) => ({
-  subject,
-  occurredAt: '2026-11-20T10:00:00Z',
-  activity: 'chat.turn',
-  content: { text },
-  source: { system: 'crm', channel: 'chat' },
-  purposes: ['support'],
-  ...extra,
-});
+const event = chatEvent;
 
-/** What the tenant's data streams and index hold (audit entries are written on every call, by design). */
+/** What the tenant's data streams and index hold. */
 async function counts() {
-  let events = 0;
-  for await (const _ of t.elma.log.readAll({ filter: { streamNamePrefix: ['events-acme-', 'memory-acme-'] } })) events++;
-  return { events, memories: await t.elma.index.count('acme') };
+  return { events: await dataEventCount(t.elma, 'acme'), memories: await t.elma.index.count('acme') };
 }
 
 describe('the embedded API, end to end over HTTP', () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
-import { startTestApp, type TestApp } from './testing';
+import { chatEvent, dataEventCount, startTestApp, type TestApp } from './testing';
 
 /** A clock the test can move, so retention can be seen to expire. */
 const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
@@ -25,22 +25,8 @@ async function call(who: string, method: string, path: string, body?: unknown) {
   return { status: response.status, text, body: json };
 }
 
-const event = (subject: string, text: string, extra: Record<string, unknown> = {}) => ({
-  subject,
-  occurredAt: '2026-11-20T10:00:00Z',
-  activity: 'chat.turn',
-  content: { text },
-  source: { system: 'crm', channel: 'chat' },
-  purposes: ['support'],
-  ...extra,
-});
-
-/** Events in the tenant's data streams (audit entries are written on every call, by design). */
-async function dataEvents() {
-  let n = 0;
-  for await (const _ of t.elma.log.readAll({ filter: { streamNamePrefix: ['events-acme-', 'memory-acme-'] } })) n++;
-  return n;
-}
+const event = chatEvent;
+const dataEvents = () => dataEventCount(t.elma, 'acme');
 
 const strong = async () => t.elma.runner.waitFor(await t.elma.log.headPosition());
 const recallTexts = async (who: string, query: string, purpose = 'support') => {

@@ -45,3 +45,21 @@ export async function startTestApp(options: { dataDir?: string; keep?: boolean; 
     },
   };
 }
+
+/** A chat event as a client would send it; `extra` overrides any field. */
+export const chatEvent = (subject: string, text: string, extra: Record<string, unknown> = {}) => ({
+  subject,
+  occurredAt: '2026-11-20T10:00:00Z',
+  activity: 'chat.turn',
+  content: { text },
+  source: { system: 'crm', channel: 'chat' },
+  purposes: ['support'],
+  ...extra,
+});
+
+/** Events in a tenant's data streams (audit entries are written on every call, by design, so the log head moves). */
+export async function dataEventCount(elma: Elma, tenant: string): Promise<number> {
+  let n = 0;
+  for await (const _ of elma.log.readAll({ filter: { streamNamePrefix: [`events-${tenant}-`, `memory-${tenant}-`] } })) n++;
+  return n;
+}
