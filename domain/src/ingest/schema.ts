@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Fact, MemoryContent, RetentionClass, Sensitivity, SourceTrust } from '../memory/record';
+import { Fact, MemoryContent, Purpose, RetentionClass, Sensitivity, SourceTrust } from '../memory/record';
 
 export const MAX_BATCH = 1000;
 
@@ -17,7 +17,7 @@ export const IngestEventInput = z.strictObject({
     channel: z.string().min(1).max(50).optional(),
   }),
   sensitivity: Sensitivity.default('internal'),
-  purposes: z.array(z.string().min(1).max(50)).min(1).max(20).optional(),
+  purposes: z.array(Purpose).min(1).max(20).optional(),
   retention: RetentionClass.default('standard'),
   /** The business project the event belongs to (an ABAC attribute of the memories derived from it). */
   project: z.string().min(1).max(100).optional(),

@@ -81,3 +81,6 @@ export const MemoryRecord = z.object({
   retention: z.object({ class: RetentionClass, expiresAt: IsoDate.nullable() }),
 });
 export type MemoryRecord = z.infer<typeof MemoryRecord>;
+
+/** A purpose name (`support`, `performance_review`): no control characters, which index adapters use as delimiters. */
+export const Purpose = z.string().min(1).max(50).regex(/^[^\p{Cc}]+$/u, 'purposes contain no control characters');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MemoryContent, MemoryKind, RetentionClass, Sensitivity } from './record';
+import { MemoryContent, MemoryKind, Purpose, RetentionClass, Sensitivity } from './record';
 
 const IsoDate = z.iso.datetime({ offset: true });
 
@@ -10,7 +10,7 @@ export const WriteMemoryRequest = z.strictObject({
   sourceEventIds: z.array(z.uuid()).min(1).max(100),
   subject: z.string().min(1).max(200).optional(),
   sensitivity: Sensitivity.default('internal'),
-  purposes: z.array(z.string().min(1).max(50)).min(1).max(20).optional(),
+  purposes: z.array(Purpose).min(1).max(20).optional(),
   validFrom: IsoDate.optional(),
   validTo: IsoDate.optional(),
   confidence: z.number().min(0).max(1).default(0.8),

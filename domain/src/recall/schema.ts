@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { MemoryKind } from '../memory/record';
+import { MemoryKind, Purpose } from '../memory/record';
 
 const IsoDate = z.iso.datetime({ offset: true });
 
 export const RecallRequest = z.strictObject({
   query: z.string().min(1).max(4000),
-  purpose: z.string().min(1).max(50),
+  purpose: Purpose,
   budgetTokens: z.number().int().min(16).max(32_000).default(1000),
   kinds: z.array(MemoryKind).min(1).optional(),
   asOf: IsoDate.optional(),

@@ -1,4 +1,5 @@
 import { SENSITIVITY_RANK, type IndexFilter, type ReadClause, type ReadExclusions } from '@elma/domain';
+import { purposeNeedle } from './schema';
 
 export interface FilterSql {
   /** A boolean SQL expression over `m` (the memories table). */
@@ -32,10 +33,8 @@ export function compileFilter(filter: IndexFilter): FilterSql | undefined {
 
   if (filter.purposes) {
     if (filter.purposes.length === 0) return undefined;
-    clauses.push(
-      `EXISTS (SELECT 1 FROM memory_purposes p WHERE p.memory_rowid = m.rowid AND p.purpose IN (${filter.purposes.map(() => '?').join(', ')}))`,
-    );
-    params.push(...filter.purposes);
+    clauses.push(`(${filter.purposes.map(() => 'instr(m.purpose_set, ?) > 0').join(' OR ')})`);
+    params.push(...filter.purposes.map(purposeNeedle));
   }
 
   if (filter.asOf !== undefined) {
@@ -65,8 +64,8 @@ export function compileFilter(filter: IndexFilter): FilterSql | undefined {
     const purposes = new Set(reduced.map((c) => c.purpose));
     const shared = purposes.size === 1 ? [...purposes][0] : undefined;
     if (shared !== undefined) {
-      clauses.push('EXISTS (SELECT 1 FROM memory_purposes p WHERE p.memory_rowid = m.rowid AND p.purpose = ?)');
-      params.push(shared);
+      clauses.push('instr(m.purpose_set, ?) > 0');
+      params.push(purposeNeedle(shared));
     }
     const policy = reduced.map((c) => compileClause(shared === undefined ? c : { ...c, purpose: undefined }, filter.maxSensitivity));
     if (!policy.some((c) => c.where === '')) {
@@ -146,8 +145,8 @@ function compileClause(clause: ReadClause, globalMax: ReadClause['maxSensitivity
     params.push(clause.project);
   }
   if (clause.purpose !== undefined) {
-    where.push('EXISTS (SELECT 1 FROM memory_purposes p WHERE p.memory_rowid = m.rowid AND p.purpose = ?)');
-    params.push(clause.purpose);
+    where.push('instr(m.purpose_set, ?) > 0');
+    params.push(purposeNeedle(clause.purpose));
   }
   return { where: where.join(' AND '), params };
 }

@@ -16,6 +16,7 @@ CREATE TABLE IF NOT EXISTS memories (
   owner TEXT NOT NULL,
   project TEXT,
   retention_class TEXT,
+  purpose_set TEXT,
   valid_from INTEGER NOT NULL,
   valid_to INTEGER,
   recorded_at INTEGER NOT NULL,
@@ -23,13 +24,9 @@ CREATE TABLE IF NOT EXISTS memories (
   record TEXT NOT NULL,
   vector BLOB NOT NULL
 );
-CREATE TABLE IF NOT EXISTS memory_purposes (
-  memory_rowid INTEGER NOT NULL,
-  purpose TEXT NOT NULL,
-  PRIMARY KEY (memory_rowid, purpose)
-) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS memories_by_status ON memories (status, sensitivity_rank);
-CREATE INDEX IF NOT EXISTS purposes_by_purpose ON memory_purposes (purpose, memory_rowid);
+-- Purposes used to live in a side table; the purpose_set column replaced it.
+DROP TABLE IF EXISTS memory_purposes;
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(body, tokenize = 'unicode61');
 -- Document frequency per token, to plan BM25 queries (see TenantPartition.searchText). A view over
 -- the FTS index itself, so it costs nothing on write and never outlives a purged document's terms.
@@ -59,7 +56,15 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 const ADDED_COLUMNS = [
   { name: 'project', backfill: `json_extract(record, '$.policy.project')` },
   { name: 'retention_class', backfill: `json_extract(record, '$.retention.class')` },
+  {
+    name: 'purpose_set',
+    backfill: `char(31) || (SELECT group_concat(value, char(31)) FROM json_each(record, '$.policy.purposes')) || char(31)`,
+  },
 ] as const;
+
+/** The record's purposes as one column, `\x1f`-delimited on both ends, so a purpose test is one instr() per row. */
+export const purposeSet = (purposes: readonly string[]) => `\x1f${purposes.join('\x1f')}\x1f`;
+export const purposeNeedle = (purpose: string) => `\x1f${purpose}\x1f`;
 
 export function migrateTenantSchema(db: Database.Database): void {
   const columns = new Set((db.pragma('table_info(memories)') as { name: string }[]).map((c) => c.name));

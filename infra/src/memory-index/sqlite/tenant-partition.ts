@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { MemoryRecord, SENSITIVITY_RANK, tokenize, type IndexedMemory } from '@elma/domain';
 import type { FilterSql } from './filter-sql';
 import { millis } from './filter-sql';
-import { migrateTenantSchema, TENANT_SCHEMA } from './schema';
+import { migrateTenantSchema, purposeSet, TENANT_SCHEMA } from './schema';
 import { VectorGraph, type VectorGraphOptions } from './vector-graph';
 import { cosine, fromBlob, norm, toBlob } from './vectors';
 
@@ -242,8 +242,8 @@ export class TenantPartition {
 
   private insertRow(record: MemoryRecord, vector: Float32Array): number {
     const { lastInsertRowid } = this.stmt(
-      `INSERT INTO memories (id, kind, status, sensitivity_rank, owner, project, retention_class, valid_from, valid_to, recorded_at, expires_at, record, vector)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO memories (id, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, valid_from, valid_to, recorded_at, expires_at, record, vector)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       record.id,
       record.kind,
@@ -252,6 +252,7 @@ export class TenantPartition {
       record.policy.owner,
       record.policy.project ?? null,
       record.retention.class,
+      purposeSet(record.policy.purposes),
       millis(record.validFrom, 'validFrom'),
       record.validTo === null ? null : millis(record.validTo, 'validTo'),
       millis(record.recordedAt, 'recordedAt'),
@@ -262,14 +263,11 @@ export class TenantPartition {
     const rowid = Number(lastInsertRowid);
     const words = searchableWords(record);
     this.stmt('INSERT INTO memories_fts (rowid, body) VALUES (?, ?)').run(rowid, words.join(' '));
-    const insertPurpose = this.stmt('INSERT OR IGNORE INTO memory_purposes (memory_rowid, purpose) VALUES (?, ?)');
-    for (const purpose of record.policy.purposes) insertPurpose.run(rowid, purpose);
     return rowid;
   }
 
   private deleteRow(rowid: number): void {
     this.stmt('DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
-    this.stmt('DELETE FROM memory_purposes WHERE memory_rowid = ?').run(rowid);
     this.stmt('DELETE FROM memories WHERE rowid = ?').run(rowid);
   }
 
