@@ -2,7 +2,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RECALLABLE_STATUSES, type HybridQuery } from '@elma/domain';
+import Database from 'better-sqlite3';
+import { RECALLABLE_STATUSES, type HybridQuery, type ReadClause } from '@elma/domain';
 import { memoryIndexContract } from '../contract';
 import { embed, indexed } from '../fixtures';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
@@ -84,6 +85,36 @@ describe('SqliteMemoryIndex on disk', () => {
     expect(await search(index, marker, victim.vector)).not.toContain('victim');
     expect((await search(index, '', embed('routine note 42 about the patient portal and 预约 0')))[0]).toBe('n-42');
     expect((await search(index, 'note 17'))[0]).toBe('n-17');
+  });
+
+  it('upgrades a partition written before the policy columns existed, keeping its filters right', async () => {
+    dir = tempDir();
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    await index.upsert(T, [
+      indexed({ id: 'support-note', tenant: T, text: 'upgrade note about invoices', policy: { purposes: ['support'], project: 'apollo' } }),
+      indexed({ id: 'hr-note', tenant: T, text: 'upgrade note about invoices too', policy: { purposes: ['hr'] } }),
+    ]);
+    await index.close();
+    // Given a file as the first release wrote it: no project, retention class or purpose columns.
+    const old = new Database(join(dir, `tenant-${T}.db`));
+    for (const column of ['project', 'retention_class', 'purpose_set']) old.exec(`ALTER TABLE memories DROP COLUMN ${column}`);
+    old.close();
+
+    // When it is opened again, then the backfilled columns answer purpose and project clauses as before.
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    const byClause = async (clause: Partial<ReadClause>) =>
+      (
+        await index.search({
+          tenant: T,
+          text: 'upgrade note invoices',
+          limit: 10,
+          filter: { statuses: RECALLABLE_STATUSES, maxSensitivity: 'restricted', now: '2025-01-01T00:00:00.000Z', clauses: [{ ruleId: 'r', maxSensitivity: 'restricted', ...clause }] },
+        })
+      ).map((h) => h.record.id);
+    expect(await byClause({ purpose: 'support' })).toEqual(['support-note']);
+    expect(await byClause({ purpose: 'hr' })).toEqual(['hr-note']);
+    expect(await byClause({ project: 'apollo' })).toEqual(['support-note']);
+    expect((await byClause({ retentionClasses: ['standard'] })).sort()).toEqual(['hr-note', 'support-note']);
   });
 
   it('rebuilds a graph file that is missing or older than the rows', async () => {
