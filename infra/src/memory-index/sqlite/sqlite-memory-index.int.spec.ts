@@ -101,10 +101,11 @@ describe('SqliteMemoryIndex on disk', () => {
     old.close();
 
     // When it is opened again, then the backfilled columns answer purpose and project clauses as before.
-    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    const upgraded = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    index = upgraded;
     const byClause = async (clause: Partial<ReadClause>) =>
       (
-        await index.search({
+        await upgraded.search({
           tenant: T,
           text: 'upgrade note invoices',
           limit: 10,
