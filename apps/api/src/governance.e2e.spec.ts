@@ -171,6 +171,8 @@ describe('audit', () => {
     const marker = 'papaya-audit-marker';
     const written = await call('agent', 'POST', '/v1/events', event('c6', `Note ${marker}`));
     await recallTexts('agent', marker);
+    const graphql = await call('agent', 'POST', '/graphql', { query: `{ recall(input: {query: "${marker}", purpose: "support"}) { items { id } } }` });
+    expect(graphql.body.errors).toBeUndefined();
     expect((await call('agent', 'GET', '/v1/audit')).status).toBe(403);
 
     const exported = await call('auditor', 'GET', '/v1/audit');
@@ -182,6 +184,8 @@ describe('audit', () => {
     expect(entries.some((e: { decision: { effect: string } }) => e.decision.effect === 'deny')).toBe(true);
     expect(entries.some((e: { resourceIds: string[] }) => e.resourceIds.includes(written.body.events[0].id))).toBe(true);
     entries.forEach((e: { seq: number }, i: number) => expect(e.seq).toBe(i));
+    // Every entry, GraphQL ones included, names the HTTP request it came from.
+    expect(entries.filter((e: { requestId: string }) => !e.requestId.startsWith('req-'))).toEqual([]);
 
     const writes = await call('auditor', 'GET', '/v1/audit?operation=write&actor=agent-1');
     expect(writes.text.trim().split('\n').every((l) => JSON.parse(l).operation === 'write')).toBe(true);

@@ -2,7 +2,7 @@ import { Inject, UseGuards } from '@nestjs/common';
 import { Args, ID, Mutation, Query, Resolver } from '@nestjs/graphql';
 import type { MemoryRecord, Principal } from '@elma/domain';
 import type { Elma } from '@elma/infra';
-import { AuthGuard, Caller } from '../http/auth.guard';
+import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
 import { ParamTypes } from './param-types';
 import {
@@ -22,27 +22,27 @@ export class MemoryResolver {
   constructor(@Inject(ELMA) private readonly elma: Elma) {}
 
   @Query(() => MemoryType)
-  @ParamTypes(Object, String)
-  async memory(@Caller() caller: Principal, @Args('id', { type: () => ID }) id: string): Promise<MemoryType> {
-    return toGraphql(await this.elma.memories.get(caller, id));
+  @ParamTypes(Object, String, String)
+  async memory(@Caller() caller: Principal, @RequestId() requestId: string, @Args('id', { type: () => ID }) id: string): Promise<MemoryType> {
+    return toGraphql(await this.elma.memories.get(caller, id, { requestId }));
   }
 
   @Query(() => RecallResultType)
-  @ParamTypes(Object, RecallInput)
-  recall(@Caller() caller: Principal, @Args('input', { type: () => RecallInput }) input: RecallInput) {
-    return this.elma.recall.recall(caller, withoutNulls(input));
+  @ParamTypes(Object, String, RecallInput)
+  recall(@Caller() caller: Principal, @RequestId() requestId: string, @Args('input', { type: () => RecallInput }) input: RecallInput) {
+    return this.elma.recall.recall(caller, withoutNulls(input), requestId);
   }
 
   @Mutation(() => IngestResultType)
-  @ParamTypes(Object, Array)
-  ingestEvents(@Caller() caller: Principal, @Args('events', { type: () => [EventInput] }) events: EventInput[]) {
-    return this.elma.ingest.ingest(caller, { events: events.map(withoutNulls) });
+  @ParamTypes(Object, String, Array)
+  ingestEvents(@Caller() caller: Principal, @RequestId() requestId: string, @Args('events', { type: () => [EventInput] }) events: EventInput[]) {
+    return this.elma.ingest.ingest(caller, { events: events.map(withoutNulls) }, requestId);
   }
 
   @Mutation(() => WriteMemoryResultType)
-  @ParamTypes(Object, MemoryInput)
-  async writeMemory(@Caller() caller: Principal, @Args('input', { type: () => MemoryInput }) input: MemoryInput) {
-    const result = await this.elma.memories.write(caller, withoutNulls(input));
+  @ParamTypes(Object, String, MemoryInput)
+  async writeMemory(@Caller() caller: Principal, @RequestId() requestId: string, @Args('input', { type: () => MemoryInput }) input: MemoryInput) {
+    const result = await this.elma.memories.write(caller, withoutNulls(input), requestId);
     return { ...result, memory: toGraphql(result.memory) };
   }
 }
