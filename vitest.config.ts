@@ -5,14 +5,16 @@ const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
 export default defineConfig({
   resolve: {
-    alias: {
-      '@elma/domain': here('./domain/src/index.ts'),
-      '@elma/infra': here('./infra/src/index.ts'),
-      '@elma/activities': here('./activities/src/index.ts'),
-      '@elma/workflows': here('./workflows/src/index.ts'),
-      '@elma/api': here('./apps/api/src/index.ts'),
-      '@elma/worker': here('./apps/worker/src/index.ts'),
-    },
+    // Exact matches: a plain key would also rewrite `@elma/domain/testing` as a prefix.
+    alias: [
+      { find: /^@elma\/domain\/testing$/, replacement: here('./domain/src/testing.ts') },
+      { find: /^@elma\/domain$/, replacement: here('./domain/src/index.ts') },
+      { find: /^@elma\/infra$/, replacement: here('./infra/src/index.ts') },
+      { find: /^@elma\/activities$/, replacement: here('./activities/src/index.ts') },
+      { find: /^@elma\/workflows$/, replacement: here('./workflows/src/index.ts') },
+      { find: /^@elma\/api$/, replacement: here('./apps/api/src/index.ts') },
+      { find: /^@elma\/worker$/, replacement: here('./apps/worker/src/index.ts') },
+    ],
   },
   test: {
     include: ['{domain,infra,activities,workflows,apps/*}/src/**/*.spec.ts', 'tests/**/*.spec.ts'],

@@ -228,13 +228,3 @@ export function redactSecrets(text: string, findings: readonly SecretFinding[], 
   }
   return out + text.slice(cursor);
 }
-
-/** The secret kinds found in each field, named by its path (`content.text`, `content.fact.value`), without offsets or values. */
-export function scanFields(fields: readonly { path: string; text: string }[]): { path: string; kind: SecretKind }[] {
-  const hits: { path: string; kind: SecretKind }[] = [];
-  for (const { path, text } of fields) {
-    const kinds = new Set(detectSecrets(text).map((f) => f.kind));
-    for (const kind of kinds) hits.push({ path, kind });
-  }
-  return hits;
-}

@@ -4,7 +4,7 @@ import { matchesFilter } from '../memory-index/filter';
 import { MemoryKind, MemoryStatus, RetentionClass, Sensitivity, type MemoryRecord } from '../memory/record';
 import { admittingClause, compileRead, matchesClauses } from './compile';
 import { evaluate } from './evaluate';
-import { makeRecord } from './fixtures';
+import { makeRecord } from '../testing';
 import { Operation, PolicyRule, resourceOf, type PolicyEnv, type PolicySubject } from './policy';
 
 const ROLES = ['agent', 'admin', 'dpo', 'legal', 'auditor'];

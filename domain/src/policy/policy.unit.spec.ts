@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Principal } from '../auth/principal';
 import { compileRead, matchesClauses } from './compile';
 import { evaluate } from './evaluate';
-import { makeRecord } from './fixtures';
+import { makeRecord } from '../testing';
 import { DEFAULT_POLICY, PolicyDocument, resourceOf, subjectOf, TenantPolicy, type PolicyEnv, type PolicySubject } from './policy';
 
 const NOW = '2025-01-01T00:00:00.000Z';

@@ -13,7 +13,6 @@ import {
   cleanEvent,
   evaluate,
   expiryOf,
-  trustForChannel,
   subjectOf,
 } from '@elma/domain';
 import type { EventSealer } from '../sealing/sealed-events';
@@ -93,10 +92,9 @@ export class IngestService {
     const rules = new Set<string>();
     const events = inputs.map((input, i) => {
       const path = batch ? `events.${i}.` : '';
-      const cleaned =
-        options.hygiene === false
-          ? { input, sensitivity: input.sensitivity, sourceTrust: policy.authoritativeSources.includes(input.source.system) ? ('authoritative' as const) : trustForChannel(input.source.channel) }
-          : cleanEvent(input, path, policy, (secret) => keyedFingerprint(this.deps.fingerprintKey, 'secret', secret));
+      const cleaned = cleanEvent(input, path, policy, (secret) => keyedFingerprint(this.deps.fingerprintKey, 'secret', secret), {
+        scan: options.hygiene !== false,
+      });
       const purposes = input.purposes ?? (principal.purposes.length > 0 ? principal.purposes : ['general']);
       const decision = evaluate(
         policy,
