@@ -36,11 +36,14 @@ export default async function setup(project: TestProject): Promise<() => Promise
   });
   process.stderr.write(`[elma] Temporal dev server at ${server.address} (started in ${server.startupMs} ms)\n`);
   process.env.TEMPORAL_ADDRESS = server.address;
+  // Erasure verification byte-scans the Temporal database too (workflow histories must hold no content).
+  process.env.ELMA_TEMPORAL_DB_FILE = join(dir, 'temporal.db');
   project.provide('temporalAddress', server.address);
   project.provide('temporalNamespace', namespace);
 
   return async () => {
     delete process.env.TEMPORAL_ADDRESS;
+    delete process.env.ELMA_TEMPORAL_DB_FILE;
     await server.stop();
     await rm(dir, { recursive: true, force: true });
   };

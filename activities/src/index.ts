@@ -1,19 +1,25 @@
+import type { ErasureService } from '@elma/infra';
+import { createErasureActivities, type ErasureActivities } from './erasure/activities';
 import { createReindexActivities, type TenantViews } from './reindex/activities';
 
 export type { TenantViews } from './reindex/types';
 export { createReindexActivities, type ReindexActivities } from './reindex/activities';
+export { createErasureActivities, type ErasureActivities, type Attempted } from './erasure/activities';
 export { withDomainFailures } from './shared/failures';
 
 /** Everything the activities need, as ports. Grows with each capability (erasure, consolidation, ...). */
 export interface ActivityDeps {
   views: TenantViews;
+  /** Omitted by workers that only rebuild views (tests of the reindex workflow). */
+  erasure?: ErasureService;
 }
 
 /** All of ELMA's activities, ready for `Worker.create({ activities })`. */
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createReindexActivities({ views: deps.views }),
+    ...(deps.erasure ? createErasureActivities({ erasure: deps.erasure }) : {}),
   };
 }
 
-export type ElmaActivities = ReturnType<typeof createActivities>;
+export type ElmaActivities = ReturnType<typeof createReindexActivities> & ErasureActivities;

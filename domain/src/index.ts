@@ -26,3 +26,4 @@ export * from './policy/evaluate';
 export * from './policy/compile';
 export * from './audit/audit';
 export * from './hygiene';
+export * from './erasure';

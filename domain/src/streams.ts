@@ -6,6 +6,9 @@
 export const streams = {
   events: (tenant: string, subject: string) => `events-${tenant}-${subject}`,
   memory: (tenant: string, memoryId: string) => `memory-${tenant}-${memoryId}`,
+  erasure: (tenant: string, requestId: string) => `erasure-${tenant}-${requestId}`,
+  /** Re-derivation tombstones of a tenant (keyed fingerprints of erased content). */
+  tombstones: (tenant: string) => `tombstone-${tenant}`,
   eventsOfTenant: (tenant: string) => `events-${tenant}-`,
   memoriesOfTenant: (tenant: string) => `memory-${tenant}-`,
 };

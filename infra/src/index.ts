@@ -21,3 +21,5 @@ export * from './policy/policy-store';
 export * from './legal-hold/legal-holds';
 export * from './audit';
 export * from './governance/governance-service';
+export * from './erasure';
+export * from './certificate';

@@ -3,4 +3,7 @@
 export * from './task-queue';
 export * from './search-attributes';
 export * from './reindex/messages';
+export * from './erasure/messages';
 export { reindexWorkflow } from './reindex/workflow';
+export { erasureWorkflow } from './erasure/workflow';
+export { retentionSweepWorkflow } from './erasure/retention-sweep';

@@ -11,9 +11,13 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
  */
 export const ElmaTenant = defineSearchAttributeKey('ElmaTenant', SearchAttributeType.KEYWORD);
 export const ElmaStatus = defineSearchAttributeKey('ElmaStatus', SearchAttributeType.KEYWORD);
+export const ElmaRequestId = defineSearchAttributeKey('ElmaRequestId', SearchAttributeType.KEYWORD);
+export const ElmaReason = defineSearchAttributeKey('ElmaReason', SearchAttributeType.KEYWORD);
 
 /** Name -> type, in the form `temporal server start-dev --search-attribute NAME=Type` takes. */
 export const ELMA_SEARCH_ATTRIBUTES = {
   ElmaTenant: 'Keyword',
   ElmaStatus: 'Keyword',
+  ElmaRequestId: 'Keyword',
+  ElmaReason: 'Keyword',
 } as const satisfies Record<string, 'Keyword' | 'Text' | 'Int' | 'Double' | 'Bool' | 'Datetime' | 'KeywordList'>;

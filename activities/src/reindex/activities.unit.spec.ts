@@ -39,12 +39,15 @@ describe('reindex activities', () => {
     expect(views.calls).toEqual([]);
   });
 
-  it('let infrastructure errors through unchanged so Temporal retries them', async () => {
-    const outage = new Error('index temporarily unavailable');
+  it('retry infrastructure errors under their name only, never their message (it may quote content)', async () => {
+    const outage = Object.assign(new SyntaxError('Unexpected token in JSON: "Alice\'s passport P1234567"'), { code: 'EIO' });
     const activities = createReindexActivities({
       views: { drop: async () => Promise.reject(outage), replay: async () => ({ events: 0, memories: 0 }) },
     });
 
-    await expect(activities.dropTenantViews('acme')).rejects.toBe(outage);
+    const error = await activities.dropTenantViews('acme').catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(ApplicationFailure);
+    expect(error).toMatchObject({ type: 'SyntaxError', nonRetryable: false });
+    expect((error as Error).message).toBe('SyntaxError (EIO): retrying');
   });
 });

@@ -13,7 +13,10 @@ import { MemoryResolver } from './graphql/memory.resolver';
 import { AuthGuard } from './http/auth.guard';
 import { ProblemFilter, sendProblem } from './http/problem.filter';
 import { toProblem } from './http/problem';
-import { ELMA } from './http/tokens';
+import { ELMA, ERASURE_DESK } from './http/tokens';
+import { ErasureDesk, type ErasureWorkflows } from './erasure/erasure-desk';
+import { ErasuresController, WellKnownController } from './rest/erasures.controller';
+import { ErasureResolver } from './graphql/erasure.resolver';
 import { EventsController } from './rest/events.controller';
 import { GovernanceController } from './rest/governance.controller';
 import { HealthController } from './rest/health.controller';
@@ -25,7 +28,7 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 @Module({})
 class ApiModule {
-  static with(elma: Elma): DynamicModule {
+  static with(elma: Elma, options: ApiOptions): DynamicModule {
     return {
       module: ApiModule,
       imports: [
@@ -50,8 +53,14 @@ class ApiModule {
           },
         }),
       ],
-      controllers: [EventsController, MemoriesController, RecallController, GovernanceController, HealthController],
-      providers: [{ provide: ELMA, useValue: elma }, AuthGuard, MemoryResolver],
+      controllers: [EventsController, MemoriesController, RecallController, GovernanceController, ErasuresController, WellKnownController, HealthController],
+      providers: [
+        { provide: ELMA, useValue: elma },
+        { provide: ERASURE_DESK, useValue: new ErasureDesk(elma, options.erasures) },
+        AuthGuard,
+        MemoryResolver,
+        ErasureResolver,
+      ],
     };
   }
 }
@@ -65,10 +74,15 @@ function silenceExpectedOverrideWarning(): void {
   }
 }
 
+export interface ApiOptions {
+  /** The erasure workflows on Temporal; without it the erasure endpoints answer 503 TEMPORAL.UNAVAILABLE. */
+  erasures?: ErasureWorkflows;
+}
+
 /** Builds the HTTP app (REST under /v1, GraphQL at /graphql, OpenAPI at /docs) on a process's ELMA services. */
-export async function createApi(elma: Elma): Promise<NestFastifyApplication> {
+export async function createApi(elma: Elma, options: ApiOptions = {}): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false });
-  const app = await NestFactory.create<NestFastifyApplication>(ApiModule.with(elma), adapter, { logger: false });
+  const app = await NestFactory.create<NestFastifyApplication>(ApiModule.with(elma, options), adapter, { logger: false });
   const onServerError = (error: unknown, requestId: string) =>
     elma.logger.error('request failed', { requestId, name: (error as Error)?.name, code: (error as { code?: string })?.code });
   app.useGlobalFilters(new ProblemFilter(onServerError));

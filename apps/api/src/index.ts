@@ -1,2 +1,3 @@
 export * from './app';
 export * from './http/problem';
+export * from './erasure/erasure-desk';

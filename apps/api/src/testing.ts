@@ -4,7 +4,12 @@ import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Clock, Principal } from '@elma/domain';
 import { loadConfig, mintToken, openElma, silentLogger, type Elma } from '@elma/infra';
+import { randomUUID } from 'node:crypto';
+import { Connection } from '@temporalio/client';
+import type { WorkflowBundle } from '@temporalio/worker';
+import { createElmaWorker, temporalErasureWorkflows } from '@elma/worker';
 import { createApi } from './app';
+import type { ErasureWorkflows } from './erasure/erasure-desk';
 
 /** A real ELMA on real SQLite files in a temporary folder, served over real HTTP on a free port. */
 export interface TestApp {
@@ -12,16 +17,49 @@ export interface TestApp {
   elma: Elma;
   app: NestFastifyApplication;
   dataDir: string;
+  /** The test's own task queue, when started with `temporal`. */
+  taskQueue?: string;
   token(claims?: Partial<Principal>): Promise<string>;
   close(): Promise<void>;
 }
 
-export async function startTestApp(options: { dataDir?: string; keep?: boolean; clock?: Clock } = {}): Promise<TestApp> {
+export interface TestAppOptions {
+  dataDir?: string;
+  keep?: boolean;
+  clock?: Clock;
+  /**
+   * Erasure endpoints backed by the real Temporal server of the test run: an in-process worker on a task
+   * queue of its own (test files share the server), plus the API's Temporal client.
+   */
+  temporal?: { address: string; workflowBundle?: WorkflowBundle };
+}
+
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'elma-test-'));
-  const config = loadConfig({ ELMA_DATA_DIR: dataDir, ELMA_PORT: '0' });
+  const config = loadConfig({ ELMA_DATA_DIR: dataDir, ELMA_PORT: '0', ELMA_TEMPORAL_DB_FILE: process.env.ELMA_TEMPORAL_DB_FILE });
   const elma = await openElma(config, { logger: silentLogger, clock: options.clock });
   await elma.runner.start();
-  const app = await createApi(elma);
+  const stops: (() => Promise<unknown>)[] = [];
+  let erasures: ErasureWorkflows | undefined;
+  let taskQueue: string | undefined;
+  if (options.temporal) {
+    taskQueue = `elma-test-${randomUUID()}`;
+    const worker = await createElmaWorker({
+      address: options.temporal.address,
+      taskQueue,
+      workflowBundle: options.temporal.workflowBundle,
+      deps: { views: elma.views, erasure: elma.erasure },
+    });
+    const running = worker.run();
+    const connection = await Connection.connect({ address: options.temporal.address });
+    stops.push(async () => {
+      await connection.close();
+      await worker.shutdown();
+      await running.catch(() => undefined);
+    });
+    erasures = temporalErasureWorkflows({ connection, taskQueue });
+  }
+  const app = await createApi(elma, { erasures });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.getHttpServer().address() as { port: number };
   return {
@@ -38,8 +76,10 @@ export async function startTestApp(options: { dataDir?: string; keep?: boolean; 
         clearance: 'internal',
         ...claims,
       }),
+    taskQueue,
     async close() {
       await app.close();
+      for (const stop of stops.reverse()) await stop();
       await elma.close();
       if (!options.keep) rmSync(dataDir, { recursive: true, force: true });
     },
@@ -62,4 +102,22 @@ export async function dataEventCount(elma: Elma, tenant: string): Promise<number
   let n = 0;
   for await (const _ of elma.log.readAll({ filter: { streamNamePrefix: [`events-${tenant}-`, `memory-${tenant}-`] } })) n++;
   return n;
+}
+
+/** A JSON call as `token`; the body is parsed when it is JSON. */
+export async function callApi(url: string, token: string, method: string, path: string, body?: unknown) {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const bytes = Buffer.from(await response.arrayBuffer());
+  const text = bytes.toString('utf8');
+  let json: any;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, text, bytes, body: json, contentType: response.headers.get('content-type') ?? '' };
 }

@@ -2,6 +2,8 @@ import { rebuildCommand } from './commands/rebuild';
 import { startCommand } from './commands/start';
 import { tokenCommand } from './commands/token';
 import { benchCommand } from './commands/bench';
+import { verifyCertificateCommand } from './commands/verify-certificate';
+import { workerCommand } from './commands/worker';
 
 const USAGE = `elma <command> [options]
 
@@ -10,6 +12,9 @@ Commands:
   token [--tenant T] [--sub S] [--roles a,b] [--purposes a,b] [--clearance C] [--ttl SECONDS]
                                 mint a development token signed with the embedded JWT secret
   rebuild --tenant T            drop a tenant's views and replay its log (ReindexWorkflow on Temporal)
+  worker                        run a Temporal worker alone (needs TEMPORAL_ADDRESS; no API, no projection)
+  verify-certificate <file> [--jwks <url-or-file>]
+                                verify an erasure certificate offline; exits 1 if it was altered
   bench [--sizes 10000,100000]  print throughput and latency figures (npm run bench)
 `;
 
@@ -25,6 +30,10 @@ export async function runCli(argv: string[]): Promise<number | undefined> {
       return rebuildCommand(rest);
     case 'bench':
       return benchCommand(rest);
+    case 'worker':
+      return workerCommand(rest);
+    case 'verify-certificate':
+      return verifyCertificateCommand(rest);
     case undefined:
     case 'help':
     case '--help':

@@ -1,6 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
-import { ELMA_TASK_QUEUE, ElmaTenant, type ReindexResult, type reindexWorkflow } from '@elma/workflows';
+import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import type { ErasureProgress, ErasureReason } from '@elma/domain';
+import {
+  ELMA_TASK_QUEUE,
+  ElmaReason,
+  ElmaRequestId,
+  ElmaStatus,
+  ElmaTenant,
+  approveErasureSignal,
+  erasureProgressQuery,
+  type ErasureResult,
+  type ReindexResult,
+  type erasureWorkflow,
+  type reindexWorkflow,
+} from '@elma/workflows';
 
 export interface ElmaClientOptions {
   /** An open connection to reuse; otherwise one is opened to `address` and closed afterwards. */
@@ -51,4 +64,87 @@ async function withClient<T>(options: ElmaClientOptions, use: (client: Client) =
   } finally {
     if (!options.connection) await connection.close();
   }
+}
+
+/** The workflow id of an erasure: `erasure-<tenant>-<requestId>`. */
+export function erasureWorkflowId(tenant: string, requestId: string): string {
+  return `erasure-${tenant}-${requestId}`;
+}
+
+/** Starts the erasure of a stored request (see `ErasureService.request`); returns at once. */
+export async function startErasure(
+  options: ElmaClientOptions,
+  input: { tenant: string; requestId: string; reason: ErasureReason },
+): Promise<{ workflowId: string; runId: string }> {
+  return withClient(options, async (client) => {
+    const handle = await client.workflow.start<typeof erasureWorkflow>('erasureWorkflow', {
+      taskQueue: options.taskQueue ?? ELMA_TASK_QUEUE,
+      workflowId: erasureWorkflowId(input.tenant, input.requestId),
+      args: [input],
+      typedSearchAttributes: [
+        { key: ElmaTenant, value: input.tenant },
+        { key: ElmaRequestId, value: input.requestId },
+        { key: ElmaReason, value: input.reason },
+        { key: ElmaStatus, value: 'running' },
+      ],
+    });
+    return { workflowId: handle.workflowId, runId: handle.firstExecutionRunId };
+  });
+}
+
+/**
+ * Live progress of an erasure, from the workflow's query (a finished workflow is replayed to answer it).
+ * Undefined when Temporal has no such workflow.
+ */
+export async function erasureProgress(options: ElmaClientOptions, tenant: string, requestId: string): Promise<ErasureProgress | undefined> {
+  return withClient(options, async (client) => {
+    try {
+      return await client.workflow.getHandle(erasureWorkflowId(tenant, requestId)).query(erasureProgressQuery);
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return undefined;
+      throw error;
+    }
+  });
+}
+
+/** Sends the approval signal; the caller has checked the approver's role and that approval is awaited. */
+export async function approveErasure(options: ElmaClientOptions, tenant: string, requestId: string, approvedBy: string): Promise<void> {
+  await withClient(options, (client) => client.workflow.getHandle(erasureWorkflowId(tenant, requestId)).signal(approveErasureSignal, { approvedBy }));
+}
+
+/** Waits for an erasure's end; rejects with `WorkflowFailedError` when it failed. */
+export async function erasureResult(options: ElmaClientOptions, tenant: string, requestId: string): Promise<ErasureResult> {
+  return withClient(options, (client) => client.workflow.getHandle<typeof erasureWorkflow>(erasureWorkflowId(tenant, requestId)).result());
+}
+
+export const RETENTION_SCHEDULE_ID = 'elma-retention-sweep';
+
+/** Creates the retention sweep schedule, or updates its interval; idempotent. */
+export async function ensureRetentionSchedule(options: ElmaClientOptions, everyMinutes: number): Promise<void> {
+  await withClient(options, async (client) => {
+    const spec = { intervals: [{ every: `${everyMinutes}m` as const }] };
+    const action = {
+      type: 'startWorkflow' as const,
+      workflowType: 'retentionSweepWorkflow',
+      taskQueue: options.taskQueue ?? ELMA_TASK_QUEUE,
+      args: [{}],
+    };
+    try {
+      await client.schedule.create({ scheduleId: RETENTION_SCHEDULE_ID, spec, action, policies: { overlap: ScheduleOverlapPolicy.SKIP } });
+    } catch (error) {
+      if (!(error instanceof ScheduleAlreadyRunning)) throw error;
+      await client.schedule.getHandle(RETENTION_SCHEDULE_ID).update((previous) => ({ ...previous, spec, action }));
+    }
+  });
+}
+
+/** The erasure side of the API over one Temporal connection (see `ErasureWorkflows` in @elma/api). */
+export function temporalErasureWorkflows(options: ElmaClientOptions & { connection: Connection }) {
+  return {
+    start: async (input: { tenant: string; requestId: string; reason: ErasureReason }) => {
+      await startErasure(options, input);
+    },
+    progress: (tenant: string, requestId: string) => erasureProgress(options, tenant, requestId),
+    approve: (tenant: string, requestId: string, approvedBy: string) => approveErasure(options, tenant, requestId, approvedBy),
+  };
 }

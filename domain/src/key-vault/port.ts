@@ -15,6 +15,9 @@ export interface KeyVault {
   /** Destroys the data keys of these records physically. Idempotent. */
   shred(tenant: string, recordIds: string[]): Promise<void>;
 
+  /** The ids among these whose data keys have been shredded (all of them for a destroyed tenant). */
+  shreddedAmong(tenant: string, recordIds: string[]): Promise<Set<string>>;
+
   /** True when the record's data key has been shredded. */
   isShredded(tenant: string, recordId: string): Promise<boolean>;
 

@@ -70,6 +70,16 @@ export interface MemoryIndex {
    */
   purge(tenant: string, ids: string[]): Promise<void>;
 
+  /**
+   * Every record of the tenant's partition (any status), in insertion order,
+   * read in batches. For whole-tenant work that is rare by nature: erasure
+   * lookups, retention sweeps.
+   */
+  records(tenant: string): AsyncIterable<MemoryRecord>;
+
+  /** The tenants that have a partition. */
+  tenants(): Promise<string[]>;
+
   /** Number of records in the tenant's partition. */
   count(tenant: string): Promise<number>;
 

@@ -9,6 +9,9 @@ export const EXTRACTION_RULE_VERSION = '1';
 export const episodicIdFor = (eventId: string) => `mem_ep_${eventId}`;
 export const semanticIdFor = (eventId: string) => `mem_se_${eventId}`;
 
+/** The text of the semantic memory a fact becomes. */
+export const factText = (fact: { entity: string; attribute: string; value: string }) => `${fact.entity} ${fact.attribute}: ${fact.value}`;
+
 /** Default trust by channel until a tenant registers authoritative sources (governance issue). */
 export function trustForChannel(channel: string | undefined): SourceTrust {
   switch (channel) {
@@ -73,7 +76,7 @@ export function deriveMemories(event: EventIngested): RecordMemory[] {
         ...base,
         id: semanticIdFor(event.eventId),
         kind: 'semantic',
-        content: { text: `${fact.entity} ${fact.attribute}: ${fact.value}`, fact },
+        content: { text: factText(fact), fact },
         validFrom: fact.validFrom ?? event.occurredAt,
         validTo: fact.validTo ?? null,
         confidence: trust === 'user' || trust === 'certified' || trust === 'authoritative' ? 0.9 : 0.5,

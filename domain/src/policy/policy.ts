@@ -71,7 +71,8 @@ const Rules = z
     });
   });
 
-const Days = z.number().int().positive();
+/** Days; fractions are allowed (0.5 is twelve hours), so short retention can be tested and used. */
+const Days = z.number().positive();
 
 export const TenantPolicy = z.strictObject({
   version: z.number().int().min(1),
@@ -82,6 +83,13 @@ export const TenantPolicy = z.strictObject({
   retentionDays: z
     .strictObject({ session: Days.default(1), standard: Days.default(365), long_term: Days.default(3650) })
     .default({ session: 1, standard: 365, long_term: 3650 }),
+  /** Erasure: closures larger than `approvalThreshold` records wait for a DPO's approval, at most `approvalTimeoutHours`. */
+  erasure: z
+    .strictObject({
+      approvalThreshold: z.number().int().min(0).default(100),
+      approvalTimeoutHours: z.number().positive().max(24 * 90).default(168),
+    })
+    .default({ approvalThreshold: 100, approvalTimeoutHours: 168 }),
   /** Sources whose facts are trusted as authoritative. */
   authoritativeSources: z.array(Name).max(1000).default([]),
   /** Words that raise a memory's sensitivity at ingest. */

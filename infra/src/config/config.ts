@@ -23,8 +23,14 @@ const Env = z.object({
   ELMA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TEMPORAL_ADDRESS: z.string().optional(),
   TEMPORAL_NAMESPACE: z.string().default('default'),
+  /** Task queue of ELMA's workflows and activities. */
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('elma'),
   TEMPORAL_UI_PORT: z.coerce.number().int().default(8233),
   TEMPORAL_PORT: z.coerce.number().int().default(7233),
+  /** The embedded Temporal dev server's database; erasure verification scans it too. Default `<data dir>/temporal.db`. */
+  ELMA_TEMPORAL_DB_FILE: z.string().optional(),
+  /** How often the retention sweep runs (a Temporal Schedule), in minutes. */
+  ELMA_RETENTION_SWEEP_MINUTES: z.coerce.number().positive().default(60),
   EVENTSTOREDB_URL: z.string().optional(),
   ELASTICSEARCH_URL: z.string().optional(),
 });
@@ -41,7 +47,8 @@ export interface ElmaConfig {
     | { kind: 'hashing'; dimensions: number }
     | { kind: 'openai-compatible'; dimensions: number; baseUrl: string; model: string; apiKey?: string };
   logLevel: z.infer<typeof Env>['ELMA_LOG_LEVEL'];
-  temporal: { address?: string; namespace: string; port: number; uiPort: number };
+  temporal: { address?: string; namespace: string; taskQueue: string; port: number; uiPort: number; dbFile: string };
+  retentionSweepMinutes: number;
 }
 
 export class ConfigError extends Error {
@@ -90,9 +97,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     temporal: {
       address: e.TEMPORAL_ADDRESS,
       namespace: e.TEMPORAL_NAMESPACE,
+      taskQueue: e.TEMPORAL_TASK_QUEUE,
       port: e.TEMPORAL_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
+      dbFile: resolve(e.ELMA_TEMPORAL_DB_FILE ?? join(dataDir, 'temporal.db')),
     },
+    retentionSweepMinutes: e.ELMA_RETENTION_SWEEP_MINUTES,
   };
 }
 

@@ -20,6 +20,7 @@ import { deterministicUuid, keyedFingerprint } from './ids';
 import type { WriteTracker } from '../projection/write-tracker';
 import type { PolicyStore } from '../policy/policy-store';
 import type { AuditLog } from '../audit/audit-log';
+import type { ErasureGuard } from '../erasure/guard';
 
 export interface IngestedRef {
   id: string;
@@ -55,6 +56,7 @@ export class IngestService {
       writes: WriteTracker;
       policies: PolicyStore;
       audit: AuditLog;
+      erased: ErasureGuard;
     },
   ) {}
 
@@ -118,6 +120,10 @@ export class IngestService {
         expiresAt: expiryOf(input.retention, recordedAt, policy),
       });
     });
+    await this.deps.erased.refuseErased(
+      principal.tenant,
+      events.map((event, i) => ({ path: batch ? `events.${i}.content` : 'content', subject: event.subject, content: event.content })),
+    );
     return { events, rules: [...rules] };
   }
 

@@ -108,6 +108,16 @@ export function keyVaultContract(name: string, factory: () => Promise<KeyVaultUn
         expect(await vault.isShredded('t1', 'never')).toBe(true);
       });
 
+      it('names the shredded ids of a batch, and every id once the tenant is destroyed', async () => {
+        await vault.dataKeys('t1', ['s-1', 's-2', 's-3'], { create: true });
+        await vault.shred('t1', ['s-2', 'never-keyed']);
+
+        expect(await vault.shreddedAmong('t1', ['s-1', 's-2', 's-3', 'never-keyed'])).toEqual(new Set(['s-2', 'never-keyed']));
+        expect(await vault.shreddedAmong('t2', ['s-2'])).toEqual(new Set());
+        await vault.destroyTenant('t1');
+        expect(await vault.shreddedAmong('t1', ['s-1', 'x'])).toEqual(new Set(['s-1', 'x']));
+      });
+
       it('shredding is idempotent', async () => {
         await vault.dataKeys('t1', ['m1'], { create: true });
 

@@ -50,7 +50,9 @@ export class LegalHolds {
     holds.delete(id);
   }
 
-  async list(tenant: string): Promise<LegalHold[]> {
+  /** The active holds; `fresh` re-reads the log, for a decision that must see holds placed by other processes. */
+  async list(tenant: string, options: { fresh?: boolean } = {}): Promise<LegalHold[]> {
+    if (options.fresh) this.active.delete(tenant);
     return [...(await this.holds(tenant)).values()];
   }
 

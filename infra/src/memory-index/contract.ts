@@ -260,6 +260,23 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       }
     });
 
+    it('lists every record of one tenant, any status, in insertion order, across batches', async () => {
+      const many = Array.from({ length: 2_345 }, (_, i) => mem({ id: `r-${i}`, text: `note ${i}` }));
+      many[7] = { ...many[7], record: { ...many[7].record, status: 'superseded' } };
+      await index.upsert(A, many);
+      await index.upsert(B, [indexed({ id: 'b-1', tenant: B, text: 'other tenant' })]);
+      await index.purge(A, ['r-3']);
+
+      const listed: string[] = [];
+      for await (const record of index.records(A)) listed.push(record.id);
+
+      expect(listed).toEqual(many.map((m) => m.record.id).filter((id) => id !== 'r-3'));
+      expect(await index.tenants()).toEqual(expect.arrayContaining([A, B]));
+      const none: string[] = [];
+      for await (const record of index.records('nobody')) none.push(record.id);
+      expect(none).toEqual([]);
+    });
+
     it('dropTenant empties that tenant only, and the tenant can be rebuilt', async () => {
       await index.upsert(A, [mem({ id: 'a-1', text: 'alpha note' })]);
       await index.upsert(B, [indexed({ id: 'b-1', tenant: B, text: 'alpha note' })]);

@@ -27,6 +27,7 @@ import {
 } from '@elma/domain';
 import { deterministicUuid, keyedFingerprint } from '../ingest/ids';
 import type { AuditLog } from '../audit/audit-log';
+import type { ErasureGuard } from '../erasure/guard';
 import type { LegalHolds } from '../legal-hold/legal-holds';
 import type { PolicyStore } from '../policy/policy-store';
 import { memoryEventMetadata } from '../projection/projection';
@@ -57,6 +58,7 @@ export class MemoryService {
       holds: LegalHolds;
       audit: AuditLog;
       fingerprintKey: Uint8Array;
+      erased: ErasureGuard;
     },
   ) {}
 
@@ -112,6 +114,7 @@ export class MemoryService {
       retention: { class: request.retention, expiresAt: null },
     };
 
+    await this.deps.erased.refuseErased(tenant, [{ path: 'content', subject: record.subject, content: record.content }]);
     const decision = evaluate(policy, subjectOf(principal), resourceOf(record), { purpose: record.policy.purposes[0], now }, 'write');
     const audit = (effect: 'allow' | 'deny') =>
       this.deps.audit.record({

@@ -56,6 +56,13 @@ export class Projection {
     for (const key of this.recentlyIndexed.keys()) if (key.startsWith(`${tenant}/`)) this.recentlyIndexed.delete(key);
   }
 
+  /** Forgets these records (erased); returns how many it held. */
+  forget(tenant: string, ids: string[]): number {
+    let forgotten = 0;
+    for (const id of ids) if (this.recentlyIndexed.delete(`${tenant}/${id}`)) forgotten++;
+    return forgotten;
+  }
+
   async apply(events: RecordedEvent[], options: ApplyOptions): Promise<{ events: number; memories: number }> {
     let memories = 0;
     for (const [tenant, ofTenant] of groupBy(events, tenantOf)) {
@@ -75,6 +82,8 @@ export class Projection {
         for (const recorded of decide(command, initialMemoryState())) derived.set(recorded.record.id, recorded.record);
       }
     }
+    // A record erased on its own (its event kept, e.g. under a legal hold) must not be derived again.
+    if (derived.size > 0) for (const id of await this.deps.sealer.erasedAmong(tenant, [...derived.keys()])) derived.delete(id);
     if (options.appendDerived && derived.size > 0) await this.appendMemoryEvents(tenant, [...derived.values()]);
 
     // Memory events: skip those derived just now or already indexed at this version.

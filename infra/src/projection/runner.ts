@@ -58,6 +58,11 @@ export class ProjectionRunner {
     await Promise.allSettled(this.loops);
   }
 
+  /** True between start() and stop(): waitFor() can only be answered then. */
+  get running(): boolean {
+    return this.subscription !== undefined && !this.stopped;
+  }
+
   /** The last log position whose effects are in the index. */
   get checkpoint(): bigint {
     return this.position;

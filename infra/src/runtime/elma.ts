@@ -21,6 +21,11 @@ import { PolicyStore } from '../policy/policy-store';
 import { GovernanceService } from '../governance/governance-service';
 import { EventSealer } from '../sealing/sealed-events';
 import { createLogger, type Logger } from './logger';
+import { CertificateSigner } from '../certificate/signing';
+import { ErasureFingerprints } from '../erasure/fingerprints';
+import { ErasureGuard } from '../erasure/guard';
+import { ErasureService } from '../erasure/erasure-service';
+import { Tombstones } from '../erasure/tombstones';
 
 export const systemClock: Clock = { now: () => new Date() };
 export const uuidSource: IdSource = { next: () => randomUUID() };
@@ -50,6 +55,8 @@ export interface Elma {
   ingest: IngestService;
   memories: MemoryService;
   recall: RecallService;
+  erasure: ErasureService;
+  signer: CertificateSigner;
   health(): Promise<Record<string, EngineHealth>>;
   /** Adds an engine this process depends on beyond the built-in ones (e.g. the Temporal server). */
   addHealthProbe(name: string, probe: () => Promise<EngineHealth>): void;
@@ -82,6 +89,11 @@ export async function openElma(
   const audit = new AuditLog({ log, clock });
   const probes = new Map<string, () => Promise<EngineHealth>>();
   const fingerprintKey = Buffer.from(keyedFingerprint(config.masterKey, 'elma.idempotency.v1'), 'hex');
+  const fingerprints = new ErasureFingerprints(Buffer.from(keyedFingerprint(config.masterKey, 'elma.erasure.v1'), 'hex'));
+  const tombstones = new Tombstones({ log });
+  const erased = new ErasureGuard({ tombstones, fingerprints });
+  const signer = new CertificateSigner({ masterKey: config.masterKey });
+  const scanRoots = [config.dataDir, ...(config.temporal.dbFile && !config.temporal.dbFile.startsWith(config.dataDir) ? [config.temporal.dbFile, `${config.temporal.dbFile}-wal`] : [])];
 
   return {
     config,
@@ -98,8 +110,26 @@ export async function openElma(
     holds,
     audit,
     governance: new GovernanceService({ policies, holds, audit }),
-    ingest: new IngestService({ log, sealer, clock, fingerprintKey, writes, policies, audit }),
-    memories: new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey }),
+    ingest: new IngestService({ log, sealer, clock, fingerprintKey, writes, policies, audit, erased }),
+    memories: new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased }),
+    erasure: new ErasureService({
+      log,
+      index,
+      vault,
+      sealer,
+      projection,
+      runner,
+      holds,
+      policies,
+      audit,
+      tombstones,
+      fingerprints,
+      signer,
+      clock,
+      ids,
+      scanRoots,
+    }),
+    signer,
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit }),
     async health() {
       const probe = async (check: () => Promise<unknown>) => {

@@ -12,6 +12,10 @@ import { openJson, sealJson, type Sealed } from '../crypto/envelope';
 export const CONTENT_PATHS: Record<string, readonly string[]> = {
   EventIngested: ['content'],
   MemoryRecorded: ['record', 'content'],
+  /** The scope names a data subject; sealed under the request's own key, shredded once the certificate is signed. */
+  ErasureRequested: ['scope'],
+  /** What verification needs after the purge (texts, terms, vectors), sealed the same way. */
+  ErasureWorksetCaptured: ['workset'],
 };
 
 /** Event metadata key naming the record whose data key seals the payload. */
@@ -43,6 +47,11 @@ export class EventSealer {
         metadata: { ...event.metadata, tenant, [KEY_ID]: event.keyId },
       };
     });
+  }
+
+  /** The key ids among these whose records were erased (data key shredded). */
+  erasedAmong(tenant: string, keyIds: string[]): Promise<Set<string>> {
+    return this.vault.shreddedAmong(tenant, keyIds);
   }
 
   /**

@@ -5,6 +5,7 @@ import type { Elma } from '@elma/infra';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
 import { ParamTypes } from './param-types';
+import { withoutNulls } from './without-nulls';
 import {
   EventInput,
   IngestResultType,
@@ -55,15 +56,4 @@ function toGraphql(record: MemoryRecord): MemoryType {
     sensitivity: record.policy.sensitivity,
     purposes: record.policy.purposes,
   };
-}
-
-/** GraphQL sends explicit nulls for omitted optional fields; the zod schemas expect them absent. */
-function withoutNulls<T>(value: T): T {
-  if (Array.isArray(value)) return value.map(withoutNulls) as T;
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(
-      Object.entries(value).filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => [k, withoutNulls(v)]),
-    ) as T;
-  }
-  return value;
 }

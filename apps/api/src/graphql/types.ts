@@ -155,3 +155,50 @@ export class RecallInput {
   @Field(() => String, { nullable: true }) consistency?: string;
   @Field(() => String, { nullable: true }) afterPosition?: string;
 }
+
+@ObjectType('ErasureStep')
+export class ErasureStepType {
+  @Field(() => String) step!: string;
+  @Field(() => String) startedAt!: string;
+  @Field(() => String) finishedAt!: string;
+  @Field(() => Int) attempts!: number;
+}
+
+@ObjectType('ErasureFailure')
+export class ErasureFailureType {
+  @Field(() => String) code!: string;
+  @Field(() => String) message!: string;
+}
+
+@ObjectType('Erasure')
+export class ErasureType {
+  @Field(() => ID) requestId!: string;
+  @Field(() => String) reason!: string;
+  @Field(() => String) status!: string;
+  @Field(() => String, { nullable: true }) currentStep!: string | null;
+  @Field(() => [ErasureStepType]) steps!: ErasureStepType[];
+  @Field(() => Int, { nullable: true }) closureSize!: number | null;
+  @Field(() => [ID]) blockedByLegalHold!: string[];
+  @Field(() => String, { nullable: true }) approvalDeadline?: string;
+  @Field(() => String, { nullable: true }) approvedBy?: string;
+  @Field(() => ErasureFailureType, { nullable: true }) failure?: ErasureFailureType;
+  @Field(() => Boolean) certificateAvailable!: boolean;
+}
+
+/** The scope of `requestErasure`: `type` picks which of the other fields apply (as in REST). */
+@InputType()
+export class ErasureScopeInput {
+  @Field(() => String) type!: string;
+  @Field(() => [ID], { nullable: true }) recordIds?: string[];
+  @Field(() => String, { nullable: true }) subject?: string;
+  @Field(() => String, { nullable: true }) from?: string;
+  @Field(() => String, { nullable: true }) to?: string;
+  @Field(() => String, { nullable: true }) text?: string;
+  @Field(() => String, { nullable: true }) fingerprint?: string;
+}
+
+@InputType()
+export class ErasureRequestInput {
+  @Field(() => ErasureScopeInput) scope!: ErasureScopeInput;
+  @Field(() => String) reason!: string;
+}

@@ -1,9 +1,8 @@
-import { join } from 'node:path';
 import { createApi } from '@elma/api';
 import { loadConfig, openElma, startTemporalDevServer, type TemporalDevServer } from '@elma/infra';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { createElmaWorker } from '@elma/worker';
+import { createElmaWorker, ensureRetentionSchedule, temporalErasureWorkflows } from '@elma/worker';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 
 /**
@@ -24,7 +23,7 @@ export async function startCommand(_argv: string[]): Promise<number | undefined>
     if (!address) {
       process.stderr.write('[elma] starting the Temporal dev server...\n');
       temporal = await startTemporalDevServer({
-        dbFile: join(config.dataDir, 'temporal.db'),
+        dbFile: config.temporal.dbFile,
         port: config.temporal.port,
         uiPort: config.temporal.uiPort,
         namespace: config.temporal.namespace,
@@ -40,7 +39,7 @@ export async function startCommand(_argv: string[]): Promise<number | undefined>
 
     // Temporal's runtime logs at INFO by default; WARN keeps the console to what an operator must see.
     Runtime.install({ logger: new DefaultLogger('WARN') });
-    const worker = await createElmaWorker({ address, namespace: config.temporal.namespace, deps: { views: elma.views } });
+    const worker = await createElmaWorker({ address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, deps: { views: elma.views, erasure: elma.erasure } });
     stops.push(() => worker.shutdown());
     const running = worker.run().catch((error: unknown) => {
       elma.logger.error('temporal worker stopped', { name: (error as Error)?.name });
@@ -53,7 +52,9 @@ export async function startCommand(_argv: string[]): Promise<number | undefined>
       return { engine: temporal ? 'temporal dev server' : 'temporal', up: status === 1, detail: { address } };
     });
 
-    const app = await createApi(elma);
+    const clientOptions = { connection: temporalClient, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
+    await ensureRetentionSchedule(clientOptions, config.retentionSweepMinutes);
+    const app = await createApi(elma, { erasures: temporalErasureWorkflows(clientOptions) });
     stops.push(() => app.close());
     await app.listen({ port: config.port, host: config.host });
     const api = `http://${config.host}:${config.port}`;

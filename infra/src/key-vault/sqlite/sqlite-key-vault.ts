@@ -97,6 +97,11 @@ export class SqliteKeyVault implements KeyVault {
     await this.truncateWal();
   }
 
+  async shreddedAmong(tenant: string, recordIds: string[]): Promise<Set<string>> {
+    if (this.statements.isDestroyed.get(tenant)) return new Set(recordIds);
+    return new Set(recordIds.filter((id) => this.statements.isShredded.get(tenant, id)));
+  }
+
   async isShredded(tenant: string, recordId: string): Promise<boolean> {
     // A destroyed tenant's keys are all gone, so each of its records counts as shredded.
     return Boolean(this.statements.isDestroyed.get(tenant) || this.statements.isShredded.get(tenant, recordId));

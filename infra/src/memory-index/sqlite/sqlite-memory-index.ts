@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import {
@@ -7,6 +7,7 @@ import {
   type HybridQuery,
   type IndexedMemory,
   type MemoryIndex,
+  type MemoryRecord,
   type SearchHit,
 } from '@elma/domain';
 import { compileFilter } from './filter-sql';
@@ -104,6 +105,26 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
 
   async count(tenant: string): Promise<number> {
     return this.partition(tenant, false)?.count() ?? 0;
+  }
+
+  async *records(tenant: string): AsyncIterable<MemoryRecord> {
+    // Batches by rowid, so no statement stays open across the consumer's awaits.
+    for (let after = 0; ; ) {
+      const partition = this.partition(tenant, false);
+      if (!partition) return;
+      const batch = partition.recordsAfter(after, 1_000);
+      if (batch.length === 0) return;
+      for (const row of batch) yield row.record;
+      after = batch[batch.length - 1].rowid;
+    }
+  }
+
+  async tenants(): Promise<string[]> {
+    this.assertOpen();
+    return readdirSync(this.options.dir)
+      .map((name) => /^tenant-(.+)\.db$/.exec(name)?.[1])
+      .filter((tenant): tenant is string => tenant !== undefined && TENANT_ID.test(tenant))
+      .sort();
   }
 
   /** Ids of the tenant's records, in insertion order. */

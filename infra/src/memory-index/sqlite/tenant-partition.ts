@@ -100,6 +100,15 @@ export class TenantPartition {
     return (this.stmt('SELECT count(*) AS n FROM memories').get() as { n: number }).n;
   }
 
+  /** Up to `limit` records with rowid > `after`, in rowid order. */
+  recordsAfter(after: number, limit: number): { rowid: number; record: MemoryRecord }[] {
+    const rows = this.stmt('SELECT rowid, record FROM memories WHERE rowid > ? ORDER BY rowid LIMIT ?').all(after, limit) as {
+      rowid: number;
+      record: string;
+    }[];
+    return rows.map((r) => ({ rowid: r.rowid, record: JSON.parse(r.record) as MemoryRecord }));
+  }
+
   allIds(): string[] {
     return (this.stmt('SELECT id FROM memories ORDER BY rowid').all() as { id: string }[]).map((r) => r.id);
   }

@@ -1,0 +1,285 @@
+import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import type { Principal } from '@elma/domain';
+import { verifySignedCertificate } from '@elma/infra';
+import { bundleElmaWorkflows } from '@elma/worker';
+import { callApi, chatEvent, startTestApp, type TestApp } from './testing';
+
+let t: TestApp;
+const tokens: Record<string, string> = {};
+const call = (who: string, method: string, path: string, body?: unknown) => callApi(t.url, tokens[who], method, path, body);
+const strong = async () => t.elma.runner.waitFor(await t.elma.log.headPosition());
+
+async function ingest(events: unknown[]) {
+  const response = await call('agent', 'POST', '/v1/events', { events });
+  expect(response.status, response.text).toBe(202);
+  await strong();
+  return response.body.events as { id: string }[];
+}
+
+async function recallTexts(query: string, who = 'agent') {
+  await strong();
+  const response = await call(who, 'POST', '/v1/recall', { query, purpose: 'support', budgetTokens: 4000 });
+  expect(response.status, response.text).toBe(200);
+  return (response.body.items as { text: string }[]).map((i) => i.text);
+}
+
+/** Polls progress until the erasure leaves the running states. */
+async function settle(id: string, who = 'compliance', until: string[] = ['completed', 'denied', 'approval_timed_out', 'verification_failed', 'failed']) {
+  for (let i = 0; i < 600; i++) {
+    const progress = await call(who, 'GET', `/v1/erasures/${id}`);
+    expect(progress.status, progress.text).toBe(200);
+    if (until.includes(progress.body.status)) return progress.body;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`erasure ${id} did not settle`);
+}
+
+async function erase(scope: unknown, who = 'compliance', reason = 'subject_request') {
+  const response = await call(who, 'POST', '/v1/erasures', { scope, reason });
+  expect(response.status, response.text).toBe(202);
+  return response.body.requestId as string;
+}
+
+/** Every file under the data folder, read raw: an independent check of what erasure left on disk. */
+function filesContaining(root: string, needle: Buffer): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      const stat = statSync(path);
+      if (stat.isDirectory()) walk(path);
+      else if (readFileSync(path).includes(needle)) found.push(path);
+    }
+  };
+  walk(root);
+  return found;
+}
+
+async function setPolicy(change: (policy: any) => void) {
+  const current = await call('admin', 'GET', '/v1/policy');
+  const { version, ...document } = current.body;
+  change(document);
+  const put = await call('admin', 'PUT', `/v1/policy?expectedVersion=${version}`, document);
+  expect(put.status, put.text).toBe(200);
+}
+
+beforeAll(async () => {
+  const workflowBundle = await bundleElmaWorkflows();
+  t = await startTestApp({ temporal: { address: inject('temporalAddress'), workflowBundle } });
+  const mint = (sub: string, claims: Partial<Principal>) => t.token({ sub, ...claims });
+  tokens.agent = await mint('agent-1', { roles: ['agent'], purposes: ['support'], clearance: 'restricted' });
+  tokens.compliance = await mint('compliance-1', { roles: ['compliance'], purposes: ['support'], clearance: 'restricted' });
+  tokens.dpo = await mint('dpo-1', { roles: ['dpo'], purposes: ['support'], clearance: 'restricted' });
+  tokens.dpo2 = await mint('dpo-2', { roles: ['dpo'], purposes: ['support'], clearance: 'restricted' });
+  tokens.legal = await mint('legal-1', { roles: ['legal'], purposes: ['support'], clearance: 'restricted' });
+  tokens.admin = await mint('admin-1', { roles: ['admin'], purposes: ['support'], clearance: 'restricted' });
+  tokens.auditor = await mint('auditor-1', { roles: ['auditor'], purposes: [], clearance: 'internal' });
+  tokens.self = await mint('cust-self', { roles: ['customer'], purposes: ['support'], clearance: 'internal' });
+}, 120_000);
+afterAll(async () => t?.close());
+
+describe('erasure of a data subject, end to end on Temporal', () => {
+  const secretEn = 'Zephyrine Quillfeather keeps her spare house key under the blue ceramic frog';
+  const secretZh = '张伟的护照放在书房第三个抽屉里，密码箱编号七二九';
+  let requestId: string;
+  let closureIds: string[];
+
+  beforeAll(async () => {
+    const [e1, e2] = await ingest([
+      chatEvent('cust-7', secretEn),
+      chatEvent('cust-7', secretZh),
+      chatEvent('cust-7', 'Customer asked about invoice delivery', {
+        content: { text: 'Customer asked about invoice delivery', fact: { entity: 'cust-7', attribute: 'invoice_channel', value: 'postal mail to Quillfeather Lane' } },
+      }),
+      chatEvent('cust-8', 'Bartholomew Finchley prefers morning calls about the blue ceramic frog order'),
+    ]);
+    const derived = await call('agent', 'POST', '/v1/memories', {
+      kind: 'semantic',
+      content: { text: 'Summary: Zephyrine hides a key under a frog and keeps a passport in a drawer' },
+      sourceEventIds: [e1.id, e2.id],
+      purposes: ['support'],
+    });
+    expect(derived.status, derived.text).toBe(201);
+    const second = await call('agent', 'POST', '/v1/memories', {
+      kind: 'semantic',
+      content: { text: 'Second-order note built on the Zephyrine summary' },
+      sourceEventIds: [e1.id],
+      purposes: ['support'],
+    });
+    expect(second.status, second.text).toBe(201);
+    await strong();
+    expect((await recallTexts('Zephyrine spare house key ceramic frog')).join('\n')).toContain('Zephyrine');
+  });
+
+  it('refuses a caller without compliance or dpo, with a problem+json, and stores nothing', async () => {
+    const response = await call('agent', 'POST', '/v1/erasures', { scope: { type: 'subject', subject: 'cust-7' }, reason: 'subject_request' });
+    expect(response.status).toBe(403);
+    expect(response.contentType).toContain('application/problem+json');
+    expect(response.body.code).toBe('AUTH.FORBIDDEN');
+    const invalid = await call('compliance', 'POST', '/v1/erasures', { scope: { type: 'subject' }, reason: 'because' });
+    expect(invalid.status).toBe(422);
+    expect(invalid.body.code).toBe('REQUEST.VALIDATION_FAILED');
+  });
+
+  it('runs every step and reports them with times and attempts', async () => {
+    requestId = await erase({ type: 'subject', subject: 'cust-7' });
+    expect(requestId).toMatch(/^era_/);
+    const done = await settle(requestId);
+    expect(done.status, JSON.stringify(done.failure)).toBe('completed');
+    expect(done.steps.map((s: { step: string }) => s.step)).toEqual([
+      'authorize', 'locate', 'closure', 'legal_hold', 'approval', 'purge_index', 'purge_caches', 'shred_keys', 'delete_streams', 'tombstones', 'verify', 'certify',
+    ]);
+    for (const step of done.steps) {
+      expect(step.attempts).toBeGreaterThanOrEqual(1);
+      expect(Date.parse(step.finishedAt)).toBeGreaterThanOrEqual(Date.parse(step.startedAt));
+    }
+    // 3 episodic + 1 semantic fact + the summary citing two of the events + the note citing one.
+    expect(done.closureSize).toBe(6);
+    expect(done.certificateAvailable).toBe(true);
+  });
+
+  it('issues a certificate that verifies against the published keys and fails when altered', async () => {
+    const certificate = await call('auditor', 'GET', `/v1/erasures/${requestId}/certificate`);
+    expect(certificate.status, certificate.text).toBe(200);
+    const keys = await fetch(`${t.url}/.well-known/elma-keys`).then((r) => r.json());
+    expect(verifySignedCertificate(certificate.body, keys)).toMatchObject({ ok: true });
+    const tampered = JSON.parse(certificate.text.replace('"size":6', '"size":5'));
+    expect(verifySignedCertificate(tampered, keys)).toMatchObject({ ok: false });
+
+    const c = certificate.body.certificate;
+    closureIds = c.closure.records.map((r: { id: string }) => r.id);
+    expect(c.request.scope.type).toBe('subject');
+    expect(certificate.text).not.toContain('cust-7');
+    expect(certificate.text).not.toContain('Zephyrine');
+    expect(c.closure.byKind).toEqual({ episodic: 3, semantic: 3 });
+    expect(c.verification.passed).toBe(true);
+    for (const probe of ['getById', 'bm25', 'knn', 'byteScan']) expect(c.verification[probe]).toMatchObject({ checked: 6, failed: 0 });
+    expect(c.verification.decrypt.failed).toBe(0);
+    expect(c.verification.byteScan.paths).toEqual(expect.arrayContaining(['events.db', 'keys.db', 'index/tenant-acme.db', 'index/tenant-acme.usearch']));
+    expect(c.verification.byteScan.paths.some((p: string) => p.endsWith('temporal.db'))).toBe(true);
+
+    // Anchored to the audit chain: the entry with that seq has that hash and closes this erasure.
+    const audit = await call('auditor', 'GET', `/v1/audit?resource=erasure/${requestId}`);
+    const entries = audit.text.trim().split('\n').map((l) => JSON.parse(l));
+    expect(entries.find((e) => e.seq === c.auditAnchor.seq)).toMatchObject({ hash: c.auditAnchor.hash, operation: 'erase' });
+    expect(entries.filter((e) => e.resourceIds.includes('step/verify'))).toHaveLength(1);
+
+    const pdf = await call('compliance', 'GET', `/v1/erasures/${requestId}/certificate.pdf`);
+    expect(pdf.status).toBe(200);
+    expect(pdf.contentType).toBe('application/pdf');
+    expect(pdf.bytes.subarray(0, 8).toString()).toBe('%PDF-1.4');
+  });
+
+  it('leaves nothing to find: recall, get-by-id, and the bytes on disk', async () => {
+    expect((await recallTexts('Zephyrine spare house key ceramic frog passport')).join('\n')).not.toMatch(/Zephyrine|张伟/);
+    expect(await recallTexts('张伟 护照 抽屉 密码箱')).not.toContain(secretZh);
+    for (const id of closureIds) expect((await call('agent', 'GET', `/v1/memories/${id}`)).status).toBe(404);
+    await t.elma.index.flush();
+    for (const needle of [secretEn, secretZh, 'postal mail to Quillfeather Lane']) {
+      expect(filesContaining(t.dataDir, Buffer.from(needle))).toEqual([]);
+    }
+    // Another subject's record that shares words is untouched.
+    expect((await recallTexts('Bartholomew Finchley morning calls')).join('\n')).toContain('Bartholomew');
+  });
+
+  it('refuses the same content for the same subject again (tombstone), not for another subject', async () => {
+    const again = await call('agent', 'POST', '/v1/events', chatEvent('cust-7', `  ${secretEn.toUpperCase()} `, { source: { system: 'backup-restore', channel: 'chat' } }));
+    expect(again.status).toBe(409);
+    expect(again.body.code).toBe('ERASURE.CONTENT_ERASED');
+    expect(again.text).not.toContain('Zephyrine');
+    const other = await call('agent', 'POST', '/v1/events', chatEvent('cust-99', secretEn));
+    expect(other.status, other.text).toBe(202);
+  });
+
+  it('rebuilding the views from the log does not bring anything back', async () => {
+    await t.elma.views.drop('acme');
+    await t.elma.views.replay('acme');
+    for (const id of closureIds) expect(await t.elma.index.get('acme', id)).toBeUndefined();
+  });
+});
+
+describe('erasure under legal hold, approval and verification', () => {
+  it('restricts held records instead of erasing them and lists them in the certificate', async () => {
+    const [held, free] = await ingest([chatEvent('cust-9', 'Held evidence: contract dispute call recording'), chatEvent('cust-9', 'Free note: likes jazz')]);
+    const hold = await call('legal', 'POST', '/v1/legal-holds', { scope: { recordIds: [`mem_ep_${held.id}`] }, reason: 'MATTER-42' });
+    expect(hold.status, hold.text).toBe(201);
+    const id = await erase({ type: 'subject', subject: 'cust-9' });
+    const done = await settle(id);
+    expect(done.status).toBe('completed');
+    expect(done.blockedByLegalHold).toEqual([`mem_ep_${held.id}`]);
+    const certificate = (await call('compliance', 'GET', `/v1/erasures/${id}/certificate`)).body.certificate;
+    expect(certificate.legalHoldExceptions).toEqual([{ recordId: `mem_ep_${held.id}`, holdIds: [hold.body.id] }]);
+    expect(certificate.closure.records.map((r: { id: string }) => r.id)).toEqual([`mem_ep_${free.id}`]);
+    expect((await call('legal', 'GET', `/v1/memories/mem_ep_${held.id}`)).status).toBe(200);
+    expect((await call('legal', 'GET', `/v1/memories/mem_ep_${free.id}`)).status).toBe(404);
+  });
+
+  it('waits for a second DPO above the threshold, refusing self-approval and other roles', async () => {
+    await setPolicy((p) => (p.erasure = { approvalThreshold: 1, approvalTimeoutHours: 1 }));
+    await ingest([chatEvent('cust-10', 'first note'), chatEvent('cust-10', 'second note')]);
+    const id = await erase({ type: 'subject', subject: 'cust-10' }, 'dpo');
+    const waiting = await settle(id, 'dpo', ['awaiting_approval', 'completed', 'failed']);
+    expect(waiting.status).toBe('awaiting_approval');
+    expect(waiting.closureSize).toBe(2);
+    expect((await call('dpo', 'POST', `/v1/erasures/${id}/approve`)).body.code).toBe('ERASURE.SELF_APPROVAL');
+    expect((await call('compliance', 'POST', `/v1/erasures/${id}/approve`)).body.code).toBe('AUTH.FORBIDDEN');
+    const approved = await call('dpo2', 'POST', `/v1/erasures/${id}/approve`);
+    expect(approved.status, approved.text).toBe(200);
+    expect((await settle(id, 'dpo')).status).toBe('completed');
+    expect((await call('dpo', 'GET', `/v1/erasures/${id}/certificate`)).body.certificate.request.approvedBy).toBe('dpo-2');
+    expect((await call('dpo2', 'POST', `/v1/erasures/${id}/approve`)).body.code).toBe('ERASURE.NOT_AWAITING_APPROVAL');
+  });
+
+  it('fails visibly when no approval comes in time, and issues no certificate', async () => {
+    await setPolicy((p) => (p.erasure = { approvalThreshold: 0, approvalTimeoutHours: 0.0005 }));
+    await ingest([chatEvent('cust-11', 'a note nobody approves erasing')]);
+    const id = await erase({ type: 'subject', subject: 'cust-11' });
+    const done = await settle(id);
+    expect(done.status).toBe('approval_timed_out');
+    expect(done.failure.code).toBe('ERASURE.APPROVAL_TIMEOUT');
+    expect((await call('compliance', 'GET', `/v1/erasures/${id}/certificate`)).body.code).toBe('ERASURE.CERTIFICATE_NOT_READY');
+    expect(await recallTexts('a note nobody approves erasing')).toContain('a note nobody approves erasing');
+    await setPolicy((p) => (p.erasure = { approvalThreshold: 100, approvalTimeoutHours: 168 }));
+  });
+
+  it('fails verification loudly when a copy survives outside the purge, with no certificate', async () => {
+    const leftover = 'Orlaith Vantongeren account recovery phrase is copper lantern meadow';
+    await ingest([chatEvent('cust-12', leftover)]);
+    // A stray copy the purge does not know about (an unmanaged backup in the data folder).
+    writeFileSync(join(t.dataDir, 'stray-backup.txt'), `dump: ${leftover}\n`);
+    const id = await erase({ type: 'subject', subject: 'cust-12' });
+    const done = await settle(id);
+    expect(done.status).toBe('verification_failed');
+    expect(done.failure.code).toBe('ERASURE.VERIFICATION_FAILED');
+    expect(done.certificateAvailable).toBe(false);
+    expect((await call('compliance', 'GET', `/v1/erasures/${id}/certificate`)).status).toBe(409);
+  });
+
+  it('lets data subjects erase their own records only where the policy allows it', async () => {
+    await ingest([chatEvent('cust-self', 'my own note to forget')]);
+    const denied = await erase({ type: 'subject', subject: 'cust-self' }, 'self');
+    expect((await settle(denied, 'self')).status).toBe('denied');
+    expect((await call('self', 'POST', '/v1/erasures', { scope: { type: 'subject', subject: 'someone-else' }, reason: 'subject_request' })).status).toBe(403);
+
+    await setPolicy((p) => p.rules.push({ id: 'erase-own', operations: ['erase'], when: { ownerIsSubject: true, crossPurpose: true } }));
+    const allowed = await erase({ type: 'subject', subject: 'cust-self' }, 'self');
+    expect((await settle(allowed, 'self')).status).toBe('completed');
+    expect((await call('agent', 'GET', `/v1/erasures/${allowed}`)).status).toBe(404);
+  });
+
+  it('erases by content fingerprint and by record id through GraphQL', async () => {
+    const [e] = await ingest([chatEvent('cust-13', 'GraphQL-erased reminder: renew the Hollowbrook lease')]);
+    const mutation = `mutation($input: ErasureRequestInput!) { requestErasure(input: $input) { requestId status } }`;
+    const gql = (query: string, variables: unknown) => call('compliance', 'POST', '/graphql', { query, variables });
+    const started = await gql(mutation, { input: { reason: 'correction', scope: { type: 'content', text: 'graphql-erased REMINDER: renew the Hollowbrook lease' } } });
+    expect(started.body.errors, started.text).toBeUndefined();
+    const id = started.body.data.requestErasure.requestId;
+    expect((await settle(id)).status).toBe('completed');
+    const viewed = await gql(`query($id: ID!) { erasure(id: $id) { status closureSize steps { step attempts } } }`, { id });
+    expect(viewed.body.data.erasure).toMatchObject({ status: 'completed', closureSize: 1 });
+    expect((await call('agent', 'GET', `/v1/memories/mem_ep_${e.id}`)).status).toBe(404);
+  });
+});

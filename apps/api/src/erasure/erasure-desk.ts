@@ -1,0 +1,112 @@
+import {
+  CertificateNotReady,
+  DomainError,
+  ErasureNotAwaitingApproval,
+  ErasureSelfApproval,
+  type ErasureProgress,
+  type ErasureReason,
+  type Principal,
+  type SignedCertificate,
+} from '@elma/domain';
+import { Forbidden, renderCertificatePdf, type Elma } from '@elma/infra';
+
+/** How the API reaches the erasure workflows (Temporal), injected by the process that runs the API. */
+export interface ErasureWorkflows {
+  start(input: { tenant: string; requestId: string; reason: ErasureReason }): Promise<void>;
+  /** Undefined when Temporal has no such workflow. */
+  progress(tenant: string, requestId: string): Promise<ErasureProgress | undefined>;
+  approve(tenant: string, requestId: string, approvedBy: string): Promise<void>;
+}
+
+export class TemporalUnavailable extends DomainError {
+  constructor() {
+    super('TEMPORAL.UNAVAILABLE', 'erasures run on Temporal, which this API process is not connected to (set TEMPORAL_ADDRESS or use `elma start`)');
+  }
+}
+
+export const ERASURE_APPROVER_ROLE = 'dpo';
+
+/** What the erasure endpoints (REST and GraphQL) do: store the request, drive the workflow, read its outcome. */
+export class ErasureDesk {
+  constructor(
+    private readonly elma: Elma,
+    private readonly workflows: ErasureWorkflows | undefined,
+  ) {}
+
+  async create(caller: Principal, body: unknown, httpRequestId: string): Promise<ErasureProgress> {
+    const workflows = this.require();
+    const { requestId, reason } = await this.elma.erasure.request(caller, body, httpRequestId);
+    await workflows.start({ tenant: caller.tenant, requestId, reason });
+    return (
+      (await workflows.progress(caller.tenant, requestId).catch(() => undefined)) ?? {
+        requestId,
+        tenant: caller.tenant,
+        reason,
+        status: 'running',
+        currentStep: null,
+        steps: [],
+        closureSize: null,
+        blockedByLegalHold: [],
+        certificateAvailable: false,
+      }
+    );
+  }
+
+  async progress(caller: Principal, requestId: string): Promise<ErasureProgress> {
+    const request = await this.elma.erasure.readable(caller, requestId);
+    const live = await this.require().progress(caller.tenant, requestId);
+    if (live) return live;
+    // Temporal no longer has the workflow (retention of closed workflows): the erasure stream still says how it ended.
+    const certified = await this.elma.erasure.store.certificate(caller.tenant, requestId);
+    return {
+      requestId,
+      tenant: caller.tenant,
+      reason: request.reason,
+      status: certified ? 'completed' : 'failed',
+      currentStep: null,
+      steps: [...(await this.elma.erasure.store.steps(caller.tenant, requestId)).values()],
+      closureSize: certified ? certified.certificate.closure.size + certified.certificate.legalHoldExceptions.length : null,
+      blockedByLegalHold: certified?.certificate.legalHoldExceptions.map((e) => e.recordId) ?? [],
+      certificateAvailable: certified !== undefined,
+    };
+  }
+
+  /** Role `dpo`, someone other than the requester, and only while the workflow waits for it. */
+  async approve(caller: Principal, requestId: string, httpRequestId: string): Promise<ErasureProgress> {
+    const workflows = this.require();
+    const request = await this.elma.erasure.readable(caller, requestId);
+    if (!caller.roles.includes(ERASURE_APPROVER_ROLE)) {
+      await this.elma.erasure.auditApproval(caller, requestId, 'deny', 'role:dpo', httpRequestId);
+      throw new Forbidden(ERASURE_APPROVER_ROLE);
+    }
+    if (request.requestedBy.sub === caller.sub) {
+      await this.elma.erasure.auditApproval(caller, requestId, 'deny', 'four-eyes', httpRequestId);
+      throw new ErasureSelfApproval();
+    }
+    const before = await workflows.progress(caller.tenant, requestId);
+    if (before?.status !== 'awaiting_approval') throw new ErasureNotAwaitingApproval(requestId);
+    await workflows.approve(caller.tenant, requestId, caller.sub);
+    await this.elma.erasure.auditApproval(caller, requestId, 'allow', 'role:dpo', httpRequestId);
+    return { ...before, status: 'running', approvedBy: caller.sub };
+  }
+
+  async certificate(caller: Principal, requestId: string, httpRequestId: string): Promise<SignedCertificate> {
+    const signed = await this.elma.erasure.certificate(caller, requestId);
+    if (!signed) throw new CertificateNotReady(requestId);
+    await this.elma.erasure.auditCertificateExport(caller, requestId, httpRequestId);
+    return signed;
+  }
+
+  async certificatePdf(caller: Principal, requestId: string, httpRequestId: string): Promise<Buffer> {
+    return renderCertificatePdf(await this.certificate(caller, requestId, httpRequestId));
+  }
+
+  keys() {
+    return this.elma.signer.jwks();
+  }
+
+  private require(): ErasureWorkflows {
+    if (!this.workflows) throw new TemporalUnavailable();
+    return this.workflows;
+  }
+}

@@ -1,0 +1,161 @@
+import { createServer, type Server } from 'node:http';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ErasureCertificate, ERASURE_STEPS } from '@elma/domain';
+import { CertificateSigner } from '@elma/infra';
+import { verifyCertificateCommand } from './verify-certificate';
+
+const signer = new CertificateSigner({ masterKey: new Uint8Array(32).fill(7) });
+const FINGERPRINT = `0123456789abcdef${'0'.repeat(48)}`;
+
+function aSignedCertificate() {
+  const probe = { checked: 1, failed: 0, skipped: 0 };
+  return signer.sign(
+    ErasureCertificate.parse({
+      type: 'elma.erasure-certificate',
+      version: 1,
+      tenant: 'acme',
+      requestId: 'er-cli-1',
+      request: {
+        requestedBy: 'dpo@acme.test',
+        requestedAt: '2024-05-01T09:00:00.000Z',
+        reason: 'subject_request',
+        scope: { type: 'records', recordIds: ['mem-1'] },
+        approvedBy: null,
+        approvedAt: null,
+      },
+      closure: {
+        size: 1,
+        byKind: { working: 0, episodic: 1, semantic: 0, procedural: 0, relational: 0 },
+        records: [{ id: 'mem-1', kind: 'episodic', contentFingerprint: FINGERPRINT }],
+        events: 2,
+        streamsDeleted: 1,
+        keysShredded: 1,
+        tombstones: 1,
+      },
+      legalHoldExceptions: [],
+      steps: ERASURE_STEPS.map((step) => ({
+        step,
+        startedAt: '2024-05-01T10:00:00.000Z',
+        finishedAt: '2024-05-01T10:00:01.000Z',
+        attempts: 1,
+      })),
+      verification: {
+        passed: true,
+        getById: probe,
+        bm25: probe,
+        knn: probe,
+        decrypt: probe,
+        byteScan: { ...probe, files: 2, bytes: 4096, paths: ['events.db'] },
+        rounds: 1,
+      },
+      auditAnchor: { seq: 7, hash: 'e'.repeat(64) },
+      issuedAt: '2024-05-01T10:01:00.000Z',
+      keyId: signer.keyId,
+    }),
+  );
+}
+
+function capture() {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  return {
+    io: { stdout: { write: (s: string) => stdout.push(s) }, stderr: { write: (s: string) => stderr.push(s) } },
+    stdout: () => stdout.join(''),
+    stderr: () => stderr.join(''),
+  };
+}
+
+describe('elma verify-certificate', () => {
+  let dir: string;
+  let certificateFile: string;
+  let jwksFile: string;
+  let server: Server;
+  let baseUrl: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'elma-verify-certificate-'));
+    certificateFile = join(dir, 'certificate.json');
+    jwksFile = join(dir, 'jwks.json');
+    await writeFile(certificateFile, JSON.stringify(aSignedCertificate(), null, 2));
+    await writeFile(jwksFile, JSON.stringify(signer.jwks()));
+    server = createServer((request, response) => {
+      if (request.url === '/.well-known/elma-keys') {
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(signer.jwks()));
+      } else {
+        response.writeHead(404).end();
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a genuine certificate checked against a key file is OK', async () => {
+    const out = capture();
+
+    const code = await verifyCertificateCommand([certificateFile, '--jwks', jwksFile], out.io);
+
+    expect(code).toBe(0);
+    expect(out.stdout()).toBe(`certificate OK: request er-cli-1, tenant acme, 1 records, signed by ${signer.keyId}\n`);
+  });
+
+  it('a certificate with one hex digit changed is INVALID', async () => {
+    const text = await readFile(certificateFile, 'utf8');
+    const tampered = text.replace(`"contentFingerprint": "${FINGERPRINT}"`, `"contentFingerprint": "1${FINGERPRINT.slice(1)}"`);
+    expect(tampered).not.toBe(text);
+    const tamperedFile = join(dir, 'tampered.json');
+    await writeFile(tamperedFile, tampered);
+    const out = capture();
+
+    const code = await verifyCertificateCommand([tamperedFile, '--jwks', jwksFile], out.io);
+
+    expect(code).toBe(1);
+    expect(out.stderr()).toBe('certificate INVALID: signature does not match\n');
+  });
+
+  it('keys fetched from the issuing service over HTTP verify the certificate', async () => {
+    const out = capture();
+
+    const code = await verifyCertificateCommand([certificateFile, '--jwks', `${baseUrl}/.well-known/elma-keys`], out.io);
+
+    expect(code).toBe(0);
+  });
+
+  it('without --jwks the keys come from ELMA_URL', async () => {
+    const previous = process.env.ELMA_URL;
+    process.env.ELMA_URL = baseUrl;
+    try {
+      expect(await verifyCertificateCommand([certificateFile], capture().io)).toBe(0);
+    } finally {
+      if (previous === undefined) delete process.env.ELMA_URL;
+      else process.env.ELMA_URL = previous;
+    }
+  });
+
+  it('a missing certificate file is a usage error', async () => {
+    const out = capture();
+
+    const code = await verifyCertificateCommand([join(dir, 'missing.json'), '--jwks', jwksFile], out.io);
+
+    expect(code).toBe(2);
+    expect(out.stderr()).toContain('no such file');
+  });
+
+  it('a file that is not JSON, no file at all, or unreachable keys are usage errors', async () => {
+    const notJson = join(dir, 'not-json.txt');
+    await writeFile(notJson, 'certificate? what certificate');
+
+    expect(await verifyCertificateCommand([notJson, '--jwks', jwksFile], capture().io)).toBe(2);
+    expect(await verifyCertificateCommand([], capture().io)).toBe(2);
+    expect(await verifyCertificateCommand([certificateFile, '--jwks', `${baseUrl}/nowhere`], capture().io)).toBe(2);
+    expect(await verifyCertificateCommand([certificateFile, '--jwks', 'http://127.0.0.1:1/keys'], capture().io)).toBe(2);
+  });
+});

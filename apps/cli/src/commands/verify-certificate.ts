@@ -1,0 +1,93 @@
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { verifySignedCertificate } from '@elma/infra';
+
+const USAGE = 'usage: elma verify-certificate <file> [--jwks <url-or-file>]\n';
+const FETCH_TIMEOUT_MS = 10_000;
+
+interface Output {
+  write(text: string): unknown;
+}
+
+/**
+ * Checks a signed erasure certificate (the JSON document) against the
+ * issuer's published keys. Exit codes: 0 valid, 1 invalid, 2 the check could
+ * not be made (usage, unreadable file, keys unreachable).
+ */
+export async function verifyCertificateCommand(
+  argv: string[],
+  io: { stdout: Output; stderr: Output } = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
+  let file: string;
+  let jwksSource: string;
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      options: { jwks: { type: 'string' } },
+      allowPositionals: true,
+    });
+    if (positionals.length !== 1) throw new Error('expected exactly one certificate file');
+    file = positionals[0];
+    jwksSource = values.jwks ?? `${process.env.ELMA_URL ?? 'http://127.0.0.1:8080'}/.well-known/elma-keys`;
+  } catch (error) {
+    io.stderr.write(`${messageOf(error)}\n${USAGE}`);
+    return 2;
+  }
+
+  let certificate: unknown;
+  try {
+    certificate = await readJsonFile(file);
+  } catch (error) {
+    io.stderr.write(`cannot read certificate ${file}: ${messageOf(error)}\n`);
+    return 2;
+  }
+
+  let jwks: unknown;
+  try {
+    jwks = /^https?:\/\//i.test(jwksSource) ? await fetchJson(jwksSource) : await readJsonFile(jwksSource);
+  } catch (error) {
+    io.stderr.write(`cannot load signing keys from ${jwksSource}: ${messageOf(error)}\n`);
+    return 2;
+  }
+
+  const result = verifySignedCertificate(certificate, jwks);
+  if (!result.ok) {
+    io.stderr.write(`certificate INVALID: ${result.reason}\n`);
+    return 1;
+  }
+  const { certificate: c, kid } = result;
+  io.stdout.write(
+    `certificate OK: request ${c.requestId}, tenant ${c.tenant}, ${c.closure.size} records, signed by ${kid}\n`,
+  );
+  return 0;
+}
+
+async function readJsonFile(path: string): Promise<unknown> {
+  const text = await readFile(path, 'utf8');
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error('not valid JSON');
+  }
+}
+
+async function fetchJson(url: string): Promise<unknown> {
+  const response = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: 'application/json' } });
+  if (!response.ok) throw new Error(`HTTP ${response.status}`);
+  try {
+    return await response.json();
+  } catch {
+    throw new Error('response is not valid JSON');
+  }
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // fetch reports network failures as "fetch failed" with the reason in `cause`.
+    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
+    if (error.name === 'TimeoutError') return `no answer within ${FETCH_TIMEOUT_MS / 1000} s`;
+    return code === 'ENOENT' ? 'no such file' : `${error.message}${cause}`;
+  }
+  return String(error);
+}

@@ -1,0 +1,36 @@
+import { loadConfig, openElma } from '@elma/infra';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { createElmaWorker } from '@elma/worker';
+
+/**
+ * `elma worker`: a Temporal worker alone (erasure, retention, reindex), on the
+ * engines the configuration names, against TEMPORAL_ADDRESS. It runs no API
+ * and no projection. With the embedded engines, prefer `elma start`, which
+ * keeps the index's in-memory vector graph in one process; a separate worker
+ * is for the production engines, or for tests that kill it mid-workflow.
+ */
+export async function workerCommand(_argv: string[]): Promise<number> {
+  const config = loadConfig();
+  if (!config.temporal.address) {
+    process.stderr.write('elma worker needs TEMPORAL_ADDRESS (host:port of the Temporal front-end)\n');
+    return 2;
+  }
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const elma = await openElma(config);
+  const worker = await createElmaWorker({
+    address: config.temporal.address,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    deps: { views: elma.views, erasure: elma.erasure },
+  });
+  const stop = async () => {
+    await worker.shutdown();
+    await elma.close();
+  };
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
+  process.stderr.write(`[elma] worker polling ${config.temporal.address}\n`);
+  await worker.run();
+  await elma.close();
+  return 0;
+}

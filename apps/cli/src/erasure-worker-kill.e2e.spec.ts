@@ -1,0 +1,120 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { Connection } from '@temporalio/client';
+import type { Principal } from '@elma/domain';
+import { loadConfig, openElma, silentLogger, verifySignedCertificate, type Elma } from '@elma/infra';
+import { approveErasure, erasureProgress, erasureResult, startErasure } from '@elma/worker';
+
+const main = join(import.meta.dirname, 'main.ts');
+
+/**
+ * Issue 4 §2: kill the worker in the middle of an erasure; a new worker
+ * finishes it, with no step done twice in effect and the same certificate.
+ * The workers are real `elma worker` processes; the first one dies by SIGKILL
+ * while the workflow waits for approval, after four steps have run.
+ */
+describe('an erasure survives the death of its worker', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'elma-kill-'));
+  const taskQueue = `elma-kill-${randomUUID()}`;
+  const address = inject('temporalAddress');
+  const env = { ...process.env, ELMA_DATA_DIR: dataDir, TEMPORAL_ADDRESS: address, TEMPORAL_TASK_QUEUE: taskQueue, ELMA_LOG_LEVEL: 'warn' };
+  const children: ChildProcess[] = [];
+  const principal: Principal = { tenant: 'acme', sub: 'dpo-1', roles: ['dpo', 'agent'], purposes: ['support'], clearance: 'restricted' };
+  let connection: Connection;
+
+  const spawnWorker = async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', main, 'worker'], { env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+    children.push(child);
+    let output = '';
+    child.stderr!.on('data', (chunk) => (output += chunk));
+    for (const deadline = Date.now() + 60_000; !output.includes('worker polling'); ) {
+      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`worker did not start:\n${output}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return child;
+  };
+  const withElma = async <T>(use: (elma: Elma) => Promise<T>): Promise<T> => {
+    const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    try {
+      return await use(elma);
+    } finally {
+      await elma.close();
+    }
+  };
+
+  afterAll(async () => {
+    for (const child of children) if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
+    await connection?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('finishes on a new worker with each step once and a certificate that verifies', async () => {
+    const requestId = await withElma(async (elma) => {
+      await elma.runner.start();
+      const events = ['first note about the Ravensworth contract', 'second note: Ravensworth prefers email', 'third note'].map((text) => ({
+        subject: 'cust-kill',
+        occurredAt: '2026-11-20T10:00:00Z',
+        activity: 'chat.turn',
+        content: { text },
+        source: { system: 'crm', channel: 'chat' },
+      }));
+      const { position } = await elma.ingest.ingest(principal, { events });
+      await elma.runner.waitFor(BigInt(position));
+      const { version, ...policy } = await elma.policies.get('acme');
+      await elma.policies.put('acme', { ...policy, erasure: { approvalThreshold: 0, approvalTimeoutHours: 1 } }, 'admin', version);
+      return (await elma.erasure.request({ ...principal, sub: 'compliance-1', roles: ['compliance'] }, { scope: { type: 'subject', subject: 'cust-kill' }, reason: 'subject_request' }, 'test')).requestId;
+    });
+    connection = await Connection.connect({ address });
+    const client = { connection, taskQueue };
+
+    const first = await spawnWorker();
+    await startErasure(client, { tenant: 'acme', requestId, reason: 'subject_request' });
+    for (let i = 0; (await erasureProgress(client, 'acme', requestId))?.status !== 'awaiting_approval'; i++) {
+      if (i > 600) throw new Error('never reached the approval step');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    process.kill(-first.pid!, 'SIGKILL');
+    await new Promise((resolve) => first.once('exit', resolve));
+
+    await spawnWorker();
+    await approveErasure(client, 'acme', requestId, 'dpo-1');
+    const result = await erasureResult(client, 'acme', requestId);
+    expect(result.erased).toBe(3);
+
+    const progress = (await erasureProgress(client, 'acme', requestId))!;
+    expect(progress.status).toBe('completed');
+    // The steps before the kill ran once, on the first worker: the new worker replayed them from history.
+    expect(progress.steps.map((s) => s.step)).toEqual([
+      'authorize', 'locate', 'closure', 'legal_hold', 'approval', 'purge_index', 'purge_caches', 'shred_keys', 'delete_streams', 'tombstones', 'verify', 'certify',
+    ]);
+    expect(progress.steps.every((s) => s.attempts === 1)).toBe(true);
+
+    await withElma(async (elma) => {
+      const stored = (await elma.erasure.store.certificate('acme', requestId))!;
+      expect(verifySignedCertificate(stored, elma.signer.jwks())).toMatchObject({ ok: true });
+      expect(stored.signature.value).toBe(result.signature);
+      expect(stored.certificate.request.approvedBy).toBe('dpo-1');
+      // One audit entry per step: none was done twice in effect.
+      const perStep = new Map<string, number>();
+      for await (const entry of elma.audit.export('acme', { resourceId: `erasure/${requestId}` })) {
+        const step = entry.resourceIds.find((r) => r.startsWith('step/'));
+        if (step) perStep.set(step, (perStep.get(step) ?? 0) + 1);
+      }
+      expect([...perStep.values()].every((n) => n === 1)).toBe(true);
+      expect(perStep.size).toBe(12);
+      // Running the last step again (a retry after a crash) returns the same certificate.
+      const again = await elma.erasure.certify(
+        'acme',
+        requestId,
+        { set: { recordIds: [], eventIds: [] }, held: [], verification: stored.certificate.verification, approvedBy: null, approvedAt: null, streamsDeleted: 0, tombstones: 0 },
+        { attempt: 2, startedAt: new Date().toISOString() },
+      );
+      expect(again.signature).toBe(stored.signature.value);
+      expect(await elma.erasure.store.certificate('acme', requestId)).toEqual(stored);
+    });
+  }, 180_000);
+});

@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import { MemoryKind } from '../memory/record';
+import { ERASURE_STEPS, ErasureReason } from './erasure';
+
+const IsoDate = z.iso.datetime({ offset: true });
+const Hex64 = z.string().regex(/^[0-9a-f]{64}$/);
+
+/** The scope as a certificate states it: ids and keyed fingerprints, never a person's id or content. */
+export const CertifiedScope = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('records'), recordIds: z.array(z.string()) }),
+  z.strictObject({ type: z.literal('subject'), subjectFingerprint: Hex64 }),
+  z.strictObject({ type: z.literal('time_range'), from: IsoDate, to: IsoDate, subjectFingerprint: Hex64.optional() }),
+  z.strictObject({ type: z.literal('fingerprint'), fingerprint: Hex64 }),
+  z.strictObject({ type: z.literal('expired'), asOf: IsoDate }),
+]);
+export type CertifiedScope = z.infer<typeof CertifiedScope>;
+
+export const ProbeResult = z.strictObject({
+  /** Records the probe ran for. */
+  checked: z.number().int().min(0),
+  /** Records for which the probe found something (a certificate is only signed when every count is 0). */
+  failed: z.number().int().min(0),
+  /** Records the probe could not apply to, with why (e.g. text too short for a byte scan). */
+  skipped: z.number().int().min(0).default(0),
+});
+export type ProbeResult = z.infer<typeof ProbeResult>;
+
+export const Verification = z.strictObject({
+  passed: z.boolean(),
+  getById: ProbeResult,
+  bm25: ProbeResult,
+  knn: ProbeResult,
+  decrypt: ProbeResult,
+  byteScan: ProbeResult.extend({
+    files: z.number().int().min(0),
+    bytes: z.number().int().min(0),
+    /** Files scanned, relative to the data folder (plus the Temporal database when it lives elsewhere). */
+    paths: z.array(z.string()),
+  }),
+  /** Verification rounds it took (a failed round is followed by a purge retry). */
+  rounds: z.number().int().min(1),
+});
+export type Verification = z.infer<typeof Verification>;
+
+/** A signed statement that an erasure happened, what it covered and how it was checked (issue 4 §4). */
+export const ErasureCertificate = z.strictObject({
+  type: z.literal('elma.erasure-certificate'),
+  version: z.literal(1),
+  tenant: z.string(),
+  requestId: z.string(),
+  request: z.strictObject({
+    requestedBy: z.string(),
+    requestedAt: IsoDate,
+    reason: ErasureReason,
+    scope: CertifiedScope,
+    approvedBy: z.string().nullable(),
+    approvedAt: IsoDate.nullable(),
+  }),
+  closure: z.strictObject({
+    size: z.number().int().min(0),
+    byKind: z.partialRecord(MemoryKind, z.number().int()),
+    /** Each erased record with the keyed fingerprint of its content (HMAC-SHA256, tenant key). */
+    records: z.array(z.strictObject({ id: z.string(), kind: MemoryKind, contentFingerprint: Hex64 })),
+    events: z.number().int().min(0),
+    streamsDeleted: z.number().int().min(0),
+    keysShredded: z.number().int().min(0),
+    tombstones: z.number().int().min(0),
+  }),
+  legalHoldExceptions: z.array(z.strictObject({ recordId: z.string(), holdIds: z.array(z.string()) })),
+  steps: z.array(
+    z.strictObject({
+      step: z.enum(ERASURE_STEPS),
+      startedAt: IsoDate,
+      finishedAt: IsoDate,
+      attempts: z.number().int().min(0),
+    }),
+  ),
+  verification: Verification,
+  /** The audit entry that closed the erasure: the certificate is anchored to the tenant's hash chain. */
+  auditAnchor: z.strictObject({ seq: z.number().int().min(0), hash: Hex64 }),
+  issuedAt: IsoDate,
+  keyId: z.string(),
+});
+export type ErasureCertificate = z.infer<typeof ErasureCertificate>;
+
+/** The certificate as served and stored: the document plus its Ed25519 signature over `canonicalJson(certificate)`. */
+export const SignedCertificate = z.strictObject({
+  certificate: ErasureCertificate,
+  signature: z.strictObject({ alg: z.literal('EdDSA'), kid: z.string(), value: z.string().regex(/^[A-Za-z0-9_-]+$/) }),
+});
+export type SignedCertificate = z.infer<typeof SignedCertificate>;

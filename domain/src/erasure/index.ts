@@ -1,0 +1,3 @@
+export * from './erasure';
+export * from './closure';
+export * from './certificate';

@@ -1,0 +1,2 @@
+export { CertificateSigner, verifySignedCertificate, type CertificateVerification, type Jwk } from './signing';
+export { renderCertificatePdf } from './pdf';

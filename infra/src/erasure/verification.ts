@@ -1,0 +1,104 @@
+import { basename, relative } from 'node:path';
+import { KeyShredded, MemoryStatus, TenantDestroyed, type IndexFilter, type KeyVault, type MemoryIndex, type Verification } from '@elma/domain';
+import { listFiles, scanFiles, type Needle } from './byte-scan';
+import type { WorksetRecord } from './erasure-store';
+
+/** A kNN hit at least this similar to an erased record's own vector counts as the record still being there. */
+export const KNN_PROBE_COSINE = 0.99;
+
+/** Every record the index holds, whatever its status, sensitivity or expiry: probes must see everything. */
+const EVERYTHING: IndexFilter = { statuses: MemoryStatus.options, maxSensitivity: 'restricted', now: '1970-01-01T00:00:00.000Z' };
+
+/**
+ * Step 11 of the erasure: proves, per erased record, that it cannot be found
+ * or read any more (issue 4 §3). Probes: get-by-id; BM25 with its most
+ * distinctive words; kNN with its own vector; decryption of its events (the
+ * data keys must be shredded); and a byte scan of every file under the scan
+ * roots (event log, index, key vault, their WAL files, the Temporal
+ * database) for its plaintext and its raw vector bytes.
+ */
+export class ErasureVerifier {
+  constructor(private readonly deps: { index: MemoryIndex; vault: KeyVault; scanRoots: string[] }) {}
+
+  async verify(tenant: string, records: WorksetRecord[], keyIds: string[], round: number): Promise<Verification> {
+    const erased = new Set(records.map((r) => r.id));
+    const probe = () => ({ checked: records.length, failed: 0, skipped: 0 });
+    const getById = probe();
+    const bm25 = probe();
+    const knn = probe();
+    for (const record of records) {
+      if (await this.deps.index.get(tenant, record.id)) getById.failed++;
+      const text = record.terms.join(' ');
+      if (text) {
+        const hits = await this.deps.index.search({ tenant, text, limit: 50, filter: EVERYTHING });
+        if (hits.some((h) => erased.has(h.record.id))) bm25.failed++;
+      } else bm25.skipped++;
+      const vector = vectorOf(record);
+      const near = await this.deps.index.search({ tenant, text: '', vector, limit: 20, filter: EVERYTHING });
+      if (near.some((h) => erased.has(h.record.id) && (h.cosine ?? 0) >= KNN_PROBE_COSINE)) knn.failed++;
+    }
+
+    const decrypt = { checked: keyIds.length, failed: 0, skipped: 0 };
+    for (const keyId of keyIds) {
+      try {
+        await this.deps.vault.dataKeys(tenant, [keyId], { create: false });
+        decrypt.failed++;
+      } catch (error) {
+        if (!(error instanceof KeyShredded || error instanceof TenantDestroyed)) decrypt.failed++;
+      }
+    }
+
+    const byteScan = await this.scan(tenant, records);
+    const passed = [getById, bm25, knn, decrypt, byteScan].every((p) => p.failed === 0);
+    return { passed, getById, bm25, knn, decrypt, byteScan, rounds: round };
+  }
+
+  /**
+   * Needles: the UTF-8 text (and its JSON-escaped form, as a JSON column
+   * would hold it) and the float32 vector bytes. Content that a surviving
+   * record of the tenant holds verbatim is skipped, not failed: its bytes
+   * legitimately remain. Other tenants' index files are not scanned (their
+   * identical text would be theirs, not this record).
+   */
+  private async scan(tenant: string, records: WorksetRecord[]) {
+    const surviving = new Set<string>();
+    const wanted = new Set(records.map((r) => r.text));
+    for await (const record of this.deps.index.records(tenant)) if (wanted.has(record.content.text)) surviving.add(record.content.text);
+
+    const needles: Needle[] = [];
+    let skipped = 0;
+    for (const record of records) {
+      if (surviving.has(record.text)) {
+        skipped++;
+        continue;
+      }
+      const utf8 = Buffer.from(record.text, 'utf8');
+      needles.push({ id: record.id, bytes: utf8 });
+      const escaped = Buffer.from(JSON.stringify(record.text).slice(1, -1), 'utf8');
+      if (!escaped.equals(utf8)) needles.push({ id: record.id, bytes: escaped });
+      needles.push({ id: record.id, bytes: Buffer.from(record.vector, 'base64') });
+    }
+    const otherTenantIndex = (path: string) => {
+      const name = basename(path);
+      return name.startsWith('tenant-') && !name.startsWith(`tenant-${tenant}.`);
+    };
+    const paths = await listFiles(this.deps.scanRoots, { exclude: otherTenantIndex });
+    const report = await scanFiles(paths, needles);
+    const failedIds = new Set(report.findings.map((f) => f.needleId));
+    const root = this.deps.scanRoots[0] ?? '';
+    return {
+      checked: records.length,
+      failed: failedIds.size,
+      // A text too short to scan for still has its vector scanned; it counts as skipped only for the text.
+      skipped,
+      files: report.files,
+      bytes: report.bytes,
+      paths: report.paths.map((p) => (p.startsWith(root) ? relative(root, p) : p)),
+    };
+  }
+}
+
+function vectorOf(record: WorksetRecord): Float32Array {
+  const bytes = Buffer.from(record.vector, 'base64');
+  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+}

@@ -1,0 +1,44 @@
+import { ParentClosePolicy, executeChild, proxyActivities } from '@temporalio/workflow';
+import type { ErasureActivities } from '@elma/activities';
+import { ElmaReason, ElmaRequestId, ElmaStatus, ElmaTenant } from '../search-attributes';
+import type { ErasureInput, RetentionSweepInput, RetentionSweepResult } from './messages';
+
+const { retentionTenants, retentionOpen } = proxyActivities<ErasureActivities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
+});
+
+/**
+ * RetentionSweepWorkflow, run by a Temporal Schedule (hourly by default): for
+ * each tenant with records past `expiresAt` and not on hold, one child
+ * `erasureWorkflow` with reason `retention`, so each sweep yields one
+ * certificate per tenant. A tenant whose erasure fails does not stop the others.
+ */
+export async function retentionSweepWorkflow(input: RetentionSweepInput = {}): Promise<RetentionSweepResult> {
+  const asOf = new Date().toISOString();
+  const tenants = input.tenants ?? (await retentionTenants());
+  const result: RetentionSweepResult = { asOf, erasures: [] };
+  for (const tenant of tenants) {
+    const requestId = `ret_${tenant}_${asOf.replace(/[-:.]/g, '')}`;
+    if (!(await retentionOpen(tenant, requestId, asOf))) continue;
+    const args: ErasureInput = { tenant, requestId, reason: 'retention' };
+    try {
+      const done = await executeChild('erasureWorkflow', {
+        workflowId: `erasure-${tenant}-${requestId}`,
+        args: [args],
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        typedSearchAttributes: [
+          { key: ElmaTenant, value: tenant },
+          { key: ElmaRequestId, value: requestId },
+          { key: ElmaReason, value: 'retention' },
+          { key: ElmaStatus, value: 'running' },
+        ],
+      });
+      result.erasures.push({ tenant, requestId, erased: (done as { erased: number }).erased });
+    } catch {
+      // The child's own status and failure say why (visible in the UI and in GET /v1/erasures/:id).
+      result.erasures.push({ tenant, requestId, erased: null, failed: true });
+    }
+  }
+  return result;
+}
