@@ -47,7 +47,12 @@ describe('an erasure survives the death of its worker', () => {
   };
 
   afterAll(async () => {
-    for (const child of children) if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
+    for (const child of children) {
+      if (child.exitCode !== null || child.signalCode !== null) continue;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      process.kill(-child.pid!, 'SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+    }
     await connection?.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
