@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import type { Principal } from '@elma/domain';
 import { verifySignedCertificate } from '@elma/infra';
-import { bundleElmaWorkflows } from '@elma/worker';
+import { bundleElmaWorkflows, ensureRetentionSchedule } from '@elma/worker';
 import { callApi, chatEvent, startTestApp, type TestApp } from './testing';
 
 let t: TestApp;
@@ -282,4 +282,49 @@ describe('erasure under legal hold, approval and verification', () => {
     expect(viewed.body.data.erasure).toMatchObject({ status: 'completed', closureSize: 1 });
     expect((await call('agent', 'GET', `/v1/memories/mem_ep_${e.id}`)).status).toBe(404);
   });
+});
+
+describe('the retention sweep (a Temporal Schedule)', () => {
+  it('erases expired records that are not on hold through a child erasure, one certificate per tenant and run', async () => {
+    await setPolicy((p) => (p.retentionDays = { ...p.retentionDays, session: 0.00003 })); // about 2.6 s
+    const [expired, kept, held] = await ingest([
+      chatEvent('cust-20', 'session-only chatter about the Wexford parcel', { retention: 'session' }),
+      chatEvent('cust-20', 'kept for a year: Wexford parcel insurance claim', { retention: 'standard' }),
+      chatEvent('cust-21', 'session note under hold about the Wexford audit', { retention: 'session' }),
+    ]);
+    await call('legal', 'POST', '/v1/legal-holds', { scope: { subjects: ['cust-21'] }, reason: 'MATTER-77' });
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(await recallTexts('Wexford parcel')).not.toContain('session-only chatter about the Wexford parcel');
+
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    try {
+      const scheduleId = `retention-${t.taskQueue}`;
+      await ensureRetentionSchedule({ connection, taskQueue: t.taskQueue }, 60, scheduleId);
+      await ensureRetentionSchedule({ connection, taskQueue: t.taskQueue }, 30, scheduleId); // idempotent: updates
+      const client = new Client({ connection });
+      const schedule = client.schedule.getHandle(scheduleId);
+      expect((await schedule.describe()).spec.intervals?.[0]?.every).toBe(30 * 60_000);
+      await schedule.trigger();
+      let sweepId: string | undefined;
+      for (let i = 0; !sweepId && i < 100; i++) {
+        sweepId = (await schedule.describe()).info.recentActions[0]?.action.workflow.workflowId;
+        if (!sweepId) await new Promise((r) => setTimeout(r, 100));
+      }
+      const sweep = await client.workflow.getHandle(sweepId!).result();
+      await schedule.delete();
+      const mine = sweep.erasures.filter((e: { tenant: string }) => e.tenant === 'acme');
+      expect(mine).toHaveLength(1);
+      const certificate = (await call('compliance', 'GET', `/v1/erasures/${mine[0].requestId}/certificate`)).body.certificate;
+      expect(certificate.request.reason).toBe('retention');
+      expect(certificate.request.scope.type).toBe('expired');
+      expect(certificate.closure.size).toBe(1);
+      expect(certificate.legalHoldExceptions).toHaveLength(1);
+    } finally {
+      await connection.close();
+    }
+    expect((await recallTexts('Wexford parcel insurance claim')).join('\n')).toContain('kept for a year');
+    expect((await call('legal', 'GET', `/v1/memories/mem_ep_${expired.id}`)).status).toBe(404);
+    expect((await call('legal', 'GET', `/v1/memories/mem_ep_${held.id}`)).status).toBe(200);
+    expect((await call('agent', 'GET', `/v1/memories/mem_ep_${kept.id}`)).status).toBe(200);
+  }, 60_000);
 });

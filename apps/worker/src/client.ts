@@ -120,7 +120,11 @@ export async function erasureResult(options: ElmaClientOptions, tenant: string, 
 export const RETENTION_SCHEDULE_ID = 'elma-retention-sweep';
 
 /** Creates the retention sweep schedule, or updates its interval; idempotent. */
-export async function ensureRetentionSchedule(options: ElmaClientOptions, everyMinutes: number): Promise<void> {
+export async function ensureRetentionSchedule(
+  options: ElmaClientOptions,
+  everyMinutes: number,
+  scheduleId: string = RETENTION_SCHEDULE_ID,
+): Promise<void> {
   await withClient(options, async (client) => {
     const spec = { intervals: [{ every: `${everyMinutes}m` as const }] };
     const action = {
@@ -130,10 +134,10 @@ export async function ensureRetentionSchedule(options: ElmaClientOptions, everyM
       args: [{}],
     };
     try {
-      await client.schedule.create({ scheduleId: RETENTION_SCHEDULE_ID, spec, action, policies: { overlap: ScheduleOverlapPolicy.SKIP } });
+      await client.schedule.create({ scheduleId, spec, action, policies: { overlap: ScheduleOverlapPolicy.SKIP } });
     } catch (error) {
       if (!(error instanceof ScheduleAlreadyRunning)) throw error;
-      await client.schedule.getHandle(RETENTION_SCHEDULE_ID).update((previous) => ({ ...previous, spec, action }));
+      await client.schedule.getHandle(scheduleId).update((previous) => ({ ...previous, spec, action }));
     }
   });
 }
