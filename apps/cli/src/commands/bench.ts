@@ -3,8 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_POLICY, type PolicyDocument, type Principal } from '@elma/domain';
-import { loadConfig, openElma, silentLogger, type Elma } from '@elma/infra';
-import { eventBatch, prng, query } from '../bench/corpus';
+import { loadConfig, openElma, silentLogger, startTemporalDevServer, type Elma } from '@elma/infra';
+import { Connection } from '@temporalio/client';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { createElmaWorker, erasureResult, startErasure } from '@elma/worker';
+import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
+import { eventBatch, prng, query, sentence } from '../bench/corpus';
 
 const TENANTS = 10;
 const BATCH = 100;
@@ -26,8 +30,17 @@ const principal = (tenant: string): Principal => ({
  * engine's, not the network stack's).
  */
 export async function benchCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { sizes: { type: 'string', default: '10000,100000' } } });
-  const sizes = values.sizes!.split(',').map(Number);
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      sizes: { type: 'string', default: '10000,100000' },
+      closures: { type: 'string', default: '10,100,1000' },
+      'erasure-background': { type: 'string', default: '10000' },
+      only: { type: 'string' },
+    },
+  });
+  const sizes = values.only === 'erasure' ? [] : values.sizes!.split(',').map(Number);
+  const closures = values.only === 'recall' ? [] : values.closures!.split(',').map(Number);
   const dataDir = mkdtempSync(join(tmpdir(), 'elma-bench-'));
   const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
   const random = prng(42);
@@ -105,8 +118,76 @@ export async function benchCommand(argv: string[]): Promise<number> {
     await elma.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
+  if (closures.length > 0) await measureErasure(line, closures, Number(values['erasure-background']));
   printTable(rows);
   return 0;
+}
+
+/**
+ * Erasure from request to signed certificate, on a real Temporal dev server
+ * and an in-process worker, for one subject's closure of each size, in a
+ * tenant that also holds `background` other records (the purge rewrites the
+ * tenant's vector graph, so its size matters).
+ */
+async function measureErasure(line: (what: string, figure: string, target: string, ok?: boolean) => void, closures: number[], background: number) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'elma-bench-erasure-'));
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const temporal = await startTemporalDevServer({ headless: true, dbFile: join(dataDir, 'temporal.db'), searchAttributes: ELMA_SEARCH_ATTRIBUTES });
+  const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+  const tenant = 'bench_erasure';
+  const taskQueue = 'elma-bench';
+  const connection = await Connection.connect({ address: temporal.address });
+  const worker = await createElmaWorker({ address: temporal.address, taskQueue, deps: { views: elma.views, erasure: elma.erasure } });
+  const running = worker.run();
+  try {
+    process.stderr.write(`[bench] erasure: closures ${closures.join(', ')} in a tenant of ${fmt(background)} other records\n`);
+    const { version: _v, ...policy } = DEFAULT_POLICY;
+    await elma.policies.put(tenant, { ...policy, erasure: { approvalThreshold: 1_000_000, approvalTimeoutHours: 1 } }, 'bench');
+    await elma.runner.start();
+    const random = prng(99);
+    for (let done = 0; done < background; done += BATCH) {
+      await elma.ingest.ingest(principal(tenant), eventBatch(random, Math.min(BATCH, background - done), done, tenant));
+    }
+    const times: number[] = [];
+    for (const size of closures) {
+      const subject = `erase-me-${size}`;
+      for (let done = 0; done < size; done += BATCH) {
+        const events = Array.from({ length: Math.min(BATCH, size - done) }, (_, i) => ({
+          subject,
+          occurredAt: '2026-11-20T10:00:00Z',
+          activity: 'chat.turn',
+          content: { text: `${subject} #${done + i}: ${sentence(random, i % 3 === 0)}` },
+          source: { system: 'bench', channel: 'chat' },
+        }));
+        await elma.ingest.ingest(principal(tenant), { events });
+      }
+      await elma.runner.waitFor(await elma.log.headPosition(), 10 * 60_000);
+      const start = performance.now();
+      const { requestId, reason } = await elma.erasure.request(
+        { ...principal(tenant), roles: ['compliance'] },
+        { scope: { type: 'subject', subject }, reason: 'subject_request' },
+        'bench',
+      );
+      await startErasure({ connection, taskQueue }, { tenant, requestId, reason });
+      const result = await erasureResult({ connection, taskQueue }, tenant, requestId);
+      const ms = performance.now() - start;
+      times.push(ms);
+      if (result.erased !== size) throw new Error(`erasure of ${size} erased ${result.erased}`);
+      const target = size === 1000 ? '< 10 s' : '';
+      line(`erasure, ${fmt(size)}-record closure (request -> signed certificate)`, `${(ms / 1000).toFixed(2)} s`, target, size === 1000 ? ms < 10_000 : undefined);
+    }
+    for (let i = 1; i < closures.length; i++) {
+      const growth = times[i] / times[i - 1];
+      line(`  growth ${fmt(closures[i - 1])} -> ${fmt(closures[i])} records`, `${growth.toFixed(2)}x time for ${(closures[i] / closures[i - 1]).toFixed(0)}x records`, '');
+    }
+  } finally {
+    await worker.shutdown();
+    await running.catch(() => undefined);
+    await connection.close();
+    await elma.close();
+    await temporal.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 }
 
 /**
