@@ -2,7 +2,9 @@
  * Test fixtures shared by the domain's tests and the adapters' contract
  * suites (`@elma/domain/testing`); never imported by production code.
  */
-import { MemoryRecord } from './memory/record';
+import { ErasureCertificate } from './erasure/certificate';
+import { ERASURE_STEPS } from './erasure/erasure';
+import { MemoryRecord, type MemoryKind } from './memory/record';
 
 export interface RecordOverrides extends Partial<Omit<MemoryRecord, 'policy' | 'retention' | 'content'>> {
   text?: string;
@@ -32,5 +34,66 @@ export function makeRecord(overrides: RecordOverrides = {}): MemoryRecord {
     ...rest,
     policy: { owner: 'user-1', roles: [], purposes: ['support'], sensitivity: 'internal', ...policy },
     retention: { class: 'standard', expiresAt: null, ...retention },
+  });
+}
+
+export interface CertificateOptions {
+  keyId: string;
+  records?: number;
+  requestedBy?: string;
+  passed?: boolean;
+  /** List this many record ids in a `records` scope (default: a subject scope). */
+  scopeIds?: number;
+  contentFingerprint?: string;
+}
+
+/** A valid erasure certificate (unsigned) for tests of signing, rendering and verification. */
+export function makeCertificate(options: CertificateOptions): ErasureCertificate {
+  const { keyId, records = 3, requestedBy = 'dpo@acme.test', passed = true, scopeIds, contentFingerprint = 'ab'.repeat(32) } = options;
+  const kinds: MemoryKind[] = ['episodic', 'semantic', 'working'];
+  const closureRecords = Array.from({ length: records }, (_, i) => ({
+    id: `mem-${String(i).padStart(5, '0')}`,
+    kind: kinds[i % kinds.length],
+    contentFingerprint,
+  }));
+  const byKind = { working: 0, episodic: 0, semantic: 0, procedural: 0, relational: 0 };
+  for (const r of closureRecords) byKind[r.kind]++;
+  const probe = { checked: records, failed: passed ? 0 : 1, skipped: 0 };
+  return ErasureCertificate.parse({
+    type: 'elma.erasure-certificate',
+    version: 1,
+    tenant: 'acme',
+    requestId: 'er-2024-0001',
+    request: {
+      requestedBy,
+      requestedAt: '2024-05-01T09:00:00.000Z',
+      reason: 'subject_request',
+      scope:
+        scopeIds === undefined
+          ? { type: 'subject', subjectFingerprint: 'c'.repeat(64) }
+          : { type: 'records', recordIds: closureRecords.slice(0, scopeIds).map((r) => r.id) },
+      approvedBy: null,
+      approvedAt: null,
+    },
+    closure: { size: records, byKind, records: closureRecords, events: 12, streamsDeleted: 3, keysShredded: 1, tombstones: 3 },
+    legalHoldExceptions: [{ recordId: 'mem-held', holdIds: ['hold-1', 'hold-2'] }],
+    steps: ERASURE_STEPS.map((step) => ({
+      step,
+      startedAt: '2024-05-01T10:00:00.000Z',
+      finishedAt: '2024-05-01T10:00:01.000Z',
+      attempts: 1,
+    })),
+    verification: {
+      passed,
+      getById: probe,
+      bm25: probe,
+      knn: probe,
+      decrypt: probe,
+      byteScan: { ...probe, files: 4, bytes: 81920, paths: ['events.db', 'index.db'] },
+      rounds: 1,
+    },
+    auditAnchor: { seq: 42, hash: 'd'.repeat(64) },
+    issuedAt: '2024-05-01T10:01:00.000Z',
+    keyId,
   });
 }

@@ -35,8 +35,11 @@ export function holdExclusions(holds: Iterable<LegalHold>): ReadExclusions {
   return { owners: [...owners], projects: [...projects], ids: [...ids] };
 }
 
+/** What a hold can cover of a record. */
+export type HoldTarget = Pick<MemoryRecord, 'id' | 'subject'> & { policy: Pick<MemoryRecord['policy'], 'owner' | 'project'> };
+
 /** True when any active hold covers the record (it may then be neither erased nor expired). */
-export function isHeld(record: MemoryRecord, holds: Iterable<LegalHold>): boolean {
+export function isHeld(record: HoldTarget, holds: Iterable<LegalHold>): boolean {
   for (const hold of holds) {
     if (hold.scope.subjects?.includes(record.policy.owner) || hold.scope.subjects?.includes(record.subject)) return true;
     if (record.policy.project && hold.scope.projects?.includes(record.policy.project)) return true;

@@ -54,6 +54,20 @@ export interface SearchHit {
   cosine?: number;
 }
 
+/** A record as `lineage()` lists it. */
+export interface LineageEntry {
+  id: string;
+  kind: MemoryKind;
+  subject: string;
+  owner: string;
+  rule: string;
+  sourceEventIds: string[];
+  parentIds: string[];
+  recordedAt: string;
+  expiresAt: string | null;
+  project?: string;
+}
+
 export interface MemoryIndex {
   /** Inserts or replaces records by id, atomically per call. Idempotent. */
   upsert(tenant: string, memories: IndexedMemory[]): Promise<void>;
@@ -76,6 +90,13 @@ export interface MemoryIndex {
    * lookups, retention sweeps.
    */
   records(tenant: string): AsyncIterable<MemoryRecord>;
+
+  /**
+   * Identity, ownership, times and lineage of every record of the tenant
+   * (any status), without content: what erasure needs to locate records and
+   * compute a deletion closure, cheaply.
+   */
+  lineage(tenant: string): AsyncIterable<LineageEntry>;
 
   /** The tenants that have a partition. */
   tenants(): Promise<string[]>;

@@ -146,6 +146,18 @@ describe('audit log on a real SQLite event log', () => {
     expect(await audit.verify('t1')).toEqual({ ok: true, checked: 2 });
   });
 
+  it('keeps only a pseudonym of the data subject when given one, and still finds entries by subject', async () => {
+    const pseudonymous = new AuditLog({ log: events, clock, pseudonymize: (tenant, subject) => `sfp_${tenant}_${subject.length}_${[...subject].reverse().join('')}` });
+    await pseudonymous.record(request(0, { subject: 'alice-smith' }));
+    await pseudonymous.record(request(1, { subject: null }));
+
+    const entries = await collect(pseudonymous.export('t1'));
+    expect(entries.map((e) => e.subject)).toEqual(['sfp_t1_11_htims-ecila', null]);
+    expect((await collect(pseudonymous.export('t1', { subject: 'alice-smith' }))).map((e) => e.seq)).toEqual([0]);
+    expect(JSON.stringify(entries)).not.toContain('alice-smith');
+    expect(await pseudonymous.verify('t1')).toEqual({ ok: true, checked: 2 });
+  });
+
   it('exports by time range, actor, subject, resource id and operation', async () => {
     // Given entries one minute apart with varied attributes
     const minute = 60_000;

@@ -21,6 +21,13 @@ export type RecordAuditEntry = Omit<AuditDraft, 'time'>;
 export interface AuditLogDeps {
   log: EventLog;
   clock: Clock;
+  /**
+   * Replaces a data subject's id by a keyed fingerprint before it enters the
+   * chain, which erasure cannot rewrite: the trail can still be searched by
+   * subject (the filter is fingerprinted the same way), but a person's id
+   * never outlives their erasure in it.
+   */
+  pseudonymize?: (tenant: string, subject: string) => string;
 }
 
 export const sha256Hex = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
@@ -67,7 +74,8 @@ export class AuditLog {
   record(request: RecordAuditEntry): Promise<AuditEntry> {
     let draft: AuditDraft;
     try {
-      draft = parseOrThrow(AuditDraft, { ...request, time: this.deps.clock.now().toISOString() });
+      const subject = request.subject === null || !this.deps.pseudonymize ? request.subject : this.deps.pseudonymize(request.tenant, request.subject);
+      draft = parseOrThrow(AuditDraft, { ...request, subject, time: this.deps.clock.now().toISOString() });
     } catch (error) {
       return Promise.reject(error);
     }
@@ -88,7 +96,9 @@ export class AuditLog {
    * stored entry that no longer parses: an export must not skip silently.
    */
   async *export(tenant: string, filter: AuditFilter = {}): AsyncIterable<AuditEntry> {
-    const criteria = parseOrThrow(AuditFilter, filter);
+    const parsed = parseOrThrow(AuditFilter, filter);
+    const criteria =
+      parsed.subject !== undefined && this.deps.pseudonymize ? { ...parsed, subject: this.deps.pseudonymize(tenant, parsed.subject) } : parsed;
     for await (const event of this.deps.log.readStream(auditStream(tenant))) {
       const parsed = AuditEntry.safeParse(event.data);
       if (!parsed.success) {

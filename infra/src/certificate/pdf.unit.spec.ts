@@ -1,61 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { ErasureCertificate, ERASURE_STEPS, type MemoryKind, type SignedCertificate } from '@elma/domain';
+import type { SignedCertificate } from '@elma/domain';
+import { makeCertificate, type CertificateOptions } from '@elma/domain/testing';
 import { renderCertificatePdf } from './pdf';
 import { CertificateSigner } from './signing';
 
 const signer = new CertificateSigner({ masterKey: new Uint8Array(32).fill(7) });
 
-function aSignedCertificate(
-  options: { records?: number; requestedBy?: string; passed?: boolean; scopeIds?: number } = {},
-): SignedCertificate {
-  const { records = 3, requestedBy = 'dpo@acme.test', passed = true, scopeIds } = options;
-  const kinds: MemoryKind[] = ['episodic', 'semantic', 'working'];
-  const closureRecords = Array.from({ length: records }, (_, i) => ({
-    id: `mem-${String(i).padStart(5, '0')}`,
-    kind: kinds[i % kinds.length],
-    contentFingerprint: 'ab'.repeat(32),
-  }));
-  const byKind = { working: 0, episodic: 0, semantic: 0, procedural: 0, relational: 0 };
-  for (const r of closureRecords) byKind[r.kind]++;
-  const probe = { checked: records, failed: passed ? 0 : 1, skipped: 0 };
-  const certificate = ErasureCertificate.parse({
-    type: 'elma.erasure-certificate',
-    version: 1,
-    tenant: 'acme',
-    requestId: 'er-2024-0001',
-    request: {
-      requestedBy,
-      requestedAt: '2024-05-01T09:00:00.000Z',
-      reason: 'subject_request',
-      scope:
-        scopeIds === undefined
-          ? { type: 'subject', subjectFingerprint: 'c'.repeat(64) }
-          : { type: 'records', recordIds: closureRecords.slice(0, scopeIds).map((r) => r.id) },
-      approvedBy: null,
-      approvedAt: null,
-    },
-    closure: { size: records, byKind, records: closureRecords, events: 12, streamsDeleted: 3, keysShredded: 1, tombstones: 3 },
-    legalHoldExceptions: [{ recordId: 'mem-held', holdIds: ['hold-1', 'hold-2'] }],
-    steps: ERASURE_STEPS.map((step) => ({
-      step,
-      startedAt: '2024-05-01T10:00:00.000Z',
-      finishedAt: '2024-05-01T10:00:01.000Z',
-      attempts: 1,
-    })),
-    verification: {
-      passed,
-      getById: probe,
-      bm25: probe,
-      knn: probe,
-      decrypt: probe,
-      byteScan: { ...probe, files: 4, bytes: 81920, paths: ['events.db', 'index.db'] },
-      rounds: 1,
-    },
-    auditAnchor: { seq: 42, hash: 'd'.repeat(64) },
-    issuedAt: '2024-05-01T10:01:00.000Z',
-    keyId: signer.keyId,
-  });
-  return signer.sign(certificate);
+function aSignedCertificate(options: Omit<CertificateOptions, 'keyId'> = {}): SignedCertificate {
+  return signer.sign(makeCertificate({ ...options, keyId: signer.keyId }));
 }
 
 interface ParsedPdf {

@@ -1,62 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { ErasureCertificate, ERASURE_STEPS, type MemoryKind } from '@elma/domain';
+import type { ErasureCertificate } from '@elma/domain';
+import { makeCertificate } from '@elma/domain/testing';
 import { CertificateSigner, verifySignedCertificate } from './signing';
 
 const masterKey = new Uint8Array(32).fill(7);
 const otherMasterKey = new Uint8Array(32).fill(8);
-const hex = (char: string) => char.repeat(64);
 
 function aCertificate(keyId: string, records = 3): ErasureCertificate {
-  const kinds: MemoryKind[] = ['episodic', 'semantic', 'working'];
-  const closureRecords = Array.from({ length: records }, (_, i) => ({
-    id: `mem-${String(i).padStart(5, '0')}`,
-    kind: kinds[i % kinds.length],
-    contentFingerprint: (i.toString(16).padStart(2, '0') + 'ab'.repeat(31)).slice(0, 64),
-  }));
-  const byKind = { working: 0, episodic: 0, semantic: 0, procedural: 0, relational: 0 };
-  for (const r of closureRecords) byKind[r.kind]++;
-  return ErasureCertificate.parse({
-    type: 'elma.erasure-certificate',
-    version: 1,
-    tenant: 'acme',
-    requestId: 'er-2024-0001',
-    request: {
-      requestedBy: 'dpo@acme.test',
-      requestedAt: '2024-05-01T09:00:00.000Z',
-      reason: 'subject_request',
-      scope: { type: 'subject', subjectFingerprint: hex('c') },
-      approvedBy: 'legal@acme.test',
-      approvedAt: '2024-05-01T09:30:00.000Z',
-    },
-    closure: {
-      size: closureRecords.length,
-      byKind,
-      records: closureRecords,
-      events: 12,
-      streamsDeleted: 3,
-      keysShredded: 1,
-      tombstones: 3,
-    },
-    legalHoldExceptions: [{ recordId: 'mem-held', holdIds: ['hold-1'] }],
-    steps: ERASURE_STEPS.map((step, i) => ({
-      step,
-      startedAt: `2024-05-01T10:00:${String(i * 2).padStart(2, '0')}.000Z`,
-      finishedAt: `2024-05-01T10:00:${String(i * 2 + 1).padStart(2, '0')}.000Z`,
-      attempts: 1,
-    })),
-    verification: {
-      passed: true,
-      getById: { checked: records, failed: 0, skipped: 0 },
-      bm25: { checked: records, failed: 0, skipped: 0 },
-      knn: { checked: records, failed: 0, skipped: 0 },
-      decrypt: { checked: records, failed: 0, skipped: 0 },
-      byteScan: { checked: records, failed: 0, skipped: 1, files: 4, bytes: 81920, paths: ['events.db', 'index.db'] },
-      rounds: 1,
-    },
-    auditAnchor: { seq: 42, hash: hex('d') },
-    issuedAt: '2024-05-01T10:01:00.000Z',
-    keyId,
-  });
+  return makeCertificate({ keyId, records });
 }
 
 describe('certificate signing', () => {

@@ -20,7 +20,9 @@ import {
   type ErasureStep,
   type EventLog,
   type IdSource,
+  type HoldTarget,
   type KeyVault,
+  type LineageEntry,
   type MemoryIndex,
   type MemoryKind,
   type MemoryRecord,
@@ -181,7 +183,7 @@ export class ErasureService {
   async countExpired(tenant: string, asOf: string): Promise<number> {
     const holds = await this.deps.holds.list(tenant, { fresh: true });
     let n = 0;
-    for await (const record of this.deps.index.records(tenant)) if (isExpired(record, asOf) && !isHeld(record, holds)) n++;
+    for await (const entry of this.deps.index.lineage(tenant)) if (isExpired(entry, asOf) && !isHeld(heldView(entry), holds)) n++;
     return n;
   }
 
@@ -221,14 +223,24 @@ export class ErasureService {
     const scope = await this.store.scope(tenant, requestId);
     if (this.deps.runner.running) await this.deps.runner.waitFor(await this.deps.log.headPosition(), 60_000);
     const seeds: string[] = [];
-    const policy = perRecord ? await this.deps.policies.get(tenant) : undefined;
-    for await (const record of this.deps.index.records(tenant)) {
-      if (!this.inScope(tenant, record, scope)) continue;
-      if (policy) {
-        const decision = evaluate(policy, subjectOf(request.requestedBy), resourceOf(record), { now: this.now() }, 'erase');
+    if (scope.type === 'fingerprint') {
+      // Only content can match a content fingerprint: the one scope that reads every record whole.
+      for await (const record of this.deps.index.records(tenant)) {
+        if (this.deps.fingerprints.content(tenant, record.content.text) === scope.fingerprint) seeds.push(record.id);
+      }
+    } else if (scope.type === 'records') {
+      for (const id of new Set(scope.recordIds)) if (await this.deps.index.get(tenant, id)) seeds.push(id);
+    } else {
+      for await (const entry of this.deps.index.lineage(tenant)) if (inScope(entry, scope)) seeds.push(entry.id);
+    }
+    if (perRecord) {
+      const policy = await this.deps.policies.get(tenant);
+      for (const id of seeds) {
+        const stored = await this.deps.index.get(tenant, id);
+        if (!stored) continue;
+        const decision = evaluate(policy, subjectOf(request.requestedBy), resourceOf(stored.record), { now: this.now() }, 'erase');
         if (!decision.allowed) throw new PolicyDenied('erase', decision.ruleId);
       }
-      seeds.push(record.id);
     }
     await this.complete(tenant, requestId, request, 'locate', at, { seeds: seeds.length });
     return { seeds };
@@ -247,12 +259,9 @@ export class ErasureService {
       await this.complete(tenant, requestId, request, 'closure', at, { records: kept.records.length, events: Object.keys(kept.eventStreams).length });
       return { recordIds: kept.records.map((r) => r.id), eventIds: Object.keys(kept.eventStreams) };
     }
-    const nodes: MemoryRecord[] = [];
-    for await (const record of this.deps.index.records(tenant)) nodes.push(record);
-    const closure = deletionClosure(
-      seeds,
-      nodes.map((r) => ({ id: r.id, kind: r.kind, rule: r.provenance.rule, sourceEventIds: r.provenance.sourceEventIds, parentIds: r.provenance.parentIds })),
-    );
+    const nodes: LineageEntry[] = [];
+    for await (const entry of this.deps.index.lineage(tenant)) nodes.push(entry);
+    const closure = deletionClosure(seeds, nodes);
     const byId = new Map(nodes.map((r) => [r.id, r]));
     const records = await Promise.all(
       closure.recordIds.map(async (id) => {
@@ -270,7 +279,7 @@ export class ErasureService {
     );
     const eventStreams: Record<string, string> = {};
     for (const eventId of closure.eventIds) {
-      const extracted = closure.recordIds.map((id) => byId.get(id)!).find((r) => r.provenance.sourceEventIds.includes(eventId));
+      const extracted = closure.recordIds.map((id) => byId.get(id)!).find((r) => r.rule === EXTRACTION_RULE && r.sourceEventIds.includes(eventId));
       if (extracted) eventStreams[eventId] = streams.events(tenant, extracted.subject);
     }
     const workset: Workset = { records, eventStreams };
@@ -489,24 +498,6 @@ export class ErasureService {
 
   // ---- helpers ----------------------------------------------------------------------------------------
 
-  private inScope(tenant: string, record: MemoryRecord, scope: ErasureScope): boolean {
-    switch (scope.type) {
-      case 'records':
-        return scope.recordIds.includes(record.id);
-      case 'subject':
-        return record.subject === scope.subject || record.policy.owner === scope.subject;
-      case 'time_range': {
-        const at = Date.parse(record.recordedAt);
-        const inRange = at >= Date.parse(scope.from) && at < Date.parse(scope.to);
-        return inRange && (scope.subject === undefined || record.subject === scope.subject || record.policy.owner === scope.subject);
-      }
-      case 'fingerprint':
-        return this.deps.fingerprints.content(tenant, record.content.text) === scope.fingerprint;
-      case 'expired':
-        return isExpired(record, scope.asOf);
-    }
-  }
-
   private certifiedScope(tenant: string, scope: ErasureScope): CertifiedScope {
     switch (scope.type) {
       case 'subject':
@@ -606,11 +597,30 @@ function subjectOf(requester: Requester) {
   };
 }
 
-function isExpired(record: MemoryRecord, asOf: string): boolean {
-  return record.retention.expiresAt !== null && Date.parse(record.retention.expiresAt) <= Date.parse(asOf) && record.status !== 'purged';
+function inScope(entry: LineageEntry, scope: Exclude<ErasureScope, { type: 'fingerprint' | 'records' }>): boolean {
+  const ofSubject = (subject: string) => entry.subject === subject || entry.owner === subject;
+  switch (scope.type) {
+    case 'subject':
+      return ofSubject(scope.subject);
+    case 'time_range': {
+      const at = Date.parse(entry.recordedAt);
+      return at >= Date.parse(scope.from) && at < Date.parse(scope.to) && (scope.subject === undefined || ofSubject(scope.subject));
+    }
+    case 'expired':
+      return isExpired(entry, scope.asOf);
+  }
+}
+
+function isExpired(entry: LineageEntry, asOf: string): boolean {
+  return entry.expiresAt !== null && Date.parse(entry.expiresAt) <= Date.parse(asOf);
+}
+
+/** What `isHeld` looks at, from a lineage entry. */
+function heldView(entry: LineageEntry): HoldTarget {
+  return { id: entry.id, subject: entry.subject, policy: { owner: entry.owner, project: entry.project } };
 }
 
 /** The record's longest distinct words (length is a fair stand-in for rarity), for the BM25 probe. */
 function distinctiveTerms(record: MemoryRecord): string[] {
-  return [...new Set(tokenize(record.content.text))].sort((a, b) => b.length - a.length || a.localeCompare(b)).slice(0, 16);
+  return [...new Set(tokenize(record.content.text))].sort((a, b) => b.length - a.length || a.localeCompare(b)).slice(0, 8);
 }

@@ -10,6 +10,7 @@ import {
   type CheckpointStore,
   type HybridQuery,
   type IndexFilter,
+  type LineageEntry,
   type MemoryIndex,
   type ReadClause,
   type ReadExclusions,
@@ -272,6 +273,22 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
 
       expect(listed).toEqual(many.map((m) => m.record.id).filter((id) => id !== 'r-3'));
       expect(await index.tenants()).toEqual(expect.arrayContaining([A, B]));
+      const lineage: LineageEntry[] = [];
+      for await (const entry of index.lineage(A)) lineage.push(entry);
+      expect(lineage.map((e) => e.id)).toEqual(listed);
+      const sample = many[7].record;
+      expect(lineage.find((e) => e.id === sample.id)).toEqual({
+        id: sample.id,
+        kind: sample.kind,
+        subject: sample.subject,
+        owner: sample.policy.owner,
+        rule: sample.provenance.rule,
+        sourceEventIds: sample.provenance.sourceEventIds,
+        parentIds: sample.provenance.parentIds,
+        recordedAt: new Date(sample.recordedAt).toISOString(),
+        expiresAt: sample.retention.expiresAt === null ? null : new Date(sample.retention.expiresAt).toISOString(),
+        ...(sample.policy.project ? { project: sample.policy.project } : {}),
+      });
       const none: string[] = [];
       for await (const record of index.records('nobody')) none.push(record.id);
       expect(none).toEqual([]);

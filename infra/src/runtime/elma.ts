@@ -86,13 +86,13 @@ export async function openElma(
   const writes = new WriteTracker();
   const policies = new PolicyStore({ log });
   const holds = new LegalHolds({ log, clock, ids });
-  const audit = new AuditLog({ log, clock });
   const probes = new Map<string, () => Promise<EngineHealth>>();
   const fingerprintKey = Buffer.from(keyedFingerprint(config.masterKey, 'elma.idempotency.v1'), 'hex');
   const fingerprints = new ErasureFingerprints(Buffer.from(keyedFingerprint(config.masterKey, 'elma.erasure.v1'), 'hex'));
   const tombstones = new Tombstones({ log });
   const erased = new ErasureGuard({ tombstones, fingerprints });
   const signer = new CertificateSigner({ masterKey: config.masterKey });
+  const audit = new AuditLog({ log, clock, pseudonymize: (tenant, subject) => `sfp_${fingerprints.subject(tenant, subject)}` });
   const scanRoots = [config.dataDir, ...(config.temporal.dbFile && !config.temporal.dbFile.startsWith(config.dataDir) ? [config.temporal.dbFile, `${config.temporal.dbFile}-wal`] : [])];
 
   return {

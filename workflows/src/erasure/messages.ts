@@ -46,3 +46,16 @@ export interface RetentionSweepResult {
   /** One erasure (and certificate) per tenant that had expired records. */
   erasures: { tenant: string; requestId: string; erased: number | null; failed?: boolean }[];
 }
+
+/** Progress before the first step has run. */
+export const initialErasureProgress = (requestId: string, tenant: string, reason: ErasureReason): ErasureProgress => ({
+  requestId,
+  tenant,
+  reason,
+  status: 'running',
+  currentStep: null,
+  steps: [],
+  closureSize: null,
+  blockedByLegalHold: [],
+  certificateAvailable: false,
+});

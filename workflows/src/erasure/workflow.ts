@@ -15,19 +15,16 @@ import {
   VERIFICATION_ROUNDS,
   approveErasureSignal,
   erasureProgressQuery,
+  initialErasureProgress,
   type ErasureInput,
   type ErasureResult,
 } from './messages';
+import { ACTIVITY_RETRY } from '../retry';
 
 const activities = proxyActivities<ErasureActivities>({
   // A 1,000-record closure takes seconds; the timeout bounds a stuck attempt (a byte scan of a large data folder).
   startToCloseTimeout: '30 minutes',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '1 minute',
-    maximumAttempts: 10,
-  },
+  retry: ACTIVITY_RETRY,
 });
 
 /**
@@ -44,17 +41,7 @@ export async function erasureWorkflow(input: ErasureInput): Promise<ErasureResul
   if (!TENANT_ID_PATTERN.test(String(tenant)) || !ERASURE_REQUEST_ID_PATTERN.test(String(requestId))) {
     throw ApplicationFailure.create({ type: ERASURE_FAILURES.invalidInput, message: 'malformed tenant or request id', nonRetryable: true });
   }
-  const progress: ErasureProgress = {
-    requestId,
-    tenant,
-    reason,
-    status: 'running',
-    currentStep: null,
-    steps: [],
-    closureSize: null,
-    blockedByLegalHold: [],
-    certificateAvailable: false,
-  };
+  const progress: ErasureProgress = initialErasureProgress(requestId, tenant, reason);
   setHandler(erasureProgressQuery, () => progress);
   let approval: { approvedBy: string; at: string } | undefined;
   setHandler(approveErasureSignal, ({ approvedBy }) => {

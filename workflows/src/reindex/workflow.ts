@@ -1,17 +1,12 @@
 import { ApplicationFailure, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { ReindexActivities } from '@elma/activities';
 import { INVALID_TENANT, reindexStageQuery, TENANT_ID_PATTERN, type ReindexInput, type ReindexResult, type ReindexStage } from './messages';
+import { ACTIVITY_RETRY } from '../retry';
 
 const { dropTenantViews, replayTenantLog } = proxyActivities<ReindexActivities>({
   // A replay reads the tenant's whole log; the timeout bounds a stuck attempt, not the normal case.
   startToCloseTimeout: '30 minutes',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '1 minute',
-    maximumAttempts: 10,
-    nonRetryableErrorTypes: [INVALID_TENANT],
-  },
+  retry: { ...ACTIVITY_RETRY, nonRetryableErrorTypes: [INVALID_TENANT] },
 });
 
 /**

@@ -9,6 +9,7 @@ import {
   type SignedCertificate,
 } from '@elma/domain';
 import { Forbidden, renderCertificatePdf, type Elma } from '@elma/infra';
+import { initialErasureProgress } from '@elma/workflows';
 
 /** How the API reaches the erasure workflows (Temporal), injected by the process that runs the API. */
 export interface ErasureWorkflows {
@@ -37,19 +38,7 @@ export class ErasureDesk {
     const workflows = this.require();
     const { requestId, reason } = await this.elma.erasure.request(caller, body, httpRequestId);
     await workflows.start({ tenant: caller.tenant, requestId, reason });
-    return (
-      (await workflows.progress(caller.tenant, requestId).catch(() => undefined)) ?? {
-        requestId,
-        tenant: caller.tenant,
-        reason,
-        status: 'running',
-        currentStep: null,
-        steps: [],
-        closureSize: null,
-        blockedByLegalHold: [],
-        certificateAvailable: false,
-      }
-    );
+    return (await workflows.progress(caller.tenant, requestId).catch(() => undefined)) ?? initialErasureProgress(requestId, caller.tenant, reason);
   }
 
   async progress(caller: Principal, requestId: string): Promise<ErasureProgress> {

@@ -6,7 +6,7 @@ import { DEFAULT_POLICY, type PolicyDocument, type Principal } from '@elma/domai
 import { loadConfig, openElma, silentLogger, startTemporalDevServer, type Elma } from '@elma/infra';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { createElmaWorker, erasureResult, startErasure } from '@elma/worker';
+import { createElmaWorker, erasureProgress, erasureResult, startErasure } from '@elma/worker';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 import { eventBatch, prng, query, sentence } from '../bench/corpus';
 
@@ -175,6 +175,12 @@ async function measureErasure(line: (what: string, figure: string, target: strin
       if (result.erased !== size) throw new Error(`erasure of ${size} erased ${result.erased}`);
       const target = size === 1000 ? '< 10 s' : '';
       line(`erasure, ${fmt(size)}-record closure (request -> signed certificate)`, `${(ms / 1000).toFixed(2)} s`, target, size === 1000 ? ms < 10_000 : undefined);
+      const progress = await erasureProgress({ connection, taskQueue }, tenant, requestId);
+      const slowest = (progress?.steps ?? [])
+        .map((s) => ({ step: s.step, ms: Date.parse(s.finishedAt) - Date.parse(s.startedAt) }))
+        .sort((a, b) => b.ms - a.ms)
+        .slice(0, 4);
+      line(`  slowest steps`, slowest.map((s) => `${s.step} ${(s.ms / 1000).toFixed(1)} s`).join(', '), '');
     }
     for (let i = 1; i < closures.length; i++) {
       const growth = times[i] / times[i - 1];

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ErasureCertificate, ERASURE_STEPS } from '@elma/domain';
+import { makeCertificate } from '@elma/domain/testing';
 import { CertificateSigner } from '@elma/infra';
 import { verifyCertificateCommand } from './verify-certificate';
 
@@ -12,51 +12,7 @@ const signer = new CertificateSigner({ masterKey: new Uint8Array(32).fill(7) });
 const FINGERPRINT = `0123456789abcdef${'0'.repeat(48)}`;
 
 function aSignedCertificate() {
-  const probe = { checked: 1, failed: 0, skipped: 0 };
-  return signer.sign(
-    ErasureCertificate.parse({
-      type: 'elma.erasure-certificate',
-      version: 1,
-      tenant: 'acme',
-      requestId: 'er-cli-1',
-      request: {
-        requestedBy: 'dpo@acme.test',
-        requestedAt: '2024-05-01T09:00:00.000Z',
-        reason: 'subject_request',
-        scope: { type: 'records', recordIds: ['mem-1'] },
-        approvedBy: null,
-        approvedAt: null,
-      },
-      closure: {
-        size: 1,
-        byKind: { working: 0, episodic: 1, semantic: 0, procedural: 0, relational: 0 },
-        records: [{ id: 'mem-1', kind: 'episodic', contentFingerprint: FINGERPRINT }],
-        events: 2,
-        streamsDeleted: 1,
-        keysShredded: 1,
-        tombstones: 1,
-      },
-      legalHoldExceptions: [],
-      steps: ERASURE_STEPS.map((step) => ({
-        step,
-        startedAt: '2024-05-01T10:00:00.000Z',
-        finishedAt: '2024-05-01T10:00:01.000Z',
-        attempts: 1,
-      })),
-      verification: {
-        passed: true,
-        getById: probe,
-        bm25: probe,
-        knn: probe,
-        decrypt: probe,
-        byteScan: { ...probe, files: 2, bytes: 4096, paths: ['events.db'] },
-        rounds: 1,
-      },
-      auditAnchor: { seq: 7, hash: 'e'.repeat(64) },
-      issuedAt: '2024-05-01T10:01:00.000Z',
-      keyId: signer.keyId,
-    }),
-  );
+  return signer.sign(makeCertificate({ keyId: signer.keyId, records: 1, contentFingerprint: FINGERPRINT }));
 }
 
 function capture() {
@@ -104,7 +60,7 @@ describe('elma verify-certificate', () => {
     const code = await verifyCertificateCommand([certificateFile, '--jwks', jwksFile], out.io);
 
     expect(code).toBe(0);
-    expect(out.stdout()).toBe(`certificate OK: request er-cli-1, tenant acme, 1 records, signed by ${signer.keyId}\n`);
+    expect(out.stdout()).toBe(`certificate OK: request er-2024-0001, tenant acme, 1 records, signed by ${signer.keyId}\n`);
   });
 
   it('a certificate with one hex digit changed is INVALID', async () => {

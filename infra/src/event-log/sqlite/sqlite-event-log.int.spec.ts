@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AppendRequest, EventData, SubscriptionItem } from '@elma/domain';
 import { eventLogContract } from '../contract';
+import Database from 'better-sqlite3';
 import { SqliteEventLog } from './sqlite-event-log';
 
 function tempDir(): string {
@@ -60,6 +61,23 @@ describe('sqlite event log on disk', () => {
     expect(containsBytes(path, marker)).toBe(false);
     expect(containsBytes(`${path}-wal`, marker)).toBe(false);
     expect(containsBytes(path, 'kept') || containsBytes(`${path}-wal`, 'kept')).toBe(true);
+  });
+
+  it('remembers a deleted stream without keeping its name (it carries a subject id), old files included', async () => {
+    const stream = `events-t1-person-${randomUUID()}`;
+    await log.append(stream, [event({ n: 1 })], { expectedRevision: 'no_stream' });
+    await log.deleteStream(stream);
+    await log.close();
+    expect(containsBytes(path, stream)).toBe(false);
+
+    // A file written before names were hashed lists the name itself; it still counts as deleted.
+    const legacy = new Database(path);
+    legacy.prepare('INSERT INTO deleted_streams (stream) VALUES (?)').run('events-t1-legacy');
+    legacy.close();
+    log = SqliteEventLog.open(path);
+    for (const name of [stream, 'events-t1-legacy']) {
+      await expect(log.append(name, [event({ n: 2 })], { expectedRevision: 'any' })).rejects.toMatchObject({ code: 'EVENT_LOG.STREAM_DELETED' });
+    }
   });
 
   it('events survive closing and reopening the file', async () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
 import {
   DomainError,
@@ -80,7 +81,8 @@ export class SqliteEventLog implements EventLog {
     openEventLogDatabase(this.db);
     const prepare = (sql: string) => this.db.prepare(sql).safeIntegers(true);
     this.statements = {
-      isDeleted: this.db.prepare('SELECT 1 FROM deleted_streams WHERE stream = ?').pluck(),
+      // Older files stored the name itself; both forms are honoured.
+      isDeleted: this.db.prepare('SELECT 1 FROM deleted_streams WHERE stream IN (?, ?)').pluck(),
       last: prepare('SELECT revision, position FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1'),
       byId: prepare('SELECT revision, position FROM events WHERE stream = ? AND id = ?'),
       insert: prepare(
@@ -100,7 +102,7 @@ export class SqliteEventLog implements EventLog {
       requests.map((request) => this.appendOne(request)),
     );
     this.deleteTransaction = this.db.transaction((stream: string) => {
-      this.statements.markDeleted.run(stream);
+      this.statements.markDeleted.run(deletedName(stream));
       this.statements.deleteEvents.run(stream);
     });
     // One read transaction so the page and the head come from the same snapshot.
@@ -207,7 +209,7 @@ export class SqliteEventLog implements EventLog {
   }
 
   private appendOne({ stream, events, expectedRevision }: AppendRequest): AppendResult {
-    if (this.statements.isDeleted.get(stream)) throw new StreamDeleted(stream);
+    if (this.statements.isDeleted.get(deletedName(stream), stream)) throw new StreamDeleted(stream);
     const last = this.statements.last.get(stream) as { revision: bigint; position: bigint } | undefined;
     const current = last?.revision ?? NO_STREAM;
     const stored = this.storedRefs(stream, events);
@@ -352,4 +354,13 @@ function duplicateId(stream: string, id: string): DomainError {
     stream,
     eventId: id,
   });
+}
+
+/**
+ * A hard-deleted stream is remembered by a hash of its name: names carry
+ * subject ids (`events-{tenant}-{subject}`), and a deleted stream is usually
+ * an erased person, whose id must not stay behind in the log's bookkeeping.
+ */
+function deletedName(stream: string): string {
+  return `sha256:${createHash('sha256').update(stream, 'utf8').digest('hex')}`;
 }

@@ -7,6 +7,7 @@ import {
   type HybridQuery,
   type IndexedMemory,
   type MemoryIndex,
+  type LineageEntry,
   type MemoryRecord,
   type SearchHit,
 } from '@elma/domain';
@@ -100,7 +101,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
 
   async purge(tenant: string, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    this.partition(tenant, false)?.purge(ids);
+    await this.partition(tenant, false)?.purge(ids);
   }
 
   async count(tenant: string): Promise<number> {
@@ -115,6 +116,17 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
       const batch = partition.recordsAfter(after, 1_000);
       if (batch.length === 0) return;
       for (const row of batch) yield row.record;
+      after = batch[batch.length - 1].rowid;
+    }
+  }
+
+  async *lineage(tenant: string): AsyncIterable<LineageEntry> {
+    for (let after = 0; ; ) {
+      const partition = this.partition(tenant, false);
+      if (!partition) return;
+      const batch = partition.lineageAfter(after, 5_000);
+      if (batch.length === 0) return;
+      for (const row of batch) yield row.entry;
       after = batch[batch.length - 1].rowid;
     }
   }

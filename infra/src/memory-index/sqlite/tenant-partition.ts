@@ -1,11 +1,12 @@
 import { existsSync, rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { MemoryRecord, SENSITIVITY_RANK, tokenize, type IndexedMemory } from '@elma/domain';
+import { MemoryRecord, SENSITIVITY_RANK, tokenize, type IndexedMemory, type LineageEntry, type MemoryKind } from '@elma/domain';
 import type { FilterSql } from './filter-sql';
 import { millis } from './filter-sql';
 import { migrateTenantSchema, purposeSet, TENANT_SCHEMA } from './schema';
 import { VectorGraph, type VectorGraphOptions } from './vector-graph';
 import { cosine, fromBlob, norm, toBlob } from './vectors';
+import { scanFiles } from '../../erasure/byte-scan';
 
 export interface PartitionFiles {
   db: string;
@@ -109,6 +110,45 @@ export class TenantPartition {
     return rows.map((r) => ({ rowid: r.rowid, record: JSON.parse(r.record) as MemoryRecord }));
   }
 
+  /** Up to `limit` lineage entries with rowid > `after`; the JSON is taken apart by SQLite, not parsed whole. */
+  lineageAfter(after: number, limit: number): { rowid: number; entry: LineageEntry }[] {
+    const rows = this.stmt(
+      `SELECT rowid, id, kind, owner, project, recorded_at, expires_at,
+              json_extract(record, '$.subject') AS subject,
+              json_extract(record, '$.provenance.rule') AS rule,
+              json_extract(record, '$.provenance.sourceEventIds') AS sources,
+              json_extract(record, '$.provenance.parentIds') AS parents
+       FROM memories WHERE rowid > ? ORDER BY rowid LIMIT ?`,
+    ).all(after, limit) as {
+      rowid: number;
+      id: string;
+      kind: MemoryKind;
+      owner: string;
+      project: string | null;
+      recorded_at: number;
+      expires_at: number | null;
+      subject: string;
+      rule: string;
+      sources: string;
+      parents: string;
+    }[];
+    return rows.map((r) => ({
+      rowid: r.rowid,
+      entry: {
+        id: r.id,
+        kind: r.kind,
+        subject: r.subject,
+        owner: r.owner,
+        rule: r.rule,
+        sourceEventIds: r.sources === '[]' ? [] : (JSON.parse(r.sources) as string[]),
+        parentIds: r.parents === '[]' ? [] : (JSON.parse(r.parents) as string[]),
+        recordedAt: new Date(r.recorded_at).toISOString(),
+        expiresAt: r.expires_at === null ? null : new Date(r.expires_at).toISOString(),
+        ...(r.project !== null ? { project: r.project } : {}),
+      },
+    }));
+  }
+
   allIds(): string[] {
     return (this.stmt('SELECT id FROM memories ORDER BY rowid').all() as { id: string }[]).map((r) => r.id);
   }
@@ -209,26 +249,36 @@ export class TenantPartition {
   /**
    * Physical removal. Order matters for erasure: rows go first (secure_delete
    * zeroes their cells and pages), then FTS5 merges its segments so no term
-   * list still carries the documents, then the graph is rebuilt without them
-   * and its file rewritten (usearch removals leave the vector bytes behind),
-   * and last the WAL, which still holds the old pages, is checkpointed and
-   * truncated.
+   * list still carries the documents, then the graph drops the nodes and
+   * their vector bytes are overwritten in place (usearch removals alone leave
+   * them behind) and the file is rewritten; the file is then checked for
+   * those bytes and, should any survive, the graph is rebuilt from the rows
+   * instead. Last the WAL, which still holds the old pages, is checkpointed
+   * and truncated.
    */
-  purge(ids: string[]): void {
-    let removed = 0;
+  async purge(ids: string[]): Promise<void> {
+    const removed: { rowid: number; vector: Buffer }[] = [];
     this.db.transaction(() => {
       for (const id of ids) {
-        const row = this.stmt('SELECT rowid FROM memories WHERE id = ?').get(id) as { rowid: number } | undefined;
+        const row = this.stmt('SELECT rowid, vector FROM memories WHERE id = ?').get(id) as { rowid: number; vector: Buffer } | undefined;
         if (!row) continue;
         this.deleteRow(row.rowid);
-        removed++;
+        removed.push(row);
       }
-      if (removed > 0) this.bumpGeneration();
+      if (removed.length > 0) this.bumpGeneration();
     })();
-    if (removed === 0) return;
+    if (removed.length === 0) return;
     this.db.prepare(`INSERT INTO memories_fts (memories_fts) VALUES ('optimize')`).run();
-    this.rebuildGraph();
+    this.graph.scrub(removed.map((r) => r.rowid));
     this.saveGraph();
+    const report = await scanFiles(
+      [this.files.graph],
+      removed.map((r) => ({ id: String(r.rowid), bytes: r.vector })),
+    );
+    if (report.findings.length > 0) {
+      this.rebuildGraph();
+      this.saveGraph();
+    }
     this.db.pragma('wal_checkpoint(TRUNCATE)');
   }
 

@@ -12,11 +12,14 @@ export interface VectorGraphOptions {
   expansionSearch?: number;
 }
 
+/** Keys for scrub's throwaway vectors: far above any SQLite rowid (at most 2^63 - 1 but in practice < 2^53). */
+const SCRUB_KEY_BASE = 1n << 60n;
+
 /**
  * A tenant's HNSW graph (usearch), keyed by the memories table's rowid. The
- * graph is a cache of the stored vectors: it can always be rebuilt from them,
- * and purge does exactly that because usearch removals are soft (the vector
- * bytes of a removed key stay in the graph and in its saved file).
+ * graph is a cache of the stored vectors: it can always be rebuilt from them.
+ * usearch removals are soft (the vector bytes of a removed key stay in the
+ * graph and in its saved file), so purge scrubs them (see `scrub`).
  */
 export class VectorGraph {
   private index: Index;
@@ -52,6 +55,24 @@ export class VectorGraph {
   remove(keys: number[]): void {
     const present = keys.filter((k) => this.index.contains(BigInt(k)) === true);
     if (present.length > 0) this.index.remove(BigUint64Array.from(present, (k) => BigInt(k)));
+  }
+
+  /**
+   * Removes nodes and overwrites their vector bytes without rebuilding the
+   * graph: usearch keeps a removed node's vector in its slot and hands freed
+   * slots to the next additions, so as many throwaway random vectors are
+   * added under reserved keys (above any rowid) and removed again. The
+   * caller checks the saved file and rebuilds if a byte survived anyway.
+   */
+  scrub(keys: number[]): void {
+    const present = keys.filter((k) => this.index.contains(BigInt(k)) === true);
+    if (present.length === 0) return;
+    this.index.remove(BigUint64Array.from(present, (k) => BigInt(k)));
+    const filler = new Float32Array(present.length * this.dimensions);
+    for (let i = 0; i < filler.length; i++) filler[i] = Math.random() - 0.5;
+    const reserved = BigUint64Array.from(present, (_, i) => SCRUB_KEY_BASE + BigInt(i));
+    this.index.add(reserved, filler, 0);
+    this.index.remove(reserved);
   }
 
   /** Approximate nearest keys, best first. */

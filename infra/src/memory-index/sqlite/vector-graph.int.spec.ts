@@ -1,0 +1,48 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { VectorGraph } from './vector-graph';
+
+/** A deterministic pseudo-random vector (mulberry32), for graph tests. */
+function prngVector(dimensions: number, seed: number): Float32Array {
+  let state = seed >>> 0;
+  const next = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296 - 0.5;
+  };
+  return Float32Array.from({ length: dimensions }, next);
+}
+
+describe('VectorGraph.scrub', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'elma-graph-'));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('removes nodes and leaves none of their vector bytes in the saved graph, keeping the rest searchable', () => {
+    const graph = new VectorGraph(64);
+    const vectors = Array.from({ length: 3_000 }, (_, i) => prngVector(64, i + 1));
+    graph.add(vectors.map((_, i) => i + 1), vectors);
+    const gone = Array.from({ length: 300 }, (_, i) => i * 10 + 1);
+    const path = join(dir, 'graph.usearch');
+
+    // A soft removal alone leaves the bytes: this is what scrub exists for.
+    const soft = new VectorGraph(64);
+    soft.add(vectors.map((_, i) => i + 1), vectors);
+    soft.remove(gone);
+    soft.save(path);
+    expect(gone.filter((k) => readFileSync(path).includes(Buffer.from(vectors[k - 1].buffer))).length).toBeGreaterThan(0);
+
+    graph.scrub(gone);
+    graph.save(path);
+    const file = readFileSync(path);
+    expect(gone.filter((k) => file.includes(Buffer.from(vectors[k - 1].buffer)))).toEqual([]);
+    expect(graph.size).toBe(2_700);
+    const kept = 2;
+    expect(graph.searchWithCosine(vectors[kept - 1], 1)[0]).toMatchObject({ key: kept });
+    for (const k of gone.slice(0, 20)) expect(graph.search(vectors[k - 1], 10)).not.toContain(k);
+    expect(graph.search(vectors[0], 3_000).every((k) => k < 1e15)).toBe(true);
+  });
+});
