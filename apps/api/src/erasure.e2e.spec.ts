@@ -167,6 +167,12 @@ describe('erasure of a data subject, end to end on Temporal', () => {
     expect(entries.find((e) => e.seq === c.auditAnchor.seq)).toMatchObject({ hash: c.auditAnchor.hash, operation: 'erase' });
     expect(entries.filter((e) => e.resourceIds.includes('step/verify'))).toHaveLength(1);
 
+    // The audit chain outlives erasure: it names the data subject only by a keyed pseudonym, still searchable.
+    const trail = await call('auditor', 'GET', '/v1/audit');
+    expect(trail.text).not.toContain('cust-7');
+    const bySubject = await call('auditor', 'GET', '/v1/audit?subject=cust-7');
+    expect(bySubject.text.trim().split('\n').map((l) => JSON.parse(l).subject)).toEqual(expect.arrayContaining([expect.stringMatching(/^sfp_[0-9a-f]{64}$/)]));
+
     const pdf = await call('compliance', 'GET', `/v1/erasures/${requestId}/certificate.pdf`);
     expect(pdf.status).toBe(200);
     expect(pdf.contentType).toBe('application/pdf');
