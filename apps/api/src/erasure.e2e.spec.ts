@@ -276,6 +276,24 @@ describe('erasure under legal hold, approval and verification', () => {
     expect((await call('agent', 'GET', `/v1/erasures/${allowed}`)).status).toBe(404);
   });
 
+  it('erases by record id (with what derives from it) and by a time range of one subject', async () => {
+    const [a, b] = await ingest([chatEvent('cust-14', 'record-scoped note one'), chatEvent('cust-14', 'record-scoped note two')]);
+    const byId = await erase({ type: 'records', recordIds: [`mem_ep_${a.id}`, 'mem_ep_does-not-exist'] }, 'compliance', 'correction');
+    expect((await settle(byId)).closureSize).toBe(1);
+    expect((await call('agent', 'GET', `/v1/memories/mem_ep_${a.id}`)).status).toBe(404);
+    expect((await call('agent', 'GET', `/v1/memories/mem_ep_${b.id}`)).status).toBe(200);
+
+    const from = new Date(Date.now() - 60_000).toISOString();
+    await ingest([chatEvent('cust-15', 'recent note in the window'), chatEvent('cust-16', 'another subject, same window')]);
+    const to = new Date(Date.now() + 60_000).toISOString();
+    const windowed = await erase({ type: 'time_range', from, to, subject: 'cust-15' }, 'compliance', 'legal');
+    const done = await settle(windowed);
+    expect(done).toMatchObject({ status: 'completed', closureSize: 1 });
+    const certificate = (await call('compliance', 'GET', `/v1/erasures/${windowed}/certificate`)).body.certificate;
+    expect(certificate.request.scope).toMatchObject({ type: 'time_range', from, to, subjectFingerprint: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(await recallTexts('another subject, same window')).toContain('another subject, same window');
+  });
+
   it('erases by content fingerprint and by record id through GraphQL', async () => {
     const [e] = await ingest([chatEvent('cust-13', 'GraphQL-erased reminder: renew the Hollowbrook lease')]);
     const mutation = `mutation($input: ErasureRequestInput!) { requestErasure(input: $input) { requestId status } }`;
