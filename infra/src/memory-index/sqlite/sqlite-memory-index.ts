@@ -108,25 +108,22 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     return this.partition(tenant, false)?.count() ?? 0;
   }
 
-  async *records(tenant: string): AsyncIterable<MemoryRecord> {
-    // Batches by rowid, so no statement stays open across the consumer's awaits.
-    for (let after = 0; ; ) {
-      const partition = this.partition(tenant, false);
-      if (!partition) return;
-      const batch = partition.recordsAfter(after, 1_000);
-      if (batch.length === 0) return;
-      for (const row of batch) yield row.record;
-      after = batch[batch.length - 1].rowid;
-    }
+  records(tenant: string): AsyncIterable<MemoryRecord> {
+    return this.batched(tenant, (partition, after) => partition.recordsAfter(after, 1_000).map((r) => ({ rowid: r.rowid, item: r.record })));
   }
 
-  async *lineage(tenant: string): AsyncIterable<LineageEntry> {
+  lineage(tenant: string): AsyncIterable<LineageEntry> {
+    return this.batched(tenant, (partition, after) => partition.lineageAfter(after, 5_000).map((r) => ({ rowid: r.rowid, item: r.entry })));
+  }
+
+  /** Pages through a partition by rowid, so no statement stays open across the consumer's awaits. */
+  private async *batched<T>(tenant: string, page: (partition: TenantPartition, after: number) => { rowid: number; item: T }[]): AsyncIterable<T> {
     for (let after = 0; ; ) {
       const partition = this.partition(tenant, false);
       if (!partition) return;
-      const batch = partition.lineageAfter(after, 5_000);
+      const batch = page(partition, after);
       if (batch.length === 0) return;
-      for (const row of batch) yield row.entry;
+      for (const row of batch) yield row.item;
       after = batch[batch.length - 1].rowid;
     }
   }
