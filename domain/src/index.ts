@@ -27,3 +27,4 @@ export * from './policy/compile';
 export * from './audit/audit';
 export * from './hygiene';
 export * from './erasure';
+export * from './consolidation';

@@ -1,0 +1,3 @@
+export * from './summary';
+export * from './facts';
+export * from './duplicates';
