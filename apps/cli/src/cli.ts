@@ -4,6 +4,7 @@ import { tokenCommand } from './commands/token';
 import { benchCommand } from './commands/bench';
 import { verifyCertificateCommand } from './commands/verify-certificate';
 import { workerCommand } from './commands/worker';
+import { evalLocomoCommand } from './commands/eval-locomo';
 
 const USAGE = `elma <command> [options]
 
@@ -16,6 +17,8 @@ Commands:
   verify-certificate <file> [--jwks <url-or-file>]
                                 verify an erasure certificate offline; exits 1 if it was altered
   bench [--sizes 10000,100000]  print throughput and latency figures (npm run bench)
+  eval-locomo [--data DIR] [--samples N] [--json FILE]
+                                LoCoMo retrieval evaluation (npm run eval:locomo)
 `;
 
 /** Returns the exit code for commands that finish; `start` runs until interrupted. */
@@ -32,6 +35,8 @@ export async function runCli(argv: string[]): Promise<number | undefined> {
       return benchCommand(rest);
     case 'worker':
       return workerCommand(rest);
+    case 'eval-locomo':
+      return evalLocomoCommand(rest);
     case 'verify-certificate':
       return verifyCertificateCommand(rest);
     case undefined:
