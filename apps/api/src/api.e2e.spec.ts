@@ -1,3 +1,4 @@
+import { countTokens } from 'gpt-tokenizer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chatEvent, dataEventCount, startTestApp, type TestApp } from './testing';
 
@@ -62,6 +63,40 @@ describe('the embedded API, end to end over HTTP', () => {
     // Neither language drags in the other's unrelated memory just because it is a nearest neighbour.
     expect(zh.body.items.map((i: { text: string }) => i.text).join(' ')).not.toContain('contract renews');
     expect(en.body.items.map((i: { text: string }) => i.text).join(' ')).not.toContain('交付风险');
+  });
+
+  it('returns a numbered, cited context in item order and keeps to a tiny token budget', async () => {
+    await call('POST', '/v1/events', {
+      events: [
+        event('cust-pk', 'The pallet order from Rotterdam ships on Monday.'),
+        event('cust-pk', '托盘订单从鹿特丹发货，周一出发。'),
+      ],
+    });
+    type Item = { text: string; tokens: number; citation: { sourceTrust: string } };
+    const recall = await call('POST', '/v1/recall', { query: 'pallet order Rotterdam 托盘订单', purpose: 'support', consistency: 'strong', budgetTokens: 200 });
+    expect(recall.status).toBe(200);
+    const items: Item[] = recall.body.items;
+    expect(items.length).toBeGreaterThanOrEqual(2);
+    let from = 0;
+    items.forEach((item, i) => {
+      const at = recall.body.context.indexOf(`[${i + 1}] ${item.text}`, from);
+      expect(at, `[${i + 1}] in order`).toBeGreaterThanOrEqual(from);
+      from = at + 1;
+      // Real o200k counts, Chinese and English alike.
+      expect(item.tokens).toBe(countTokens(item.text));
+      expect(item.citation.sourceTrust).toBe('user');
+    });
+    expect(recall.body.context).toContain('source user');
+    expect(recall.body.usedTokens).toBe(items.reduce((sum, item) => sum + item.tokens, 0));
+    expect(recall.body.contextTokens).toBeGreaterThan(recall.body.usedTokens);
+
+    const tiny = await call('POST', '/v1/recall', { query: 'pallet order Rotterdam 托盘订单', purpose: 'support', budgetTokens: 20 });
+    expect(tiny.status).toBe(200);
+    expect(tiny.body.items.length).toBeGreaterThan(0);
+    expect(tiny.body.usedTokens).toBe((tiny.body.items as Item[]).reduce((sum, item) => sum + item.tokens, 0));
+    expect(tiny.body.usedTokens).toBeLessThanOrEqual(20);
+    expect(tiny.body.budgetTokens).toBe(20);
+    expect(tiny.body.context.startsWith(`[1] ${tiny.body.items[0].text}`)).toBe(true);
   });
 
   it('turns a structured fact into a semantic memory with provenance to its event', async () => {
@@ -198,11 +233,14 @@ describe('the embedded API, end to end over HTTP', () => {
     expect(mutation.body.errors).toBeUndefined();
     const id = mutation.body.data.ingestEvents.events[0].id;
     const recall = await call('POST', '/graphql', {
-      query: `query($input: RecallInput!) { recall(input: $input) { items { id text citation { sourceEventIds } } } }`,
+      query: `query($input: RecallInput!) { recall(input: $input) { items { id text citation { sourceEventIds sourceTrust } } context usedTokens contextTokens budgetTokens } }`,
       variables: { input: { query: '法务审批', purpose: 'support', consistency: 'strong' } },
     });
     expect(recall.body.errors).toBeUndefined();
     expect(recall.body.data.recall.items.at(-1).citation.sourceEventIds).toEqual([id]);
+    expect(recall.body.data.recall.items.at(-1).citation.sourceTrust).toBe('user');
+    expect(recall.body.data.recall.context).toContain(`[${recall.body.data.recall.items.length}] 合同续约需要法务部门审批。`);
+    expect(recall.body.data.recall.usedTokens).toBeLessThanOrEqual(recall.body.data.recall.budgetTokens);
     const memory = await call('POST', '/graphql', { query: `{ memory(id: "mem_ep_${id}") { kind provenance { sourceEventIds } } }` });
     expect(memory.body.data.memory).toEqual({ kind: 'episodic', provenance: { sourceEventIds: [id] } });
     const unauthenticated = await call('POST', '/graphql', { query: '{ memory(id: "x") { id } }' }, { authorization: '' });

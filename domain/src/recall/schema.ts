@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MemoryKind, Purpose } from '../memory/record';
+import { MemoryKind, Purpose, type SourceTrust } from '../memory/record';
 
 const IsoDate = z.iso.datetime({ offset: true });
 
@@ -26,6 +26,8 @@ export interface Citation {
   validTo: string | null;
   recordedAt: string;
   confidence: number;
+  /** Trust tier of the record's source. */
+  sourceTrust: SourceTrust;
   disputed: boolean;
 }
 
@@ -34,13 +36,20 @@ export interface RecallItem {
   kind: MemoryKind;
   text: string;
   score: number;
+  /** Tokens of `text`, as the consuming model counts them. */
   tokens: number;
   citation: Citation;
 }
 
 export interface RecallResult {
+  /** In prompt order: current authoritative facts, support, history and disputes; the most important last. */
   items: RecallItem[];
+  /** The items rendered in order, ready to paste into a prompt: `[n] text`, each with its citation line. */
+  context: string;
+  /** Tokens of the items' texts; never more than `budgetTokens`. */
   usedTokens: number;
+  /** Tokens of `context` as a whole: the items plus their numbers, citation lines and disagreement notes. */
+  contextTokens: number;
   budgetTokens: number;
   /** How many candidates the index returned before packing. */
   candidates: number;

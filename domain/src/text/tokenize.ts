@@ -51,10 +51,3 @@ export function isHan(token: string): boolean {
   return HAN.test(token);
 }
 
-/** Rough token count for budgeting: about 4 characters per English token, one per Han character. */
-export function estimateTokens(text: string): number {
-  let han = 0;
-  for (const ch of text) if (HAN.test(ch)) han += 1;
-  const rest = text.length - han;
-  return Math.max(1, han + Math.ceil(rest / 4));
-}

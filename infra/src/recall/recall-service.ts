@@ -3,9 +3,11 @@ import {
   RECALLABLE_STATUSES,
   RecallRequest,
   matchesFilter,
+  orderForPrompt,
   packByMarginalUtility,
+  packProfile,
   parseOrThrow,
-  estimateTokens,
+  renderContext,
   type Clock,
   type Embedder,
   type IndexFilter,
@@ -23,6 +25,7 @@ import type { WriteTracker } from '../projection/write-tracker';
 import type { AuditLog } from '../audit/audit-log';
 import type { LegalHolds } from '../legal-hold/legal-holds';
 import type { PolicyStore } from '../policy/policy-store';
+import { countTokens } from './token-counter';
 
 export class PurposeNotPermitted extends DomainError {
   constructor(purpose: string) {
@@ -38,7 +41,6 @@ const CANDIDATES = 30;
  * an unrelated memory in a context pack costs budget and misleads.
  */
 const MIN_DENSE_ONLY_COSINE = 0.2;
-const DAY_MS = 86_400_000;
 
 /**
  * Recall (§5.3): policy compiled into the index filter (pushdown), hybrid
@@ -101,7 +103,7 @@ export class RecallService {
         matchesFilter(hit.record, filter) &&
         (hit.bm25Rank !== undefined || (hit.cosine ?? 0) >= MIN_DENSE_ONLY_COSINE),
     );
-    const result = this.pack(hits, request.budgetTokens, Date.parse(filter.asOf!));
+    const result = this.pack(hits, request, filter.asOf!);
     const recordOf = new Map(hits.map((hit) => [hit.record.id, hit.record]));
     const rules = new Set(result.items.map((item) => clauses.find((c) => matchesClauses(recordOf.get(item.id)!, [c]))!.ruleId));
     await audit(
@@ -111,47 +113,44 @@ export class RecallService {
     return result;
   }
 
-  private pack(hits: SearchHit[], budgetTokens: number, at: number): RecallResult {
-    const top = hits[0]?.score ?? 1;
+  /**
+   * Packs within the budget with the purpose's weights, orders for the prompt
+   * and renders the context. `at` is the query's point in business time.
+   */
+  private pack(hits: SearchHit[], request: RecallRequest, at: string): RecallResult {
+    const top = Math.max(0, ...hits.map((hit) => hit.score));
     const byId = new Map(hits.map((hit) => [hit.record.id, hit]));
     const packed = packByMarginalUtility(
-      hits.map((hit) => ({
-        id: hit.record.id,
-        text: hit.record.content.text,
-        vector: hit.vector,
-        relevance: hit.score / top,
-        confidence: hit.record.confidence,
-        ageDays: Math.max(0, (at - Date.parse(hit.record.validFrom)) / DAY_MS),
-      })),
-      budgetTokens,
+      hits.map((hit) => ({ record: hit.record, vector: hit.vector, relevance: top > 0 ? hit.score / top : 0 })),
+      { budgetTokens: request.budgetTokens, at, countTokens, weights: packProfile(request.purpose) },
     );
-    // Most relevant evidence last, nearest the query end of the prompt (§5.3).
-    const ordered = packed.map((p) => byId.get(p.id)!).sort((a, b) => a.score - b.score);
-    const items = ordered.map((hit) => {
-      const r = hit.record;
-      return {
+    const ordered = orderForPrompt(packed, at);
+    const items = ordered.map(({ record: r, tokens }) => ({
+      id: r.id,
+      kind: r.kind,
+      text: r.content.text,
+      score: byId.get(r.id)!.score,
+      tokens,
+      citation: {
         id: r.id,
+        version: r.version,
         kind: r.kind,
-        text: r.content.text,
-        score: hit.score,
-        tokens: estimateTokens(r.content.text),
-        citation: {
-          id: r.id,
-          version: r.version,
-          kind: r.kind,
-          sourceEventIds: r.provenance.sourceEventIds,
-          validFrom: r.validFrom,
-          validTo: r.validTo,
-          recordedAt: r.recordedAt,
-          confidence: r.confidence,
-          disputed: r.status === 'disputed',
-        },
-      };
-    });
+        sourceEventIds: r.provenance.sourceEventIds,
+        validFrom: r.validFrom,
+        validTo: r.validTo,
+        recordedAt: r.recordedAt,
+        confidence: r.confidence,
+        sourceTrust: r.sourceTrust,
+        disputed: r.status === 'disputed',
+      },
+    }));
+    const context = renderContext(ordered.map((p) => p.record));
     return {
       items,
+      context,
       usedTokens: items.reduce((sum, item) => sum + item.tokens, 0),
-      budgetTokens,
+      contextTokens: countTokens(context),
+      budgetTokens: request.budgetTokens,
       candidates: hits.length,
     };
   }

@@ -52,6 +52,7 @@ export class CitationType {
   @Field(() => String, { nullable: true }) validTo!: string | null;
   @Field(() => String) recordedAt!: string;
   @Field(() => Float) confidence!: number;
+  @Field(() => String) sourceTrust!: string;
   @Field(() => Boolean) disputed!: boolean;
 }
 
@@ -68,7 +69,9 @@ export class RecallItemType {
 @ObjectType('RecallResult')
 export class RecallResultType {
   @Field(() => [RecallItemType]) items!: RecallItemType[];
+  @Field(() => String) context!: string;
   @Field(() => Int) usedTokens!: number;
+  @Field(() => Int) contextTokens!: number;
   @Field(() => Int) budgetTokens!: number;
   @Field(() => Int) candidates!: number;
 }
