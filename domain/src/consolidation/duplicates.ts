@@ -1,3 +1,5 @@
+import { dot } from '../recall/packing';
+
 export interface DuplicateCandidate {
   id: string;
   /** L2-normalised embedding. */
@@ -34,7 +36,7 @@ export function nearDuplicateGroups(candidates: DuplicateCandidate[], threshold:
   });
   for (let i = 0; i < candidates.length; i++) {
     for (let j = i + 1; j < candidates.length; j++) {
-      if (find(i) !== find(j) && cosine(candidates[i].vector, candidates[j].vector) >= threshold) union(i, j);
+      if (find(i) !== find(j) && dot(candidates[i].vector, candidates[j].vector) >= threshold) union(i, j);
     }
   }
   const groups = new Map<number, string[]>();
@@ -45,10 +47,4 @@ export function nearDuplicateGroups(candidates: DuplicateCandidate[], threshold:
     else groups.set(root, [candidate.id]);
   });
   return [...groups.values()].filter((g) => g.length > 1);
-}
-
-function cosine(a: Float32Array, b: Float32Array): number {
-  let sum = 0;
-  for (let i = 0; i < Math.min(a.length, b.length); i++) sum += a[i] * b[i];
-  return sum;
 }
