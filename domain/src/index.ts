@@ -28,3 +28,4 @@ export * from './audit/audit';
 export * from './hygiene';
 export * from './erasure';
 export * from './consolidation';
+export * from './memory/conflicts';

@@ -8,19 +8,21 @@ import { MemoryRecord, type MemoryKind } from './memory/record';
 
 export interface RecordOverrides extends Partial<Omit<MemoryRecord, 'policy' | 'retention' | 'content'>> {
   text?: string;
+  /** The whole content (with a fact, say); `text` is ignored when given. */
+  content?: MemoryRecord['content'];
   policy?: Partial<MemoryRecord['policy']>;
   retention?: Partial<MemoryRecord['retention']>;
 }
 
 /** A valid active semantic memory for tests; override only what the test is about. */
 export function makeRecord(overrides: RecordOverrides = {}): MemoryRecord {
-  const { text, policy, retention, ...rest } = overrides;
+  const { text, content, policy, retention, ...rest } = overrides;
   return MemoryRecord.parse({
     id: 'mem-1',
     tenant: 'tenant-a',
     subject: 'user-1',
     kind: 'semantic',
-    content: { text: text ?? 'The customer prefers email.' },
+    content: content ?? { text: text ?? 'The customer prefers email.' },
     validFrom: '2024-01-01T00:00:00.000Z',
     validTo: null,
     recordedAt: '2024-01-01T00:00:00.000Z',

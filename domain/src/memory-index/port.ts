@@ -17,7 +17,11 @@ export interface IndexFilter {
   purposes?: string[];
   /** Business-valid time: validFrom <= asOf < validTo (open end when validTo is null). */
   asOf?: string;
-  /** Transaction time: recordedAt <= knownAsOf. */
+  /**
+   * Transaction time: what the index held at `knownAsOf`, i.e. for each
+   * record the version that was current then (recorded, or revised, at or
+   * before it, and not yet replaced). Absent: the current versions.
+   */
   knownAsOf?: string;
   /** Records with retention.expiresAt <= now are never returned. */
   now: string;
@@ -69,18 +73,24 @@ export interface LineageEntry {
 }
 
 export interface MemoryIndex {
-  /** Inserts or replaces records by id, atomically per call. Idempotent. */
+  /**
+   * Stores records as their ids' current versions, atomically per call.
+   * Idempotent: the same version again replaces it; a higher version makes
+   * the previous one history (still found by `knownAsOf` queries); a lower
+   * version than the current one is ignored.
+   */
   upsert(tenant: string, memories: IndexedMemory[]): Promise<void>;
 
-  /** The record with this id in the tenant's partition, or undefined. */
+  /** The current version of the record with this id in the tenant's partition, or undefined. */
   get(tenant: string, id: string): Promise<IndexedMemory | undefined>;
 
   /** BM25 and dense routes fused with RRF, filters applied inside each route. */
   search(query: HybridQuery): Promise<SearchHit[]>;
 
   /**
-   * Physically removes the records: rows, FTS entries and vectors, including
-   * the vector graph's copies, so no byte of them remains in the index files.
+   * Physically removes the records, every version: rows, FTS entries and
+   * vectors, including the vector graph's copies, so no byte of them remains
+   * in the index files.
    */
   purge(tenant: string, ids: string[]): Promise<void>;
 
@@ -97,6 +107,13 @@ export interface MemoryIndex {
    * compute a deletion closure, cheaply.
    */
   lineage(tenant: string): AsyncIterable<LineageEntry>;
+
+  /**
+   * Current versions of the tenant's records stating a fact about this
+   * entity and attribute (`factKey` of domain/memory/conflicts), any status:
+   * what a new fact is checked against for conflicts.
+   */
+  currentFacts(tenant: string, factKey: string): Promise<MemoryRecord[]>;
 
   /** The tenants that have a partition. */
   tenants(): Promise<string[]>;

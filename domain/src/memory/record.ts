@@ -18,6 +18,9 @@ export const SENSITIVITY_RANK: Record<Sensitivity, number> = { public: 0, intern
 export const SourceTrust = z.enum(['authoritative', 'certified', 'user', 'external', 'model']);
 export type SourceTrust = z.infer<typeof SourceTrust>;
 
+/** How far a source is believed when two facts disagree (issue 5 §2): higher wins. */
+export const SOURCE_TRUST_RANK: Record<SourceTrust, number> = { authoritative: 4, certified: 3, user: 2, external: 1, model: 0 };
+
 export const RetentionClass = z.enum(['session', 'standard', 'long_term', 'legal_hold']);
 export type RetentionClass = z.infer<typeof RetentionClass>;
 
@@ -60,6 +63,15 @@ export const MemoryPolicy = z.object({
 });
 export type MemoryPolicy = z.infer<typeof MemoryPolicy>;
 
+/**
+ * The rule that settled a conflict between two facts (issue 5 §2), in order of
+ * precedence. `adjudication` is a decision no rule could make: a tie is left
+ * disputed for an authorised subject to adjudicate (paper §5.2 rule 4), and
+ * that subject's verdict is recorded under the same name, with `by`.
+ */
+export const ConflictRule = z.enum(['explicit_correction', 'source_authority', 'later_valid_time', 'confidence', 'adjudication']);
+export type ConflictRule = z.infer<typeof ConflictRule>;
+
 /** A memory record (paper §3.2). Times are ISO strings so the record round-trips through JSON unchanged. */
 export const MemoryRecord = z.object({
   id: z.string(),
@@ -79,8 +91,19 @@ export const MemoryRecord = z.object({
   version: z.number().int().min(1),
   status: MemoryStatus,
   retention: z.object({ class: RetentionClass, expiresAt: IsoDate.nullable() }),
+  /** Transaction time of this version; absent on version 1, whose transaction time is `recordedAt`. */
+  revisedAt: IsoDate.optional(),
+  /** An explicit correction by an authorised subject: it wins a conflict before any other rule. */
+  correction: z.boolean().optional(),
+  /** Why this version's status or validTo changed: the rule, the records it was decided against, when and by whom. */
+  resolution: z
+    .object({ rule: ConflictRule, against: z.array(z.string()), decidedAt: IsoDate, by: z.string().optional() })
+    .optional(),
 });
 export type MemoryRecord = z.infer<typeof MemoryRecord>;
+
+/** When this version of the record was written (bitemporal transaction time). */
+export const transactionTime = (record: Pick<MemoryRecord, 'recordedAt' | 'revisedAt'>): string => record.revisedAt ?? record.recordedAt;
 
 /** A purpose name (`support`, `performance_review`): no control characters, which index adapters use as delimiters. */
 export const Purpose = z.string().min(1).max(50).regex(/^[^\p{Cc}]+$/u, 'purposes contain no control characters');

@@ -17,6 +17,11 @@ export const WriteMemoryRequest = z.strictObject({
   retention: RetentionClass.default('standard'),
   idempotencyKey: z.string().min(1).max(200).optional(),
   /**
+   * An explicit correction (roles admin, dpo or reviewer): it prevails over
+   * any fact it contradicts, whatever their sources, times or confidences.
+   */
+  correction: z.boolean().optional(),
+  /**
    * Optimistic concurrency on the memory's stream: the version the caller
    * believes is current (0: the memory must not exist yet). A mismatch is a
    * `EVENT_LOG.WRONG_EXPECTED_VERSION` conflict and nothing is written.

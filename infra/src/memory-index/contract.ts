@@ -261,6 +261,47 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       }
     });
 
+    it('keeps each version: current for queries and get, the older ones for knownAsOf, all purged together', async () => {
+      const v1 = mem({ id: 'policy-refund', text: 'refunds within 30 days', recordedAt: '2026-01-10T00:00:00.000Z' });
+      const v2 = {
+        ...v1,
+        record: { ...v1.record, version: 2, status: 'superseded' as const, revisedAt: '2026-06-01T00:00:00.000Z' },
+      };
+      await index.upsert(A, [v1]);
+      await index.upsert(A, [v2]);
+      await index.upsert(A, [v1]); // a replay behind the index changes nothing
+
+      expect((await index.get(A, 'policy-refund'))?.record.version).toBe(2);
+      expect(await index.count(A)).toBe(1);
+      const asKnown = (knownAsOf?: string) =>
+        ids(query('bm25', 'refunds within 30 days', { statuses: ['active'], ...(knownAsOf ? { knownAsOf } : {}) }));
+      expect(await asKnown()).toEqual([]);
+      expect(await asKnown('2026-03-01T00:00:00.000Z')).toEqual(['policy-refund']);
+      expect(await asKnown('2026-06-01T00:00:00.000Z')).toEqual([]);
+      expect(await asKnown('2025-12-31T00:00:00.000Z')).toEqual([]);
+      const history = await index.search(query('dense', 'refunds within 30 days', { statuses: ['active'], knownAsOf: '2026-03-01T00:00:00.000Z' }));
+      expect(history.map((h) => [h.record.id, h.record.version])).toEqual([['policy-refund', 1]]);
+
+      await index.purge(A, ['policy-refund']);
+      expect(await asKnown('2026-03-01T00:00:00.000Z')).toEqual([]);
+      expect(await index.get(A, 'policy-refund')).toBeUndefined();
+    });
+
+    it('finds the current records stating a fact about an entity and attribute, however written', async () => {
+      const fact = (id: string, entity: string, attribute: string, value: string) =>
+        mem({ id, text: `${entity} ${attribute}: ${value}`, content: { text: `${entity} ${attribute}: ${value}`, fact: { entity, attribute, value } } });
+      await index.upsert(A, [fact('f1', 'ACME', 'renewal month', 'March'), fact('f2', 'acme ', 'Renewal  Month', 'April'), fact('f3', 'ACME', 'ceo', 'Li Wei')]);
+      await index.upsert(B, [indexed({ id: 'b1', tenant: B, text: 'ACME renewal month: May', content: { text: 'x', fact: { entity: 'ACME', attribute: 'renewal month', value: 'May' } } })]);
+      await index.upsert(A, [{ ...fact('f1', 'ACME', 'renewal month', 'March'), record: { ...fact('f1', 'ACME', 'renewal month', 'March').record, version: 2, status: 'superseded' } }]);
+
+      const found = await index.currentFacts(A, 'acme\u001frenewal month');
+      expect(found.map((r) => [r.id, r.version, r.status]).sort()).toEqual([
+        ['f1', 2, 'superseded'],
+        ['f2', 1, 'active'],
+      ]);
+      expect(await index.currentFacts(A, 'acme\u001fnothing')).toEqual([]);
+    });
+
     it('lists every record of one tenant, any status, in insertion order, across batches', async () => {
       const many = Array.from({ length: 2_345 }, (_, i) => mem({ id: `r-${i}`, text: `note ${i}` }));
       many[7] = { ...many[7], record: { ...many[7].record, status: 'superseded' } };

@@ -34,6 +34,7 @@ import { memoryEventMetadata } from '../projection/projection';
 import type { ProjectionRunner } from '../projection/runner';
 import type { WriteTracker } from '../projection/write-tracker';
 import type { EventSealer } from '../sealing/sealed-events';
+import { requireCorrector } from './adjudication';
 
 export class UnknownSourceEvent extends DomainError {
   constructor(ids: string[]) {
@@ -65,6 +66,7 @@ export class MemoryService {
   async write(principal: Principal, body: unknown, requestId = 'internal'): Promise<{ memory: MemoryRecord; position: string; duplicate: boolean }> {
     const parsed = parseOrThrow(WriteMemoryRequest, body);
     const tenant = principal.tenant;
+    if (parsed.correction) requireCorrector(principal);
     const policy = await this.deps.policies.get(tenant);
     const cleaned = cleanContent(parsed.content, parsed.sensitivity, '', policy, (secret) =>
       keyedFingerprint(this.deps.fingerprintKey, 'secret', secret),
@@ -112,6 +114,7 @@ export class MemoryService {
       version: 1,
       status: 'active',
       retention: { class: request.retention, expiresAt: null },
+      ...(request.correction ? { correction: true } : {}),
     };
 
     await this.deps.erased.refuseErased(tenant, [{ path: 'content', subject: record.subject, content: record.content }]);

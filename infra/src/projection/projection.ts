@@ -4,6 +4,8 @@ import {
   MemoryRecorded,
   decide,
   deriveMemories,
+  factKey,
+  settleConflicts,
   initialMemoryState,
   streams,
   type AppendRequest,
@@ -105,6 +107,14 @@ export class Projection {
 
     const records = [...derived.values()];
     if (records.length === 0) return 0;
+    // Contradiction check (§5.2 rule 4) on the live path only: a rebuild replays the decisions from the log.
+    if (options.appendDerived) {
+      const revisions = await this.settleConflicts(tenant, records);
+      if (revisions.length > 0) {
+        await this.appendMemoryEvents(tenant, revisions);
+        records.push(...revisions);
+      }
+    }
     const vectors = await this.deps.embedder.embed(records.map((r) => r.content.text));
     await this.deps.index.upsert(
       tenant,
@@ -113,6 +123,38 @@ export class Projection {
     if (this.recentlyIndexed.size + records.length > Projection.RECENT_MAX) this.recentlyIndexed.clear();
     for (const record of records) this.recentlyIndexed.set(`${tenant}/${record.id}`, record.version);
     return records.length;
+  }
+
+  /**
+   * New facts against the current records about the same entity and
+   * attribute (and against each other, in order): the revisions the
+   * resolution rules call for, each a new version recorded at the new fact's
+   * transaction time. Replaying the same facts yields the same revisions.
+   */
+  private async settleConflicts(tenant: string, records: MemoryRecord[]): Promise<MemoryRecord[]> {
+    const settled = new Map<string, Map<string, MemoryRecord>>();
+    const revisions = new Map<string, MemoryRecord>();
+    const keep = (byId: Map<string, MemoryRecord>, record: MemoryRecord) => {
+      const known = byId.get(record.id);
+      if (!known || known.version <= record.version) byId.set(record.id, record);
+    };
+    for (const record of records) {
+      if (record.kind !== 'semantic' || !record.content.fact || record.version !== 1) continue;
+      const key = factKey(record.content.fact);
+      let byId = settled.get(key);
+      if (!byId) {
+        byId = new Map();
+        for (const stored of await this.deps.index.currentFacts(tenant, key)) keep(byId, stored);
+        settled.set(key, byId);
+      }
+      const current = [...byId.values()].filter((other) => other.id !== record.id);
+      keep(byId, record);
+      for (const revision of settleConflicts(record, current, record.recordedAt)) {
+        keep(byId, revision);
+        keep(revisions, revision);
+      }
+    }
+    return [...revisions.values()];
   }
 
   /** Appends `MemoryRecorded` for each record with deterministic event ids (a replay appends nothing new). */

@@ -10,6 +10,7 @@ import { keyedFingerprint } from '../ingest/ids';
 import { SqliteKeyVault } from '../key-vault';
 import { SqliteMemoryIndex } from '../memory-index';
 import { MemoryService } from '../memory/memory-service';
+import { Adjudication } from '../memory/adjudication';
 import { Projection } from '../projection/projection';
 import { ProjectionRunner } from '../projection/runner';
 import { TenantViewsService } from '../projection/tenant-views';
@@ -56,6 +57,7 @@ export interface Elma {
   memories: MemoryService;
   recall: RecallService;
   erasure: ErasureService;
+  adjudication: Adjudication;
   signer: CertificateSigner;
   health(): Promise<Record<string, EngineHealth>>;
   /** Adds an engine this process depends on beyond the built-in ones (e.g. the Temporal server). */
@@ -130,6 +132,7 @@ export async function openElma(
       scanRoots,
     }),
     signer,
+    adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit }),
     async health() {
       const probe = async (check: () => Promise<unknown>) => {

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { WriteMemoryRequest, type Principal } from '@elma/domain';
 import type { Elma } from '@elma/infra';
@@ -20,6 +20,14 @@ export class MemoriesController {
   @ApiResponse({ status: 422, ...problemResponse })
   write(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
     return this.elma.memories.write(caller, body, requestId);
+  }
+
+  @Post(':id/adjudicate')
+  @HttpCode(200)
+  @ApiResponse({ status: 200, description: 'Settles a contradicted fact (roles admin, dpo, reviewer): `{ "decision": "accept" | "reject" }`; returns the new versions.' })
+  @ApiResponse({ status: 403, ...problemResponse })
+  adjudicate(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
+    return this.elma.adjudication.adjudicate(caller, id, body, requestId);
   }
 
   @Get(':id')

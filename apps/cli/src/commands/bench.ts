@@ -9,6 +9,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createElmaWorker, erasureProgress, erasureResult, startErasure } from '@elma/worker';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 import { eventBatch, prng, query, sentence } from '../bench/corpus';
+import { coverageExperiment } from '../bench/coverage';
 
 const TENANTS = 10;
 const BATCH = 100;
@@ -119,6 +120,16 @@ export async function benchCommand(argv: string[]): Promise<number> {
     rmSync(dataDir, { recursive: true, force: true });
   }
   if (closures.length > 0) await measureErasure(line, closures, Number(values['erasure-background']));
+  if (values.only !== 'erasure') {
+    for (const row of await coverageExperiment({ seed: 42, questions: 200, budgets: [256, 512, 1024, 2048] })) {
+      line(
+        `context coverage @ ${fmt(row.budget)} tokens: packer ${row.packer.toFixed(3)} vs top-k ${row.topK.toFixed(3)}`,
+        `${row.ratio.toFixed(2)}x`,
+        '>= 1x',
+        row.ratio >= 1,
+      );
+    }
+  }
   printTable(rows);
   return 0;
 }

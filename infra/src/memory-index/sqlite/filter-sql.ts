@@ -43,9 +43,13 @@ export function compileFilter(filter: IndexFilter): FilterSql | undefined {
     params.push(asOf, asOf);
   }
 
+  // Transaction time: the version that was current then, or else the current version.
   if (filter.knownAsOf !== undefined) {
-    clauses.push('m.recorded_at <= ?');
-    params.push(millis(filter.knownAsOf, 'knownAsOf'));
+    const knownAsOf = millis(filter.knownAsOf, 'knownAsOf');
+    clauses.push('m.tx_from <= ? AND (m.tx_to IS NULL OR m.tx_to > ?)');
+    params.push(knownAsOf, knownAsOf);
+  } else {
+    clauses.push('m.tx_to IS NULL');
   }
 
   clauses.push('(m.expires_at IS NULL OR m.expires_at > ?)');

@@ -3,13 +3,26 @@
  * predicates compare numbers, not ISO strings with differing offsets.
  * `rowid` is AUTOINCREMENT: a replaced or purged row's key is never reused,
  * so a stale key left in the vector graph can never point at another record.
+ *
+ * Each version of a record is a row, with the transaction time it was
+ * current: from `tx_from` until `tx_to` (NULL while it is the current
+ * version). Queries see current rows, or with `knownAsOf` the rows current
+ * then (bitemporal recall, paper §6.4).
  */
 import type Database from 'better-sqlite3';
+import { factKey, type MemoryRecord } from '@elma/domain';
+
+/** The indexed fact key of a record, or null when it states no fact. */
+export const factKeyOf = (record: MemoryRecord): string | null => (record.content.fact ? factKey(record.content.fact) : null);
 
 export const TENANT_SCHEMA = `
 CREATE TABLE IF NOT EXISTS memories (
   rowid INTEGER PRIMARY KEY AUTOINCREMENT,
-  id TEXT NOT NULL UNIQUE,
+  id TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  tx_from INTEGER NOT NULL,
+  tx_to INTEGER,
+  fact_key TEXT,
   kind TEXT NOT NULL,
   status TEXT NOT NULL,
   sensitivity_rank INTEGER NOT NULL,
@@ -69,11 +82,56 @@ export const purposeNeedle = (purpose: string) => `\x1f${purpose}\x1f`;
 export function migrateTenantSchema(db: Database.Database): void {
   const columns = new Set((db.pragma('table_info(memories)') as { name: string }[]).map((c) => c.name));
   const missing = ADDED_COLUMNS.filter((c) => !columns.has(c.name));
-  if (missing.length === 0) return;
+  if (missing.length > 0) {
+    db.transaction(() => {
+      for (const column of missing) {
+        db.exec(`ALTER TABLE memories ADD COLUMN ${column.name} TEXT`);
+        db.exec(`UPDATE memories SET ${column.name} = ${column.backfill}`);
+      }
+    })();
+  }
+  if (!columns.has('version')) migrateToVersionRows(db);
+  if (!columns.has('fact_key')) {
+    // Computed in JS: the key's Unicode normalisation (NFKC) is not available in SQL. A table rebuilt
+    // just above already has the (empty) column.
+    const rebuilt = (db.pragma('table_info(memories)') as { name: string }[]).some((c) => c.name === 'fact_key');
+    db.transaction(() => {
+      if (!rebuilt) db.exec('ALTER TABLE memories ADD COLUMN fact_key TEXT');
+      const update = db.prepare('UPDATE memories SET fact_key = ? WHERE rowid = ?');
+      for (const row of db.prepare(`SELECT rowid, record FROM memories WHERE json_extract(record, '$.content.fact') IS NOT NULL`).all() as {
+        rowid: number;
+        record: string;
+      }[]) {
+        update.run(factKeyOf(JSON.parse(row.record) as MemoryRecord), row.rowid);
+      }
+    })();
+  }
+  db.exec(`
+    CREATE INDEX IF NOT EXISTS memories_by_fact ON memories (fact_key) WHERE fact_key IS NOT NULL AND tx_to IS NULL;
+    CREATE UNIQUE INDEX IF NOT EXISTS memories_current ON memories (id) WHERE tx_to IS NULL;
+    CREATE UNIQUE INDEX IF NOT EXISTS memories_versions ON memories (id, version);
+  `);
+}
+
+/**
+ * A file from before version rows had one row per id (UNIQUE), which SQLite
+ * cannot drop in place: the table is rebuilt with the same rowids (so FTS
+ * rows still match), each row becoming its record's current version. The
+ * generation moves on, so the vector graph is rebuilt from the rows.
+ */
+function migrateToVersionRows(db: Database.Database): void {
+  const create = TENANT_SCHEMA.slice(TENANT_SCHEMA.indexOf('CREATE TABLE IF NOT EXISTS memories ('), TENANT_SCHEMA.indexOf(');') + 2)
+    .replace('CREATE TABLE IF NOT EXISTS memories (', 'CREATE TABLE memories_versioned (');
+  const kept = ['id', 'kind', 'status', 'sensitivity_rank', 'owner', 'project', 'retention_class', 'purpose_set', 'valid_from', 'valid_to', 'recorded_at', 'expires_at', 'record', 'vector'];
+  const sequence = (db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'memories'`).pluck().get() as number | undefined) ?? 0;
   db.transaction(() => {
-    for (const column of missing) {
-      db.exec(`ALTER TABLE memories ADD COLUMN ${column.name} TEXT`);
-      db.exec(`UPDATE memories SET ${column.name} = ${column.backfill}`);
-    }
+    db.exec(create);
+    db.exec(`INSERT INTO memories_versioned (rowid, ${kept.join(', ')}, version, tx_from, tx_to)
+             SELECT rowid, ${kept.join(', ')}, coalesce(json_extract(record, '$.version'), 1), recorded_at, NULL FROM memories`);
+    db.exec(`DROP TABLE memories; ALTER TABLE memories_versioned RENAME TO memories;`);
+    // Keys of purged rows stay retired (see the AUTOINCREMENT note above).
+    db.prepare(`UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'memories'`).run(sequence);
+    db.exec(`CREATE INDEX IF NOT EXISTS memories_by_status ON memories (status, sensitivity_rank);`);
+    db.exec(`UPDATE partition_state SET value = value + 1 WHERE key = 'generation'`);
   })();
 }

@@ -128,6 +128,10 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     }
   }
 
+  async currentFacts(tenant: string, factKey: string): Promise<MemoryRecord[]> {
+    return this.partition(tenant, false)?.currentFacts(factKey) ?? [];
+  }
+
   async tenants(): Promise<string[]> {
     this.assertOpen();
     return readdirSync(this.options.dir)

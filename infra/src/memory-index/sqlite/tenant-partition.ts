@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { MemoryRecord, SENSITIVITY_RANK, tokenize, type IndexedMemory, type LineageEntry, type MemoryKind } from '@elma/domain';
 import type { FilterSql } from './filter-sql';
 import { millis } from './filter-sql';
-import { migrateTenantSchema, purposeSet, TENANT_SCHEMA } from './schema';
+import { factKeyOf, migrateTenantSchema, purposeSet, TENANT_SCHEMA } from './schema';
 import { VectorGraph, type VectorGraphOptions } from './vector-graph';
 import { cosine, fromBlob, norm, toBlob } from './vectors';
 import { scanFiles } from '../../erasure/byte-scan';
@@ -65,23 +65,37 @@ export class TenantPartition {
     this.openGraph();
   }
 
+  /**
+   * Stores each record as its id's current version. The same version again
+   * replaces that row (a re-index); a higher version closes the current row
+   * at its own transaction time and becomes current; a lower one (a replay
+   * behind the index) changes nothing.
+   */
   upsert(memories: IndexedMemory[]): void {
     const removedKeys: number[] = [];
     const added = new Map<string, { rowid: number; vector: Float32Array }>();
     this.db.transaction(() => {
       for (const { record, vector } of memories) {
-        const existing = this.stmt('SELECT rowid FROM memories WHERE id = ?').get(record.id) as { rowid: number } | undefined;
-        if (existing) {
-          this.deleteRow(existing.rowid);
-          removedKeys.push(existing.rowid);
+        const current = this.stmt('SELECT rowid, version FROM memories WHERE id = ? AND tx_to IS NULL').get(record.id) as
+          | { rowid: number; version: number }
+          | undefined;
+        const txFrom = millis(record.revisedAt ?? record.recordedAt, 'revisedAt');
+        if (current && current.version > record.version) continue;
+        if (!current && this.stmt('SELECT 1 FROM memories WHERE id = ? AND version >= ?').get(record.id, record.version)) continue;
+        if (current && current.version === record.version) {
+          this.deleteRow(current.rowid);
+          removedKeys.push(current.rowid);
+          added.delete(record.id);
+        } else if (current) {
+          this.stmt('UPDATE memories SET tx_to = ? WHERE rowid = ?').run(txFrom, current.rowid);
         }
-        const rowid = this.insertRow(record, vector);
+        const rowid = this.insertRow(record, vector, txFrom);
         added.set(record.id, { rowid, vector });
       }
       this.bumpGeneration();
     })();
-    // The graph follows the committed rows. A later id in the same call replaced an earlier one:
-    // `added` keeps only the last row per id, and the replaced keys were never in the graph.
+    // The graph follows the committed rows (older versions keep their nodes: knownAsOf queries reach them).
+    // A later id in the same call replaced an earlier one: `added` keeps only the last row per id.
     const keys = [...added.values()];
     this.graph.remove(removedKeys);
     this.graph.add(
@@ -93,17 +107,17 @@ export class TenantPartition {
   }
 
   get(id: string): IndexedMemory | undefined {
-    const row = this.stmt('SELECT record, vector FROM memories WHERE id = ?').get(id) as { record: string; vector: Buffer } | undefined;
+    const row = this.stmt('SELECT record, vector FROM memories WHERE id = ? AND tx_to IS NULL').get(id) as { record: string; vector: Buffer } | undefined;
     return row && { record: parseRecord(row.record), vector: fromBlob(row.vector) };
   }
 
   count(): number {
-    return (this.stmt('SELECT count(*) AS n FROM memories').get() as { n: number }).n;
+    return (this.stmt('SELECT count(*) AS n FROM memories WHERE tx_to IS NULL').get() as { n: number }).n;
   }
 
   /** Up to `limit` records with rowid > `after`, in rowid order. */
   recordsAfter(after: number, limit: number): { rowid: number; record: MemoryRecord }[] {
-    const rows = this.stmt('SELECT rowid, record FROM memories WHERE rowid > ? ORDER BY rowid LIMIT ?').all(after, limit) as {
+    const rows = this.stmt('SELECT rowid, record FROM memories WHERE rowid > ? AND tx_to IS NULL ORDER BY rowid LIMIT ?').all(after, limit) as {
       rowid: number;
       record: string;
     }[];
@@ -118,7 +132,7 @@ export class TenantPartition {
               json_extract(record, '$.provenance.rule') AS rule,
               json_extract(record, '$.provenance.sourceEventIds') AS sources,
               json_extract(record, '$.provenance.parentIds') AS parents
-       FROM memories WHERE rowid > ? ORDER BY rowid LIMIT ?`,
+       FROM memories WHERE rowid > ? AND tx_to IS NULL ORDER BY rowid LIMIT ?`,
     ).all(after, limit) as {
       rowid: number;
       id: string;
@@ -149,8 +163,14 @@ export class TenantPartition {
     }));
   }
 
+  currentFacts(factKey: string): MemoryRecord[] {
+    return (this.stmt('SELECT record FROM memories WHERE fact_key = ? AND tx_to IS NULL ORDER BY tx_from, rowid').all(factKey) as { record: string }[]).map(
+      (r) => JSON.parse(r.record) as MemoryRecord,
+    );
+  }
+
   allIds(): string[] {
-    return (this.stmt('SELECT id FROM memories ORDER BY rowid').all() as { id: string }[]).map((r) => r.id);
+    return (this.stmt('SELECT id FROM memories WHERE tx_to IS NULL ORDER BY rowid').all() as { id: string }[]).map((r) => r.id);
   }
 
   /**
@@ -260,10 +280,11 @@ export class TenantPartition {
     const removed: { rowid: number; vector: Buffer }[] = [];
     this.db.transaction(() => {
       for (const id of ids) {
-        const row = this.stmt('SELECT rowid, vector FROM memories WHERE id = ?').get(id) as { rowid: number; vector: Buffer } | undefined;
-        if (!row) continue;
-        this.deleteRow(row.rowid);
-        removed.push(row);
+        // Every version: an erased record leaves no history behind either.
+        for (const row of this.stmt('SELECT rowid, vector FROM memories WHERE id = ?').all(id) as { rowid: number; vector: Buffer }[]) {
+          this.deleteRow(row.rowid);
+          removed.push(row);
+        }
       }
       if (removed.length > 0) this.bumpGeneration();
     })();
@@ -299,12 +320,15 @@ export class TenantPartition {
     }
   }
 
-  private insertRow(record: MemoryRecord, vector: Float32Array): number {
+  private insertRow(record: MemoryRecord, vector: Float32Array, txFrom: number): number {
     const { lastInsertRowid } = this.stmt(
-      `INSERT INTO memories (id, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, valid_from, valid_to, recorded_at, expires_at, record, vector)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO memories (id, version, tx_from, tx_to, fact_key, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, valid_from, valid_to, recorded_at, expires_at, record, vector)
+       VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       record.id,
+      record.version,
+      txFrom,
+      factKeyOf(record),
       record.kind,
       record.status,
       SENSITIVITY_RANK[record.policy.sensitivity],
