@@ -1,10 +1,12 @@
-import type { ErasureService } from '@elma/infra';
+import type { ConsolidationService, ErasureService } from '@elma/infra';
+import { createConsolidationActivities, type ConsolidationActivities } from './consolidation/activities';
 import { createErasureActivities, type ErasureActivities } from './erasure/activities';
 import { createReindexActivities, type TenantViews } from './reindex/activities';
 
 export type { TenantViews } from './reindex/types';
 export { createReindexActivities, type ReindexActivities } from './reindex/activities';
 export { createErasureActivities, type ErasureActivities, type Attempted } from './erasure/activities';
+export { createConsolidationActivities, type ConsolidationActivities } from './consolidation/activities';
 export { withDomainFailures } from './shared/failures';
 
 /** Everything the activities need, as ports. Grows with each capability (erasure, consolidation, ...). */
@@ -12,6 +14,7 @@ export interface ActivityDeps {
   views: TenantViews;
   /** Omitted by workers that only rebuild views (tests of the reindex workflow). */
   erasure?: ErasureService;
+  consolidation?: ConsolidationService;
 }
 
 /** All of ELMA's activities, ready for `Worker.create({ activities })`. */
@@ -19,7 +22,10 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createReindexActivities({ views: deps.views }),
     ...(deps.erasure ? createErasureActivities({ erasure: deps.erasure }) : {}),
+    ...(deps.consolidation && deps.erasure
+      ? createConsolidationActivities({ consolidation: deps.consolidation, tenants: () => deps.erasure!.tenants() })
+      : {}),
   };
 }
 
-export type ElmaActivities = ReturnType<typeof createReindexActivities> & ErasureActivities;
+export type ElmaActivities = ReturnType<typeof createReindexActivities> & ErasureActivities & ConsolidationActivities;

@@ -25,3 +25,4 @@ export * from './governance/governance-service';
 export * from './erasure';
 export * from './certificate';
 export * from './recall/token-counter';
+export * from './consolidation/consolidation-service';

@@ -7,3 +7,5 @@ export * from './erasure/messages';
 export { reindexWorkflow } from './reindex/workflow';
 export { erasureWorkflow } from './erasure/workflow';
 export { retentionSweepWorkflow } from './erasure/retention-sweep';
+export * from './consolidation/messages';
+export { consolidationWorkflow, consolidationSweepWorkflow } from './consolidation/workflow';

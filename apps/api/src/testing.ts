@@ -7,7 +7,7 @@ import { loadConfig, mintToken, openElma, silentLogger, type Elma } from '@elma/
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import type { WorkflowBundle } from '@temporalio/worker';
-import { createElmaWorker, temporalErasureWorkflows } from '@elma/worker';
+import { createElmaWorker, startConsolidation, temporalErasureWorkflows } from '@elma/worker';
 import { createApi } from './app';
 import type { ErasureWorkflows } from './erasure/erasure-desk';
 
@@ -31,7 +31,7 @@ export interface TestAppOptions {
    * Erasure endpoints backed by the real Temporal server of the test run: an in-process worker on a task
    * queue of its own (test files share the server), plus the API's Temporal client.
    */
-  temporal?: { address: string; workflowBundle?: WorkflowBundle };
+  temporal?: { address: string; workflowBundle?: WorkflowBundle; consolidateEveryEvents?: number };
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -48,7 +48,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       address: options.temporal.address,
       taskQueue,
       workflowBundle: options.temporal.workflowBundle,
-      deps: { views: elma.views, erasure: elma.erasure },
+      deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation },
     });
     const running = worker.run();
     const connection = await Connection.connect({ address: options.temporal.address });
@@ -58,6 +58,12 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       await running.catch(() => undefined);
     });
     erasures = temporalErasureWorkflows({ connection, taskQueue });
+    const consolidateEvery = options.temporal.consolidateEveryEvents;
+    if (consolidateEvery !== undefined) {
+      elma.projection.setConsolidationTrigger((tenant, subjectRef) => {
+        void startConsolidation({ connection, taskQueue }, tenant, subjectRef).catch(() => undefined);
+      }, consolidateEvery);
+    }
   }
   const app = await createApi(elma, { erasures });
   await app.listen({ port: 0, host: '127.0.0.1' });

@@ -11,6 +11,7 @@ import {
   erasureProgressQuery,
   type ErasureResult,
   type ReindexResult,
+  type consolidationWorkflow,
   type erasureWorkflow,
   type reindexWorkflow,
 } from '@elma/workflows';
@@ -118,20 +119,26 @@ export async function erasureResult(options: ElmaClientOptions, tenant: string, 
 }
 
 export const RETENTION_SCHEDULE_ID = 'elma-retention-sweep';
+export const CONSOLIDATION_SCHEDULE_ID = 'elma-consolidation';
 
 /** Creates the retention sweep schedule, or updates its interval; idempotent. */
-export async function ensureRetentionSchedule(
-  options: ElmaClientOptions,
-  everyMinutes: number,
-  scheduleId: string = RETENTION_SCHEDULE_ID,
-): Promise<void> {
+export function ensureRetentionSchedule(options: ElmaClientOptions, everyMinutes: number, scheduleId: string = RETENTION_SCHEDULE_ID): Promise<void> {
+  return ensureSchedule(options, scheduleId, 'retentionSweepWorkflow', everyMinutes);
+}
+
+/** Creates the consolidation sweep schedule (every tenant, one subject at a time), or updates its interval; idempotent. */
+export function ensureConsolidationSchedule(options: ElmaClientOptions, everyMinutes: number, scheduleId: string = CONSOLIDATION_SCHEDULE_ID): Promise<void> {
+  return ensureSchedule(options, scheduleId, 'consolidationSweepWorkflow', everyMinutes);
+}
+
+async function ensureSchedule(options: ElmaClientOptions, scheduleId: string, workflowType: string, everyMinutes: number): Promise<void> {
   await withClient(options, async (client) => {
     const spec = { intervals: [{ every: `${everyMinutes}m` as const }] };
     const action = {
       type: 'startWorkflow' as const,
-      workflowType: 'retentionSweepWorkflow',
+      workflowType,
       taskQueue: options.taskQueue ?? ELMA_TASK_QUEUE,
-      args: [{}],
+      args: workflowType === 'consolidationSweepWorkflow' ? [] : [{}],
     };
     try {
       await client.schedule.create({ scheduleId, spec, action, policies: { overlap: ScheduleOverlapPolicy.SKIP } });
@@ -139,6 +146,23 @@ export async function ensureRetentionSchedule(
       if (!(error instanceof ScheduleAlreadyRunning)) throw error;
       await client.schedule.getHandle(scheduleId).update((previous) => ({ ...previous, spec, action }));
     }
+  });
+}
+
+/**
+ * Starts the consolidation of one subject (named by one of its records) unless one is already running for
+ * it; returns at once. Used by the projection's triggers (N new events, a session end).
+ */
+export async function startConsolidation(options: ElmaClientOptions, tenant: string, subjectRef: string): Promise<void> {
+  await withClient(options, async (client) => {
+    await client.workflow.start<typeof consolidationWorkflow>('consolidationWorkflow', {
+      taskQueue: options.taskQueue ?? ELMA_TASK_QUEUE,
+      workflowId: `consolidate-${tenant}-${subjectRef}`,
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      args: [{ tenant, subjectRefs: [subjectRef] }],
+      typedSearchAttributes: [{ key: ElmaTenant, value: tenant }],
+    });
   });
 }
 

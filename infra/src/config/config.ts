@@ -29,6 +29,10 @@ const Env = z.object({
   TEMPORAL_PORT: z.coerce.number().int().default(7233),
   /** The embedded Temporal dev server's database; erasure verification scans it too. Default `<data dir>/temporal.db`. */
   ELMA_TEMPORAL_DB_FILE: z.string().optional(),
+  /** Consolidate a subject after this many new events (a `session.end` event triggers it at once). */
+  ELMA_CONSOLIDATE_EVERY_EVENTS: z.coerce.number().int().positive().default(50),
+  /** How often the consolidation sweep runs (a Temporal Schedule), in minutes. */
+  ELMA_CONSOLIDATION_SWEEP_MINUTES: z.coerce.number().positive().default(60),
   /** How often the retention sweep runs (a Temporal Schedule), in minutes. */
   ELMA_RETENTION_SWEEP_MINUTES: z.coerce.number().positive().default(60),
   EVENTSTOREDB_URL: z.string().optional(),
@@ -49,6 +53,7 @@ export interface ElmaConfig {
   logLevel: z.infer<typeof Env>['ELMA_LOG_LEVEL'];
   temporal: { address?: string; namespace: string; taskQueue: string; port: number; uiPort: number; dbFile: string };
   retentionSweepMinutes: number;
+  consolidation: { everyEvents: number; sweepMinutes: number };
 }
 
 export class ConfigError extends Error {
@@ -103,6 +108,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       dbFile: resolve(e.ELMA_TEMPORAL_DB_FILE ?? join(dataDir, 'temporal.db')),
     },
     retentionSweepMinutes: e.ELMA_RETENTION_SWEEP_MINUTES,
+    consolidation: { everyEvents: e.ELMA_CONSOLIDATE_EVERY_EVENTS, sweepMinutes: e.ELMA_CONSOLIDATION_SWEEP_MINUTES },
   };
 }
 

@@ -6,6 +6,17 @@ import type { Tombstones } from './tombstones';
 export class ErasureGuard {
   constructor(private readonly deps: { tombstones: Tombstones; fingerprints: ErasureFingerprints }) {}
 
+  /** True when this content was erased for this subject (consolidation skips it rather than fail). */
+  async isErased(tenant: string, subject: string, content: MemoryContent): Promise<boolean> {
+    try {
+      await this.refuseErased(tenant, [{ path: 'content', subject, content }]);
+      return false;
+    } catch (error) {
+      if (error instanceof ContentErased) return true;
+      throw error;
+    }
+  }
+
   /** Throws `ContentErased` (naming the first offending path) when any item's content was erased for its subject. */
   async refuseErased(tenant: string, items: { path: string; subject: string; content: MemoryContent }[]): Promise<void> {
     const candidates = items.flatMap((item) => {

@@ -4,6 +4,7 @@ import {
   MemoryRecorded,
   decide,
   deriveMemories,
+  episodicIdFor,
   factKey,
   settleConflicts,
   initialMemoryState,
@@ -17,6 +18,12 @@ import {
 } from '@elma/domain';
 import { deterministicUuid } from '../ingest/ids';
 import { EventSealer, tenantOf } from '../sealing/sealed-events';
+
+/** Asks for a subject's consolidation; the subject is named by one of its records (never a person's id). */
+export type ConsolidationTrigger = (tenant: string, subjectRef: string, reason: 'events' | 'session_end') => void;
+
+/** The activity of an ingested event that ends a session and triggers its consolidation. */
+export const SESSION_END = 'session.end';
 
 /** The streams the views are built from. */
 export const VIEW_SOURCE_PREFIXES = ['events-', 'memory-'];
@@ -49,9 +56,22 @@ export class Projection {
   private readonly recentlyIndexed = new Map<string, number>();
   private static readonly RECENT_MAX = 20_000;
 
+  /** New events per subject since its last consolidation trigger (in memory: a restart only delays one). */
+  private readonly sinceConsolidation = new Map<string, number>();
+  private consolidation?: { trigger: ConsolidationTrigger; everyEvents: number };
+
   constructor(
     private readonly deps: { log: EventLog; index: MemoryIndex; sealer: EventSealer; embedder: Embedder },
   ) {}
+
+  /**
+   * Asks for consolidation of a subject after `everyEvents` new events, and
+   * at once on a `session.end` event (issue 5 §4 triggers). The trigger must
+   * not block: it starts a workflow and returns.
+   */
+  setConsolidationTrigger(trigger: ConsolidationTrigger, everyEvents: number): void {
+    this.consolidation = { trigger, everyEvents };
+  }
 
   /** Forgets what it indexed for a tenant whose views are dropped or purged. */
   forgetTenant(tenant: string): void {
@@ -80,9 +100,11 @@ export class Projection {
       events.filter((e) => e.type === 'EventIngested'),
     );
     for (const event of ingested) {
-      for (const command of deriveMemories(EventIngested.parse(event))) {
+      const parsed = EventIngested.parse(event);
+      for (const command of deriveMemories(parsed)) {
         for (const recorded of decide(command, initialMemoryState())) derived.set(recorded.record.id, recorded.record);
       }
+      if (options.appendDerived) this.countForConsolidation(tenant, parsed);
     }
     // A record erased on its own (its event kept, e.g. under a legal hold) must not be derived again.
     if (derived.size > 0) for (const id of await this.deps.sealer.erasedAmong(tenant, [...derived.keys()])) derived.delete(id);
@@ -123,6 +145,19 @@ export class Projection {
     if (this.recentlyIndexed.size + records.length > Projection.RECENT_MAX) this.recentlyIndexed.clear();
     for (const record of records) this.recentlyIndexed.set(`${tenant}/${record.id}`, record.version);
     return records.length;
+  }
+
+  private countForConsolidation(tenant: string, event: EventIngested): void {
+    if (!this.consolidation) return;
+    const key = `${tenant}/${event.subject}`;
+    const count = (this.sinceConsolidation.get(key) ?? 0) + 1;
+    const sessionEnd = event.activity === SESSION_END;
+    if (count < this.consolidation.everyEvents && !sessionEnd) {
+      this.sinceConsolidation.set(key, count);
+      return;
+    }
+    this.sinceConsolidation.delete(key);
+    this.consolidation.trigger(tenant, episodicIdFor(event.eventId), sessionEnd ? 'session_end' : 'events');
   }
 
   /**

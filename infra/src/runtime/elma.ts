@@ -11,6 +11,7 @@ import { SqliteKeyVault } from '../key-vault';
 import { SqliteMemoryIndex } from '../memory-index';
 import { MemoryService } from '../memory/memory-service';
 import { Adjudication } from '../memory/adjudication';
+import { ConsolidationService } from '../consolidation/consolidation-service';
 import { Projection } from '../projection/projection';
 import { ProjectionRunner } from '../projection/runner';
 import { TenantViewsService } from '../projection/tenant-views';
@@ -58,6 +59,7 @@ export interface Elma {
   recall: RecallService;
   erasure: ErasureService;
   adjudication: Adjudication;
+  consolidation: ConsolidationService;
   signer: CertificateSigner;
   health(): Promise<Record<string, EngineHealth>>;
   /** Adds an engine this process depends on beyond the built-in ones (e.g. the Temporal server). */
@@ -133,6 +135,7 @@ export async function openElma(
     }),
     signer,
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit }),
+    consolidation: new ConsolidationService({ log, index, sealer, erased }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit }),
     async health() {
       const probe = async (check: () => Promise<unknown>) => {

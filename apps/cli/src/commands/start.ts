@@ -2,7 +2,7 @@ import { createApi } from '@elma/api';
 import { loadConfig, openElma, startTemporalDevServer, type TemporalDevServer } from '@elma/infra';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { createElmaWorker, ensureRetentionSchedule, temporalErasureWorkflows } from '@elma/worker';
+import { createElmaWorker, ensureConsolidationSchedule, ensureRetentionSchedule, startConsolidation, temporalErasureWorkflows } from '@elma/worker';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 
 /**
@@ -39,7 +39,7 @@ export async function startCommand(_argv: string[]): Promise<number | undefined>
 
     // Temporal's runtime logs at INFO by default; WARN keeps the console to what an operator must see.
     Runtime.install({ logger: new DefaultLogger('WARN') });
-    const worker = await createElmaWorker({ address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, deps: { views: elma.views, erasure: elma.erasure } });
+    const worker = await createElmaWorker({ address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation } });
     stops.push(() => worker.shutdown());
     const running = worker.run().catch((error: unknown) => {
       elma.logger.error('temporal worker stopped', { name: (error as Error)?.name });
@@ -54,6 +54,12 @@ export async function startCommand(_argv: string[]): Promise<number | undefined>
 
     const clientOptions = { connection: temporalClient, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
     await ensureRetentionSchedule(clientOptions, config.retentionSweepMinutes);
+    await ensureConsolidationSchedule(clientOptions, config.consolidation.sweepMinutes);
+    elma.projection.setConsolidationTrigger((tenant, subjectRef) => {
+      startConsolidation(clientOptions, tenant, subjectRef).catch((error: unknown) =>
+        elma.logger.error('could not start a consolidation', { name: (error as Error)?.name }),
+      );
+    }, config.consolidation.everyEvents);
     const app = await createApi(elma, { erasures: temporalErasureWorkflows(clientOptions) });
     stops.push(() => app.close());
     await app.listen({ port: config.port, host: config.host });

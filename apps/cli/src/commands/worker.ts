@@ -21,7 +21,7 @@ export async function workerCommand(_argv: string[]): Promise<number> {
     address: config.temporal.address,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    deps: { views: elma.views, erasure: elma.erasure },
+    deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation },
   });
   const stop = async () => {
     await worker.shutdown();

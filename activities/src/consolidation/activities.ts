@@ -1,0 +1,17 @@
+import type { ConsolidationResult, ConsolidationService } from '@elma/infra';
+import { withDomainFailures } from '../shared/failures';
+
+/**
+ * The steps of `consolidationWorkflow`. Subjects travel as the id of one of
+ * their records (a "subject ref"): workflow histories never hold a person's id.
+ */
+export function createConsolidationActivities(deps: { consolidation: ConsolidationService; tenants: () => Promise<string[]> }) {
+  return {
+    consolidationTenants: () => withDomainFailures(() => deps.tenants()),
+    consolidationSubjects: (tenant: string) => withDomainFailures(() => deps.consolidation.subjectRefs(tenant)),
+    consolidateSubject: (tenant: string, subjectRef: string): Promise<ConsolidationResult> =>
+      withDomainFailures(() => deps.consolidation.consolidate(tenant, subjectRef)),
+  };
+}
+
+export type ConsolidationActivities = ReturnType<typeof createConsolidationActivities>;

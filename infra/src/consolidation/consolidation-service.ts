@@ -1,0 +1,233 @@
+import {
+  KeyShredded,
+  SENSITIVITY_RANK,
+  extractFacts,
+  extractiveSummary,
+  factKey,
+  nearDuplicateGroups,
+  streams,
+  type AppendRequest,
+  type EventLog,
+  type MemoryIndex,
+  type MemoryRecord,
+  type Sensitivity,
+} from '@elma/domain';
+import type { ErasureGuard } from '../erasure/guard';
+import { deterministicUuid } from '../ingest/ids';
+import { memoryEventMetadata } from '../projection/projection';
+import type { EventSealer } from '../sealing/sealed-events';
+
+/** Rule versions: part of every output's fingerprint, so a new version re-derives instead of colliding. */
+export const CONSOLIDATION_RULES = {
+  merge: { rule: 'consolidate.merge', version: '1' },
+  summary: { rule: 'consolidate.summary', version: '1' },
+  extract: { rule: 'consolidate.extract', version: '1' },
+} as const;
+
+export interface ConsolidationParams {
+  /** Cosine at or above which two memories are near-duplicates. */
+  duplicateCosine: number;
+  /** Sentences per session summary. */
+  summarySentences: number;
+  /** A day with fewer episodic memories than this is not summarised. */
+  minSessionMemories: number;
+  /** Confidence given to a pattern-extracted fact (never above its source's). */
+  extractedConfidence: number;
+}
+
+export const DEFAULT_CONSOLIDATION_PARAMS: ConsolidationParams = {
+  duplicateCosine: 0.95,
+  summarySentences: 5,
+  minSessionMemories: 3,
+  extractedConfidence: 0.6,
+};
+
+export interface ConsolidationResult {
+  /** Views written for the first time. */
+  created: number;
+  /** Views this run would write that already existed (same inputs, rules and parameters). */
+  unchanged: number;
+  /** Views not written because their content was erased for the subject (tombstones) or their id was erased. */
+  skippedErased: number;
+  merges: number;
+  summaries: number;
+  facts: number;
+}
+
+/**
+ * Consolidation (issue 5 §4, paper §5.2): near-duplicate merges, extractive
+ * session summaries and pattern-extracted facts for one subject. Every
+ * output is a view that registers its whole input set (lineage), its rule
+ * and version; its id is the fingerprint of (inputs, rule version, model
+ * version, parameters), so running twice creates nothing new. Confidence is
+ * the minimum of the inputs (never amplified), taint and sensitivity are the
+ * worst of them, purposes the ones every input allows. Erased content is
+ * never re-derived.
+ */
+export class ConsolidationService {
+  constructor(
+    private readonly deps: { log: EventLog; index: MemoryIndex; sealer: EventSealer; erased: ErasureGuard },
+    private readonly params: ConsolidationParams = DEFAULT_CONSOLIDATION_PARAMS,
+  ) {}
+
+  /** The subject of a record, given by its id: workflows carry record ids, never a person's id. */
+  async subjectOf(tenant: string, recordId: string): Promise<string | undefined> {
+    return (await this.deps.index.get(tenant, recordId))?.record.subject;
+  }
+
+  /** One record id per subject with current episodic memories: the handles the sweep passes around. */
+  async subjectRefs(tenant: string): Promise<string[]> {
+    const refs = new Map<string, string>();
+    for await (const entry of this.deps.index.lineage(tenant)) {
+      if (entry.kind === 'episodic' && !refs.has(entry.subject)) refs.set(entry.subject, entry.id);
+    }
+    return [...refs.values()];
+  }
+
+  async consolidate(tenant: string, subjectRef: string): Promise<ConsolidationResult> {
+    const subject = await this.subjectOf(tenant, subjectRef);
+    const result: ConsolidationResult = { created: 0, unchanged: 0, skippedErased: 0, merges: 0, summaries: 0, facts: 0 };
+    if (subject === undefined) return result;
+    const mine: { record: MemoryRecord; vector: Float32Array }[] = [];
+    for await (const entry of this.deps.index.lineage(tenant)) {
+      if (entry.subject !== subject) continue;
+      const stored = await this.deps.index.get(tenant, entry.id);
+      if (stored && (stored.record.status === 'active' || stored.record.status === 'disputed')) mine.push(stored);
+    }
+    const episodic = mine.filter((m) => m.record.kind === 'episodic' && !m.record.provenance.rule.startsWith('consolidate.'));
+    const views: MemoryRecord[] = [];
+
+    for (const group of nearDuplicateGroups(
+      episodic.map((m) => ({ id: m.record.id, vector: m.vector })),
+      this.params.duplicateCosine,
+    )) {
+      const inputs = group.map((id) => episodic.find((m) => m.record.id === id)!.record);
+      const newest = [...inputs].sort((a, b) => Date.parse(b.validFrom) - Date.parse(a.validFrom))[0];
+      const view = this.view(tenant, subject, CONSOLIDATION_RULES.merge, inputs, { text: newest.content.text }, 'episodic', newest.validFrom);
+      if (view) (views.push(view), result.merges++);
+    }
+
+    const byDay = new Map<string, MemoryRecord[]>();
+    for (const { record } of episodic) {
+      const day = record.validFrom.slice(0, 10);
+      byDay.set(day, [...(byDay.get(day) ?? []), record]);
+    }
+    for (const [day, inputs] of byDay) {
+      if (inputs.length < this.params.minSessionMemories) continue;
+      const ordered = [...inputs].sort((a, b) => Date.parse(a.validFrom) - Date.parse(b.validFrom));
+      const summary = extractiveSummary(
+        ordered.map((r) => ({ id: r.id, text: r.content.text })),
+        this.params.summarySentences,
+      );
+      if (summary.sentences.length === 0) continue;
+      const used = ordered.filter((r) => summary.sourceIds.includes(r.id));
+      const text = `Session summary (${day}): ${summary.sentences.map((s) => s.text).join(' ')}`;
+      const view = this.view(tenant, subject, CONSOLIDATION_RULES.summary, used, { text }, 'episodic', ordered[0].validFrom);
+      if (view) (views.push(view), result.summaries++);
+    }
+
+    for (const { record } of episodic) {
+      for (const fact of extractFacts(record.content.text, record.validFrom)) {
+        const value = fact.due ? `${fact.value} (due ${fact.due})` : fact.value;
+        const structured = { entity: subject, attribute: fact.attribute, value, validFrom: record.validFrom };
+        const view = this.view(
+          tenant,
+          subject,
+          { rule: `${CONSOLIDATION_RULES.extract.rule}.${fact.pattern}`, version: CONSOLIDATION_RULES.extract.version },
+          [record],
+          { text: `${subject} ${fact.attribute}: ${value}`, fact: structured },
+          'semantic',
+          record.validFrom,
+          Math.min(record.confidence, this.params.extractedConfidence),
+        );
+        if (view) (views.push(view), result.facts++);
+      }
+    }
+
+    const kept: MemoryRecord[] = [];
+    for (const view of views) {
+      if (await this.deps.erased.isErased(tenant, subject, view.content)) result.skippedErased++;
+      else kept.push(view);
+    }
+    await this.write(tenant, kept, result);
+    return result;
+  }
+
+  /** A view over `inputs`, or undefined when they share no purpose (a view must not widen who may read them). */
+  private view(
+    tenant: string,
+    subject: string,
+    rule: { rule: string; version: string },
+    inputs: MemoryRecord[],
+    content: MemoryRecord['content'],
+    kind: MemoryRecord['kind'],
+    validFrom: string,
+    confidence = Math.min(...inputs.map((r) => r.confidence)),
+  ): MemoryRecord | undefined {
+    const purposes = inputs.map((r) => r.policy.purposes).reduce((a, b) => a.filter((p) => b.includes(p)));
+    if (purposes.length === 0) return undefined;
+    const inputIds = inputs.map((r) => r.id).sort();
+    const fingerprint = deterministicUuid(tenant, rule.rule, rule.version, 'model:none', JSON.stringify(this.params), ...inputIds, content.fact ? factKey(content.fact) : '');
+    const sensitivity = inputs.map((r) => r.policy.sensitivity).reduce((a, b) => (SENSITIVITY_RANK[b] > SENSITIVITY_RANK[a] ? b : a)) as Sensitivity;
+    const recordedAt = inputs.map((r) => r.recordedAt).sort().at(-1)!;
+    return {
+      id: `mem_cs_${fingerprint}`,
+      tenant,
+      subject,
+      kind,
+      content,
+      validFrom,
+      validTo: null,
+      recordedAt,
+      policy: { owner: subject, roles: [], purposes, sensitivity, ...(inputs[0].policy.project ? { project: inputs[0].policy.project } : {}) },
+      provenance: {
+        sourceEventIds: [...new Set(inputs.flatMap((r) => r.provenance.sourceEventIds))],
+        parentIds: inputIds,
+        rule: rule.rule,
+        ruleVersion: rule.version,
+      },
+      confidence: Math.min(confidence, ...inputs.map((r) => r.confidence)),
+      sourceTrust: inputs.map((r) => r.sourceTrust).includes('model') ? 'model' : inputs[0].sourceTrust,
+      tainted: inputs.some((r) => r.tainted),
+      usage: { retrieved: 0, adopted: 0, lastUsedAt: null },
+      version: 1,
+      status: 'active',
+      retention: {
+        class: inputs[0].retention.class,
+        // A view expires with its first-expiring input.
+        expiresAt: inputs.map((r) => r.retention.expiresAt).filter((e): e is string => e !== null).sort()[0] ?? null,
+      },
+    };
+  }
+
+  /** Appends each view's `MemoryRecorded` with a deterministic event id; an existing one is a duplicate, an erased id is skipped. */
+  private async write(tenant: string, views: MemoryRecord[], result: ConsolidationResult): Promise<void> {
+    const erased = await this.deps.sealer.erasedAmong(tenant, views.map((v) => v.id));
+    const live = views.filter((v) => !erased.has(v.id));
+    result.skippedErased += views.length - live.length;
+    if (live.length === 0) return;
+    let sealed;
+    try {
+      sealed = await this.deps.sealer.seal(
+        tenant,
+        live.map((record) => ({
+          id: deterministicUuid('MemoryRecorded', tenant, record.id, '1'),
+          type: 'MemoryRecorded',
+          keyId: record.id,
+          data: { type: 'MemoryRecorded', record },
+          metadata: memoryEventMetadata(record),
+        })),
+      );
+    } catch (error) {
+      // An id erased between the check and the seal: the next run skips it.
+      if (error instanceof KeyShredded) return;
+      throw error;
+    }
+    const requests: AppendRequest[] = live.map((record, i) => ({ stream: streams.memory(tenant, record.id), events: [sealed[i]], expectedRevision: 'any' }));
+    const results = await this.deps.log.appendMany(requests);
+    for (const r of results) {
+      if (r.duplicate) result.unchanged++;
+      else result.created++;
+    }
+  }
+}
