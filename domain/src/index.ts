@@ -29,3 +29,5 @@ export * from './hygiene';
 export * from './erasure';
 export * from './consolidation';
 export * from './memory/conflicts';
+export * from './memory/kinds';
+export * from './recall/hops';

@@ -47,33 +47,49 @@ export function cleanContent(
   policy: TenantPolicy,
   fingerprint: (secret: string) => string,
 ): { content: MemoryContent; sensitivity: Sensitivity } {
-  const fields: { key: 'text' | 'entity' | 'attribute' | 'value'; text: string }[] = [{ key: 'text', text: content.text }];
-  const fact = content.fact;
-  if (fact) fields.push({ key: 'entity', text: fact.entity }, { key: 'attribute', text: fact.attribute }, { key: 'value', text: fact.value });
+  // Every string the content stores, by its path under `content.`: secrets hide in steps and ids as well as in text.
+  const { fact, procedure, relation } = content;
+  const fields: { path: string; text: string }[] = [{ path: 'text', text: content.text }];
+  if (fact) fields.push({ path: 'fact.entity', text: fact.entity }, { path: 'fact.attribute', text: fact.attribute }, { path: 'fact.value', text: fact.value });
+  if (procedure) {
+    fields.push({ path: 'procedure.name', text: procedure.name });
+    procedure.steps.forEach((step, i) => fields.push({ path: `procedure.steps.${i}`, text: step }));
+    procedure.conditions?.forEach((condition, i) => fields.push({ path: `procedure.conditions.${i}`, text: condition }));
+  }
+  if (relation) {
+    fields.push({ path: 'relation.from.id', text: relation.from.id }, { path: 'relation.relation', text: relation.relation }, { path: 'relation.to.id', text: relation.to.id });
+  }
 
   const found = fields.map((field) => ({ ...field, findings: detectSecrets(field.text) })).filter((f) => f.findings.length > 0);
   let cleaned = content;
   if (found.length > 0) {
     if (policy.secrets.mode === 'reject') {
       throw new SecretDetected(
-        found.flatMap((f) =>
-          [...new Set(f.findings.map((finding) => finding.kind))].map((kind) => ({
-            kind,
-            path: `${path}content.${f.key === 'text' ? 'text' : `fact.${f.key}`}`,
-          })),
-        ),
+        found.flatMap((f) => [...new Set(f.findings.map((finding) => finding.kind))].map((kind) => ({ kind, path: `${path}content.${f.path}` }))),
       );
     }
-    const redacted = new Map(found.map((f) => [f.key, redactSecrets(f.text, f.findings, fingerprint)]));
+    const redacted = new Map(found.map((f) => [f.path, redactSecrets(f.text, f.findings, fingerprint)]));
+    const clean = (at: string, text: string) => redacted.get(at) ?? text;
     cleaned = {
-      text: redacted.get('text') ?? content.text,
-      ...(fact
+      ...content,
+      text: clean('text', content.text),
+      ...(fact ? { fact: { ...fact, entity: clean('fact.entity', fact.entity), attribute: clean('fact.attribute', fact.attribute), value: clean('fact.value', fact.value) } } : {}),
+      ...(procedure
         ? {
-            fact: {
-              ...fact,
-              entity: redacted.get('entity') ?? fact.entity,
-              attribute: redacted.get('attribute') ?? fact.attribute,
-              value: redacted.get('value') ?? fact.value,
+            procedure: {
+              ...procedure,
+              name: clean('procedure.name', procedure.name),
+              steps: procedure.steps.map((step, i) => clean(`procedure.steps.${i}`, step)),
+              ...(procedure.conditions ? { conditions: procedure.conditions.map((c, i) => clean(`procedure.conditions.${i}`, c)) } : {}),
+            },
+          }
+        : {}),
+      ...(relation
+        ? {
+            relation: {
+              from: { ...relation.from, id: clean('relation.from.id', relation.from.id) },
+              relation: clean('relation.relation', relation.relation),
+              to: { ...relation.to, id: clean('relation.to.id', relation.to.id) },
             },
           }
         : {}),

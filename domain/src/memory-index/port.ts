@@ -84,7 +84,11 @@ export interface MemoryIndex {
   /** The current version of the record with this id in the tenant's partition, or undefined. */
   get(tenant: string, id: string): Promise<IndexedMemory | undefined>;
 
-  /** BM25 and dense routes fused with RRF, filters applied inside each route. */
+  /**
+   * BM25 and dense routes fused with RRF, filters applied inside each route.
+   * The BM25 route also matches an edge (a record with `content.relation`)
+   * by the `entityToken` of either endpoint (domain/memory/kinds).
+   */
   search(query: HybridQuery): Promise<SearchHit[]>;
 
   /**
@@ -111,7 +115,9 @@ export interface MemoryIndex {
   /**
    * Current versions of the tenant's records stating a fact about this
    * entity and attribute (`factKey` of domain/memory/conflicts), any status:
-   * what a new fact is checked against for conflicts.
+   * what a new fact is checked against for conflicts. With a `procedureKey`
+   * (domain/memory/kinds), the current versions of that procedure's records:
+   * what a new procedure version is checked against.
    */
   currentFacts(tenant: string, factKey: string): Promise<MemoryRecord[]>;
 

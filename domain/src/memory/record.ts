@@ -35,10 +35,40 @@ export const Fact = z.object({
 });
 export type Fact = z.infer<typeof Fact>;
 
-/** The content of a memory: text plus, for semantic memories, the structured fact. */
+/** A name or id that index adapters and keys may delimit with control characters, so it contains none. */
+const Label = (max: number) => z.string().min(1).max(max).regex(/^[^\p{Cc}]+$/u, 'contains no control characters');
+
+/** A named procedure (procedural memory): a new version supersedes the old one for new tasks. */
+export const Procedure = z.object({
+  name: Label(200),
+  version: z.number().int().min(1),
+  steps: z.array(z.string().min(1).max(4000)).min(1).max(50),
+  /** When the procedure applies, or what must hold before it is followed. */
+  conditions: z.array(z.string().min(1).max(4000)).max(50).optional(),
+});
+export type Procedure = z.infer<typeof Procedure>;
+
+export const EntityType = z.enum(['person', 'team', 'project', 'customer', 'contract', 'other']);
+export type EntityType = z.infer<typeof EntityType>;
+
+/** Something a relation connects: `person:li-wei`, `project:apollo`. */
+export const EntityRef = z.object({ type: EntityType, id: Label(200) });
+export type EntityRef = z.infer<typeof EntityRef>;
+
+/** An edge (relational memory): `from` stands in `relation` to `to`, over the record's valid time. */
+export const Relation = z.object({ from: EntityRef, relation: Label(100), to: EntityRef });
+export type Relation = z.infer<typeof Relation>;
+
+/**
+ * The content of a memory: text (its searchable rendering, always present)
+ * plus the structure of its kind, when it has one: the fact of a semantic
+ * memory, the procedure of a procedural one, the edge of a relational one.
+ */
 export const MemoryContent = z.object({
   text: z.string().min(1).max(100_000),
   fact: Fact.optional(),
+  procedure: Procedure.optional(),
+  relation: Relation.optional(),
 });
 export type MemoryContent = z.infer<typeof MemoryContent>;
 
@@ -68,8 +98,10 @@ export type MemoryPolicy = z.infer<typeof MemoryPolicy>;
  * precedence. `adjudication` is a decision no rule could make: a tie is left
  * disputed for an authorised subject to adjudicate (paper §5.2 rule 4), and
  * that subject's verdict is recorded under the same name, with `by`.
+ * `procedure_version` is not about facts: a procedure's higher version
+ * supersedes its earlier ones.
  */
-export const ConflictRule = z.enum(['explicit_correction', 'source_authority', 'later_valid_time', 'confidence', 'adjudication']);
+export const ConflictRule = z.enum(['explicit_correction', 'source_authority', 'later_valid_time', 'confidence', 'adjudication', 'procedure_version']);
 export type ConflictRule = z.infer<typeof ConflictRule>;
 
 /** A memory record (paper §3.2). Times are ISO strings so the record round-trips through JSON unchanged. */
@@ -91,6 +123,8 @@ export const MemoryRecord = z.object({
   version: z.number().int().min(1),
   status: MemoryStatus,
   retention: z.object({ class: RetentionClass, expiresAt: IsoDate.nullable() }),
+  /** The session or task a working memory belongs to: recall returns it only to a request naming the same session. */
+  session: z.string().optional(),
   /** Transaction time of this version; absent on version 1, whose transaction time is `recordedAt`. */
   revisedAt: IsoDate.optional(),
   /** An explicit correction by an authorised subject: it wins a conflict before any other rule. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MemoryKind, Purpose, type SourceTrust } from '../memory/record';
+import { SessionId } from '../memory/write';
 
 const IsoDate = z.iso.datetime({ offset: true });
 
@@ -13,6 +14,10 @@ export const RecallRequest = z.strictObject({
   consistency: z.enum(['eventual', 'strong']).default('eventual'),
   /** With `consistency: "strong"`: wait until the projection has applied this log position (returned by writes). */
   afterPosition: z.string().regex(/^\d+$/).optional(),
+  /** The caller's session or task: its working memories are recalled too (never those of another session). */
+  session: SessionId.optional(),
+  /** Follow relations this many edges out from the entities the hits name (0: off). */
+  hops: z.number().int().min(0).max(2).default(0),
 });
 export type RecallRequest = z.infer<typeof RecallRequest>;
 
@@ -39,6 +44,8 @@ export interface RecallItem {
   /** Tokens of `text`, as the consuming model counts them. */
   tokens: number;
   citation: Citation;
+  /** Present on an edge reached by following relations: how many edges from what the query found. */
+  hop?: number;
 }
 
 export interface RecallResult {

@@ -1,7 +1,10 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  entityToken,
   matchesFilter,
+  procedureKey,
+  type EntityRef,
   MemoryKind,
   MemoryStatus,
   RECALLABLE_STATUSES,
@@ -300,6 +303,45 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
         ['f2', 1, 'active'],
       ]);
       expect(await index.currentFacts(A, 'acme\u001fnothing')).toEqual([]);
+    });
+
+    it('finds the current versions of a procedure by its name, however written, apart from facts', async () => {
+      const version = (id: string, name: string, v: number) =>
+        mem({ id, kind: 'procedural', text: `${name} v${v}`, content: { text: `${name} v${v}`, procedure: { name, version: v, steps: ['check the order'] } } });
+      await index.upsert(A, [version('p1', 'Refund approval', 1), version('p2', ' refund  APPROVAL', 2), version('o1', 'Onboarding', 1)]);
+      await index.upsert(A, [{ ...version('p1', 'Refund approval', 1), record: { ...version('p1', 'Refund approval', 1).record, version: 2, status: 'superseded' } }]);
+      await index.upsert(A, [mem({ id: 'f1', content: { text: 'x', fact: { entity: 'refund approval', attribute: 'owner', value: 'finance' } } })]);
+
+      const found = await index.currentFacts(A, procedureKey('refund approval'));
+      expect(found.map((r) => [r.id, r.version, r.status]).sort()).toEqual([
+        ['p1', 2, 'superseded'],
+        ['p2', 1, 'active'],
+      ]);
+      expect(await index.currentFacts(B, procedureKey('refund approval'))).toEqual([]);
+    });
+
+    it('finds an edge by the entity token of either end, under the same filters, and only current versions', async () => {
+      const edge = (id: string, from: EntityRef, to: EntityRef, overrides: RecordOverrides = {}) =>
+        mem({ id, kind: 'relational', content: { text: 'an edge whose text names neither end', relation: { from, relation: 'approves', to } }, ...overrides });
+      const liWei: EntityRef = { type: 'person', id: 'Li-Wei' };
+      const apollo: EntityRef = { type: 'project', id: 'apollo' };
+      await index.upsert(A, [
+        edge('e1', liWei, apollo),
+        edge('e2', { type: 'team', id: 'finance' }, apollo),
+        edge('e3', liWei, { type: 'project', id: 'zeus' }, { policy: { sensitivity: 'restricted' } }),
+        edge('e4', { type: 'team', id: 'li-wei' }, { type: 'project', id: 'zeus' }),
+        mem({ id: 'n1', text: 'person li-wei approves project apollo' }),
+      ]);
+      const edgesAt = async (entity: EntityRef, filter: Partial<IndexFilter> = {}) =>
+        (await index.search(query('bm25', entityToken(entity), { kinds: ['relational'], ...filter }))).map((h) => h.record.id).sort();
+
+      expect(await edgesAt({ type: 'person', id: 'li-wei' })).toEqual(['e1', 'e3']);
+      expect(await edgesAt(apollo)).toEqual(['e1', 'e2']);
+      expect(await edgesAt({ type: 'person', id: 'li-wei' }, { maxSensitivity: 'confidential' })).toEqual(['e1']);
+
+      await index.upsert(A, [{ ...edge('e1', liWei, apollo), record: { ...edge('e1', liWei, apollo).record, version: 2, status: 'superseded', revisedAt: '2024-06-01T00:00:00.000Z' } }]);
+      expect(await edgesAt(apollo)).toEqual(['e2']);
+      expect(await edgesAt(apollo, { knownAsOf: '2024-03-01T00:00:00.000Z' })).toEqual(['e1', 'e2']);
     });
 
     it('lists every record of one tenant, any status, in insertion order, across batches', async () => {

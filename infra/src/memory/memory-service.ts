@@ -1,23 +1,32 @@
 import {
   DomainError,
+  MemoryAlreadyRecorded,
   MemoryNotFound,
   MemoryRecorded,
+  ProcedureVersionConflict,
+  PromoteMemoryRequest,
   RECALLABLE_STATUSES,
   SENSITIVITY_RANK,
+  ValidationFailed,
   WriteMemoryRequest,
   WrongExpectedVersion,
   decide,
+  decideProcedureVersion,
   episodicIdFor,
   evolve,
   initialMemoryState,
   parseOrThrow,
+  procedureKey,
   streams,
+  structureIssues,
+  workingExpiry,
   type Clock,
   type EventLog,
   type IdSource,
   type MemoryIndex,
   type MemoryRecord,
   type Principal,
+  type TenantPolicy,
   PolicyDenied,
   cleanContent,
   evaluate,
@@ -42,9 +51,27 @@ export class UnknownSourceEvent extends DomainError {
   }
 }
 
-export const EXPLICIT_RULE = 'api.explicit';
+export class NotPromotable extends DomainError {
+  constructor(id: string, reason: 'not_working' | 'expired') {
+    super('MEMORY.NOT_PROMOTABLE', `memory ${id} cannot be promoted: ${reason === 'expired' ? 'it has expired' : 'it is not a working memory'}`, {
+      memoryId: id,
+      reason,
+    });
+  }
+}
 
-/** Explicit memory writes and reads by id. */
+export const EXPLICIT_RULE = 'api.explicit';
+export const PROMOTION_RULE = 'api.promote';
+
+export interface WriteResult {
+  memory: MemoryRecord;
+  position: string;
+  duplicate: boolean;
+  /** Ids of the earlier procedure versions this write superseded. */
+  superseded?: string[];
+}
+
+/** Explicit memory writes, promotions of working memories, and reads by id. */
 export class MemoryService {
   constructor(
     private readonly deps: {
@@ -63,7 +90,7 @@ export class MemoryService {
     },
   ) {}
 
-  async write(principal: Principal, body: unknown, requestId = 'internal'): Promise<{ memory: MemoryRecord; position: string; duplicate: boolean }> {
+  async write(principal: Principal, body: unknown, requestId = 'internal'): Promise<WriteResult> {
     const parsed = parseOrThrow(WriteMemoryRequest, body);
     const tenant = principal.tenant;
     if (parsed.correction) requireCorrector(principal);
@@ -81,9 +108,13 @@ export class MemoryService {
     const sourceRecords = sources.map((s) => s!.record);
 
     const now = this.deps.clock.now().toISOString();
-    const id = request.idempotencyKey
-      ? `mem_${deterministicUuid(tenant, 'memory', request.idempotencyKey)}`
-      : `mem_${this.deps.ids.next()}`;
+    const procedure = request.content.procedure;
+    const id = procedure
+      ? this.procedureId(tenant, procedure.name, procedure.version)
+      : request.idempotencyKey
+        ? `mem_${deterministicUuid(tenant, 'memory', request.idempotencyKey)}`
+        : `mem_${this.deps.ids.next()}`;
+    const working = request.kind === 'working';
     const record: MemoryRecord = {
       id,
       tenant,
@@ -113,28 +144,98 @@ export class MemoryService {
       usage: { retrieved: 0, adopted: 0, lastUsedAt: null },
       version: 1,
       status: 'active',
-      retention: { class: request.retention, expiresAt: null },
+      retention: working
+        ? { class: 'session', expiresAt: workingExpiry(now, request.ttlSeconds) }
+        : { class: request.retention ?? 'standard', expiresAt: null },
+      ...(working ? { session: request.session } : {}),
       ...(request.correction ? { correction: true } : {}),
     };
+    return this.store(principal, record, { policy, requestId, expectedVersion: request.expectedVersion });
+  }
 
+  /**
+   * `POST /v1/memories/:id/promote`: what a working memory holds, kept beyond
+   * its session as a new record of another kind (semantic by default) with
+   * the same content, citing the working memory as its parent, at no more
+   * than its confidence. The working memory itself is left to expire. The
+   * caller must be able to read the working memory and to write the new one.
+   * Promoting the same memory to the same kind again is a duplicate.
+   */
+  async promote(principal: Principal, id: string, body: unknown, requestId = 'internal'): Promise<WriteResult> {
+    const request = parseOrThrow(PromoteMemoryRequest, body);
+    const working = await this.get(principal, id, { requestId });
+    if (working.kind !== 'working') throw new NotPromotable(id, 'not_working');
+    const now = this.deps.clock.now().toISOString();
+    if (working.retention.expiresAt !== null && Date.parse(working.retention.expiresAt) <= Date.parse(now)) throw new NotPromotable(id, 'expired');
+    const issues = structureIssues(request.kind, working.content);
+    if (issues.length > 0) throw new ValidationFailed(issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })));
+
+    const tenant = principal.tenant;
+    const procedure = working.content.procedure;
+    const record: MemoryRecord = {
+      id: procedure ? this.procedureId(tenant, procedure.name, procedure.version) : `mem_${deterministicUuid(tenant, 'promote', id, request.kind)}`,
+      tenant,
+      subject: working.subject,
+      kind: request.kind,
+      content: working.content,
+      validFrom: working.validFrom,
+      validTo: working.validTo,
+      recordedAt: now,
+      policy: working.policy,
+      provenance: { sourceEventIds: working.provenance.sourceEventIds, parentIds: [working.id], rule: PROMOTION_RULE, ruleVersion: '1' },
+      confidence: Math.min(request.confidence ?? working.confidence, working.confidence),
+      sourceTrust: working.sourceTrust,
+      tainted: working.tainted,
+      usage: { retrieved: 0, adopted: 0, lastUsedAt: null },
+      version: 1,
+      status: 'active',
+      retention: { class: request.retention, expiresAt: null },
+    };
+    return this.store(principal, record, { policy: await this.deps.policies.get(tenant), requestId });
+  }
+
+  /**
+   * Records a new memory under the write policy: refuses erased content,
+   * decides on the memory's stream (an identical record again is a
+   * duplicate), and for a procedure supersedes its earlier versions in the
+   * same atomic append, then waits until the index shows the change.
+   */
+  private async store(
+    principal: Principal,
+    record: MemoryRecord,
+    options: { policy: TenantPolicy; requestId: string; expectedVersion?: number },
+  ): Promise<WriteResult> {
+    const tenant = principal.tenant;
+    const now = record.recordedAt;
     await this.deps.erased.refuseErased(tenant, [{ path: 'content', subject: record.subject, content: record.content }]);
-    const decision = evaluate(policy, subjectOf(principal), resourceOf(record), { purpose: record.policy.purposes[0], now }, 'write');
-    const audit = (effect: 'allow' | 'deny') =>
+    const decision = evaluate(options.policy, subjectOf(principal), resourceOf(record), { purpose: record.policy.purposes[0], now }, 'write');
+    const audit = (effect: 'allow' | 'deny', resourceIds = [record.id]) =>
       this.deps.audit.record({
         tenant,
         actor: principal.sub,
         subject: record.subject,
         operation: 'write',
-        resourceIds: [record.id],
+        resourceIds,
         decision: { effect, rule: decision.ruleId },
-        requestId,
+        requestId: options.requestId,
       });
     if (!decision.allowed) {
       await audit('deny');
       throw new PolicyDenied('write', decision.ruleId);
     }
 
-    const stream = streams.memory(tenant, id);
+    const procedure = record.kind === 'procedural' ? record.content.procedure : undefined;
+    let revisions: MemoryRecord[] = [];
+    if (procedure) {
+      // Versions are checked against the index: it must hold every version written so far, by anyone.
+      await this.deps.runner.waitFor(await this.deps.log.headPosition());
+      const current = await this.deps.index.currentFacts(tenant, procedureKey(procedure.name));
+      const versions = decideProcedureVersion(record, current, now);
+      if (versions.kind === 'conflict') throw new ProcedureVersionConflict(procedure.version, versions.latest.version);
+      revisions = versions.revisions;
+    }
+
+    const stream = streams.memory(tenant, record.id);
     let state = initialMemoryState();
     let revision = -1n;
     for await (const event of this.deps.log.readStream(stream)) {
@@ -142,28 +243,55 @@ export class MemoryService {
       state = evolve(state, MemoryRecorded.parse(opened));
       revision = event.revision;
     }
-    if (request.expectedVersion !== undefined && BigInt(request.expectedVersion) - 1n !== revision) {
-      throw new WrongExpectedVersion(stream, String(request.expectedVersion - 1), revision < 0n ? 'no_stream' : String(revision));
+    if (options.expectedVersion !== undefined && BigInt(options.expectedVersion) - 1n !== revision) {
+      throw new WrongExpectedVersion(stream, String(options.expectedVersion - 1), revision < 0n ? 'no_stream' : String(revision));
     }
-    const events = decide({ type: 'RecordMemory', record }, state);
+    let events: MemoryRecorded[];
+    try {
+      events = decide({ type: 'RecordMemory', record }, state);
+    } catch (error) {
+      // A procedure's id is its name and version: another record under it is the same version, told differently.
+      if (procedure && error instanceof MemoryAlreadyRecorded) throw new ProcedureVersionConflict(procedure.version, procedure.version);
+      throw error;
+    }
     if (events.length === 0 && state.status === 'recorded') {
       await audit('allow');
       return { memory: state.record, position: (await this.deps.log.headPosition()).toString(), duplicate: true };
     }
+    const records = [record, ...revisions];
     const sealed = await this.deps.sealer.seal(
       tenant,
-      events.map((event) => ({
-        id: deterministicUuid('MemoryRecorded', tenant, record.id, String(record.version)),
-        type: event.type,
-        keyId: record.id,
-        data: event,
-        metadata: { ...memoryEventMetadata(record), actor: principal.sub },
+      records.map((r) => ({
+        id: deterministicUuid('MemoryRecorded', tenant, r.id, String(r.version)),
+        type: 'MemoryRecorded',
+        keyId: r.id,
+        data: { type: 'MemoryRecorded', record: r },
+        metadata: { ...memoryEventMetadata(r), actor: principal.sub },
       })),
     );
-    const result = await this.deps.log.append(stream, sealed, { expectedRevision: 'no_stream' });
-    this.deps.writes.record(principal, result.position);
-    await audit('allow');
-    return { memory: record, position: result.position.toString(), duplicate: false };
+    // One atomic append: the new version and the supersession of the old ones are recorded together or not at all.
+    const results = await this.deps.log.appendMany(
+      records.map((r, i) => ({
+        stream: streams.memory(tenant, r.id),
+        events: [sealed[i]],
+        expectedRevision: i === 0 ? ('no_stream' as const) : ('any' as const),
+      })),
+    );
+    const position = results.reduce((max, r) => (r.position > max ? r.position : max), -1n);
+    this.deps.writes.record(principal, position);
+    if (procedure) await this.deps.runner.waitFor(position);
+    await audit('allow', records.map((r) => r.id));
+    return {
+      memory: record,
+      position: position.toString(),
+      duplicate: false,
+      ...(revisions.length > 0 ? { superseded: revisions.map((r) => r.id) } : {}),
+    };
+  }
+
+  /** A procedure version's id: keyed, so the id does not reveal the procedure's name. */
+  private procedureId(tenant: string, name: string, version: number): string {
+    return `mem_pr_${keyedFingerprint(this.deps.fingerprintKey, 'procedure', tenant, procedureKey(name), String(version)).slice(0, 32)}`;
   }
 
   /**

@@ -1,5 +1,7 @@
 import {
   DomainError,
+  HOP_DECAY,
+  MemoryKind,
   RECALLABLE_STATUSES,
   RecallRequest,
   matchesFilter,
@@ -17,8 +19,12 @@ import {
   type SearchHit,
   PolicyDenied,
   compileRead,
+  entityToken,
+  followEdges,
+  latestProcedureVersions,
   matchesClauses,
   subjectOf,
+  visibleInSession,
 } from '@elma/domain';
 import type { ProjectionRunner } from '../projection/runner';
 import type { WriteTracker } from '../projection/write-tracker';
@@ -35,6 +41,11 @@ export class PurposeNotPermitted extends DomainError {
 
 /** How many fused candidates recall considers before packing. */
 const CANDIDATES = 30;
+/** How many edges of one entity a hop looks at. */
+const EDGES_PER_ENTITY = 20;
+
+/** A packing candidate: a search hit, or an edge reached `hop` edges away from one. */
+type Candidate = SearchHit & { hop?: number };
 /**
  * A hit found only by the dense route must be at least this similar to the
  * query: the nearest neighbours of a query always exist, related or not, and
@@ -44,8 +55,9 @@ const MIN_DENSE_ONLY_COSINE = 0.2;
 
 /**
  * Recall (§5.3): policy compiled into the index filter (pushdown), hybrid
- * retrieval, a re-check of every hit (defence in depth), then budgeted packing
- * with citations.
+ * retrieval, a re-check of every hit (defence in depth), optionally the
+ * relations one or two edges out from what was found, then budgeted packing
+ * with citations. Working memories are recalled only within their session.
  */
 export class RecallService {
   constructor(
@@ -82,8 +94,8 @@ export class RecallService {
       await audit([], { effect: 'deny', rule: 'default-deny' });
       throw new PolicyDenied('read');
     }
-    const filter: IndexFilter = {
-      kinds: request.kinds,
+    const kinds = request.kinds ?? MemoryKind.options;
+    const base: IndexFilter = {
       statuses: RECALLABLE_STATUSES,
       maxSensitivity: principal.clearance,
       // Purpose limitation lives in the clauses: a rule may allow cross-purpose use.
@@ -94,17 +106,29 @@ export class RecallService {
       // Held records are withheld from everyone but the legal role.
       ...(principal.roles.includes('legal') ? {} : { exclude: await this.deps.holds.exclusions(principal.tenant) }),
     };
+    // Working memories never come out of the shared query: the index has no notion of sessions, so the
+    // caller's own session gets a query of its own, whose hits are then kept only if they are that session's.
+    const filter: IndexFilter = { ...base, kinds: kinds.filter((k) => k !== 'working') };
+    const sessionFilter: IndexFilter | undefined = request.session !== undefined && kinds.includes('working') ? { ...base, kinds: ['working'] } : undefined;
     const [vector] = await this.deps.embedder.embed([request.query]);
-    const hits = (
-      await this.deps.index.search({ tenant: principal.tenant, text: request.query, vector, limit: CANDIDATES, filter })
-    ).filter(
-      (hit) =>
-        hit.record.tenant === principal.tenant &&
-        matchesFilter(hit.record, filter) &&
-        (hit.bm25Rank !== undefined || (hit.cosine ?? 0) >= MIN_DENSE_ONLY_COSINE),
-    );
-    const result = this.pack(hits, request, filter.asOf!);
-    const recordOf = new Map(hits.map((hit) => [hit.record.id, hit.record]));
+    const admitted = (hit: SearchHit, by: IndexFilter) =>
+      hit.record.tenant === principal.tenant &&
+      matchesFilter(hit.record, by) &&
+      visibleInSession(hit.record, request.session) &&
+      (hit.bm25Rank !== undefined || (hit.cosine ?? 0) >= MIN_DENSE_ONLY_COSINE);
+    const search = async (by: IndexFilter) =>
+      (await this.deps.index.search({ tenant: principal.tenant, text: request.query, vector, limit: CANDIDATES, filter: by })).filter((hit) => admitted(hit, by));
+    const [shared, ofSession] = await Promise.all([search(filter), sessionFilter ? search(sessionFilter) : []]);
+    const hits = [...shared, ...ofSession].sort((a, b) => b.score - a.score);
+    const reached = request.hops > 0 && kinds.includes('relational') ? await this.reachEdges(principal.tenant, hits, request.hops, base) : [];
+    const top = Math.max(0, ...hits.map((hit) => hit.score));
+    const candidates: Candidate[] = latestProcedureVersions([
+      ...hits,
+      // An edge reached by following relations is as relevant as the best hit, halved at every hop.
+      ...reached.map(({ item, hop }) => ({ ...item, score: top * HOP_DECAY ** hop, hop })),
+    ]);
+    const result = this.pack(candidates, request, base.asOf!);
+    const recordOf = new Map(candidates.map((hit) => [hit.record.id, hit.record]));
     const rules = new Set(result.items.map((item) => clauses.find((c) => matchesClauses(recordOf.get(item.id)!, [c]))!.ruleId));
     await audit(
       result.items.map((item) => item.id),
@@ -114,10 +138,31 @@ export class RecallService {
   }
 
   /**
+   * The edges up to `hops` away from the entities the hits name. Each
+   * entity's edges are looked up by its `entityToken` through the index,
+   * under the same pushed-down policy as the query, and checked again here.
+   */
+  private async reachEdges(tenant: string, hits: SearchHit[], hops: number, base: IndexFilter) {
+    const edges: IndexFilter = { ...base, kinds: ['relational'] };
+    return followEdges(
+      hits.map((hit) => hit.record),
+      hops,
+      async (entities) =>
+        (
+          await Promise.all(
+            entities.map((entity) => this.deps.index.search({ tenant, text: entityToken(entity), limit: EDGES_PER_ENTITY, filter: edges })),
+          )
+        )
+          .flat()
+          .filter((hit) => hit.record.tenant === tenant && matchesFilter(hit.record, edges)),
+    );
+  }
+
+  /**
    * Packs within the budget with the purpose's weights, orders for the prompt
    * and renders the context. `at` is the query's point in business time.
    */
-  private pack(hits: SearchHit[], request: RecallRequest, at: string): RecallResult {
+  private pack(hits: Candidate[], request: RecallRequest, at: string): RecallResult {
     const top = Math.max(0, ...hits.map((hit) => hit.score));
     const byId = new Map(hits.map((hit) => [hit.record.id, hit]));
     const packed = packByMarginalUtility(
@@ -125,25 +170,29 @@ export class RecallService {
       { budgetTokens: request.budgetTokens, at, countTokens, weights: packProfile(request.purpose) },
     );
     const ordered = orderForPrompt(packed, at);
-    const items = ordered.map(({ record: r, tokens }) => ({
-      id: r.id,
-      kind: r.kind,
-      text: r.content.text,
-      score: byId.get(r.id)!.score,
-      tokens,
-      citation: {
+    const items = ordered.map(({ record: r, tokens }) => {
+      const { score, hop } = byId.get(r.id)!;
+      return {
         id: r.id,
-        version: r.version,
         kind: r.kind,
-        sourceEventIds: r.provenance.sourceEventIds,
-        validFrom: r.validFrom,
-        validTo: r.validTo,
-        recordedAt: r.recordedAt,
-        confidence: r.confidence,
-        sourceTrust: r.sourceTrust,
-        disputed: r.status === 'disputed',
-      },
-    }));
+        text: r.content.text,
+        score,
+        tokens,
+        citation: {
+          id: r.id,
+          version: r.version,
+          kind: r.kind,
+          sourceEventIds: r.provenance.sourceEventIds,
+          validFrom: r.validFrom,
+          validTo: r.validTo,
+          recordedAt: r.recordedAt,
+          confidence: r.confidence,
+          sourceTrust: r.sourceTrust,
+          disputed: r.status === 'disputed',
+        },
+        ...(hop !== undefined ? { hop } : {}),
+      };
+    });
     const context = renderContext(ordered.map((p) => p.record));
     return {
       items,

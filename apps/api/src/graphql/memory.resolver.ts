@@ -11,6 +11,7 @@ import {
   IngestResultType,
   MemoryInput,
   MemoryType,
+  PromoteInput,
   RecallInput,
   RecallResultType,
   WriteMemoryResultType,
@@ -46,6 +47,18 @@ export class MemoryResolver {
     const result = await this.elma.memories.write(caller, withoutNulls(input), requestId);
     return { ...result, memory: toGraphql(result.memory) };
   }
+
+  @Mutation(() => WriteMemoryResultType)
+  @ParamTypes(Object, String, String, PromoteInput)
+  async promoteMemory(
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Args('id', { type: () => ID }) id: string,
+    @Args('input', { type: () => PromoteInput, nullable: true }) input: PromoteInput | null,
+  ) {
+    const result = await this.elma.memories.promote(caller, id, withoutNulls(input ?? {}), requestId);
+    return { ...result, memory: toGraphql(result.memory) };
+  }
 }
 
 function toGraphql(record: MemoryRecord): MemoryType {
@@ -53,6 +66,9 @@ function toGraphql(record: MemoryRecord): MemoryType {
     ...record,
     text: record.content.text,
     fact: record.content.fact,
+    procedure: record.content.procedure,
+    relation: record.content.relation,
+    expiresAt: record.retention.expiresAt,
     sensitivity: record.policy.sensitivity,
     purposes: record.policy.purposes,
   };

@@ -14,6 +14,27 @@ export class FactType {
   @Field(() => String, { nullable: true }) validTo?: string;
 }
 
+@ObjectType('Procedure')
+export class ProcedureType {
+  @Field(() => String) name!: string;
+  @Field(() => Int) version!: number;
+  @Field(() => [String]) steps!: string[];
+  @Field(() => [String], { nullable: true }) conditions?: string[];
+}
+
+@ObjectType('Entity')
+export class EntityRefType {
+  @Field(() => String) type!: string;
+  @Field(() => String) id!: string;
+}
+
+@ObjectType('Relation')
+export class RelationType {
+  @Field(() => EntityRefType) from!: EntityRefType;
+  @Field(() => String) relation!: string;
+  @Field(() => EntityRefType) to!: EntityRefType;
+}
+
 @ObjectType('Provenance')
 export class ProvenanceType {
   @Field(() => [ID]) sourceEventIds!: string[];
@@ -29,6 +50,12 @@ export class MemoryType {
   @Field(() => String) status!: string;
   @Field(() => String) text!: string;
   @Field(() => FactType, { nullable: true }) fact?: FactType;
+  @Field(() => ProcedureType, { nullable: true }) procedure?: ProcedureType;
+  @Field(() => RelationType, { nullable: true }) relation?: RelationType;
+  /** The session a working memory belongs to. */
+  @Field(() => String, { nullable: true }) session?: string;
+  /** When the record stops being recalled (a working memory's TTL), if ever. */
+  @Field(() => String, { nullable: true }) expiresAt!: string | null;
   @Field(() => String) subject!: string;
   @Field(() => Int) version!: number;
   @Field(() => String) validFrom!: string;
@@ -64,6 +91,8 @@ export class RecallItemType {
   @Field(() => Float) score!: number;
   @Field(() => Int) tokens!: number;
   @Field(() => CitationType) citation!: CitationType;
+  /** On an edge reached by following relations: how many edges from what the query found. */
+  @Field(() => Int, { nullable: true }) hop?: number;
 }
 
 @ObjectType('RecallResult')
@@ -94,6 +123,8 @@ export class WriteMemoryResultType {
   @Field(() => MemoryType) memory!: MemoryType;
   @Field(() => String) position!: string;
   @Field(() => Boolean) duplicate!: boolean;
+  /** The earlier procedure versions this write superseded. */
+  @Field(() => [ID], { nullable: true }) superseded?: string[];
 }
 
 @InputType()
@@ -109,6 +140,36 @@ export class FactInput {
 export class ContentInput {
   @Field(() => String) text!: string;
   @Field(() => FactInput, { nullable: true }) fact?: FactInput;
+}
+
+@InputType()
+export class ProcedureInput {
+  @Field(() => String) name!: string;
+  @Field(() => Int) version!: number;
+  @Field(() => [String]) steps!: string[];
+  @Field(() => [String], { nullable: true }) conditions?: string[];
+}
+
+@InputType()
+export class EntityInput {
+  @Field(() => String) type!: string;
+  @Field(() => String) id!: string;
+}
+
+@InputType()
+export class RelationInput {
+  @Field(() => EntityInput) from!: EntityInput;
+  @Field(() => String) relation!: string;
+  @Field(() => EntityInput) to!: EntityInput;
+}
+
+/** The content of an explicit memory: text plus the structure of its kind. */
+@InputType()
+export class MemoryContentInput {
+  @Field(() => String) text!: string;
+  @Field(() => FactInput, { nullable: true }) fact?: FactInput;
+  @Field(() => ProcedureInput, { nullable: true }) procedure?: ProcedureInput;
+  @Field(() => RelationInput, { nullable: true }) relation?: RelationInput;
 }
 
 @InputType()
@@ -134,7 +195,7 @@ export class EventInput {
 @InputType()
 export class MemoryInput {
   @Field(() => String, { nullable: true }) kind?: string;
-  @Field(() => ContentInput) content!: ContentInput;
+  @Field(() => MemoryContentInput) content!: MemoryContentInput;
   @Field(() => [ID]) sourceEventIds!: string[];
   @Field(() => String, { nullable: true }) subject?: string;
   @Field(() => String, { nullable: true }) sensitivity?: string;
@@ -145,6 +206,15 @@ export class MemoryInput {
   @Field(() => String, { nullable: true }) retention?: string;
   @Field(() => String, { nullable: true }) idempotencyKey?: string;
   @Field(() => Int, { nullable: true }) expectedVersion?: number;
+  @Field(() => String, { nullable: true }) session?: string;
+  @Field(() => Int, { nullable: true }) ttlSeconds?: number;
+}
+
+@InputType()
+export class PromoteInput {
+  @Field(() => String, { nullable: true }) kind?: string;
+  @Field(() => Float, { nullable: true }) confidence?: number;
+  @Field(() => String, { nullable: true }) retention?: string;
 }
 
 @InputType()
@@ -157,6 +227,8 @@ export class RecallInput {
   @Field(() => String, { nullable: true }) knownAsOf?: string;
   @Field(() => String, { nullable: true }) consistency?: string;
   @Field(() => String, { nullable: true }) afterPosition?: string;
+  @Field(() => String, { nullable: true }) session?: string;
+  @Field(() => Int, { nullable: true }) hops?: number;
 }
 
 @ObjectType('ErasureStep')

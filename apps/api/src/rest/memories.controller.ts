@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { WriteMemoryRequest, type Principal } from '@elma/domain';
+import { PromoteMemoryRequest, WriteMemoryRequest, type Principal } from '@elma/domain';
 import type { Elma } from '@elma/infra';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
@@ -28,6 +28,15 @@ export class MemoriesController {
   @ApiResponse({ status: 403, ...problemResponse })
   adjudicate(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
     return this.elma.adjudication.adjudicate(caller, id, body, requestId);
+  }
+
+  @Post(':id/promote')
+  @ApiBody({ schema: jsonSchema(PromoteMemoryRequest) })
+  @ApiResponse({ status: 201, description: 'Keeps a working memory beyond its session: a new record of `kind` (default semantic) citing it as parent.' })
+  @ApiResponse({ status: 404, ...problemResponse })
+  @ApiResponse({ status: 422, ...problemResponse })
+  promote(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
+    return this.elma.memories.promote(caller, id, body ?? {}, requestId);
   }
 
   @Get(':id')

@@ -10,10 +10,13 @@
  * then (bitemporal recall, paper §6.4).
  */
 import type Database from 'better-sqlite3';
-import { factKey, type MemoryRecord } from '@elma/domain';
+import { indexKeyOf, type MemoryRecord } from '@elma/domain';
 
-/** The indexed fact key of a record, or null when it states no fact. */
-export const factKeyOf = (record: MemoryRecord): string | null => (record.content.fact ? factKey(record.content.fact) : null);
+/**
+ * The `fact_key` column: the key `currentFacts` finds a record by, a fact's
+ * entity and attribute or a procedure's name (`indexKeyOf`); null when it has neither.
+ */
+export const factKeyOf = (record: MemoryRecord): string | null => indexKeyOf(record);
 
 export const TENANT_SCHEMA = `
 CREATE TABLE IF NOT EXISTS memories (

@@ -1,6 +1,6 @@
 import { existsSync, rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { MemoryRecord, SENSITIVITY_RANK, tokenize, type IndexedMemory, type LineageEntry, type MemoryKind } from '@elma/domain';
+import { MemoryRecord, SENSITIVITY_RANK, entityToken, tokenize, type IndexedMemory, type LineageEntry, type MemoryKind } from '@elma/domain';
 import type { FilterSql } from './filter-sql';
 import { millis } from './filter-sql';
 import { factKeyOf, migrateTenantSchema, purposeSet, TENANT_SCHEMA } from './schema';
@@ -413,11 +413,16 @@ export class TenantPartition {
   }
 }
 
-/** The words BM25 sees, from the shared tokenizer; stored joined by spaces, so FTS5's unicode61 splits exactly there. */
+/**
+ * The words BM25 sees, from the shared tokenizer; stored joined by spaces, so FTS5's unicode61 splits exactly there.
+ * An edge adds one word per endpoint (`entityToken`), by which recall follows relations.
+ */
 function searchableWords(record: MemoryRecord): string[] {
-  const fact = record.content.fact;
+  const { fact, relation } = record.content;
   const text = fact ? `${record.content.text}\n${fact.entity} ${fact.attribute} ${fact.value}` : record.content.text;
-  return tokenize(text);
+  const words = tokenize(text);
+  if (relation) words.push(entityToken(relation.from), entityToken(relation.to));
+  return words;
 }
 
 function parseRecord(json: string): MemoryRecord {
