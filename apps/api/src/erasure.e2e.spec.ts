@@ -317,6 +317,13 @@ describe('the retention sweep (a Temporal Schedule)', () => {
       chatEvent('cust-21', 'session note under hold about the Wexford audit', { retention: 'session' }),
     ]);
     await call('legal', 'POST', '/v1/legal-holds', { scope: { subjects: ['cust-21'] }, reason: 'MATTER-77' });
+    // A working memory that expires, and its promotion, which keeps its own (standard) retention.
+    const working = await call('agent', 'POST', '/v1/memories', {
+      kind: 'working', content: { text: 'Wexford caller waits for a depot callback' }, sourceEventIds: [kept.id], session: 's-20', ttlSeconds: 2, purposes: ['support'],
+    });
+    expect(working.status, working.text).toBe(201);
+    const promoted = await call('agent', 'POST', `/v1/memories/${working.body.memory.id}/promote`, {});
+    expect(promoted.status, promoted.text).toBe(201);
     await new Promise((r) => setTimeout(r, 3_000));
     expect(await recallTexts('Wexford parcel')).not.toContain('session-only chatter about the Wexford parcel');
 
@@ -341,7 +348,7 @@ describe('the retention sweep (a Temporal Schedule)', () => {
       const certificate = (await call('compliance', 'GET', `/v1/erasures/${mine[0].requestId}/certificate`)).body.certificate;
       expect(certificate.request.reason).toBe('retention');
       expect(certificate.request.scope.type).toBe('expired');
-      expect(certificate.closure.size).toBe(1);
+      expect(certificate.closure.records.map((r: { id: string }) => r.id).sort()).toEqual([`mem_ep_${expired.id}`, working.body.memory.id].sort());
       expect(certificate.legalHoldExceptions).toHaveLength(1);
     } finally {
       await connection.close();
@@ -350,5 +357,6 @@ describe('the retention sweep (a Temporal Schedule)', () => {
     expect((await call('legal', 'GET', `/v1/memories/mem_ep_${expired.id}`)).status).toBe(404);
     expect((await call('legal', 'GET', `/v1/memories/mem_ep_${held.id}`)).status).toBe(200);
     expect((await call('agent', 'GET', `/v1/memories/mem_ep_${kept.id}`)).status).toBe(200);
+    expect((await call('agent', 'GET', `/v1/memories/${promoted.body.memory.id}`)).status).toBe(200);
   }, 60_000);
 });

@@ -261,7 +261,15 @@ export class ErasureService {
     }
     const nodes: LineageEntry[] = [];
     for await (const entry of this.deps.index.lineage(tenant)) nodes.push(entry);
-    const closure = deletionClosure(seeds, nodes);
+    const scope = await this.store.scope(tenant, requestId);
+    const found = deletionClosure(seeds, nodes);
+    // Expiry is per record: a view that outlives its inputs by its own retention (a promoted working
+    // memory, an explicit write) keeps it; a view that expires with them (consolidation) goes with them.
+    const expired = new Set(scope.type === 'expired' ? nodes.filter((n) => isExpired(n, scope.asOf)).map((n) => n.id) : []);
+    const closure =
+      scope.type === 'expired'
+        ? { ...found, recordIds: found.recordIds.filter((id) => expired.has(id)) }
+        : found;
     const byId = new Map(nodes.map((r) => [r.id, r]));
     const records = await Promise.all(
       closure.recordIds.map(async (id) => {
