@@ -56,6 +56,8 @@ export interface SearchHit {
   vectorRank?: number;
   /** Cosine similarity of the hit to the query vector, when a vector was given. */
   cosine?: number;
+  /** Tokens of `record.content.text`, counted when the record was indexed (absent for rows indexed before). */
+  tokens?: number;
 }
 
 /** A record as `lineage()` lists it. */

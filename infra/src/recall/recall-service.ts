@@ -59,6 +59,23 @@ const MIN_DENSE_ONLY_COSINE = 0.2;
  * relations one or two edges out from what was found, then budgeted packing
  * with citations. Working memories are recalled only within their session.
  */
+/**
+ * Tokens of the rendered context, line by line: an item line is its marker
+ * plus the item's known count, other lines (citations, disagreements) are
+ * counted, and each line break is one more. Tokenising the whole context,
+ * new on every recall, cost more than the rest of packing.
+ */
+function contextTokens(context: string, items: { text: string; tokens: number }[]): number {
+  let item = 0;
+  return context.split('\n').reduce((sum, line, i) => {
+    const marker = `[${item + 1}] `;
+    const next = items[item];
+    const counted = next && line.startsWith(marker) ? countTokens(marker) + next.tokens : countTokens(line);
+    if (next && line.startsWith(marker)) item++;
+    return sum + counted + (i > 0 ? 1 : 0);
+  }, 0);
+}
+
 export class RecallService {
   constructor(
     private readonly deps: {
@@ -165,9 +182,11 @@ export class RecallService {
   private pack(hits: Candidate[], request: RecallRequest, at: string): RecallResult {
     const top = Math.max(0, ...hits.map((hit) => hit.score));
     const byId = new Map(hits.map((hit) => [hit.record.id, hit]));
+    // Counted when indexed: tokenising 30 candidates per recall cost more than the search.
+    const known = new Map(hits.flatMap((hit) => (hit.tokens !== undefined ? [[hit.record.content.text, hit.tokens] as const] : [])));
     const packed = packByMarginalUtility(
       hits.map((hit) => ({ record: hit.record, vector: hit.vector, relevance: top > 0 ? hit.score / top : 0 })),
-      { budgetTokens: request.budgetTokens, at, countTokens, weights: packProfile(request.purpose) },
+      { budgetTokens: request.budgetTokens, at, countTokens: (text) => known.get(text) ?? countTokens(text), weights: packProfile(request.purpose) },
     );
     const ordered = orderForPrompt(packed, at);
     const items = ordered.map(({ record: r, tokens }) => {
@@ -198,7 +217,7 @@ export class RecallService {
       items,
       context,
       usedTokens: items.reduce((sum, item) => sum + item.tokens, 0),
-      contextTokens: countTokens(context),
+      contextTokens: contextTokens(context, items),
       budgetTokens: request.budgetTokens,
       candidates: hits.length,
     };

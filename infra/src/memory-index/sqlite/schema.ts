@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS memories (
   tx_from INTEGER NOT NULL,
   tx_to INTEGER,
   fact_key TEXT,
+  tokens INTEGER,
   kind TEXT NOT NULL,
   status TEXT NOT NULL,
   sensitivity_rank INTEGER NOT NULL,
@@ -109,6 +110,8 @@ export function migrateTenantSchema(db: Database.Database): void {
       }
     })();
   }
+  // Token counts came later; rows indexed before have none and are counted at recall instead.
+  if (!(db.pragma('table_info(memories)') as { name: string }[]).some((c) => c.name === 'tokens')) db.exec('ALTER TABLE memories ADD COLUMN tokens INTEGER');
   db.exec(`
     CREATE INDEX IF NOT EXISTS memories_by_fact ON memories (fact_key) WHERE fact_key IS NOT NULL AND tx_to IS NULL;
     CREATE UNIQUE INDEX IF NOT EXISTS memories_current ON memories (id) WHERE tx_to IS NULL;

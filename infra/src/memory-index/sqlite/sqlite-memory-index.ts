@@ -94,6 +94,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
       if (textRank !== undefined) hit.bm25Rank = textRank;
       if (denseRank !== undefined) hit.vectorRank = denseRank;
       if (query.vector) hit.cosine = cosine(query.vector, row.vector, queryNorm);
+      if (row.tokens !== undefined) hit.tokens = row.tokens;
       hits.push(hit);
     }
     return hits;

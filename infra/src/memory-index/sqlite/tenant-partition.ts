@@ -7,6 +7,7 @@ import { factKeyOf, migrateTenantSchema, purposeSet, TENANT_SCHEMA } from './sch
 import { VectorGraph, type VectorGraphOptions } from './vector-graph';
 import { cosine, fromBlob, norm, toBlob } from './vectors';
 import { scanFiles } from '../../erasure/byte-scan';
+import { countTokens } from '../../recall/token-counter';
 
 export interface PartitionFiles {
   db: string;
@@ -24,6 +25,7 @@ export interface StoredRow {
   rowid: number;
   record: MemoryRecord;
   vector: Float32Array;
+  tokens?: number;
 }
 
 /** Dense-route candidates are searched at growing depths; past the last one the filtered rows are scanned exactly. */
@@ -258,12 +260,17 @@ export class TenantPartition {
   }
 
   rows(rowids: number[]): Map<number, StoredRow> {
-    const rows = this.stmt('SELECT rowid, record, vector FROM memories WHERE rowid IN (SELECT value FROM json_each(?))').all(
+    const rows = this.stmt('SELECT rowid, record, vector, tokens FROM memories WHERE rowid IN (SELECT value FROM json_each(?))').all(
       JSON.stringify(rowids),
-    ) as { rowid: number; record: string; vector: Buffer }[];
+    ) as { rowid: number; record: string; vector: Buffer; tokens: number | null }[];
     // Rows come from the projection, which builds them as MemoryRecords; the hot search path does not
     // re-validate them with zod (get() does).
-    return new Map(rows.map((r) => [r.rowid, { rowid: r.rowid, record: JSON.parse(r.record) as MemoryRecord, vector: fromBlob(r.vector) }]));
+    return new Map(
+      rows.map((r) => [
+        r.rowid,
+        { rowid: r.rowid, record: JSON.parse(r.record) as MemoryRecord, vector: fromBlob(r.vector), ...(r.tokens !== null ? { tokens: r.tokens } : {}) },
+      ]),
+    );
   }
 
   /**
@@ -322,12 +329,13 @@ export class TenantPartition {
 
   private insertRow(record: MemoryRecord, vector: Float32Array, txFrom: number): number {
     const { lastInsertRowid } = this.stmt(
-      `INSERT INTO memories (id, version, tx_from, tx_to, fact_key, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, valid_from, valid_to, recorded_at, expires_at, record, vector)
-       VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO memories (id, version, tx_from, tx_to, tokens, fact_key, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, valid_from, valid_to, recorded_at, expires_at, record, vector)
+       VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       record.id,
       record.version,
       txFrom,
+      countTokens(record.content.text),
       factKeyOf(record),
       record.kind,
       record.status,
