@@ -99,6 +99,29 @@ describe('the embedded API, end to end over HTTP', () => {
     expect(tiny.body.context.startsWith(`[1] ${tiny.body.items[0].text}`)).toBe(true);
   });
 
+  it('counts what recall returned and what the caller says it used, for this caller only', async () => {
+    await call('POST', '/v1/events', event('cust-fb', 'Rotterdam depot closes at 17:00 on Fridays.'));
+    const recall = await call('POST', '/v1/recall', { query: 'Rotterdam depot closes Fridays', purpose: 'support', consistency: 'strong', budgetTokens: 200 });
+    expect(recall.body.recallId).toMatch(/^rcl_/);
+    const used = recall.body.items[0].id as string;
+
+    expect((await call('POST', `/v1/recall/${recall.body.recallId}/feedback`, { adopted: ['mem_not_returned'] })).body.code).toBe('REQUEST.VALIDATION_FAILED');
+    expect((await call('POST', '/v1/recall/rcl_unknown/feedback', { adopted: [used] })).status).toBe(404);
+    const other = await t.token({ sub: 'agent-2' });
+    const foreign = await fetch(`${t.url}/v1/recall/${recall.body.recallId}/feedback`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${other}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ adopted: [used] }),
+    });
+    expect(foreign.status).toBe(404);
+    const fed = await call('POST', `/v1/recall/${recall.body.recallId}/feedback`, { adopted: [used] });
+    expect(fed.status).toBe(200);
+    expect(fed.body).toEqual({ adopted: 1 });
+
+    const memory = await call('GET', `/v1/memories/${used}`);
+    expect(memory.body.usage).toMatchObject({ retrieved: 1, adopted: 1 });
+  });
+
   it('turns a structured fact into a semantic memory with provenance to its event', async () => {
     const ingest = await call('POST', '/v1/events', event('cust-3', 'ACME moved its HQ to Berlin.', {
       content: { text: 'ACME moved its HQ to Berlin.', fact: { entity: 'ACME', attribute: 'headquarters', value: 'Berlin' } },

@@ -123,6 +123,14 @@ export interface MemoryIndex {
    */
   currentFacts(tenant: string, factKey: string): Promise<MemoryRecord[]>;
 
+  /**
+   * Counts a use of these records (`retrieved`: packed into a recall;
+   * `adopted`: the caller said it used them), kept beside the records so a
+   * use does not make a new version. Records returned afterwards carry the
+   * counts in `usage`. Unknown ids are ignored.
+   */
+  recordUsage(tenant: string, ids: string[], use: 'retrieved' | 'adopted', at: string): Promise<void>;
+
   /** The tenants that have a partition. */
   tenants(): Promise<string[]>;
 

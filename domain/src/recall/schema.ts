@@ -48,7 +48,13 @@ export interface RecallItem {
   hop?: number;
 }
 
+/** `POST /v1/recall/:id/feedback`: which packed memories the caller actually used. */
+export const RecallFeedback = z.strictObject({ adopted: z.array(z.string().min(1).max(200)).min(1).max(100) });
+export type RecallFeedback = z.infer<typeof RecallFeedback>;
+
 export interface RecallResult {
+  /** Names this recall for `POST /v1/recall/:id/feedback`. */
+  recallId: string;
   /** In prompt order: current authoritative facts, support, history and disputes; the most important last. */
   items: RecallItem[];
   /** The items rendered in order, ready to paste into a prompt: `[n] text`, each with its citation line. */

@@ -344,6 +344,21 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       expect(await edgesAt(apollo, { knownAsOf: '2024-03-01T00:00:00.000Z' })).toEqual(['e1', 'e2']);
     });
 
+    it('counts uses beside the record, without a new version, and forgets them on purge', async () => {
+      await index.upsert(A, [mem({ id: 'used', text: 'Orkney depot opening hours' })]);
+      await index.recordUsage(A, ['used', 'used', 'ghost'], 'retrieved', '2026-12-01T10:00:00.000Z');
+      await index.recordUsage(A, ['used'], 'retrieved', '2026-12-01T11:00:00.000Z');
+      await index.recordUsage(A, ['used'], 'adopted', '2026-12-01T12:00:00.000Z');
+
+      const { record } = (await index.get(A, 'used'))!;
+      expect(record.usage).toEqual({ retrieved: 2, adopted: 1, lastUsedAt: '2026-12-01T12:00:00.000Z' });
+      expect(record.version).toBe(1);
+      expect((await index.search(query('bm25', 'Orkney depot opening hours')))[0].record.usage.adopted).toBe(1);
+      await index.purge(A, ['used']);
+      await index.upsert(A, [mem({ id: 'used', text: 'Orkney depot opening hours' })]);
+      expect((await index.get(A, 'used'))!.record.usage.retrieved).toBe(0);
+    });
+
     it('lists every record of one tenant, any status, in insertion order, across batches', async () => {
       const many = Array.from({ length: 2_345 }, (_, i) => mem({ id: `r-${i}`, text: `note ${i}` }));
       many[7] = { ...many[7], record: { ...many[7].record, status: 'superseded' } };

@@ -3,7 +3,9 @@ import {
   HOP_DECAY,
   MemoryKind,
   RECALLABLE_STATUSES,
+  RecallFeedback,
   RecallRequest,
+  ValidationFailed,
   matchesFilter,
   orderForPrompt,
   packByMarginalUtility,
@@ -25,6 +27,7 @@ import {
   matchesClauses,
   subjectOf,
   visibleInSession,
+  type IdSource,
 } from '@elma/domain';
 import type { ProjectionRunner } from '../projection/runner';
 import type { WriteTracker } from '../projection/write-tracker';
@@ -76,6 +79,12 @@ function contextTokens(context: string, items: { text: string; tokens: number }[
   }, 0);
 }
 
+export class RecallNotFound extends DomainError {
+  constructor(id: string) {
+    super('RECALL.NOT_FOUND', `recall ${id} is unknown or no longer remembered`, { recallId: id });
+  }
+}
+
 export class RecallService {
   constructor(
     private readonly deps: {
@@ -87,8 +96,37 @@ export class RecallService {
       policies: PolicyStore;
       holds: LegalHolds;
       audit: AuditLog;
+      ids: IdSource;
     },
   ) {}
+
+  /** What each recent recall packed, for its caller's feedback (bounded: feedback comes soon or not at all). */
+  private readonly recent = new Map<string, { tenant: string; sub: string; ids: Set<string> }>();
+  private static readonly RECENT_MAX = 10_000;
+
+  /**
+   * Records that the caller used these memories of one of their recent
+   * recalls (`usage.adopted`, which packing weighs). Only memories that recall
+   * returned to this caller count; anything else is refused, not ignored.
+   */
+  async feedback(principal: Principal, recallId: string, body: unknown, requestId = 'internal'): Promise<{ adopted: number }> {
+    const { adopted } = parseOrThrow(RecallFeedback, body);
+    const recall = this.recent.get(recallId);
+    if (!recall || recall.tenant !== principal.tenant || recall.sub !== principal.sub) throw new RecallNotFound(recallId);
+    const unknown = adopted.filter((id) => !recall.ids.has(id));
+    if (unknown.length > 0) throw new ValidationFailed(unknown.map((id) => ({ path: 'adopted', message: `${id} was not in this recall` })));
+    await this.deps.index.recordUsage(principal.tenant, adopted, 'adopted', this.deps.clock.now().toISOString());
+    await this.deps.audit.record({
+      tenant: principal.tenant,
+      actor: principal.sub,
+      subject: null,
+      operation: 'write',
+      resourceIds: [`recall/${recallId}`, ...adopted],
+      decision: { effect: 'allow', rule: 'recall-feedback' },
+      requestId,
+    });
+    return { adopted: new Set(adopted).size };
+  }
 
   async recall(principal: Principal, body: unknown, requestId = 'internal'): Promise<RecallResult> {
     const request = parseOrThrow(RecallRequest, body);
@@ -145,6 +183,10 @@ export class RecallService {
       ...reached.map(({ item, hop }) => ({ ...item, score: top * HOP_DECAY ** hop, hop })),
     ]);
     const result = this.pack(candidates, request, base.asOf!);
+    const packedIds = result.items.map((item) => item.id);
+    await this.deps.index.recordUsage(principal.tenant, packedIds, 'retrieved', now.toISOString());
+    if (this.recent.size >= RecallService.RECENT_MAX) this.recent.delete(this.recent.keys().next().value as string);
+    this.recent.set(result.recallId, { tenant: principal.tenant, sub: principal.sub, ids: new Set(packedIds) });
     const recordOf = new Map(candidates.map((hit) => [hit.record.id, hit.record]));
     const rules = new Set(result.items.map((item) => clauses.find((c) => matchesClauses(recordOf.get(item.id)!, [c]))!.ruleId));
     await audit(
@@ -214,6 +256,7 @@ export class RecallService {
     });
     const context = renderContext(ordered.map((p) => p.record));
     return {
+      recallId: `rcl_${this.deps.ids.next()}`,
       items,
       context,
       usedTokens: items.reduce((sum, item) => sum + item.tokens, 0),

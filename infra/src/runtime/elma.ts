@@ -136,7 +136,7 @@ export async function openElma(
     signer,
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit }),
     consolidation: new ConsolidationService({ log, index, sealer, erased }),
-    recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit }),
+    recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids }),
     async health() {
       const probe = async (check: () => Promise<unknown>) => {
         try {

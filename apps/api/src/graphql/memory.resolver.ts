@@ -13,6 +13,7 @@ import {
   MemoryType,
   PromoteInput,
   RecallInput,
+  RecallFeedbackResultType,
   RecallResultType,
   WriteMemoryResultType,
 } from './types';
@@ -33,6 +34,17 @@ export class MemoryResolver {
   @ParamTypes(Object, String, RecallInput)
   recall(@Caller() caller: Principal, @RequestId() requestId: string, @Args('input', { type: () => RecallInput }) input: RecallInput) {
     return this.elma.recall.recall(caller, withoutNulls(input), requestId);
+  }
+
+  @Mutation(() => RecallFeedbackResultType)
+  @ParamTypes(Object, String, String, Array)
+  recallFeedback(
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Args('recallId', { type: () => ID }) recallId: string,
+    @Args('adopted', { type: () => [ID] }) adopted: string[],
+  ) {
+    return this.elma.recall.feedback(caller, recallId, { adopted }, requestId);
   }
 
   @Mutation(() => IngestResultType)

@@ -97,6 +97,7 @@ export class RecallItemType {
 
 @ObjectType('RecallResult')
 export class RecallResultType {
+  @Field(() => ID) recallId!: string;
   @Field(() => [RecallItemType]) items!: RecallItemType[];
   @Field(() => String) context!: string;
   @Field(() => Int) usedTokens!: number;
@@ -276,4 +277,9 @@ export class ErasureScopeInput {
 export class ErasureRequestInput {
   @Field(() => ErasureScopeInput) scope!: ErasureScopeInput;
   @Field(() => String) reason!: string;
+}
+
+@ObjectType('RecallFeedbackResult')
+export class RecallFeedbackResultType {
+  @Field(() => Int) adopted!: number;
 }

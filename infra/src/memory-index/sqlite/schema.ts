@@ -49,6 +49,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(body, tokenize = 'uni
 -- the FTS index itself, so it costs nothing on write and never outlives a purged document's terms.
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, 'row');
 DROP TABLE IF EXISTS term_df;
+CREATE TABLE IF NOT EXISTS usage (
+  id TEXT PRIMARY KEY,
+  retrieved INTEGER NOT NULL DEFAULT 0,
+  adopted INTEGER NOT NULL DEFAULT 0,
+  last_used_at INTEGER
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS partition_state (
   key TEXT PRIMARY KEY,
   value INTEGER NOT NULL

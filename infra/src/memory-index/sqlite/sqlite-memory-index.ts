@@ -133,6 +133,10 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     return this.partition(tenant, false)?.currentFacts(factKey) ?? [];
   }
 
+  async recordUsage(tenant: string, ids: string[], use: 'retrieved' | 'adopted', at: string): Promise<void> {
+    if (ids.length > 0) this.partition(tenant, false)?.recordUsage(ids, use, Date.parse(at));
+  }
+
   async tenants(): Promise<string[]> {
     this.assertOpen();
     return readdirSync(this.options.dir)

@@ -109,8 +109,20 @@ export class TenantPartition {
   }
 
   get(id: string): IndexedMemory | undefined {
-    const row = this.stmt('SELECT record, vector FROM memories WHERE id = ? AND tx_to IS NULL').get(id) as { record: string; vector: Buffer } | undefined;
-    return row && { record: parseRecord(row.record), vector: fromBlob(row.vector) };
+    const row = this.stmt(
+      `SELECT m.record, m.vector, u.retrieved, u.adopted, u.last_used_at FROM memories m LEFT JOIN usage u ON u.id = m.id WHERE m.id = ? AND m.tx_to IS NULL`,
+    ).get(id) as ({ record: string; vector: Buffer } & UsageColumns) | undefined;
+    return row && { record: withUsage(parseRecord(row.record), row), vector: fromBlob(row.vector) };
+  }
+
+  recordUsage(ids: string[], use: 'retrieved' | 'adopted', at: number): void {
+    const bump = this.stmt(
+      `INSERT INTO usage (id, ${use}, last_used_at) SELECT ?, 1, ? WHERE EXISTS (SELECT 1 FROM memories WHERE id = ?)
+       ON CONFLICT (id) DO UPDATE SET ${use} = ${use} + 1, last_used_at = max(coalesce(last_used_at, 0), excluded.last_used_at)`,
+    );
+    this.db.transaction(() => {
+      for (const id of new Set(ids)) bump.run(id, at, id);
+    })();
   }
 
   count(): number {
@@ -260,15 +272,16 @@ export class TenantPartition {
   }
 
   rows(rowids: number[]): Map<number, StoredRow> {
-    const rows = this.stmt('SELECT rowid, record, vector, tokens FROM memories WHERE rowid IN (SELECT value FROM json_each(?))').all(
-      JSON.stringify(rowids),
-    ) as { rowid: number; record: string; vector: Buffer; tokens: number | null }[];
+    const rows = this.stmt(
+      `SELECT m.rowid AS rowid, m.record, m.vector, m.tokens, u.retrieved, u.adopted, u.last_used_at
+       FROM memories m LEFT JOIN usage u ON u.id = m.id WHERE m.rowid IN (SELECT value FROM json_each(?))`,
+    ).all(JSON.stringify(rowids)) as ({ rowid: number; record: string; vector: Buffer; tokens: number | null } & UsageColumns)[];
     // Rows come from the projection, which builds them as MemoryRecords; the hot search path does not
     // re-validate them with zod (get() does).
     return new Map(
       rows.map((r) => [
         r.rowid,
-        { rowid: r.rowid, record: JSON.parse(r.record) as MemoryRecord, vector: fromBlob(r.vector), ...(r.tokens !== null ? { tokens: r.tokens } : {}) },
+        { rowid: r.rowid, record: withUsage(JSON.parse(r.record) as MemoryRecord, r), vector: fromBlob(r.vector), ...(r.tokens !== null ? { tokens: r.tokens } : {}) },
       ]),
     );
   }
@@ -292,6 +305,7 @@ export class TenantPartition {
           this.deleteRow(row.rowid);
           removed.push(row);
         }
+        this.stmt('DELETE FROM usage WHERE id = ?').run(id);
       }
       if (removed.length > 0) this.bumpGeneration();
     })();
@@ -431,6 +445,25 @@ function searchableWords(record: MemoryRecord): string[] {
   const words = tokenize(text);
   if (relation) words.push(entityToken(relation.from), entityToken(relation.to));
   return words;
+}
+
+interface UsageColumns {
+  retrieved: number | null;
+  adopted: number | null;
+  last_used_at: number | null;
+}
+
+/** The record with its usage counts from the side table (the stored record keeps those of its writing). */
+function withUsage(record: MemoryRecord, usage: UsageColumns): MemoryRecord {
+  if (usage.retrieved === null) return record;
+  return {
+    ...record,
+    usage: {
+      retrieved: record.usage.retrieved + usage.retrieved,
+      adopted: record.usage.adopted + (usage.adopted ?? 0),
+      lastUsedAt: usage.last_used_at === null ? record.usage.lastUsedAt : new Date(usage.last_used_at).toISOString(),
+    },
+  };
 }
 
 function parseRecord(json: string): MemoryRecord {
