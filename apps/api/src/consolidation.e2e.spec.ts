@@ -119,4 +119,15 @@ describe('consolidation', () => {
     const summary = (await views('cust-c2', 1)).find((r) => r.provenance.rule === 'consolidate.summary');
     expect(summary?.provenance.parentIds).toHaveLength(3);
   });
+
+  it('merges facts that state the same value about the same entity and attribute', async () => {
+    const fact = { entity: 'ACME', attribute: 'headquarters', value: 'Berlin' };
+    const [a, b] = await ingest([
+      chatEvent('cust-c3', 'ACME is based in Berlin', { occurredAt: '2026-11-22T09:00:00Z', content: { text: 'ACME is based in Berlin', fact } }),
+      chatEvent('cust-c3', 'Their head office is in Berlin', { occurredAt: '2026-11-22T09:01:00Z', content: { text: 'Their head office is in Berlin', fact: { ...fact, value: ' berlin ' } } }),
+      chatEvent('cust-c3', 'Bye.', { occurredAt: '2026-11-22T09:02:00Z', activity: 'session.end' }),
+    ]);
+    const merged = (await views('cust-c3', 1)).find((r) => r.provenance.rule === 'consolidate.merge' && r.kind === 'semantic');
+    expect(merged?.provenance.parentIds).toEqual([`mem_se_${a.id}`, `mem_se_${b.id}`].sort());
+  });
 });

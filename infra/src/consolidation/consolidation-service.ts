@@ -5,6 +5,7 @@ import {
   extractiveSummary,
   factKey,
   nearDuplicateGroups,
+  normalizeForFingerprint,
   streams,
   type AppendRequest,
   type EventLog,
@@ -16,6 +17,9 @@ import type { ErasureGuard } from '../erasure/guard';
 import { deterministicUuid } from '../ingest/ids';
 import { memoryEventMetadata } from '../projection/projection';
 import type { EventSealer } from '../sealing/sealed-events';
+
+/** A fact's identity including its value: two records with the same key say the same thing. */
+const sameFactKey = (record: MemoryRecord) => `${factKey(record.content.fact!)}\u001f${normalizeForFingerprint(record.content.fact!.value)}`;
 
 /** Rule versions: part of every output's fingerprint, so a new version re-derives instead of colliding. */
 export const CONSOLIDATION_RULES = {
@@ -97,14 +101,28 @@ export class ConsolidationService {
     const episodic = mine.filter((m) => m.record.kind === 'episodic' && !m.record.provenance.rule.startsWith('consolidate.'));
     const views: MemoryRecord[] = [];
 
-    for (const group of nearDuplicateGroups(
-      episodic.map((m) => ({ id: m.record.id, vector: m.vector })),
-      this.params.duplicateCosine,
-    )) {
-      const inputs = group.map((id) => episodic.find((m) => m.record.id === id)!.record);
+    // Near-duplicates: episodic memories by vector, and facts stating the same value about the same entity
+    // and attribute (different values are conflicts, which the projection settles).
+    const facts = mine.filter((m) => m.record.kind === 'semantic' && m.record.content.fact && !m.record.provenance.rule.startsWith('consolidate.'));
+    const candidates = [...episodic, ...facts];
+    const groups = [
+      ...nearDuplicateGroups(
+        episodic.map((m) => ({ id: m.record.id, vector: m.vector })),
+        this.params.duplicateCosine,
+      ),
+      ...nearDuplicateGroups(
+        facts.map((m) => ({ id: m.record.id, vector: new Float32Array(0), factKey: sameFactKey(m.record) })),
+        Number.POSITIVE_INFINITY,
+      ),
+    ];
+    for (const group of groups) {
+      const inputs = group.map((id) => candidates.find((m) => m.record.id === id)!.record);
       const newest = [...inputs].sort((a, b) => Date.parse(b.validFrom) - Date.parse(a.validFrom))[0];
-      const view = this.view(tenant, subject, CONSOLIDATION_RULES.merge, inputs, { text: newest.content.text }, 'episodic', newest.validFrom);
-      if (view) (views.push(view), result.merges++);
+      const view = this.view(tenant, subject, CONSOLIDATION_RULES.merge, inputs, newest.content, newest.kind, newest.validFrom);
+      if (view) {
+        views.push(view);
+        result.merges++;
+      }
     }
 
     const byDay = new Map<string, MemoryRecord[]>();
@@ -123,7 +141,10 @@ export class ConsolidationService {
       const used = ordered.filter((r) => summary.sourceIds.includes(r.id));
       const text = `Session summary (${day}): ${summary.sentences.map((s) => s.text).join(' ')}`;
       const view = this.view(tenant, subject, CONSOLIDATION_RULES.summary, used, { text }, 'episodic', ordered[0].validFrom);
-      if (view) (views.push(view), result.summaries++);
+      if (view) {
+        views.push(view);
+        result.summaries++;
+      }
     }
 
     for (const { record } of episodic) {
@@ -140,7 +161,10 @@ export class ConsolidationService {
           record.validFrom,
           Math.min(record.confidence, this.params.extractedConfidence),
         );
-        if (view) (views.push(view), result.facts++);
+        if (view) {
+          views.push(view);
+          result.facts++;
+        }
       }
     }
 
