@@ -6,8 +6,6 @@ import {
   factKey,
   nearDuplicateGroups,
   normalizeForFingerprint,
-  streams,
-  type AppendRequest,
   type EventLog,
   type MemoryIndex,
   type MemoryRecord,
@@ -15,7 +13,7 @@ import {
 } from '@elma/domain';
 import type { ErasureGuard } from '../erasure/guard';
 import { deterministicUuid } from '../ingest/ids';
-import { memoryEventMetadata } from '../projection/projection';
+import { memoryVersionAppends } from '../memory/memory-events';
 import type { EventSealer } from '../sealing/sealed-events';
 
 /** A fact's identity including its value: two records with the same key say the same thing. */
@@ -230,24 +228,14 @@ export class ConsolidationService {
     const live = views.filter((v) => !erased.has(v.id));
     result.skippedErased += views.length - live.length;
     if (live.length === 0) return;
-    let sealed;
+    let requests;
     try {
-      sealed = await this.deps.sealer.seal(
-        tenant,
-        live.map((record) => ({
-          id: deterministicUuid('MemoryRecorded', tenant, record.id, '1'),
-          type: 'MemoryRecorded',
-          keyId: record.id,
-          data: { type: 'MemoryRecorded', record },
-          metadata: memoryEventMetadata(record),
-        })),
-      );
+      requests = await memoryVersionAppends(this.deps.sealer, tenant, live);
     } catch (error) {
       // An id erased between the check and the seal: the next run skips it.
       if (error instanceof KeyShredded) return;
       throw error;
     }
-    const requests: AppendRequest[] = live.map((record, i) => ({ stream: streams.memory(tenant, record.id), events: [sealed[i]], expectedRevision: 'any' }));
     const results = await this.deps.log.appendMany(requests);
     for (const r of results) {
       if (r.duplicate) result.unchanged++;

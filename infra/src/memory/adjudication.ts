@@ -4,7 +4,6 @@ import {
   conflictsWith,
   factKey,
   parseOrThrow,
-  streams,
   type Clock,
   type EventLog,
   type MemoryIndex,
@@ -14,8 +13,7 @@ import {
 import { z } from 'zod';
 import type { AuditLog } from '../audit/audit-log';
 import { Forbidden } from '../governance/governance-service';
-import { deterministicUuid } from '../ingest/ids';
-import { memoryEventMetadata } from '../projection/projection';
+import { memoryVersionAppends } from './memory-events';
 import type { ProjectionRunner } from '../projection/runner';
 import type { WriteTracker } from '../projection/write-tracker';
 import type { EventSealer } from '../sealing/sealed-events';
@@ -92,19 +90,7 @@ export class Adjudication {
               .filter((o) => o.status === 'disputed' && !current.some((c) => c.id !== id && c.id !== o.id && conflictsWith(o, c)))
               .map((o) => revise(o, 'active', [id])),
           ];
-    const sealed = await this.deps.sealer.seal(
-      tenant,
-      revised.map((record) => ({
-        id: deterministicUuid('MemoryRecorded', tenant, record.id, String(record.version)),
-        type: 'MemoryRecorded',
-        keyId: record.id,
-        data: { type: 'MemoryRecorded', record },
-        metadata: { ...memoryEventMetadata(record), actor: principal.sub },
-      })),
-    );
-    const results = await this.deps.log.appendMany(
-      revised.map((record, i) => ({ stream: streams.memory(tenant, record.id), events: [sealed[i]], expectedRevision: 'any' as const })),
-    );
+    const results = await this.deps.log.appendMany(await memoryVersionAppends(this.deps.sealer, tenant, revised, { actor: principal.sub }));
     const position = results.reduce((max, r) => (r.position > max ? r.position : max), -1n);
     this.deps.writes.record(principal, position);
     await this.deps.runner.waitFor(position);

@@ -39,7 +39,7 @@ import type { AuditLog } from '../audit/audit-log';
 import type { ErasureGuard } from '../erasure/guard';
 import type { LegalHolds } from '../legal-hold/legal-holds';
 import type { PolicyStore } from '../policy/policy-store';
-import { memoryEventMetadata } from '../projection/projection';
+import { memoryVersionAppends } from './memory-events';
 import type { ProjectionRunner } from '../projection/runner';
 import type { WriteTracker } from '../projection/write-tracker';
 import type { EventSealer } from '../sealing/sealed-events';
@@ -259,23 +259,9 @@ export class MemoryService {
       return { memory: state.record, position: (await this.deps.log.headPosition()).toString(), duplicate: true };
     }
     const records = [record, ...revisions];
-    const sealed = await this.deps.sealer.seal(
-      tenant,
-      records.map((r) => ({
-        id: deterministicUuid('MemoryRecorded', tenant, r.id, String(r.version)),
-        type: 'MemoryRecorded',
-        keyId: r.id,
-        data: { type: 'MemoryRecorded', record: r },
-        metadata: { ...memoryEventMetadata(r), actor: principal.sub },
-      })),
-    );
     // One atomic append: the new version and the supersession of the old ones are recorded together or not at all.
     const results = await this.deps.log.appendMany(
-      records.map((r, i) => ({
-        stream: streams.memory(tenant, r.id),
-        events: [sealed[i]],
-        expectedRevision: i === 0 ? ('no_stream' as const) : ('any' as const),
-      })),
+      await memoryVersionAppends(this.deps.sealer, tenant, records, { actor: principal.sub, expected: (i) => (i === 0 ? 'no_stream' : 'any') }),
     );
     const position = results.reduce((max, r) => (r.position > max ? r.position : max), -1n);
     this.deps.writes.record(principal, position);

@@ -8,16 +8,14 @@ import {
   factKey,
   settleConflicts,
   initialMemoryState,
-  streams,
-  type AppendRequest,
   type Embedder,
   type EventLog,
   type MemoryIndex,
   type MemoryRecord,
   type RecordedEvent,
 } from '@elma/domain';
-import { deterministicUuid } from '../ingest/ids';
 import { EventSealer, tenantOf } from '../sealing/sealed-events';
+import { MEMORY_ID, VERSION, memoryVersionAppends } from '../memory/memory-events';
 
 /** Asks for a subject's consolidation; the subject is named by one of its records (never a person's id). */
 export type ConsolidationTrigger = (tenant: string, subjectRef: string, reason: 'events' | 'session_end') => void;
@@ -28,9 +26,6 @@ export const SESSION_END = 'session.end';
 /** The streams the views are built from. */
 export const VIEW_SOURCE_PREFIXES = ['events-', 'memory-'];
 
-/** Metadata of a memory event, in clear, so the projection can skip what it already has without decrypting. */
-const MEMORY_ID = 'memoryId';
-const VERSION = 'version';
 
 export interface ApplyOptions {
   /**
@@ -194,22 +189,7 @@ export class Projection {
 
   /** Appends `MemoryRecorded` for each record with deterministic event ids (a replay appends nothing new). */
   private async appendMemoryEvents(tenant: string, records: MemoryRecord[]): Promise<void> {
-    const sealed = await this.deps.sealer.seal(
-      tenant,
-      records.map((record) => ({
-        id: deterministicUuid('MemoryRecorded', tenant, record.id, String(record.version)),
-        type: 'MemoryRecorded',
-        keyId: record.id,
-        data: { type: 'MemoryRecorded', record },
-        metadata: memoryEventMetadata(record),
-      })),
-    );
-    const requests: AppendRequest[] = records.map((record, i) => ({
-      stream: streams.memory(tenant, record.id),
-      events: [sealed[i]],
-      expectedRevision: 'any',
-    }));
-    await this.deps.log.appendMany(requests);
+    await this.deps.log.appendMany(await memoryVersionAppends(this.deps.sealer, tenant, records));
   }
 
   /** Opens events; an erased record (shredded key) is skipped, not an error: it must never come back. */
@@ -232,10 +212,7 @@ export class Projection {
   }
 }
 
-/** Metadata for an explicitly written memory event (used by the memory service). */
-export function memoryEventMetadata(record: MemoryRecord): Record<string, unknown> {
-  return { [MEMORY_ID]: record.id, [VERSION]: record.version };
-}
+export { memoryEventMetadata } from '../memory/memory-events';
 
 function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();
