@@ -184,7 +184,10 @@ export class RecallService {
     ]);
     const result = this.pack(candidates, request, base.asOf!);
     const packedIds = result.items.map((item) => item.id);
-    await this.deps.index.recordUsage(principal.tenant, packedIds, 'retrieved', now.toISOString());
+    // Usage is a statistic, not part of the answer: counted right after the response, on the next turn.
+    if (packedIds.length > 0) {
+      setImmediate(() => void this.deps.index.recordUsage(principal.tenant, packedIds, 'retrieved', now.toISOString()).catch(() => undefined));
+    }
     if (this.recent.size >= RecallService.RECENT_MAX) this.recent.delete(this.recent.keys().next().value as string);
     this.recent.set(result.recallId, { tenant: principal.tenant, sub: principal.sub, ids: new Set(packedIds) });
     const recordOf = new Map(candidates.map((hit) => [hit.record.id, hit.record]));
