@@ -1,4 +1,4 @@
-import { SENSITIVITY_RANK, type IndexFilter, type ReadClause, type ReadExclusions } from '@elma/domain';
+import { SENSITIVITY_RANK, reduceClauses, type IndexFilter, type ReadClause, type ReadExclusions } from '@elma/domain';
 import { purposeNeedle } from './schema';
 
 export interface FilterSql {
@@ -79,38 +79,6 @@ export function compileFilter(filter: IndexFilter): FilterSql | undefined {
   }
 
   return { where: clauses.join(' AND '), params };
-}
-
-/**
- * The same admission with less SQL: predicates the rest of the filter already
- * enforces are dropped from each clause (statuses, kinds, a sensitivity cap at
- * or above the global one), then clauses that admit a subset of another
- * clause are dropped (the OR admits them anyway). Which clause admits a record
- * may change; whether one does, never. The property tests in the index
- * contract hold this against the in-memory evaluation.
- */
-function reduceClauses(input: ReadClause[], filter: IndexFilter): ReadClause[] {
-  const covers = (outer: readonly string[] | undefined, inner: readonly string[] | undefined) =>
-    outer === undefined || (inner !== undefined && inner.every((v) => outer.includes(v)));
-  const globalRank = SENSITIVITY_RANK[filter.maxSensitivity];
-  const loosened = input.map((c) => ({
-    ...c,
-    statuses: covers(c.statuses, filter.statuses) ? undefined : c.statuses,
-    kinds: covers(c.kinds, filter.kinds) ? undefined : c.kinds,
-    maxSensitivity: SENSITIVITY_RANK[c.maxSensitivity] >= globalRank ? filter.maxSensitivity : c.maxSensitivity,
-  }));
-  // `wider` admits everything `narrower` admits.
-  const subsumes = (wider: ReadClause, narrower: ReadClause) =>
-    covers(wider.kinds, narrower.kinds) &&
-    covers(wider.statuses, narrower.statuses) &&
-    covers(wider.retentionClasses, narrower.retentionClasses) &&
-    SENSITIVITY_RANK[wider.maxSensitivity] >= SENSITIVITY_RANK[narrower.maxSensitivity] &&
-    (wider.owner === undefined || wider.owner === narrower.owner) &&
-    (wider.project === undefined || wider.project === narrower.project) &&
-    (wider.purpose === undefined || wider.purpose === narrower.purpose);
-  return loosened.filter(
-    (clause, i) => !loosened.some((other, j) => j !== i && subsumes(other, clause) && (!subsumes(clause, other) || j < i)),
-  );
 }
 
 /**

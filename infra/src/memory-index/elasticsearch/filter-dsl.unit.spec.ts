@@ -1,0 +1,295 @@
+import Database from 'better-sqlite3';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  MemoryKind,
+  MemoryStatus,
+  RetentionClass,
+  Sensitivity,
+  matchesFilter,
+  type IndexFilter,
+  type MemoryRecord,
+  type ReadClause,
+  type ReadExclusions,
+} from '@elma/domain';
+import { makeRecord } from '@elma/domain/testing';
+import { compileFilter } from '../sqlite/filter-sql';
+import { purposeSet } from '../sqlite/schema';
+import { evaluate } from './dsl-eval.testing';
+import { bm25Query, compileFilterDsl, knnClause } from './filter-dsl';
+import { MAPPING_VERSION, aliasName, indexName, memoryIndexMapping, toDocument, type MemoryDocument } from './mapping';
+
+const OWNERS = ['ann', 'bob', 'cy'];
+const PROJECTS = ['falcon', 'eagle'];
+const PURPOSES = ['support', 'billing', 'hr'];
+const IDS = ['r-0', 'r-1', 'r-2', 'r-3'];
+const VECTOR = Float32Array.from([0.1, 0.2, 0.3]);
+const RUNS = 5_000;
+
+const DAY = 86_400_000;
+const BASE = Date.parse('2024-01-01T00:00:00.000Z');
+/** Instants on a coarse grid, so records and filters often meet exactly at a boundary. */
+const day = fc.integer({ min: 0, max: 8 }).map((d) => BASE + d * DAY);
+/** Either offset spelling of the same instant: every target compares instants, not strings. */
+const iso = day.chain((ms) => fc.boolean().map((utc) => (utc ? new Date(ms).toISOString() : withOffset(ms))));
+const withOffset = (ms: number) => `${new Date(ms + 2 * 3_600_000).toISOString().slice(0, 19)}+02:00`;
+
+// Weighted towards the permissive side: a filter of many random conjuncts otherwise admits almost nothing,
+// and the cases worth comparing are the admitted ones and their near misses.
+const sometimes = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ arbitrary: fc.constant(undefined), weight: 2 }, { arbitrary: arb, weight: 1 });
+const orNull = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ arbitrary: fc.constant(null), weight: 2 }, { arbitrary: arb, weight: 1 });
+const defined = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+/** Now and then empty: an empty list is a case of its own (default deny). */
+const listOf = <T>(values: readonly T[]) =>
+  fc.oneof({ arbitrary: fc.subarray([...values], { minLength: 1 }), weight: 6 }, { arbitrary: fc.constant<T[]>([]), weight: 1 });
+
+const record: fc.Arbitrary<MemoryRecord> = fc
+  .record({
+    id: fc.constantFrom(...IDS),
+    kind: fc.constantFrom(...MemoryKind.options),
+    status: fc.constantFrom(...MemoryStatus.options),
+    sensitivity: fc.constantFrom(...Sensitivity.options),
+    owner: fc.constantFrom(...OWNERS),
+    project: sometimes(fc.constantFrom(...PROJECTS)),
+    retention: fc.constantFrom(...RetentionClass.options),
+    purposes: listOf(PURPOSES),
+    validFrom: iso,
+    validTo: orNull(iso),
+    recordedAt: iso,
+    revisedAfter: orNull(fc.integer({ min: 0, max: 4 })),
+    expiresAt: orNull(iso),
+  })
+  .map((r) =>
+    makeRecord({
+      id: r.id,
+      kind: r.kind,
+      status: r.status,
+      validFrom: r.validFrom,
+      validTo: r.validTo,
+      recordedAt: r.recordedAt,
+      // A later version: revised some days after it was first recorded.
+      ...(r.revisedAfter !== null ? { version: 2 + r.revisedAfter, revisedAt: new Date(Date.parse(r.recordedAt) + r.revisedAfter * DAY).toISOString() } : {}),
+      policy: defined({ owner: r.owner, roles: [], purposes: r.purposes, sensitivity: r.sensitivity, project: r.project }),
+      retention: { class: r.retention, expiresAt: r.expiresAt },
+    }),
+  );
+
+const clause: fc.Arbitrary<ReadClause> = fc
+  .record({
+    ruleId: fc.constantFrom('r1', 'r2'),
+    maxSensitivity: fc.constantFrom(...Sensitivity.options),
+    kinds: sometimes(listOf(MemoryKind.options)),
+    owner: sometimes(fc.constantFrom(...OWNERS)),
+    project: sometimes(fc.constantFrom(...PROJECTS)),
+    statuses: sometimes(listOf(MemoryStatus.options)),
+    retentionClasses: sometimes(listOf(RetentionClass.options)),
+    purpose: sometimes(fc.constantFrom(...PURPOSES)),
+  })
+  .map(defined);
+
+const exclusions: fc.Arbitrary<ReadExclusions> = fc
+  .record({ owners: sometimes(listOf(OWNERS)), projects: sometimes(listOf(PROJECTS)), ids: sometimes(listOf(IDS)) })
+  .map(defined);
+
+const indexFilter: fc.Arbitrary<IndexFilter> = fc
+  .record({
+    statuses: fc.oneof(listOf(MemoryStatus.options), fc.constant(MemoryStatus.options), fc.constant(MemoryStatus.options)),
+    kinds: sometimes(listOf(MemoryKind.options)),
+    maxSensitivity: fc.constantFrom<Sensitivity>('internal', 'confidential', 'restricted', 'restricted'),
+    purposes: sometimes(listOf(PURPOSES)),
+    asOf: sometimes(iso),
+    knownAsOf: sometimes(iso),
+    now: iso,
+    clauses: fc.oneof(
+      { arbitrary: fc.constant(undefined), weight: 1 },
+      { arbitrary: fc.constant<ReadClause[]>([]), weight: 1 },
+      { arbitrary: fc.array(clause, { minLength: 1, maxLength: 4 }), weight: 4 },
+    ),
+    exclude: sometimes(exclusions),
+  })
+  .map(defined);
+
+const at = (iso: string) => Date.parse(iso);
+
+/** A version that a later one replaced at `closedAt`: what `knownAsOf` queries reach. */
+const historical = (r: MemoryRecord, closedAfter: number): MemoryDocument => {
+  const doc = toDocument(r, VECTOR);
+  return { ...doc, tx_to: doc.tx_from + closedAfter * DAY };
+};
+
+describe('the Elasticsearch filter target', () => {
+  it('admits a current version exactly when the in-memory filter does and it was written by knownAsOf', () => {
+    fc.assert(
+      fc.property(record, indexFilter, (r, f) => {
+        const compiled = compileFilterDsl(f);
+        // The index keeps one row per version: a version written after knownAsOf was not known then,
+        // which matchesFilter (a re-check of hits, by recordedAt) leaves to the index.
+        const known = f.knownAsOf === undefined || toDocument(r, VECTOR).tx_from <= at(f.knownAsOf);
+        const expected = matchesFilter(r, f) && known;
+        if (compiled === undefined) expect(matchesFilter(r, f)).toBe(false);
+        else expect(evaluate(compiled, toDocument(r, VECTOR))).toBe(expected);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('admits a replaced version only to a knownAsOf query at which it was current', () => {
+    fc.assert(
+      fc.property(record, fc.integer({ min: 1, max: 4 }), indexFilter, (r, closedAfter, f) => {
+        const compiled = compileFilterDsl(f);
+        const doc = historical(r, closedAfter);
+        const current = f.knownAsOf !== undefined && doc.tx_from <= at(f.knownAsOf) && doc.tx_to! > at(f.knownAsOf);
+        if (compiled !== undefined) expect(evaluate(compiled, doc)).toBe(matchesFilter(r, f) && current);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('denies without a query exactly where the SQLite target does', () => {
+    fc.assert(
+      fc.property(indexFilter, (f) => {
+        expect(compileFilterDsl(f) === undefined).toBe(compileFilter(f) === undefined);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  describe('against the SQLite target, row by row', () => {
+    const db = new Database(':memory:');
+    db.exec(`CREATE TABLE memories (
+      id TEXT, kind TEXT, status TEXT, sensitivity_rank INTEGER, owner TEXT, project TEXT, retention_class TEXT,
+      purpose_set TEXT, valid_from INTEGER, valid_to INTEGER, expires_at INTEGER, tx_from INTEGER, tx_to INTEGER)`);
+    afterAll(() => db.close());
+
+    const sqliteAdmits = (doc: MemoryDocument, f: IndexFilter): boolean => {
+      const sql = compileFilter(f);
+      if (sql === undefined) return false;
+      db.exec('DELETE FROM memories');
+      db.prepare('INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
+        doc.id,
+        doc.kind,
+        doc.status,
+        doc.sensitivity_rank,
+        doc.owner,
+        doc.project,
+        doc.retention_class,
+        purposeSet(doc.purposes),
+        doc.valid_from,
+        doc.valid_to,
+        doc.expires_at,
+        doc.tx_from,
+        doc.tx_to,
+      );
+      const { n } = db.prepare(`SELECT count(*) AS n FROM memories m WHERE ${sql.where}`).get(...sql.params) as { n: number };
+      return n === 1;
+    };
+
+    it('admits the same current and replaced versions', () => {
+      fc.assert(
+        fc.property(record, fc.option(fc.integer({ min: 1, max: 4 })), indexFilter, (r, closedAfter, f) => {
+          const doc = closedAfter === null ? toDocument(r, VECTOR) : historical(r, closedAfter);
+          const compiled = compileFilterDsl(f);
+          expect(compiled !== undefined && evaluate(compiled, doc)).toBe(sqliteAdmits(doc, f));
+        }),
+        { numRuns: RUNS },
+      );
+    });
+  });
+
+  it('never admits a record without a project through a project clause, nor withholds it by a project hold', () => {
+    const plain = toDocument(makeRecord({ policy: { owner: 'ann' } }), VECTOR);
+    const base: IndexFilter = { statuses: ['active'], maxSensitivity: 'restricted', now: '2025-01-01T00:00:00.000Z' };
+    const eagle: ReadClause = { ruleId: 'project', maxSensitivity: 'restricted', project: 'eagle' };
+    expect(evaluate(compileFilterDsl({ ...base, clauses: [eagle] })!, plain)).toBe(false);
+    expect(evaluate(compileFilterDsl({ ...base, exclude: { projects: ['eagle'] } })!, plain)).toBe(true);
+  });
+
+  it('compiles an empty allow-list in a clause to a terms query that matches nothing', () => {
+    const f: IndexFilter = { statuses: ['active'], maxSensitivity: 'restricted', now: '2025-01-01T00:00:00.000Z', clauses: [{ ruleId: 'r', maxSensitivity: 'restricted', kinds: [] }] };
+    expect(compileFilterDsl(f)).toMatchObject({ bool: { should: [{ terms: { kind: [] } }], minimum_should_match: 1 } });
+    expect(evaluate(compileFilterDsl(f)!, toDocument(makeRecord(), VECTOR))).toBe(false);
+  });
+});
+
+describe('the Elasticsearch index layout', () => {
+  it('names one index per tenant and mapping version behind one alias', () => {
+    expect(indexName('acme', MAPPING_VERSION)).toBe('elma-acme-memories-v1');
+    expect(aliasName('acme')).toBe('elma-acme-memories');
+    expect(() => indexName('acme,*', 1)).toThrow(RangeError);
+    expect(() => aliasName('Acme')).toThrow(RangeError);
+  });
+
+  it('maps text for English and CJK analysis, the vector for cosine HNSW, and keeps the record unindexed', () => {
+    const { settings, mappings } = memoryIndexMapping(384);
+    expect(settings.index.number_of_shards).toBe(1);
+    expect(mappings.dynamic).toBe('strict');
+    expect(mappings._meta.mapping_version).toBe(MAPPING_VERSION);
+    const p = mappings.properties;
+    expect(p.text).toEqual({ type: 'text', analyzer: 'english', fields: { cjk: { type: 'text', analyzer: 'cjk' } } });
+    expect(p.vector).toEqual({ type: 'dense_vector', dims: 384, index: true, similarity: 'cosine', index_options: { type: 'hnsw', m: 16, ef_construction: 100 } });
+    expect(p.record).toEqual({ type: 'object', enabled: false });
+    for (const field of ['id', 'kind', 'status', 'owner', 'project', 'retention_class', 'purposes', 'fact_key'] as const) expect(p[field].type).toBe('keyword');
+    for (const field of ['valid_from', 'valid_to', 'recorded_at', 'expires_at', 'tx_from', 'tx_to'] as const) expect(p[field]).toEqual({ type: 'date', format: 'epoch_millis' });
+    expect([p.sensitivity_rank.type, p.version.type]).toEqual(['integer', 'integer']);
+    expect(() => memoryIndexMapping(0)).toThrow(RangeError);
+    expect(() => memoryIndexMapping(4097)).toThrow(RangeError);
+  });
+
+  it('stores a version with epoch-millisecond times, its transaction time, and every field the mapping names', () => {
+    const r = makeRecord({
+      version: 2,
+      revisedAt: '2024-02-01T00:00:00+01:00',
+      validTo: '2024-06-01T00:00:00.000Z',
+      policy: { purposes: ['support', 'billing'], project: 'eagle' },
+      retention: { expiresAt: '2025-01-01T00:00:00.000Z' },
+      content: { text: 'ACME renews in March', fact: { entity: 'ACME', attribute: 'renewal month', value: 'March' } },
+    });
+    const doc = toDocument(r, VECTOR, 7);
+    expect(doc).toMatchObject({
+      tx_from: Date.parse('2024-01-31T23:00:00.000Z'),
+      tx_to: null,
+      recorded_at: Date.parse('2024-01-01T00:00:00.000Z'),
+      valid_to: Date.parse('2024-06-01T00:00:00.000Z'),
+      expires_at: Date.parse('2025-01-01T00:00:00.000Z'),
+      purposes: ['support', 'billing'],
+      project: 'eagle',
+      fact_key: 'acme\u001frenewal month',
+      sensitivity_rank: 1,
+      version: 2,
+      tokens: 7,
+      record: r,
+    });
+    expect(doc.vector).toHaveLength(3);
+    expect(doc.text).toContain('renewal month');
+    const mapped = Object.keys(memoryIndexMapping(3).mappings.properties);
+    expect(Object.keys(doc).filter((k) => !mapped.includes(k))).toEqual([]);
+  });
+});
+
+describe('the hybrid search bodies', () => {
+  const filter: IndexFilter = { statuses: ['active'], maxSensitivity: 'internal', now: '2025-01-01T00:00:00.000Z', clauses: [{ ruleId: 'own', maxSensitivity: 'internal', owner: 'ann' }] };
+
+  it('scores BM25 over both analyses of the text, inside the compiled filter', () => {
+    expect(bm25Query('merger plan 并购', filter)).toEqual({
+      query: {
+        bool: {
+          must: [{ multi_match: { query: 'merger plan 并购', fields: ['text', 'text.cjk'], type: 'most_fields' } }],
+          filter: [compileFilterDsl(filter)],
+        },
+      },
+    });
+  });
+
+  it('pre-filters the kNN search with the same compiled filter', () => {
+    expect(knnClause(VECTOR, 10, 100, filter)).toEqual({
+      knn: { field: 'vector', query_vector: Array.from(VECTOR), k: 10, num_candidates: 100, filter: compileFilterDsl(filter) },
+    });
+    expect(() => knnClause(VECTOR, 10, 5, filter)).toThrow(RangeError);
+  });
+
+  it('asks nothing of the cluster when the policy admits nothing or there is no text', () => {
+    expect(bm25Query('merger', { ...filter, clauses: [] })).toBeUndefined();
+    expect(knnClause(VECTOR, 10, 100, { ...filter, statuses: [] })).toBeUndefined();
+    expect(bm25Query('   ', filter)).toBeUndefined();
+  });
+});
