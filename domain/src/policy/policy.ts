@@ -189,7 +189,7 @@ export function resourceOf(record: MemoryRecord): PolicyResource {
   return resource;
 }
 
-export function subjectOf(principal: Principal): PolicySubject {
+export function subjectOf(principal: Pick<Principal, 'sub' | 'roles' | 'clearance' | 'department' | 'project'>): PolicySubject {
   const subject: PolicySubject = { user: principal.sub, roles: principal.roles, clearance: principal.clearance };
   if (principal.department !== undefined) subject.department = principal.department;
   if (principal.project !== undefined) subject.project = principal.project;

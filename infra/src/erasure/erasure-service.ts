@@ -11,6 +11,7 @@ import {
   isHeld,
   parseOrThrow,
   resourceOf,
+  subjectOf,
   streams,
   tokenize,
   type CertifiedScope,
@@ -595,15 +596,6 @@ function requesterOf(principal: Principal): Requester {
   };
 }
 
-function subjectOf(requester: Requester) {
-  return {
-    user: requester.sub,
-    roles: requester.roles,
-    clearance: requester.clearance,
-    ...(requester.project ? { project: requester.project } : {}),
-    ...(requester.department ? { department: requester.department } : {}),
-  };
-}
 
 function inScope(entry: LineageEntry, scope: Exclude<ErasureScope, { type: 'fingerprint' | 'records' }>): boolean {
   const ofSubject = (subject: string) => entry.subject === subject || entry.owner === subject;
