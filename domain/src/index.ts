@@ -3,6 +3,8 @@ export * from './shared/clock';
 export * from './shared/zod';
 export * from './streams';
 export * from './event-log/port';
+export * from './event-log/append-plan';
+export * from './event-log/compaction';
 export * from './key-vault/port';
 export * from './memory-index/port';
 export * from './embedder/port';

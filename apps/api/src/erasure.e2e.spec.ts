@@ -158,6 +158,8 @@ describe('erasure of a data subject, end to end on Temporal', () => {
     expect(c.verification.passed).toBe(true);
     for (const probe of ['getById', 'bm25', 'knn', 'byteScan']) expect(c.verification[probe]).toMatchObject({ checked: 6, failed: 0 });
     expect(c.verification.decrypt.failed).toBe(0);
+    // The embedded log deletes in place; the certificate says so (EventStoreDB would report its scavenge).
+    expect(c.verification.logCompaction).toEqual({ engine: 'sqlite', method: 'in_place', requested: false, completed: true });
     expect(c.verification.byteScan.paths).toEqual(expect.arrayContaining(['events.db', 'keys.db', 'index/tenant-acme.db', 'index/tenant-acme.usearch']));
     expect(c.verification.byteScan.paths.some((p: string) => p.endsWith('temporal.db'))).toBe(true);
 

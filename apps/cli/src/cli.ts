@@ -10,6 +10,7 @@ const USAGE = `elma <command> [options]
 
 Commands:
   start                         run ELMA embedded: API, worker, projection, Temporal dev server (npm start)
+  api                           run the API and the projection only (production engines; needs TEMPORAL_ADDRESS)
   token [--tenant T] [--sub S] [--roles a,b] [--purposes a,b] [--clearance C] [--ttl SECONDS]
                                 mint a development token signed with the embedded JWT secret
   rebuild --tenant T            drop a tenant's views and replay its log (ReindexWorkflow on Temporal)
@@ -27,6 +28,8 @@ export async function runCli(argv: string[]): Promise<number | undefined> {
   switch (command) {
     case 'start':
       return startCommand(rest);
+    case 'api':
+      return startCommand(rest, { worker: false });
     case 'token':
       return tokenCommand(rest);
     case 'rebuild':

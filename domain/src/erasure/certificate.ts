@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { LogCompactionReport } from '../event-log/compaction';
 import { MemoryKind } from '../memory/record';
 import { ERASURE_STEPS, ErasureReason } from './erasure';
 
@@ -39,6 +40,8 @@ export const Verification = z.strictObject({
   }),
   /** Verification rounds it took (a failed round is followed by a purge retry). */
   rounds: z.number().int().min(1),
+  /** Whether the deleted streams are physically gone from the log's files (absent on certificates before it was recorded). */
+  logCompaction: LogCompactionReport.optional(),
 });
 export type Verification = z.infer<typeof Verification>;
 

@@ -11,8 +11,18 @@ const Env = z.object({
   ELMA_DATA_DIR: z.string().default('./.elma'),
   ELMA_HOST: z.string().default('127.0.0.1'),
   ELMA_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  ELMA_EVENT_LOG: z.enum(['sqlite', 'eventstoredb']).default('sqlite'),
-  ELMA_INDEX: z.enum(['sqlite', 'elasticsearch']).default('sqlite'),
+  /** Default: eventstoredb when ELMA_EVENTSTORE_URL is set, else sqlite. */
+  ELMA_EVENT_LOG: z.enum(['sqlite', 'eventstoredb']).optional(),
+  /** Default: elasticsearch when ELMA_ELASTICSEARCH_URL is set, else sqlite. */
+  ELMA_INDEX: z.enum(['sqlite', 'elasticsearch']).optional(),
+  /** EventStoreDB / KurrentDB connection string, e.g. `esdb://localhost:2113?tls=false`. */
+  ELMA_EVENTSTORE_URL: z.string().regex(/^(esdb|kurrentdb)(\+discover)?:\/\//, 'must be an esdb:// connection string').optional(),
+  /** How long erasure verification waits for EventStoreDB's scavenge to complete before certifying that it had not yet. */
+  ELMA_SCAVENGE_WAIT_SECONDS: z.coerce.number().min(0).default(60),
+  /** Elasticsearch URL, e.g. `http://localhost:9200` (credentials may be given in the URL). */
+  ELMA_ELASTICSEARCH_URL: z.string().url().optional(),
+  /** Fuse BM25 and kNN with the server's RRF retriever (needs a licence that has it) instead of ELMA's own RRF. */
+  ELMA_ES_SERVER_RRF: z.enum(['true', 'false', '1', '0']).default('false'),
   ELMA_MASTER_KEY: z.string().optional(),
   ELMA_JWT_SECRET: z.string().min(32, 'ELMA_JWT_SECRET must be at least 32 characters').optional(),
   ELMA_EMBEDDER: z.enum(['hashing', 'openai-compatible']).default('hashing'),
@@ -35,8 +45,6 @@ const Env = z.object({
   ELMA_CONSOLIDATION_SWEEP_MINUTES: z.coerce.number().positive().default(60),
   /** How often the retention sweep runs (a Temporal Schedule), in minutes. */
   ELMA_RETENTION_SWEEP_MINUTES: z.coerce.number().positive().default(60),
-  EVENTSTOREDB_URL: z.string().optional(),
-  ELASTICSEARCH_URL: z.string().optional(),
 });
 
 export interface ElmaConfig {
@@ -45,6 +53,8 @@ export interface ElmaConfig {
   port: number;
   eventLog: 'sqlite' | 'eventstoredb';
   index: 'sqlite' | 'elasticsearch';
+  eventStore?: { url: string; scavengeWaitMs: number };
+  elasticsearch?: { url: string; serverRrf: boolean };
   masterKey: Uint8Array;
   jwtSecret: Uint8Array;
   embedder:
@@ -74,9 +84,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const e = parsed.data;
   const dataDir = resolve(e.ELMA_DATA_DIR);
-  if (e.ELMA_EVENT_LOG !== 'sqlite' || e.ELMA_INDEX !== 'sqlite') {
-    throw new ConfigError('only the embedded sqlite engines are available in this build (EventStoreDB and Elasticsearch adapters come with the production-engines work)');
-  }
+  const eventLog = e.ELMA_EVENT_LOG ?? (e.ELMA_EVENTSTORE_URL ? 'eventstoredb' : 'sqlite');
+  const index = e.ELMA_INDEX ?? (e.ELMA_ELASTICSEARCH_URL ? 'elasticsearch' : 'sqlite');
+  if (eventLog === 'eventstoredb' && !e.ELMA_EVENTSTORE_URL) throw new ConfigError('ELMA_EVENT_LOG=eventstoredb needs ELMA_EVENTSTORE_URL');
+  if (index === 'elasticsearch' && !e.ELMA_ELASTICSEARCH_URL) throw new ConfigError('ELMA_INDEX=elasticsearch needs ELMA_ELASTICSEARCH_URL');
   if (e.ELMA_EMBEDDER === 'openai-compatible' && !e.ELMA_EMBEDDING_URL) {
     throw new ConfigError('ELMA_EMBEDDER=openai-compatible needs ELMA_EMBEDDING_URL');
   }
@@ -84,8 +95,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir,
     host: e.ELMA_HOST,
     port: e.ELMA_PORT,
-    eventLog: e.ELMA_EVENT_LOG,
-    index: e.ELMA_INDEX,
+    eventLog,
+    index,
+    ...(eventLog === 'eventstoredb' ? { eventStore: { url: e.ELMA_EVENTSTORE_URL!, scavengeWaitMs: e.ELMA_SCAVENGE_WAIT_SECONDS * 1000 } } : {}),
+    ...(index === 'elasticsearch'
+      ? { elasticsearch: { url: e.ELMA_ELASTICSEARCH_URL!, serverRrf: e.ELMA_ES_SERVER_RRF === 'true' || e.ELMA_ES_SERVER_RRF === '1' } }
+      : {}),
     masterKey: secret(e.ELMA_MASTER_KEY, dataDir, 'master.key'),
     jwtSecret: secret(e.ELMA_JWT_SECRET, dataDir, 'jwt.secret'),
     embedder:

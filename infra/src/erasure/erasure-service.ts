@@ -21,6 +21,9 @@ import {
   type ErasureStep,
   type EventLog,
   type IdSource,
+  IN_PLACE_COMPACTION,
+  type LogCompaction,
+  type LogCompactionReport,
   type HoldTarget,
   type KeyVault,
   type LineageEntry,
@@ -107,6 +110,10 @@ export class ErasureService {
       ids: IdSource;
       /** Folders and files the byte scan covers (data folder, Temporal database). */
       scanRoots: string[];
+      /** The event log's engine, as the certificate names it. */
+      logEngine: string;
+      /** The log's lazy physical deletion (EventStoreDB scavenge) and how long verification waits for it; absent for a log that deletes in place. */
+      compaction?: { port: LogCompaction; waitMs: number };
     },
   ) {
     this.store = new ErasureStore({ log: deps.log, sealer: deps.sealer });
@@ -386,6 +393,8 @@ export class ErasureService {
       await this.deps.log.deleteStream(streams.memory(tenant, id));
       deleted++;
     }
+    // A tombstone hides the events; only a scavenge removes them from the log's files.
+    if (this.deps.compaction && deleted > 0) await this.deps.compaction.port.request();
     await this.complete(tenant, requestId, request, 'delete_streams', at, { deleted, shreddedInPlace });
     return { deleted, shreddedInPlace };
   }
@@ -414,6 +423,7 @@ export class ErasureService {
       [...set.recordIds, ...set.eventIds],
       round,
     );
+    verification.logCompaction = await this.logCompaction(tenant, requestId);
     if (verification.passed) {
       await this.complete(tenant, requestId, request, 'verify', at, {
         rounds: verification.rounds,
@@ -506,6 +516,25 @@ export class ErasureService {
   }
 
   // ---- helpers ----------------------------------------------------------------------------------------
+
+  /**
+   * Whether the deleted streams are gone from the log's files: at once for a
+   * log that deletes in place; for EventStoreDB, the first scavenge started
+   * after the deletions, waited for a while. Recorded either way, never a failure.
+   */
+  private async logCompaction(tenant: string, requestId: string): Promise<LogCompactionReport> {
+    const compaction = this.deps.compaction;
+    const engine = this.deps.logEngine;
+    if (!compaction) return IN_PLACE_COMPACTION(engine);
+    const deletedAt = (await this.store.steps(tenant, requestId)).get('delete_streams')?.startedAt;
+    if (!deletedAt) return { engine, method: 'scavenge', requested: false, completed: false, result: 'no streams deleted' };
+    const deadline = Date.now() + compaction.waitMs;
+    for (;;) {
+      const report = await compaction.port.report(new Date(deletedAt));
+      if (report.completed || Date.now() >= deadline) return report;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
 
   private certifiedScope(tenant: string, scope: ErasureScope): CertifiedScope {
     switch (scope.type) {

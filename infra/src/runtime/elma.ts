@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import type { Clock, Embedder, EventLog, IdSource, KeyVault } from '@elma/domain';
+import type { CheckpointStore, Clock, Embedder, EventLog, IdSource, KeyVault, MemoryIndex } from '@elma/domain';
 import type { ElmaConfig } from '../config/config';
 import { HashingEmbedder, OpenAiCompatibleEmbedder } from '../embedder';
-import { SqliteEventLog } from '../event-log';
+import { EventStoreDbCheckpointStore, EventStoreDbEventLog, EventStoreDbScavenger, SqliteEventLog } from '../event-log';
 import { IngestService } from '../ingest/ingest-service';
 import { keyedFingerprint } from '../ingest/ids';
 import { SqliteKeyVault } from '../key-vault';
@@ -38,13 +38,16 @@ export interface EngineHealth {
   detail?: Record<string, unknown>;
 }
 
+/** The memory index as a process uses it: the port, the checkpoints kept beside the views, and a flush. */
+export type ViewIndex = MemoryIndex & CheckpointStore & { flush(): Promise<void> };
+
 /** Everything one ELMA process holds: engines, services and the projection. Built once, closed once. */
 export interface Elma {
   config: ElmaConfig;
   logger: Logger;
   log: EventLog;
   vault: KeyVault;
-  index: SqliteMemoryIndex;
+  index: ViewIndex;
   embedder: Embedder;
   sealer: EventSealer;
   projection: Projection;
@@ -77,16 +80,18 @@ export async function openElma(
   const logger = options.logger ?? createLogger(config.logLevel);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
 
-  const log = SqliteEventLog.open(join(config.dataDir, 'events.db'));
+  const { log, checkpoints: logCheckpoints, compaction } = await openEventLog(config);
   const vault = new SqliteKeyVault({ path: join(config.dataDir, 'keys.db'), masterKey: config.masterKey });
-  const index = await SqliteMemoryIndex.open({ dir: join(config.dataDir, 'index'), dimensions: config.embedder.dimensions });
+  const index = await openIndex(config);
+  // With EventStoreDB the projection's checkpoint is kept in the log itself; otherwise beside the views.
+  const checkpoints = logCheckpoints ?? index;
   const embedder: Embedder =
     config.embedder.kind === 'hashing'
       ? new HashingEmbedder({ dimensions: config.embedder.dimensions })
       : new OpenAiCompatibleEmbedder(config.embedder);
   const sealer = new EventSealer(vault);
   const projection = new Projection({ log, index, sealer, embedder });
-  const runner = new ProjectionRunner({ log, checkpoints: index, projection, logger });
+  const runner = new ProjectionRunner({ log, checkpoints, projection, logger });
   const writes = new WriteTracker();
   const policies = new PolicyStore({ log });
   const holds = new LegalHolds({ log, clock, ids });
@@ -132,6 +137,8 @@ export async function openElma(
       clock,
       ids,
       scanRoots,
+      logEngine: config.eventLog,
+      ...(compaction ? { compaction: { port: compaction, waitMs: config.eventStore!.scavengeWaitMs } } : {}),
     }),
     signer,
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit }),
@@ -168,4 +175,16 @@ export async function openElma(
       await log.close();
     },
   };
+}
+
+async function openEventLog(config: ElmaConfig): Promise<{ log: EventLog; checkpoints?: CheckpointStore; compaction?: EventStoreDbScavenger }> {
+  if (config.eventStore) {
+    const log = await EventStoreDbEventLog.open({ url: config.eventStore.url });
+    return { log, checkpoints: new EventStoreDbCheckpointStore(log), compaction: new EventStoreDbScavenger(log) };
+  }
+  return { log: SqliteEventLog.open(join(config.dataDir, 'events.db')) };
+}
+
+async function openIndex(config: ElmaConfig): Promise<ViewIndex> {
+  return SqliteMemoryIndex.open({ dir: join(config.dataDir, 'index'), dimensions: config.embedder.dimensions });
 }

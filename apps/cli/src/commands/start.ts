@@ -8,11 +8,25 @@ import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 /**
  * `elma start`: the embedded all-in-one. One process holds the API, the
  * projection and the Temporal worker (they share the index's in-memory vector
- * graph), plus the Temporal dev server as a child process with its Web UI.
- * Ctrl-C stops all of it, in reverse order of start.
+ * graph), plus the Temporal dev server as a child process with its Web UI
+ * unless TEMPORAL_ADDRESS names a server. Ctrl-C stops all of it, in reverse
+ * order of start.
+ *
+ * `elma api` (`worker: false`): the API and the projection only, for the
+ * production engines, beside `elma worker` processes (docker-compose.yml).
  */
-export async function startCommand(_argv: string[]): Promise<number | undefined> {
+export async function startCommand(_argv: string[], mode: { worker: boolean } = { worker: true }): Promise<number | undefined> {
   const config = loadConfig();
+  if (!mode.worker) {
+    if (!config.temporal.address) {
+      process.stderr.write('elma api needs TEMPORAL_ADDRESS (host:port of the Temporal front-end); `elma start` runs a dev server instead\n');
+      return 2;
+    }
+    if (config.index === 'sqlite') {
+      process.stderr.write('elma api runs without a worker, which the embedded index cannot share between processes: use `elma start`, or ELMA_INDEX=elasticsearch\n');
+      return 2;
+    }
+  }
   const stops: (() => Promise<void>)[] = [];
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
@@ -39,11 +53,14 @@ export async function startCommand(_argv: string[]): Promise<number | undefined>
 
     // Temporal's runtime logs at INFO by default; WARN keeps the console to what an operator must see.
     Runtime.install({ logger: new DefaultLogger('WARN') });
-    const worker = await createElmaWorker({ address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation } });
-    stops.push(() => worker.shutdown());
-    const running = worker.run().catch((error: unknown) => {
-      elma.logger.error('temporal worker stopped', { name: (error as Error)?.name });
-    });
+    let running: Promise<void> = Promise.resolve();
+    if (mode.worker) {
+      const worker = await createElmaWorker({ address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation } });
+      stops.push(() => worker.shutdown());
+      running = worker.run().catch((error: unknown) => {
+        elma.logger.error('temporal worker stopped', { name: (error as Error)?.name });
+      });
+    }
 
     const temporalClient = await Connection.connect({ address });
     stops.push(() => temporalClient.close());
@@ -68,7 +85,7 @@ export async function startCommand(_argv: string[]): Promise<number | undefined>
     process.stdout.write(
       [
         '',
-        'ELMA is running (embedded engines)',
+        `ELMA is running (event log: ${config.eventLog}, index: ${config.index}${mode.worker ? ', with a worker' : ', API only'})`,
         `  API        ${api}/v1`,
         `  GraphQL    ${api}/graphql`,
         `  OpenAPI    ${api}/docs`,

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
 import {
-  DomainError,
+  NO_STREAM,
   StreamDeleted,
-  WrongExpectedVersion,
+  planAppend,
+  type StoredRef,
   type AppendRequest,
   type AppendResult,
   type Direction,
@@ -22,7 +23,6 @@ import { SqliteSubscription, type ScanResult } from './sqlite-subscription';
 
 const PAGE_SIZE = 512;
 const MAX_INT64 = 9_223_372_036_854_775_807n;
-const NO_STREAM = -1n;
 
 interface EventRow {
   position: bigint;
@@ -39,11 +39,6 @@ interface EventRow {
 interface AllQuery {
   statement: Database.Statement;
   params: unknown[];
-}
-
-interface StoredRef {
-  revision: bigint;
-  position: bigint;
 }
 
 const columns = 'position, stream, revision, id, type, data, metadata, created';
@@ -210,43 +205,12 @@ export class SqliteEventLog implements EventLog {
 
   private appendOne({ stream, events, expectedRevision }: AppendRequest): AppendResult {
     if (this.statements.isDeleted.get(deletedName(stream), stream)) throw new StreamDeleted(stream);
-    const last = this.statements.last.get(stream) as { revision: bigint; position: bigint } | undefined;
+    const last = this.statements.last.get(stream) as StoredRef | undefined;
     const current = last?.revision ?? NO_STREAM;
-    const stored = this.storedRefs(stream, events);
-    const storedCount = stored.reduce((n, ref) => (ref ? n + 1 : n), 0);
-
-    if (storedCount === 0) {
-      if (!matches(expectedRevision, current)) throw wrongVersion(stream, expectedRevision, current);
-      return this.write(stream, events, current, last?.position ?? -1n);
-    }
-
-    // Some ids are already stored: this is a retry. With an exact expectation
-    // the stored events must sit exactly where that expectation put them,
-    // otherwise the retry would land somewhere the writer never decided on.
-    let fresh: EventData[];
-    if (expectedRevision === 'any' || expectedRevision === 'stream_exists') {
-      fresh = events.filter((_, i) => !stored[i]);
-    } else {
-      const base = expectedRevision === 'no_stream' ? NO_STREAM : expectedRevision;
-      const inPlace = stored.every((ref, i) =>
-        i < storedCount ? ref?.revision === base + BigInt(i) + 1n : ref === undefined,
-      );
-      const nothingSince = storedCount === events.length || current === base + BigInt(storedCount);
-      if (!inPlace || !nothingSince) throw wrongVersion(stream, expectedRevision, current);
-      fresh = events.slice(storedCount);
-    }
-    if (fresh.length > 0) return this.write(stream, fresh, current, -1n);
-    const newest = (stored as StoredRef[]).reduce((a, b) => (b.revision > a.revision ? b : a));
-    return { nextExpectedRevision: newest.revision, position: newest.position, duplicate: true };
-  }
-
-  private storedRefs(stream: string, events: EventData[]): (StoredRef | undefined)[] {
-    const ids = new Set<string>();
-    return events.map((event) => {
-      if (ids.has(event.id)) throw duplicateId(stream, event.id);
-      ids.add(event.id);
-      return this.statements.byId.get(stream, event.id) as StoredRef | undefined;
-    });
+    const stored = events.map((event) => this.statements.byId.get(stream, event.id) as StoredRef | undefined);
+    const plan = planAppend(stream, events, expectedRevision, current, stored);
+    if (plan.kind === 'duplicate') return { nextExpectedRevision: plan.revision, position: plan.position, duplicate: true };
+    return this.write(stream, plan.events, current, last?.position ?? -1n);
   }
 
   private write(stream: string, events: EventData[], current: bigint, lastPosition: bigint): AppendResult {
@@ -330,30 +294,6 @@ function toRecorded(row: EventRow): RecordedEvent {
     metadata: JSON.parse(row.metadata),
     created: new Date(Number(row.created)),
   };
-}
-
-function matches(expected: ExpectedRevision, current: bigint): boolean {
-  switch (expected) {
-    case 'any':
-      return true;
-    case 'no_stream':
-      return current === NO_STREAM;
-    case 'stream_exists':
-      return current !== NO_STREAM;
-    default:
-      return current === expected;
-  }
-}
-
-function wrongVersion(stream: string, expected: ExpectedRevision, current: bigint): WrongExpectedVersion {
-  return new WrongExpectedVersion(stream, String(expected), current === NO_STREAM ? 'no_stream' : String(current));
-}
-
-function duplicateId(stream: string, id: string): DomainError {
-  return new DomainError('EVENT_LOG.DUPLICATE_EVENT_ID', `event id ${id} appears twice in one append to ${stream}`, {
-    stream,
-    eventId: id,
-  });
 }
 
 /**

@@ -1,0 +1,3 @@
+export { EventStoreDbEventLog, type EventStoreDbEventLogOptions } from './eventstoredb-event-log';
+export { EventStoreDbCheckpointStore } from './checkpoint-store';
+export { EventStoreDbScavenger } from './scavenge';
