@@ -15,6 +15,15 @@ export function createReindexActivities(deps: { views: TenantViews }) {
     async replayTenantLog(tenant: string): Promise<{ events: number; memories: number }> {
       return withDomainFailures(async () => deps.views.replay(validTenant(tenant)));
     },
+
+    async tenantViewsStrategy(): Promise<'in_place' | 'alias_swap'> {
+      return deps.views.strategy();
+    },
+
+    /** Index names only (never content) travel back into the workflow history. */
+    async rebuildTenantViewsBeside(tenant: string) {
+      return withDomainFailures(async () => deps.views.rebuildBeside(validTenant(tenant)));
+    },
   };
 }
 

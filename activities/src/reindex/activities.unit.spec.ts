@@ -14,6 +14,11 @@ function recordingViews(): TenantViews & { calls: string[] } {
       calls.push(`replay:${tenant}`);
       return { events: 5, memories: 3 };
     },
+    strategy: () => 'alias_swap',
+    async rebuildBeside(tenant) {
+      calls.push(`rebuildBeside:${tenant}`);
+      return { dropped: 2, events: 5, memories: 3, swap: { from: 'old', to: 'new' } };
+    },
   };
 }
 
@@ -24,14 +29,16 @@ describe('reindex activities', () => {
 
     expect(await activities.dropTenantViews('acme')).toBe(2);
     expect(await activities.replayTenantLog('acme')).toEqual({ events: 5, memories: 3 });
-    expect(views.calls).toEqual(['drop:acme', 'replay:acme']);
+    expect(await activities.tenantViewsStrategy()).toBe('alias_swap');
+    expect(await activities.rebuildTenantViewsBeside('acme')).toEqual({ dropped: 2, events: 5, memories: 3, swap: { from: 'old', to: 'new' } });
+    expect(views.calls).toEqual(['drop:acme', 'replay:acme', 'rebuildBeside:acme']);
   });
 
   it.each(['', 'Acme', 'acme-corp', '_acme', 'a'.repeat(64)])('reject the malformed tenant %j as non-retryable, touching no view', async (tenant) => {
     const views = recordingViews();
     const activities = createReindexActivities({ views });
 
-    for (const call of [() => activities.dropTenantViews(tenant), () => activities.replayTenantLog(tenant)]) {
+    for (const call of [() => activities.dropTenantViews(tenant), () => activities.replayTenantLog(tenant), () => activities.rebuildTenantViewsBeside(tenant)]) {
       const error = await call().catch((err: unknown) => err);
       expect(error).toBeInstanceOf(ApplicationFailure);
       expect(error).toMatchObject({ type: 'REQUEST.VALIDATION_FAILED', nonRetryable: true });
@@ -42,7 +49,12 @@ describe('reindex activities', () => {
   it('retry infrastructure errors under their name only, never their message (it may quote content)', async () => {
     const outage = Object.assign(new SyntaxError('Unexpected token in JSON: "Alice\'s passport P1234567"'), { code: 'EIO' });
     const activities = createReindexActivities({
-      views: { drop: async () => Promise.reject(outage), replay: async () => ({ events: 0, memories: 0 }) },
+      views: {
+        drop: async () => Promise.reject(outage),
+        replay: async () => ({ events: 0, memories: 0 }),
+        strategy: () => 'in_place',
+        rebuildBeside: async () => Promise.reject(outage),
+      },
     });
 
     const error = await activities.dropTenantViews('acme').catch((err: unknown) => err);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowNotFoundError } from '@temporalio/client';
 import type { ErasureProgress, ErasureReason } from '@elma/domain';
+import type { TemporalTls } from '@elma/infra';
 import {
   ELMA_TASK_QUEUE,
   ElmaReason,
@@ -22,6 +23,8 @@ export interface ElmaClientOptions {
   address?: string;
   namespace?: string;
   taskQueue?: string;
+  /** mTLS to the front end (config `temporal.tls`). */
+  tls?: TemporalTls;
 }
 
 /** Business workflow id: `reindex-<tenant>-<requestId>`. */
@@ -59,7 +62,7 @@ export async function runReindex(options: ElmaClientOptions, tenant: string, req
 }
 
 async function withClient<T>(options: ElmaClientOptions, use: (client: Client) => Promise<T>): Promise<T> {
-  const connection = options.connection ?? (await Connection.connect({ address: options.address }));
+  const connection = options.connection ?? (await Connection.connect({ address: options.address, ...(options.tls ? { tls: options.tls } : {}) }));
   try {
     return await use(new Client({ connection, namespace: options.namespace ?? 'default' }));
   } finally {

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { bundleWorkflowCode, NativeConnection, Worker, type Logger, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '@elma/activities';
 import { ELMA_TASK_QUEUE } from '@elma/workflows';
+import type { TemporalTls } from '@elma/infra';
 
 /** Absolute path of the workflows entry (`workflows/src/index.ts`), resolved through the workspace link. */
 export const ELMA_WORKFLOWS_PATH: string = createRequire(import.meta.url).resolve('@elma/workflows');
@@ -11,6 +12,8 @@ export interface ElmaWorkerOptions {
   address: string;
   namespace?: string;
   taskQueue?: string;
+  /** mTLS to the front end (config `temporal.tls`). */
+  tls?: TemporalTls;
   /** The ports the activities run on. */
   deps: ActivityDeps;
   /** A prebuilt bundle (see `bundleElmaWorkflows`); without it the worker bundles on creation (seconds). */
@@ -30,7 +33,7 @@ export async function bundleElmaWorkflows(options: { logger?: Logger } = {}): Pr
 }
 
 export async function createElmaWorker(options: ElmaWorkerOptions): Promise<ElmaWorker> {
-  const connection = await NativeConnection.connect({ address: options.address });
+  const connection = await NativeConnection.connect({ address: options.address, ...(options.tls ? { tls: options.tls } : {}) });
   let worker: Worker;
   try {
     worker = await Worker.create({

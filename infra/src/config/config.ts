@@ -16,7 +16,7 @@ const Env = z.object({
   /** Default: elasticsearch when ELMA_ELASTICSEARCH_URL is set, else sqlite. */
   ELMA_INDEX: z.enum(['sqlite', 'elasticsearch']).optional(),
   /** EventStoreDB / KurrentDB connection string, e.g. `esdb://localhost:2113?tls=false`. */
-  ELMA_EVENTSTORE_URL: z.string().regex(/^(esdb|kurrentdb)(\+discover)?:\/\//, 'must be an esdb:// connection string').optional(),
+  ELMA_EVENTSTORE_URL: z.string().regex(/^esdb(\+discover)?:\/\//, 'must be an esdb:// connection string').optional(),
   /** How long erasure verification waits for EventStoreDB's scavenge to complete before certifying that it had not yet. */
   ELMA_SCAVENGE_WAIT_SECONDS: z.coerce.number().min(0).default(60),
   /** Elasticsearch URL, e.g. `http://localhost:9200` (credentials may be given in the URL). */
@@ -36,6 +36,13 @@ const Env = z.object({
   /** Task queue of ELMA's workflows and activities. */
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('elma'),
   TEMPORAL_UI_PORT: z.coerce.number().int().default(8233),
+  /** mTLS to the Temporal front end: client certificate and key (PEM files); with them, TLS is on. */
+  TEMPORAL_TLS_CERT: z.string().optional(),
+  TEMPORAL_TLS_KEY: z.string().optional(),
+  /** CA that signed the front end's certificate (PEM file); default: the system roots. */
+  TEMPORAL_TLS_CA: z.string().optional(),
+  /** Server name to verify, when it differs from the address's host. */
+  TEMPORAL_TLS_SERVER_NAME: z.string().optional(),
   TEMPORAL_PORT: z.coerce.number().int().default(7233),
   /** The embedded Temporal dev server's database; erasure verification scans it too. Default `<data dir>/temporal.db`. */
   ELMA_TEMPORAL_DB_FILE: z.string().optional(),
@@ -61,9 +68,16 @@ export interface ElmaConfig {
     | { kind: 'hashing'; dimensions: number }
     | { kind: 'openai-compatible'; dimensions: number; baseUrl: string; model: string; apiKey?: string };
   logLevel: z.infer<typeof Env>['ELMA_LOG_LEVEL'];
-  temporal: { address?: string; namespace: string; taskQueue: string; port: number; uiPort: number; dbFile: string };
+  temporal: { address?: string; namespace: string; taskQueue: string; port: number; uiPort: number; dbFile: string; tls?: TemporalTls };
   retentionSweepMinutes: number;
   consolidation: { everyEvents: number; sweepMinutes: number };
+}
+
+/** TLS settings in the shape of Temporal's connection options (`tls`). */
+export interface TemporalTls {
+  clientCertPair: { crt: Buffer; key: Buffer };
+  serverRootCACertificate?: Buffer;
+  serverNameOverride?: string;
 }
 
 export class ConfigError extends Error {
@@ -88,6 +102,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const index = e.ELMA_INDEX ?? (e.ELMA_ELASTICSEARCH_URL ? 'elasticsearch' : 'sqlite');
   if (eventLog === 'eventstoredb' && !e.ELMA_EVENTSTORE_URL) throw new ConfigError('ELMA_EVENT_LOG=eventstoredb needs ELMA_EVENTSTORE_URL');
   if (index === 'elasticsearch' && !e.ELMA_ELASTICSEARCH_URL) throw new ConfigError('ELMA_INDEX=elasticsearch needs ELMA_ELASTICSEARCH_URL');
+  if (Boolean(e.TEMPORAL_TLS_CERT) !== Boolean(e.TEMPORAL_TLS_KEY)) throw new ConfigError('TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together');
   if (e.ELMA_EMBEDDER === 'openai-compatible' && !e.ELMA_EMBEDDING_URL) {
     throw new ConfigError('ELMA_EMBEDDER=openai-compatible needs ELMA_EMBEDDING_URL');
   }
@@ -121,10 +136,28 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       port: e.TEMPORAL_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
       dbFile: resolve(e.ELMA_TEMPORAL_DB_FILE ?? join(dataDir, 'temporal.db')),
+      ...(e.TEMPORAL_TLS_CERT && e.TEMPORAL_TLS_KEY
+        ? {
+            tls: {
+              clientCertPair: { crt: pem(e.TEMPORAL_TLS_CERT, 'TEMPORAL_TLS_CERT'), key: pem(e.TEMPORAL_TLS_KEY, 'TEMPORAL_TLS_KEY') },
+              ...(e.TEMPORAL_TLS_CA ? { serverRootCACertificate: pem(e.TEMPORAL_TLS_CA, 'TEMPORAL_TLS_CA') } : {}),
+              ...(e.TEMPORAL_TLS_SERVER_NAME ? { serverNameOverride: e.TEMPORAL_TLS_SERVER_NAME } : {}),
+            },
+          }
+        : {}),
     },
     retentionSweepMinutes: e.ELMA_RETENTION_SWEEP_MINUTES,
     consolidation: { everyEvents: e.ELMA_CONSOLIDATE_EVERY_EVENTS, sweepMinutes: e.ELMA_CONSOLIDATION_SWEEP_MINUTES },
   };
+}
+
+/** A PEM file named by a variable; a missing file is a configuration error, not a crash later. */
+function pem(path: string, variable: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch {
+    throw new ConfigError(`${variable}: cannot read ${path}`);
+  }
 }
 
 /** A secret from the environment (hex, base64 or text), else one generated and kept in the data folder. */

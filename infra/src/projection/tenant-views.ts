@@ -1,16 +1,62 @@
-import { streams, type EventLog, type MemoryIndex, type RecordedEvent } from '@elma/domain';
-import type { Projection } from './projection';
+import { streams, type Embedder, type EventLog, type MemoryIndex, type RecordedEvent } from '@elma/domain';
+import type { EventSealer } from '../sealing/sealed-events';
+import { Projection } from './projection';
 
 const PAGE = 1000;
 
+/** An index that can build a tenant's views beside the live ones and switch to them at once (Elasticsearch's alias swap). */
+export interface SwappableIndex extends MemoryIndex {
+  reindex(tenant: string, fill: (target: MemoryIndex) => Promise<void>): Promise<{ from?: string; to: string; count: number }>;
+}
+
+function swappable(index: MemoryIndex): index is SwappableIndex {
+  return typeof (index as Partial<SwappableIndex>).reindex === 'function';
+}
+
+export interface RebuildResult {
+  dropped: number;
+  events: number;
+  memories: number;
+  /** The index the views moved from and to, when they were built beside the live ones. */
+  swap?: { from?: string; to: string };
+}
+
 /**
- * A tenant's views as a whole: dropped and rebuilt from the log by the
- * ReindexWorkflow. The rebuild reads the log only; it uses the same
- * `Projection.apply` as the live runner, so a rebuilt view answers queries
- * exactly as the live one did.
+ * A tenant's views as a whole: rebuilt from the log by the ReindexWorkflow.
+ * The rebuild reads the log only; it uses the same `Projection.apply` as the
+ * live runner, so a rebuilt view answers queries exactly as the live one did.
  */
 export class TenantViewsService {
-  constructor(private readonly deps: { log: EventLog; index: MemoryIndex; projection: Projection }) {}
+  constructor(private readonly deps: { log: EventLog; index: MemoryIndex; projection: Projection; sealer: EventSealer; embedder: Embedder }) {}
+
+  /**
+   * With an index that swaps (Elasticsearch), a new index is filled from the
+   * log while queries keep using the old one, then the alias moves in one
+   * step. (SQLite drops and replays in place: `drop`, then `replay`.)
+   */
+  strategy(): 'in_place' | 'alias_swap' {
+    return swappable(this.deps.index) ? 'alias_swap' : 'in_place';
+  }
+
+  async rebuildBeside(tenant: string): Promise<RebuildResult> {
+    const index = this.deps.index;
+    if (!swappable(index)) throw new Error('this index rebuilds in place: drop, then replay');
+    const dropped = await index.count(tenant);
+    let filled = { events: 0, last: -1n };
+    const swap = await index.reindex(tenant, async (target) => {
+      const projection = new Projection({ log: this.deps.log, index: target, sealer: this.deps.sealer, embedder: this.deps.embedder });
+      filled = await this.replayInto(projection, tenant, -1n);
+    });
+    // The live projection kept writing to the old index until the swap: apply what came after the fill again.
+    const caughtUp = await this.replayInto(this.deps.projection, tenant, filled.last);
+    this.deps.projection.forgetTenant(tenant);
+    return {
+      dropped,
+      events: filled.events + caughtUp.events,
+      memories: await index.count(tenant),
+      swap: { ...(swap.from ? { from: swap.from } : {}), to: swap.to },
+    };
+  }
 
   async drop(tenant: string): Promise<number> {
     const count = await this.deps.index.count(tenant);
@@ -20,21 +66,30 @@ export class TenantViewsService {
   }
 
   async replay(tenant: string): Promise<{ events: number; memories: number }> {
+    const { events } = await this.replayInto(this.deps.projection, tenant, -1n);
+    return { events, memories: await this.deps.index.count(tenant) };
+  }
+
+  /** Applies the tenant's events after `after` (-1: all); returns how many and the last position applied. */
+  private async replayInto(projection: Projection, tenant: string, after: bigint): Promise<{ events: number; last: bigint }> {
     let events = 0;
+    let last = after;
     let page: RecordedEvent[] = [];
     const flush = async () => {
       if (page.length === 0) return;
-      await this.deps.projection.apply(page, { appendDerived: false });
+      await projection.apply(page, { appendDerived: false });
       events += page.length;
+      last = page[page.length - 1].position;
       page = [];
     };
     for await (const event of this.deps.log.readAll({
+      ...(after >= 0n ? { fromPosition: after } : {}),
       filter: { streamNamePrefix: [streams.eventsOfTenant(tenant), streams.memoriesOfTenant(tenant)] },
     })) {
       page.push(event);
       if (page.length >= PAGE) await flush();
     }
     await flush();
-    return { events, memories: await this.deps.index.count(tenant) };
+    return { events, last };
   }
 }

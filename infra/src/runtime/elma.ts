@@ -8,7 +8,7 @@ import { EventStoreDbCheckpointStore, EventStoreDbEventLog, EventStoreDbScavenge
 import { IngestService } from '../ingest/ingest-service';
 import { keyedFingerprint } from '../ingest/ids';
 import { SqliteKeyVault } from '../key-vault';
-import { SqliteMemoryIndex } from '../memory-index';
+import { ElasticsearchMemoryIndex, SqliteMemoryIndex } from '../memory-index';
 import { MemoryService } from '../memory/memory-service';
 import { Adjudication } from '../memory/adjudication';
 import { ConsolidationService } from '../consolidation/consolidation-service';
@@ -114,7 +114,7 @@ export async function openElma(
     sealer,
     projection,
     runner,
-    views: new TenantViewsService({ log, index, projection }),
+    views: new TenantViewsService({ log, index, projection, sealer, embedder }),
     policies,
     holds,
     audit,
@@ -186,5 +186,8 @@ async function openEventLog(config: ElmaConfig): Promise<{ log: EventLog; checkp
 }
 
 async function openIndex(config: ElmaConfig): Promise<ViewIndex> {
+  if (config.elasticsearch) {
+    return ElasticsearchMemoryIndex.open({ node: config.elasticsearch.url, dimensions: config.embedder.dimensions, serverRrf: config.elasticsearch.serverRrf });
+  }
   return SqliteMemoryIndex.open({ dir: join(config.dataDir, 'index'), dimensions: config.embedder.dimensions });
 }

@@ -12,9 +12,11 @@ export interface ReindexResult {
   replayedEvents: number;
   /** Memory records in the tenant's views after the replay. */
   memories: number;
+  /** With an index that swaps (Elasticsearch): the concrete index the alias moved from and to. */
+  swap?: { from?: string; to: string };
 }
 
-export type ReindexStage = 'dropping' | 'replaying' | 'done';
+export type ReindexStage = 'planning' | 'dropping' | 'replaying' | 'building' | 'done';
 
 /** Where a running reindex is; shown by operators' tooling. Carries no content. */
 export const reindexStageQuery = defineQuery<ReindexStage>('reindexStage');

@@ -29,6 +29,15 @@ class FlakyViews implements TenantViews {
     }
     return this.real.replay(tenant);
   }
+
+  strategy() {
+    return this.real.strategy();
+  }
+
+  rebuildBeside(tenant: string) {
+    this.calls.push(`rebuildBeside:${tenant}`);
+    return this.real.rebuildBeside(tenant);
+  }
 }
 
 const principal = (tenant: string): Principal => ({ tenant, sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' });

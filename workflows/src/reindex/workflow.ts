@@ -3,16 +3,18 @@ import type { ReindexActivities } from '@elma/activities';
 import { INVALID_TENANT, reindexStageQuery, TENANT_ID_PATTERN, type ReindexInput, type ReindexResult, type ReindexStage } from './messages';
 import { ACTIVITY_RETRY } from '../retry';
 
-const { dropTenantViews, replayTenantLog } = proxyActivities<ReindexActivities>({
+const { dropTenantViews, replayTenantLog, tenantViewsStrategy, rebuildTenantViewsBeside } = proxyActivities<ReindexActivities>({
   // A replay reads the tenant's whole log; the timeout bounds a stuck attempt, not the normal case.
   startToCloseTimeout: '30 minutes',
   retry: { ...ACTIVITY_RETRY, nonRetryableErrorTypes: [INVALID_TENANT] },
 });
 
 /**
- * Rebuilds a tenant's views (the index projection) from its event log: drop, then replay.
+ * Rebuilds a tenant's views (the index projection) from its event log. With an index that swaps
+ * (Elasticsearch), a new index is built from the log beside the live one and the alias moved to it
+ * in one step, so queries never see a partial view. Otherwise (SQLite): drop, then replay.
  *
- * Order matters: a replay on top of stale views would keep records whose events are gone (erased
+ * Order matters in place: a replay on top of stale views would keep records whose events are gone (erased
  * streams), so the drop must complete first. Each activity is idempotent on its own (dropping an empty
  * partition drops 0; replay upserts), so a retried attempt converges.
  */
@@ -25,9 +27,17 @@ export async function reindexWorkflow({ tenant }: ReindexInput): Promise<Reindex
       nonRetryable: true,
     });
   }
-  let stage: ReindexStage = 'dropping';
+  let stage: ReindexStage = 'planning';
   setHandler(reindexStageQuery, () => stage);
 
+  if ((await tenantViewsStrategy()) === 'alias_swap') {
+    stage = 'building';
+    const built = await rebuildTenantViewsBeside(tenant);
+    stage = 'done';
+    return { tenant, dropped: built.dropped, replayedEvents: built.events, memories: built.memories, ...(built.swap ? { swap: built.swap } : {}) };
+  }
+
+  stage = 'dropping';
   const dropped = await dropTenantViews(tenant);
   stage = 'replaying';
   const { events, memories } = await replayTenantLog(tenant);

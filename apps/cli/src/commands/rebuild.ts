@@ -11,7 +11,7 @@ export async function rebuildCommand(argv: string[]): Promise<number> {
   }
   const config = loadConfig();
   const address = config.temporal.address ?? `127.0.0.1:${config.temporal.port}`;
-  const result = await runReindex({ address, namespace: config.temporal.namespace }, values.tenant);
+  const result = await runReindex({ address, tls: config.temporal.tls, namespace: config.temporal.namespace }, values.tenant);
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   return 0;
 }

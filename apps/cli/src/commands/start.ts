@@ -55,14 +55,14 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     Runtime.install({ logger: new DefaultLogger('WARN') });
     let running: Promise<void> = Promise.resolve();
     if (mode.worker) {
-      const worker = await createElmaWorker({ address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation } });
+      const worker = await createElmaWorker({ address, tls: config.temporal.tls, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation } });
       stops.push(() => worker.shutdown());
       running = worker.run().catch((error: unknown) => {
         elma.logger.error('temporal worker stopped', { name: (error as Error)?.name });
       });
     }
 
-    const temporalClient = await Connection.connect({ address });
+    const temporalClient = await Connection.connect({ address, ...(config.temporal.tls ? { tls: config.temporal.tls } : {}) });
     stops.push(() => temporalClient.close());
     elma.addHealthProbe('temporal', async () => {
       const { status } = await temporalClient.healthService.check({});

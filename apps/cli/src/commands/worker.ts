@@ -19,6 +19,7 @@ export async function workerCommand(_argv: string[]): Promise<number> {
   const elma = await openElma(config);
   const worker = await createElmaWorker({
     address: config.temporal.address,
+    tls: config.temporal.tls,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation },

@@ -9,40 +9,108 @@ export const MAPPING_VERSION = 1;
 /** Elasticsearch's limit for an indexed dense_vector. */
 const MAX_DIMENSIONS = 4096;
 
+/** The prefix of every index and alias name unless another namespace is given. */
+export const DEFAULT_NAMESPACE = 'elma';
+
 /**
- * Tenant ids are already restricted (`[a-z0-9][a-z0-9_]{0,62}`, domain/auth);
- * this is checked again here because an index or alias name with `*`, `,` or
- * upper case would address several tenants' indices, or none.
+ * Tenant ids become part of index and alias names, so they are checked here
+ * again: a name with `*` or `,` would address several tenants' indices (or
+ * none), upper case is refused by Elasticsearch, and a leading `-` or `_`
+ * reads as an exclusion or a system name. Hyphens inside are fine
+ * (`tenant-a`); names are built and split with fixed prefixes and suffixes
+ * (`tenantOfAlias`), never by splitting on `-`.
  */
-const TENANT = /^[a-z0-9][a-z0-9_]{0,62}$/;
+const TENANT = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+/**
+ * A namespace has no hyphen, so `elma-*` can never reach another namespace's
+ * indices (`elma_test1-...`): listings and refreshes stay inside their own.
+ */
+const NAMESPACE = /^[a-z][a-z0-9_]{0,31}$/;
 
 function tenantPart(tenant: string): string {
   if (!TENANT.test(tenant)) throw new RangeError(`tenant ${JSON.stringify(tenant)} cannot name an Elasticsearch index`);
   return tenant;
 }
 
-/** The concrete index of one tenant at one mapping version. */
-export const indexName = (tenant: string, version: number): string => {
+export function checkNamespace(namespace: string): string {
+  if (!NAMESPACE.test(namespace)) throw new RangeError(`namespace ${JSON.stringify(namespace)} must match ${NAMESPACE.source}`);
+  return namespace;
+}
+
+/** The concrete index of one tenant at one mapping version, as first created on a write. */
+export const indexName = (tenant: string, version: number, namespace = DEFAULT_NAMESPACE): string => {
   if (!Number.isInteger(version) || version < 1) throw new RangeError('mapping version must be a positive integer');
-  return `elma-${tenantPart(tenant)}-memories-v${version}`;
+  return `${checkNamespace(namespace)}-${tenantPart(tenant)}-memories-v${version}`;
+};
+
+/** A concrete index built by a reindex; `stamp` (digits) keeps it apart from the one it replaces. */
+export const reindexName = (tenant: string, version: number, stamp: string, namespace = DEFAULT_NAMESPACE): string => {
+  if (!/^[0-9]{1,20}$/.test(stamp)) throw new RangeError('reindex stamp must be digits');
+  return `${indexName(tenant, version, namespace)}-r${stamp}`;
 };
 
 /** The alias every read and write goes through, so a reindex swaps versions atomically. */
-export const aliasName = (tenant: string): string => `elma-${tenantPart(tenant)}-memories`;
+export const aliasName = (tenant: string, namespace = DEFAULT_NAMESPACE): string => `${checkNamespace(namespace)}-${tenantPart(tenant)}-memories`;
+
+/** Usage counts live in their own index per tenant, beside the records: a use is not a new version, and a reindex keeps them. */
+export const usageAliasName = (tenant: string, namespace = DEFAULT_NAMESPACE): string => `${checkNamespace(namespace)}-${tenantPart(tenant)}-usage`;
+export const usageIndexName = (tenant: string, namespace = DEFAULT_NAMESPACE): string => `${usageAliasName(tenant, namespace)}-v1`;
+
+/** Projection checkpoints of the whole namespace. */
+export const checkpointAliasName = (namespace = DEFAULT_NAMESPACE): string => `${checkNamespace(namespace)}-checkpoints`;
+export const checkpointIndexName = (namespace = DEFAULT_NAMESPACE): string => `${checkpointAliasName(namespace)}-v1`;
+
+/** The wildcard that lists every tenant's memory alias of a namespace (see `tenantOfAlias`). */
+export const aliasPattern = (namespace = DEFAULT_NAMESPACE): string => `${checkNamespace(namespace)}-*-memories`;
+
+/** The tenant a memory alias belongs to, or undefined for a name that is not one. */
+export function tenantOfAlias(alias: string, namespace = DEFAULT_NAMESPACE): string | undefined {
+  const prefix = `${checkNamespace(namespace)}-`;
+  const suffix = '-memories';
+  if (!alias.startsWith(prefix) || !alias.endsWith(suffix)) return undefined;
+  const tenant = alias.slice(prefix.length, alias.length - suffix.length);
+  return TENANT.test(tenant) ? tenant : undefined;
+}
+
+export interface IndexSettingsOptions {
+  /**
+   * Elasticsearch 9.2 and later leave dense vectors out of `_source` by
+   * default and rebuild them from the vector index on read, which for a
+   * cosine field need not give back the exact floats written; the port
+   * returns vectors as stored, so they are kept in `_source`. Older servers
+   * reject the setting, hence an option.
+   */
+  keepSourceVectors?: boolean;
+  /**
+   * Analyzer of the main text field; `english` (stemming, English stop
+   * words) by default, the `cjk` sub-field beside it either way. Another
+   * built-in language analyzer suits a tenant writing mostly in that language.
+   */
+  textAnalyzer?: string;
+}
 
 /**
  * The body that creates one tenant's index (settings + mappings). `dynamic:
  * strict` rejects a document with a field not mapped here, rather than
  * guessing a type that a filter would then compare wrongly.
  */
-export function memoryIndexMapping(dimensions: number) {
+export function memoryIndexMapping(dimensions: number, options: IndexSettingsOptions = {}) {
   if (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > MAX_DIMENSIONS) {
     throw new RangeError(`dimensions must be an integer from 1 to ${MAX_DIMENSIONS}`);
   }
   const keyword = { type: 'keyword' } as const;
   const date = { type: 'date', format: 'epoch_millis' } as const;
   return {
-    settings: { index: { number_of_shards: 1 } },
+    settings: {
+      index: {
+        number_of_shards: 1,
+        // Purge ends with a forcemerge that expunges deletes; by default it skips segments with fewer than
+        // 10 % deleted documents, which would leave a purged record's bytes in them. 0: every such segment.
+        merge: { policy: { expunge_deletes_allowed: 0 } },
+        ...(options.keepSourceVectors ? { mapping: { exclude_source_vectors: false } } : {}),
+      },
+    },
     mappings: {
       dynamic: 'strict',
       _meta: { mapping_version: MAPPING_VERSION },
@@ -58,6 +126,8 @@ export function memoryIndexMapping(dimensions: number) {
         fact_key: keyword,
         sensitivity_rank: { type: 'integer' },
         version: { type: 'integer' },
+        // Insertion order (SQLite's rowid): `records` and `lineage` page by it.
+        seq: { type: 'long' },
         tokens: { type: 'integer', index: false },
         valid_from: date,
         valid_to: date,
@@ -65,7 +135,7 @@ export function memoryIndexMapping(dimensions: number) {
         expires_at: date,
         tx_from: date,
         tx_to: date,
-        text: { type: 'text', analyzer: 'english', fields: { cjk: { type: 'text', analyzer: 'cjk' } } },
+        text: { type: 'text', analyzer: options.textAnalyzer ?? 'english', fields: { cjk: { type: 'text', analyzer: 'cjk' } } },
         vector: {
           type: 'dense_vector',
           dims: dimensions,
@@ -77,6 +147,30 @@ export function memoryIndexMapping(dimensions: number) {
         record: { type: 'object', enabled: false },
       },
     },
+  } as const;
+}
+
+/** A tenant's usage counts: one document per record id, rewritten on each use (see `usageOperations`). */
+export function usageIndexMapping() {
+  return {
+    settings: { index: { number_of_shards: 1, merge: { policy: { expunge_deletes_allowed: 0 } } } },
+    mappings: {
+      dynamic: 'strict',
+      properties: {
+        id: { type: 'keyword' },
+        retrieved: { type: 'long' },
+        adopted: { type: 'long' },
+        last_used_at: { type: 'date', format: 'epoch_millis' },
+      },
+    },
+  } as const;
+}
+
+/** Checkpoints by name (the document id). Positions are decimal strings: a bigint may exceed what a double or a long holds. */
+export function checkpointIndexMapping() {
+  return {
+    settings: { index: { number_of_shards: 1 } },
+    mappings: { dynamic: 'strict', properties: { position: { type: 'keyword', index: false } } },
   } as const;
 }
 
@@ -92,6 +186,8 @@ export interface MemoryDocument {
   fact_key: string | null;
   sensitivity_rank: number;
   version: number;
+  /** Insertion order, set by the adapter when it writes the document. */
+  seq?: number;
   tokens?: number;
   valid_from: number;
   valid_to: number | null;
@@ -102,7 +198,8 @@ export interface MemoryDocument {
   /** When a later version replaced it; null while it is the current version. */
   tx_to: number | null;
   text: string;
-  vector: number[];
+  /** Absent for a zero vector, which a cosine field rejects (it has no direction, so the dense route could never rank it). */
+  vector?: number[];
   record: MemoryRecord;
 }
 
@@ -127,7 +224,7 @@ export function toDocument(record: MemoryRecord, vector: Float32Array, tokens?: 
     tx_from: millis(transactionTime(record), 'revisedAt'),
     tx_to: null,
     text: searchableText(record),
-    vector: Array.from(vector),
+    ...(vector.some((x) => x !== 0) ? { vector: Array.from(vector) } : {}),
     record,
   };
 }

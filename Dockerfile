@@ -1,0 +1,64 @@
+# syntax=docker/dockerfile:1
+# One image, two commands: `api` (default: REST/GraphQL API + projection) and `worker`
+# (Temporal worker). Both run against the production engines named by the environment
+# (see docker-compose.yml and the README, "Production engines").
+#
+#   docker build -t elma .
+#   docker run --rm -e ELMA_MASTER_KEY=... elma            # elma api
+#   docker run --rm -e ELMA_MASTER_KEY=... elma worker     # elma worker
+
+# NODE_IMAGE the Node.js 20 base of both stages
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# deps production node_modules; native modules are built here if no prebuilt binary fits
+FROM ${NODE_IMAGE} AS deps
+# better-sqlite3 (prebuild-install || node-gyp) and usearch (node-gyp-build) ship prebuilt
+# linux-x64/arm64 glibc binaries; the toolchain is only the fallback and stays in this stage.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+# The root postinstall (scripts/ensure-temporal.mjs) fetches the Temporal CLI for the
+# embedded dev server; the image talks to a Temporal cluster, so skip it.
+ENV ELMA_SKIP_TEMPORAL_CLI=1
+# Manifests first, so the dependency layer is cached until one of them changes.
+COPY package.json package-lock.json ./
+COPY domain/package.json domain/
+COPY infra/package.json infra/
+COPY activities/package.json activities/
+COPY workflows/package.json workflows/
+COPY apps/api/package.json apps/api/
+COPY apps/cli/package.json apps/cli/
+COPY apps/worker/package.json apps/worker/
+COPY scripts/ensure-temporal.mjs scripts/
+# tsx is a runtime dependency (the services run TypeScript through it); dev tools are left out.
+RUN npm ci --omit=dev --no-audit --no-fund \
+ && npm cache clean --force
+
+# runtime the service image, non-root
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    ELMA_SKIP_TEMPORAL_CLI=1 \
+    ELMA_HOST=0.0.0.0 \
+    ELMA_PORT=8080 \
+    ELMA_DATA_DIR=/var/lib/elma
+WORKDIR /app
+# Code and node_modules stay root-owned (read-only to the service); only the data folder
+# (the SQLite key vault, generated secrets) is writable by the service user.
+RUN groupadd --system --gid 10001 elma \
+ && useradd --system --uid 10001 --gid elma --home-dir /var/lib/elma --shell /usr/sbin/nologin elma \
+ && mkdir -p /var/lib/elma \
+ && chown elma:elma /var/lib/elma \
+ && chmod 700 /var/lib/elma
+COPY --from=deps /app ./
+COPY . .
+USER elma
+VOLUME ["/var/lib/elma"]
+EXPOSE 8080
+# GET /health answers 200 when every engine is up, 503 otherwise. Node's fetch: no curl needed.
+# Meaningful for `api`; the worker service overrides it (see docker-compose.yml).
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=6 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ELMA_PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# node --import tsx (no npx wrapper), so SIGTERM reaches ELMA's own shutdown handlers.
+ENTRYPOINT ["node", "--import", "tsx", "apps/cli/src/main.ts"]
+CMD ["api"]

@@ -1,0 +1,59 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config';
+
+const dir = mkdtempSync(join(tmpdir(), 'elma-config-'));
+const base = { ELMA_DATA_DIR: dir, ELMA_MASTER_KEY: 'k'.repeat(64), ELMA_JWT_SECRET: 's'.repeat(32) };
+
+describe('engine selection', () => {
+  it('defaults to the embedded engines', () => {
+    const config = loadConfig(base);
+    expect([config.eventLog, config.index]).toEqual(['sqlite', 'sqlite']);
+    expect(config.eventStore).toBeUndefined();
+    expect(config.elasticsearch).toBeUndefined();
+  });
+
+  it('a URL variable selects its production engine', () => {
+    const config = loadConfig({ ...base, ELMA_EVENTSTORE_URL: 'esdb://db:2113?tls=false', ELMA_ELASTICSEARCH_URL: 'http://es:9200' });
+    expect(config.eventLog).toBe('eventstoredb');
+    expect(config.eventStore).toEqual({ url: 'esdb://db:2113?tls=false', scavengeWaitMs: 60_000 });
+    expect(config.index).toBe('elasticsearch');
+    expect(config.elasticsearch).toEqual({ url: 'http://es:9200', serverRrf: false });
+  });
+
+  it('an explicit engine choice wins over a URL, and a production engine without its URL is refused', () => {
+    expect(loadConfig({ ...base, ELMA_EVENT_LOG: 'sqlite', ELMA_EVENTSTORE_URL: 'esdb://db:2113' }).eventLog).toBe('sqlite');
+    expect(() => loadConfig({ ...base, ELMA_EVENT_LOG: 'eventstoredb' })).toThrow(/ELMA_EVENTSTORE_URL/);
+    expect(() => loadConfig({ ...base, ELMA_INDEX: 'elasticsearch' })).toThrow(/ELMA_ELASTICSEARCH_URL/);
+    expect(() => loadConfig({ ...base, ELMA_EVENTSTORE_URL: 'http://db:2113' })).toThrow(ConfigError);
+  });
+});
+
+describe('Temporal mTLS', () => {
+  it('reads the certificate, key and CA files', () => {
+    for (const name of ['crt.pem', 'key.pem', 'ca.pem']) writeFileSync(join(dir, name), `-----BEGIN ${name}-----`);
+    const config = loadConfig({
+      ...base,
+      TEMPORAL_TLS_CERT: join(dir, 'crt.pem'),
+      TEMPORAL_TLS_KEY: join(dir, 'key.pem'),
+      TEMPORAL_TLS_CA: join(dir, 'ca.pem'),
+      TEMPORAL_TLS_SERVER_NAME: 'temporal.internal',
+    });
+    expect(config.temporal.tls?.clientCertPair.crt.toString()).toContain('crt.pem');
+    expect(config.temporal.tls?.serverRootCACertificate?.toString()).toContain('ca.pem');
+    expect(config.temporal.tls?.serverNameOverride).toBe('temporal.internal');
+  });
+
+  it('refuses half a pair and names a missing file', () => {
+    expect(() => loadConfig({ ...base, TEMPORAL_TLS_CERT: join(dir, 'crt.pem') })).toThrow(/go together/);
+    expect(() => loadConfig({ ...base, TEMPORAL_TLS_CERT: join(dir, 'nope.pem'), TEMPORAL_TLS_KEY: join(dir, 'key.pem') })).toThrow(
+      /TEMPORAL_TLS_CERT: cannot read/,
+    );
+  });
+
+  it('is off without certificates', () => {
+    expect(loadConfig(base).temporal.tls).toBeUndefined();
+  });
+});

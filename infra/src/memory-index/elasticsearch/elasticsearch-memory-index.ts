@@ -1,0 +1,658 @@
+import { Client } from '@elastic/elasticsearch';
+import {
+  MemoryRecord,
+  type CheckpointStore,
+  type HybridQuery,
+  type IndexedMemory,
+  type LineageEntry,
+  type MemoryIndex,
+  type SearchHit,
+} from '@elma/domain';
+import { countTokens } from '../../recall/token-counter';
+import { cosine, norm } from '../sqlite/vectors';
+import { ElasticsearchIndexError, displayUrl, isAlreadyExists, isIndexNotFound } from './errors';
+import {
+  DEFAULT_NAMESPACE,
+  MAPPING_VERSION,
+  aliasName,
+  aliasPattern,
+  checkNamespace,
+  checkpointAliasName,
+  checkpointIndexMapping,
+  checkpointIndexName,
+  indexName,
+  memoryIndexMapping,
+  reindexName,
+  tenantOfAlias,
+  usageAliasName,
+  usageIndexMapping,
+  usageIndexName,
+  type MemoryDocument,
+} from './mapping';
+import {
+  CURRENT,
+  LINEAGE_SOURCE,
+  aliasSwapActions,
+  bulkFailures,
+  checkServerVersion,
+  chunkOperations,
+  currentFactsQuery,
+  dropsSourceVectors,
+  fuse,
+  getQuery,
+  leasesPast,
+  lineageEntryOf,
+  maxSeqNos,
+  pageQuery,
+  planUpsert,
+  routeBodies,
+  serverRrfBody,
+  usageDocId,
+  usageConflicts,
+  usageOperations,
+  vectorOf,
+  versionsQuery,
+  withUsage,
+  type FusedHit,
+  type RouteHit,
+  type ShardStats,
+  type StoredUsage,
+  type StoredVersion,
+  type UsageDocument,
+} from './requests';
+
+export interface ElasticsearchMemoryIndexOptions {
+  /** Elasticsearch URL, e.g. `http://127.0.0.1:9200`. */
+  node: string;
+  /** Vector length every upsert and query must have. */
+  dimensions: number;
+  /** Prefix of every index and alias name (`{namespace}-{tenant}-memories`); `elma` by default. */
+  namespace?: string;
+  /** Fuse the two routes on the server (`retriever.rrf`) rather than in ELMA. Hits then carry no per-route ranks. */
+  serverRrf?: boolean;
+  /** A client to use instead of one made from `node`; the caller keeps it (close() does not close it). */
+  client?: Client;
+  /**
+   * How a write is made visible to the next read: `wait_for` (default) waits
+   * for the next scheduled refresh, `true` refreshes at once (tests, small
+   * tenants; many tiny segments under a steady write load).
+   */
+  refresh?: 'wait_for' | true;
+  /** Analyzer of the main text field of indices this instance creates (`english` by default; see `memoryIndexMapping`). */
+  textAnalyzer?: string;
+  /** How long purge waits for retention leases to release the deleted documents before it fails (default 120 s). */
+  expungeTimeoutMs?: number;
+}
+
+/** Documents per bulk request (each with a vector of up to 4096 floats). */
+const BULK_ACTIONS = 500;
+/** Ids per `terms` lookup, well under Elasticsearch's 65,536-term limit. */
+const TERMS_CHUNK = 5_000;
+const RECORDS_PAGE = 1_000;
+const LINEAGE_PAGE = 5_000;
+/** Elasticsearch's default `index.max_result_window`: the largest `size` of one page. */
+const MAX_PAGE = 10_000;
+
+/**
+ * The production memory index: one Elasticsearch index per tenant behind
+ * an alias (`{namespace}-{tenant}-memories`), created from the versioned
+ * mapping on the tenant's first write; usage counts in a second per-tenant
+ * index, checkpoints in `{namespace}-checkpoints`. Every version of a record
+ * is its own document (transaction time `tx_from`/`tx_to`), as the SQLite
+ * partition keeps one row per version.
+ *
+ * Atomicity: Elasticsearch has no multi-document transaction, so "atomically
+ * per call" is not met. An upsert is one bulk request per 500 documents,
+ * applied in order; should one fail part-way, some versions are written and
+ * others not, and the call throws. Every write is idempotent (a version's
+ * document id is fixed; see `planUpsert`), so the caller's retry, the
+ * projection replaying its batch, completes it. Readers may see the
+ * intermediate state meanwhile. A single writer per tenant is assumed (the
+ * projection); concurrent upserts of the same id could leave two current
+ * versions, which the next upsert of that id repairs.
+ */
+export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
+  private readonly client: Client;
+  private readonly ownsClient: boolean;
+  private readonly namespace: string;
+  /** Aliases known to exist, so a write does not ask each time. */
+  private readonly knownAliases = new Set<string>();
+  /** Tenants being reindexed, with the index being filled: purge reaches it too. */
+  private readonly reindexing = new Map<string, string>();
+  private server?: Promise<{ major: number; minor: number }>;
+  private lastSeq = 0;
+  private closed = false;
+
+  /** Connects and checks that the server answers and is Elasticsearch 8 or 9. */
+  static async open(options: ElasticsearchMemoryIndexOptions): Promise<ElasticsearchMemoryIndex> {
+    const index = new ElasticsearchMemoryIndex(options);
+    try {
+      await index.serverVersion();
+    } catch (error) {
+      await index.close();
+      throw error;
+    }
+    return index;
+  }
+
+  /**
+   * @param pinned a tenant whose records are read and written in one concrete
+   *   index instead of through its alias: the index a reindex is filling.
+   */
+  constructor(
+    private readonly options: ElasticsearchMemoryIndexOptions,
+    private readonly pinned?: { tenant: string; index: string },
+  ) {
+    if (!Number.isInteger(options.dimensions) || options.dimensions < 1) throw new RangeError('dimensions must be a positive integer');
+    this.namespace = checkNamespace(options.namespace ?? DEFAULT_NAMESPACE);
+    this.ownsClient = options.client === undefined;
+    this.client = options.client ?? new Client({ node: options.node });
+  }
+
+  async upsert(tenant: string, memories: IndexedMemory[]): Promise<void> {
+    if (memories.length === 0) return;
+    for (const { record, vector } of memories) {
+      if (record.tenant !== tenant) throw new Error(`memory ${record.id} belongs to another tenant than ${tenant}`);
+      this.checkVector(vector, `memory ${record.id}`);
+    }
+    if (this.pinned?.tenant === tenant) return this.writeVersions(this.pinned.index, memories, false);
+    await this.ensureMemoryIndex(tenant);
+    await this.writeVersions(aliasName(tenant, this.namespace), memories, true);
+  }
+
+  async get(tenant: string, id: string): Promise<IndexedMemory | undefined> {
+    const alias = this.memoriesOf(tenant);
+    const [hit] = await this.searchHits<MemoryDocument>(alias, getQuery(id), 'get');
+    if (!hit?._source) return undefined;
+    const usage = await this.usageOf(tenant, [id]);
+    return { record: withUsage(MemoryRecord.parse(hit._source.record), usage.get(id)), vector: vectorOf(hit._source, this.options.dimensions) };
+  }
+
+  async search(query: HybridQuery): Promise<SearchHit[]> {
+    const alias = this.memoriesOf(query.tenant);
+    if (query.limit <= 0) return [];
+    if (query.vector) this.checkVector(query.vector, 'query vector');
+
+    const fused = this.options.serverRrf ? await this.serverFused(alias, query) : await this.fusedHits(alias, query);
+    if (fused.length === 0) return [];
+    const [docs, usage] = await Promise.all([
+      this.searchHits<MemoryDocument>(alias, { query: { ids: { values: fused.map((f) => f._id) } }, size: fused.length }, 'search'),
+      this.usageOf(query.tenant, fused.map((f) => f.id)),
+    ]);
+    const byId = new Map(docs.map((d) => [d._id, d._source!]));
+    const queryNorm = query.vector ? norm(query.vector) : 0;
+
+    const hits: SearchHit[] = [];
+    for (const f of fused) {
+      // A document replaced between the route queries and this fetch is gone: it is left out, as a row
+      // deleted under a reader would be.
+      const doc = byId.get(f._id);
+      if (!doc) continue;
+      const vector = vectorOf(doc, this.options.dimensions);
+      const hit: SearchHit = { record: withUsage(doc.record, usage.get(doc.id)), vector, score: f.score };
+      if (f.bm25Rank !== undefined) hit.bm25Rank = f.bm25Rank;
+      if (f.vectorRank !== undefined) hit.vectorRank = f.vectorRank;
+      if (query.vector) hit.cosine = cosine(query.vector, vector, queryNorm);
+      if (doc.tokens !== undefined) hit.tokens = doc.tokens;
+      hits.push(hit);
+    }
+    return hits;
+  }
+
+  /** Both routes in one `_msearch`, fused by ELMA. */
+  private async fusedHits(alias: string, query: HybridQuery): Promise<FusedHit[]> {
+    const routes = routeBodies(query);
+    const bodies = [routes.bm25, routes.knn].filter((b): b is object => b !== undefined);
+    if (bodies.length === 0) return [];
+    const response = await this.call('msearch', alias, () =>
+      this.client.msearch<{ id: string }>({ searches: bodies.flatMap((body) => [{ index: alias, ignore_unavailable: true }, body]) }),
+    );
+    const ranked = response.responses.map((r) => {
+      if ('error' in r) throw new ElasticsearchIndexError(`elasticsearch search failed on ${alias}: ${r.error.type} (status ${r.status})`, r.status, r.error.type);
+      return r.hits.hits.map((h): RouteHit => ({ _id: h._id!, id: h._source!.id }));
+    });
+    const bm25 = routes.bm25 ? ranked.shift()! : [];
+    const knn = routes.knn ? ranked.shift()! : [];
+    return fuse(bm25, knn, query.limit);
+  }
+
+  /**
+   * Fusion by the server's RRF retriever when both routes run; per-route
+   * ranks are then unknown and left out. With one route there is nothing to
+   * fuse, and ELMA's fusion of the one list gives the same scores.
+   */
+  private async serverFused(alias: string, query: HybridQuery): Promise<FusedHit[]> {
+    const body = serverRrfBody(query);
+    if (!body) return this.fusedHits(alias, query);
+    const hits = await this.searchHits<{ id: string }>(alias, body, 'search');
+    return hits.map((h) => ({ _id: h._id!, id: h._source!.id, score: h._score ?? 0 }));
+  }
+
+  /**
+   * Deletes every version of the records (and their usage counts) with a
+   * refresh, checks by count that none is left, then expunges the deleted
+   * documents from the segments: Elasticsearch only marks a deleted document
+   * (a soft delete) until a merge rewrites its segment, and until then its
+   * text and vector are still in the files. The mapping sets
+   * `expunge_deletes_allowed: 0`, so every segment holding a purged document
+   * is rewritten, not only those above the default 10 %. Retention leases
+   * delay that by up to about 30 s (see `expungeDeletes`). Replicas and snapshots are outside this call: a snapshot taken
+   * before the purge still holds the records.
+   */
+  async purge(tenant: string, ids: string[]): Promise<void> {
+    const alias = aliasName(tenant, this.namespace);
+    if (ids.length === 0) return;
+    const targets = [alias, ...(this.reindexing.has(tenant) ? [this.reindexing.get(tenant)!] : [])];
+    const unique = [...new Set(ids)];
+    for (let attempt = 1; ; attempt++) {
+      for (const chunk of chunks(unique, TERMS_CHUNK)) {
+        await this.call('purge', alias, () =>
+          this.client.deleteByQuery({
+            index: targets,
+            query: { terms: { id: chunk } },
+            refresh: true,
+            // A version written meanwhile makes a conflict; it is counted below and deleted in the next round.
+            conflicts: 'proceed',
+            ignore_unavailable: true,
+            allow_no_indices: true,
+          }),
+        );
+      }
+      const left = await this.countAll(targets, unique);
+      if (left === 0) break;
+      if (attempt === 3) throw new ElasticsearchIndexError(`elasticsearch purge left ${left} documents in ${alias} after ${attempt} attempts`);
+    }
+    const usage = usageAliasName(tenant, this.namespace);
+    for (const chunk of chunks(unique, TERMS_CHUNK)) {
+      await this.call('purge usage', usage, () =>
+        this.client.deleteByQuery({ index: usage, query: { terms: { id: chunk } }, refresh: true, conflicts: 'proceed', ignore_unavailable: true, allow_no_indices: true }),
+      );
+    }
+    await this.expungeDeletes([...targets, usage]);
+  }
+
+  /**
+   * Flushes, waits until no retention lease still retains the deletes just
+   * made (see `leasesPast`), then merges them away. Should the leases not
+   * move within `expungeTimeoutMs`, the merge still runs but the call
+   * throws: the purge is done as far as queries go, not yet in the files,
+   * and a retry finishes it.
+   */
+  private async expungeDeletes(indices: string[]): Promise<void> {
+    const target = indices[0];
+    const options = { index: indices, ignore_unavailable: true, allow_no_indices: true };
+    await this.call('flush', target, () => this.client.indices.flush(options));
+    const shardStats = () => this.call('stats', target, () => this.client.indices.stats({ ...options, level: 'shards' }) as Promise<ShardStats>);
+    const marks = maxSeqNos(await shardStats());
+    const deadline = Date.now() + (this.options.expungeTimeoutMs ?? 120_000);
+    let released = leasesPast(await shardStats(), marks);
+    while (!released && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      released = leasesPast(await shardStats(), marks);
+    }
+    await this.call('forcemerge', target, () => this.client.indices.forcemerge({ ...options, only_expunge_deletes: true }));
+    if (!released) throw new ElasticsearchIndexError(`elasticsearch purge on ${target}: retention leases still hold the deleted documents; retry to expunge them`);
+  }
+
+  /** Documents of these ids in any version, current or not. */
+  private async countAll(indices: string[], ids: string[]): Promise<number> {
+    let total = 0;
+    for (const chunk of chunks(ids, TERMS_CHUNK)) {
+      const { count } = await this.call('count', indices[0], () =>
+        this.client.count({ index: indices, query: { terms: { id: chunk } }, ignore_unavailable: true, allow_no_indices: true }),
+      );
+      total += count;
+    }
+    return total;
+  }
+
+  records(tenant: string): AsyncIterable<MemoryRecord> {
+    const alias = this.memoriesOf(tenant);
+    return this.paged(alias, RECORDS_PAGE, ['record'], (source: { record: MemoryRecord }) => source.record);
+  }
+
+  lineage(tenant: string): AsyncIterable<LineageEntry> {
+    const alias = this.memoriesOf(tenant);
+    return this.paged(alias, LINEAGE_PAGE, LINEAGE_SOURCE, lineageEntryOf);
+  }
+
+  /**
+   * Current versions in insertion order, a page per request with
+   * `search_after`, so no cursor or point in time stays open across the
+   * consumer's awaits (as the SQLite target pages by rowid): a record written
+   * meanwhile after the last page read is listed, one written before it is not.
+   */
+  private async *paged<S, T>(alias: string, size: number, source: readonly string[], map: (source: S) => T): AsyncIterable<T> {
+    for (let after: unknown[] | undefined; ; ) {
+      const hits = await this.searchHits<S>(alias, pageQuery(size, source, after), 'page');
+      for (const hit of hits) yield map(hit._source!);
+      if (hits.length < size) return;
+      after = hits[hits.length - 1].sort;
+    }
+  }
+
+  async currentFacts(tenant: string, factKey: string): Promise<MemoryRecord[]> {
+    const alias = this.memoriesOf(tenant);
+    const records: MemoryRecord[] = [];
+    for (let after: unknown[] | undefined; ; ) {
+      const hits = await this.searchHits<{ record: MemoryRecord }>(alias, currentFactsQuery(factKey, MAX_PAGE, after), 'currentFacts');
+      records.push(...hits.map((h) => h._source!.record));
+      if (hits.length < MAX_PAGE) return records;
+      after = hits[hits.length - 1].sort;
+    }
+  }
+
+  async recordUsage(tenant: string, ids: string[], use: 'retrieved' | 'adopted', at: string): Promise<void> {
+    const alias = this.memoriesOf(tenant);
+    const atMs = Date.parse(at);
+    if (Number.isNaN(atMs)) throw new RangeError('at is not a valid ISO date-time');
+    if (ids.length === 0) return;
+    // Unknown ids are ignored: only ids with a stored version get a usage document.
+    const known: string[] = [];
+    for (const chunk of chunks([...new Set(ids)], TERMS_CHUNK)) {
+      const response = await this.call('recordUsage', alias, () =>
+        this.client.search({
+          index: alias,
+          size: 0,
+          query: { terms: { id: chunk } },
+          aggs: { ids: { terms: { field: 'id', size: chunk.length } } },
+          ignore_unavailable: true,
+          allow_no_indices: true,
+        }),
+      );
+      const buckets = (response.aggregations?.ids as { buckets?: { key: string }[] } | undefined)?.buckets ?? [];
+      known.push(...buckets.map((b) => b.key));
+    }
+    if (known.length === 0) return;
+    const usage = usageAliasName(tenant, this.namespace);
+    await this.ensureIndex(usage, usageIndexName(tenant, this.namespace), usageIndexMapping());
+    let pending = known;
+    for (let attempt = 1; pending.length > 0; attempt++) {
+      if (attempt > 10) throw new ElasticsearchIndexError(`elasticsearch recordUsage on ${usage}: ${pending.length} ids still contended after ${attempt - 1} attempts`);
+      const stored = await this.storedUsage(usage, pending);
+      const response = await this.call('recordUsage', usage, () =>
+        this.client.bulk({ index: usage, operations: usageOperations(pending, use, atMs, stored), refresh: this.options.refresh ?? 'wait_for', require_alias: true }),
+      );
+      if (!response.errors) return;
+      const { conflicts, failures } = usageConflicts(response.items as never, pending);
+      if (failures.length > 0) throw new ElasticsearchIndexError(`elasticsearch recordUsage on ${usage}: ${failures.length} failed, first ${failures.slice(0, 3).join('; ')}`);
+      pending = conflicts;
+    }
+  }
+
+  /** The usage documents of these ids with their sequence numbers, read in real time (`_mget`), not as of the last refresh. */
+  private async storedUsage(usage: string, ids: string[]): Promise<Map<string, StoredUsage>> {
+    const response = await this.call('recordUsage read', usage, () => this.client.mget<UsageDocument>({ index: usage, ids: ids.map(usageDocId) }));
+    const stored = new Map<string, StoredUsage>();
+    for (const doc of response.docs) {
+      if ('found' in doc && doc.found && doc._source && doc._seq_no !== undefined && doc._primary_term !== undefined) {
+        stored.set(doc._source.id, { doc: doc._source, seqNo: doc._seq_no, primaryTerm: doc._primary_term });
+      }
+    }
+    return stored;
+  }
+
+  async tenants(): Promise<string[]> {
+    this.assertOpen();
+    const pattern = aliasPattern(this.namespace);
+    const response = await this.call('tenants', pattern, () => this.client.indices.getAlias({ name: pattern }, { ignore: [404] }));
+    const tenants = new Set<string>();
+    for (const entry of Object.values(response as Record<string, { aliases?: Record<string, unknown> }>)) {
+      for (const alias of Object.keys(entry?.aliases ?? {})) {
+        const tenant = tenantOfAlias(alias, this.namespace);
+        if (tenant !== undefined) tenants.add(tenant);
+      }
+    }
+    return [...tenants].sort();
+  }
+
+  async count(tenant: string): Promise<number> {
+    const alias = this.memoriesOf(tenant);
+    this.assertOpen();
+    const { count } = await this.call('count', alias, () => this.client.count({ index: alias, query: CURRENT, ignore_unavailable: true, allow_no_indices: true }));
+    return count;
+  }
+
+  /** Ids of the tenant's records, in insertion order. */
+  async allIds(tenant: string): Promise<string[]> {
+    const ids: string[] = [];
+    for await (const entry of this.paged(this.memoriesOf(tenant), MAX_PAGE, ['id'], (s: { id: string }) => s.id)) ids.push(entry);
+    return ids;
+  }
+
+  /** Deletes the indices behind the tenant's aliases (records and usage) by name, never by wildcard. */
+  async dropTenant(tenant: string): Promise<void> {
+    const alias = aliasName(tenant, this.namespace);
+    const usage = usageAliasName(tenant, this.namespace);
+    this.assertOpen();
+    const indices = new Set([indexName(tenant, MAPPING_VERSION, this.namespace), usageIndexName(tenant, this.namespace)]);
+    for (const name of [alias, usage]) for (const index of await this.indicesOf(name)) indices.add(index);
+    await this.call('dropTenant', alias, () => this.client.indices.delete({ index: [...indices], ignore_unavailable: true, allow_no_indices: true }));
+    this.knownAliases.delete(alias);
+    this.knownAliases.delete(usage);
+  }
+
+  /**
+   * Builds the tenant's index anew and swaps the alias to it: a new concrete
+   * index (`...-v{MAPPING_VERSION}-r{stamp}`) is created from the current
+   * mapping, `fill` gets this adapter pinned to it (reads and writes of the
+   * tenant go to the new index, with upsert's rules), then one
+   * `_aliases` call removes the alias from the old index and adds it to the
+   * new one, so readers see the old index or the new one, never neither;
+   * the old index is then deleted. Usage counts live in their own index and
+   * are kept. Writes through the alias while `fill` runs still go to the old
+   * index and are lost with it, so the tenant's writers (the projection)
+   * must be paused, or `fill` must replay up to the end. A purge meanwhile
+   * reaches the new index too. Should `fill` fail, the new index is deleted
+   * and the alias left where it was.
+   */
+  async reindex(
+    tenant: string,
+    fill: (target: MemoryIndex) => Promise<void>,
+  ): Promise<{ from?: string; to: string; count: number }> {
+    const alias = aliasName(tenant, this.namespace);
+    this.assertOpen();
+    if (this.reindexing.has(tenant)) throw new Error(`tenant ${tenant} is already being reindexed`);
+    const to = reindexName(tenant, MAPPING_VERSION, String(Date.now()), this.namespace);
+    await this.call('reindex create', to, async () => this.client.indices.create({ index: to, ...(await this.memoryIndexBody()) }));
+    this.reindexing.set(tenant, to);
+    try {
+      // The same adapter pinned to the new index, so whatever fills it (the projection) reads what it wrote.
+      await fill(new ElasticsearchMemoryIndex({ ...this.options, client: this.client }, { tenant, index: to }));
+      await this.call('reindex refresh', to, () => this.client.indices.refresh({ index: to }));
+      const from = await this.indicesOf(alias);
+      await this.call('reindex alias swap', alias, () => this.client.indices.updateAliases({ actions: aliasSwapActions(alias, from, to) }));
+      this.knownAliases.add(alias);
+      if (from.length > 0) await this.call('reindex delete old', alias, () => this.client.indices.delete({ index: from, ignore_unavailable: true }));
+      const { count } = await this.call('count', to, () => this.client.count({ index: to, query: CURRENT }));
+      return { ...(from.length > 0 ? { from: from.join(',') } : {}), to, count };
+    } catch (error) {
+      await this.client.indices.delete({ index: to, ignore_unavailable: true }).catch(() => undefined);
+      throw error;
+    } finally {
+      this.reindexing.delete(tenant);
+    }
+  }
+
+  /** The tenant's records: through the alias, or in the pinned index being filled. */
+  private memoriesOf(tenant: string): string {
+    return this.pinned?.tenant === tenant ? this.pinned.index : aliasName(tenant, this.namespace);
+  }
+
+  /** Refreshes every index of the namespace, so all writes so far are searchable. */
+  async flush(): Promise<void> {
+    this.assertOpen();
+    const pattern = `${this.namespace}-*`;
+    await this.call('refresh', pattern, () => this.client.indices.refresh({ index: pattern, allow_no_indices: true, ignore_unavailable: true }));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ownsClient) await this.client.close();
+  }
+
+  async load(name: string): Promise<bigint | undefined> {
+    this.assertOpen();
+    const alias = checkpointAliasName(this.namespace);
+    // A get is real-time: it sees the last save without a refresh.
+    const response = await this.call('load checkpoint', alias, () =>
+      this.client.get<{ position: string }>({ index: alias, id: name }, { ignore: [404] }),
+    );
+    return response.found && response._source ? BigInt(response._source.position) : undefined;
+  }
+
+  async save(name: string, position: bigint): Promise<void> {
+    this.assertOpen();
+    const alias = checkpointAliasName(this.namespace);
+    await this.ensureIndex(alias, checkpointIndexName(this.namespace), checkpointIndexMapping());
+    await this.call('save checkpoint', alias, () =>
+      this.client.index({ index: alias, id: name, document: { position: position.toString() }, require_alias: true }),
+    );
+  }
+
+  /** Plans the versions to write against what `target` holds, then writes them in order. */
+  private async writeVersions(target: string, memories: IndexedMemory[], requireAlias: boolean): Promise<void> {
+    const stored = await this.storedVersions(target, [...new Set(memories.map((m) => m.record.id))]);
+    const plan = planUpsert(stored, memories, { nextSeq: () => this.nextSeq(), countTokens });
+    await this.bulk(target, plan.operations, requireAlias);
+  }
+
+  /** Every version of these ids that `target` holds (any number per id, so paged). */
+  private async storedVersions(target: string, ids: string[]): Promise<StoredVersion[]> {
+    const stored: StoredVersion[] = [];
+    for (const chunk of chunks(ids, TERMS_CHUNK)) {
+      for (let after: unknown[] | undefined; ; ) {
+        const hits = await this.searchHits<Omit<StoredVersion, '_id'>>(target, versionsQuery(chunk, MAX_PAGE, after), 'upsert lookup');
+        stored.push(...hits.map((h) => ({ _id: h._id!, ...h._source!, tx_to: h._source!.tx_to ?? null })));
+        if (hits.length < MAX_PAGE) break;
+        after = hits[hits.length - 1].sort;
+      }
+    }
+    return stored;
+  }
+
+  /**
+   * Bulk requests in order, each refreshed before it returns so the next read
+   * sees it. `require_alias` refuses to write when the alias is gone (a
+   * concurrent dropTenant) rather than let Elasticsearch auto-create an
+   * unmapped index under the alias's name.
+   */
+  private async bulk(target: string, operations: object[], requireAlias: boolean): Promise<void> {
+    for (const chunk of chunkOperations(operations as never[], BULK_ACTIONS)) {
+      const response = await this.call('bulk', target, () =>
+        this.client.bulk({ index: target, operations: chunk, refresh: this.options.refresh ?? 'wait_for', ...(requireAlias ? { require_alias: true } : {}) }),
+      ).catch((error: unknown) => {
+        // The alias may have been dropped by another process: ask again on the retry rather than trust the cache.
+        this.knownAliases.delete(target);
+        throw error;
+      });
+      if (response.errors) {
+        this.knownAliases.delete(target);
+        const failures = bulkFailures(response.items as never);
+        throw new ElasticsearchIndexError(`elasticsearch bulk into ${target}: ${failures.length} failed, first ${failures.slice(0, 3).join('; ')}`);
+      }
+    }
+  }
+
+  /** Usage documents of these record ids, by record id. */
+  private async usageOf(tenant: string, ids: string[]): Promise<Map<string, UsageDocument>> {
+    const usage = usageAliasName(tenant, this.namespace);
+    if (ids.length === 0) return new Map();
+    const hits = await this.searchHits<UsageDocument>(usage, { query: { ids: { values: [...new Set(ids)].map(usageDocId) } }, size: ids.length }, 'usage');
+    return new Map(hits.map((h) => [h._source!.id, h._source!]));
+  }
+
+  private async searchHits<S>(index: string, body: object, operation: string) {
+    this.assertOpen();
+    const response = await this.call(operation, index, () =>
+      this.client.search<S>({ index, ...body, ignore_unavailable: true, allow_no_indices: true }),
+    );
+    return response.hits.hits;
+  }
+
+  private async ensureMemoryIndex(tenant: string): Promise<void> {
+    const alias = aliasName(tenant, this.namespace);
+    if (this.knownAliases.has(alias)) return;
+    await this.ensureIndex(alias, indexName(tenant, MAPPING_VERSION, this.namespace), await this.memoryIndexBody());
+  }
+
+  /** Creates `index` with `alias` unless the alias exists; tolerates another process creating it first. */
+  private async ensureIndex(alias: string, index: string, body: object): Promise<void> {
+    this.assertOpen();
+    if (this.knownAliases.has(alias)) return;
+    const exists = await this.call('exists alias', alias, () => this.client.indices.existsAlias({ name: alias }));
+    if (!exists) {
+      try {
+        await this.client.indices.create({ index, ...body, aliases: { [alias]: { is_write_index: true } } });
+      } catch (error) {
+        if (!isAlreadyExists(error)) throw ElasticsearchIndexError.from(`create ${index}`, error);
+        // Created meanwhile, perhaps without the alias (a drop cut short): make sure the alias is there.
+        await this.call('put alias', alias, () => this.client.indices.putAlias({ index, name: alias, is_write_index: true }));
+      }
+    }
+    this.knownAliases.add(alias);
+  }
+
+  private async memoryIndexBody(): Promise<object> {
+    return memoryIndexMapping(this.options.dimensions, {
+      keepSourceVectors: dropsSourceVectors(await this.serverVersion()),
+      ...(this.options.textAnalyzer ? { textAnalyzer: this.options.textAnalyzer } : {}),
+    });
+  }
+
+  private serverVersion(): Promise<{ major: number; minor: number }> {
+    this.server ??= this.client.info().then(
+      (info) => checkServerVersion(info),
+      (error: unknown) => {
+        this.server = undefined;
+        if (error instanceof Error && error.name === 'ProductNotSupportedError') throw new Error(`the server at ${displayUrl(this.options.node)} is not Elasticsearch`);
+        throw new Error(`Elasticsearch at ${displayUrl(this.options.node)} is not reachable (${ElasticsearchIndexError.from('info', error).message})`);
+      },
+    );
+    return this.server;
+  }
+
+  /** Names of the indices an alias points at; none when it does not exist. */
+  private async indicesOf(alias: string): Promise<string[]> {
+    const response = await this.call('get alias', alias, () => this.client.indices.getAlias({ name: alias }, { ignore: [404] }));
+    return Object.entries(response as Record<string, { aliases?: Record<string, unknown> }>)
+      .filter(([, entry]) => typeof entry === 'object' && entry !== null && entry.aliases && alias in entry.aliases)
+      .map(([index]) => index);
+  }
+
+  /**
+   * Insertion order across calls and processes: microseconds since the epoch,
+   * forced up by one when the clock has not moved (or went back) since the last document.
+   */
+  private nextSeq(): number {
+    this.lastSeq = Math.max(Date.now() * 1_000, this.lastSeq + 1);
+    return this.lastSeq;
+  }
+
+  private async call<T>(operation: string, target: string, fn: () => Promise<T>): Promise<T> {
+    this.assertOpen();
+    try {
+      return await fn();
+    } catch (error) {
+      if (isIndexNotFound(error)) throw new ElasticsearchIndexError(`elasticsearch ${operation} on ${target}: index not found`, 404, 'index_not_found_exception');
+      throw ElasticsearchIndexError.from(`${operation} on ${target}`, error);
+    }
+  }
+
+  private checkVector(vector: Float32Array, what: string): void {
+    if (!(vector instanceof Float32Array) || vector.length !== this.options.dimensions || !vector.every(Number.isFinite)) {
+      throw new RangeError(`${what} must be a Float32Array of ${this.options.dimensions} finite numbers`);
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('the memory index is closed');
+  }
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}

@@ -1,0 +1,442 @@
+/**
+ * The request bodies the Elasticsearch adapter sends and the pure decisions
+ * behind them (which versions an upsert writes or closes, how routes fuse,
+ * how usage merges into a record), kept apart from the client so they are
+ * checked without a server (requests.unit.spec.ts).
+ */
+import { createHash } from 'node:crypto';
+import {
+  RRF_K,
+  reciprocalRankFusion,
+  transactionTime,
+  type HybridQuery,
+  type IndexedMemory,
+  type LineageEntry,
+  type MemoryKind,
+  type MemoryRecord,
+} from '@elma/domain';
+import { bm25Query, knnClause, type EsQuery } from './filter-dsl';
+import { millis, toDocument, type MemoryDocument } from './mapping';
+
+/** Elasticsearch refuses document ids over 512 bytes; longer record ids are hashed (lookups go by the `id` field). */
+const MAX_ID_BYTES = 400;
+
+const safeId = (key: string): string =>
+  Buffer.byteLength(key) <= MAX_ID_BYTES ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`;
+
+/** One document per version: the same version again overwrites it, which makes a replayed upsert idempotent. */
+export const versionDocId = (id: string, version: number): string => safeId(`${id}#v${version}`);
+
+/** One usage document per record id. */
+export const usageDocId = (id: string): string => safeId(id);
+
+/** A stored version as the upsert planner needs to see it. */
+export interface StoredVersion {
+  _id: string;
+  id: string;
+  version: number;
+  tx_from: number;
+  /** Null while the version is current. */
+  tx_to: number | null;
+}
+
+/** The fields `StoredVersion` is read from. */
+export const STORED_VERSION_FIELDS = ['id', 'version', 'tx_from', 'tx_to'] as const;
+
+/** Every stored version of these ids, in a stable order for `search_after` paging. */
+export function versionsQuery(ids: readonly string[], size: number, after?: unknown[]) {
+  return {
+    query: { bool: { filter: [{ terms: { id: [...ids] } }] } },
+    _source: [...STORED_VERSION_FIELDS],
+    sort: [{ id: 'asc' as const }, { version: 'asc' as const }],
+    size,
+    ...(after ? { search_after: after } : {}),
+  };
+}
+
+export type BulkOperation = { index: { _id: string } } | { update: { _id: string } } | MemoryDocument | { doc: { tx_to: number } };
+
+export interface UpsertPlan {
+  /** Bulk body: closes of stored versions first, then the new documents. */
+  operations: BulkOperation[];
+  /** Record ids written, in the order of their documents. */
+  written: string[];
+}
+
+export interface PlanOptions {
+  /** Insertion order for the next document; called once per document, in order. */
+  nextSeq: () => number;
+  countTokens: (text: string) => number;
+}
+
+/**
+ * The port's upsert rules over what the index already holds, call order
+ * kept within the call (like the SQLite partition's transaction): the same
+ * version again replaces its document; a higher version closes the current
+ * one at its own transaction time and becomes current; a lower one, or one
+ * no higher than a version already stored when none is current, changes
+ * nothing. Should an earlier write have failed half-way and left two current
+ * versions of an id, the lower ones are closed here too.
+ *
+ * Closes come before the new documents in the bulk body (one shard applies
+ * them in order): should the request fail in between, a record is briefly
+ * without a current version rather than current in two, possibly
+ * differently governed, versions; the same call again completes it.
+ */
+export function planUpsert(stored: readonly StoredVersion[], memories: readonly IndexedMemory[], options: PlanOptions): UpsertPlan {
+  interface State {
+    current?: { _id: string; version: number };
+    maxVersion: number;
+  }
+  const states = new Map<string, State>();
+  const closes = new Map<string, number>();
+  for (const [id, versions] of groupBy(stored, (v) => v.id)) {
+    const current = versions.filter((v) => v.tx_to === null).sort((a, b) => b.version - a.version);
+    const [top, ...stale] = current;
+    for (const v of stale) closes.set(v._id, top.tx_from);
+    states.set(id, { current: top && { _id: top._id, version: top.version }, maxVersion: Math.max(...versions.map((v) => v.version)) });
+  }
+
+  const pending = new Map<string, MemoryDocument>();
+  for (const { record, vector } of memories) {
+    const state = states.get(record.id) ?? { maxVersion: 0 };
+    states.set(record.id, state);
+    const { current } = state;
+    if (current && current.version > record.version) continue;
+    if (!current && state.maxVersion >= record.version) continue;
+    const txFrom = millis(transactionTime(record), 'revisedAt');
+    if (current && current.version < record.version) {
+      const own = pending.get(current._id);
+      if (own) own.tx_to = txFrom;
+      else closes.set(current._id, txFrom);
+    }
+    const _id = versionDocId(record.id, record.version);
+    // Delete first so that a replaced document written earlier in this call moves to the end (insertion order).
+    pending.delete(_id);
+    pending.set(_id, { ...toDocument(record, vector, options.countTokens(record.content.text)), seq: options.nextSeq() });
+    state.current = { _id, version: record.version };
+    state.maxVersion = Math.max(state.maxVersion, record.version);
+  }
+
+  const operations: BulkOperation[] = [];
+  for (const [_id, txTo] of closes) operations.push({ update: { _id } }, { doc: { tx_to: txTo } });
+  for (const [_id, doc] of pending) operations.push({ index: { _id } }, doc);
+  return { operations, written: [...pending.values()].map((d) => d.id) };
+}
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return groups;
+}
+
+/** Bulk bodies of at most `maxOperations` actions, never splitting an action from its source line. */
+export function chunkOperations(operations: readonly BulkOperation[], maxActions: number): BulkOperation[][] {
+  const chunks: BulkOperation[][] = [];
+  for (let i = 0; i < operations.length; i += maxActions * 2) chunks.push(operations.slice(i, i + maxActions * 2));
+  return chunks;
+}
+
+/**
+ * A bulk response's failures, described by document id and error type only:
+ * Elasticsearch's `reason` can quote the document (a mapping error previews
+ * the field's value), and erasure cannot reach a log line.
+ */
+/** One item of a bulk response: the action's name mapped to its result. */
+export type BulkItem = Partial<Record<string, { _id?: string | null; status: number; error?: { type?: string } }>>;
+
+export function bulkFailures(items: readonly BulkItem[]): string[] {
+  const failures: string[] = [];
+  for (const item of items) {
+    for (const [action, result] of Object.entries(item)) {
+      if (result?.error) failures.push(`${action} ${result._id ?? '?'}: ${result.error.type ?? 'error'} (${result.status})`);
+    }
+  }
+  return failures;
+}
+
+/** Current versions only (`tx_to` missing). */
+export const CURRENT: EsQuery = { bool: { must_not: [{ exists: { field: 'tx_to' } }] } };
+
+/** The current version of one record; the highest one should a failed write have left two. */
+export function getQuery(id: string) {
+  return {
+    query: { bool: { filter: [{ term: { id } }, CURRENT] } },
+    sort: [{ version: 'desc' as const }],
+    size: 1,
+  };
+}
+
+/** One page of current versions in insertion order. */
+export function pageQuery(size: number, source: readonly string[], after?: unknown[]) {
+  return {
+    query: CURRENT,
+    _source: [...source],
+    sort: [{ seq: 'asc' as const }, { id: 'asc' as const }],
+    size,
+    ...(after ? { search_after: after } : {}),
+  };
+}
+
+/** The fields `lineageEntryOf` reads: no content. */
+export const LINEAGE_SOURCE = ['id', 'kind', 'owner', 'project', 'recorded_at', 'expires_at', 'record.subject', 'record.provenance.rule', 'record.provenance.sourceEventIds', 'record.provenance.parentIds'] as const;
+
+export interface LineageSource {
+  id: string;
+  kind: MemoryKind;
+  owner: string;
+  project?: string | null;
+  recorded_at: number;
+  expires_at?: number | null;
+  record: { subject: string; provenance: { rule: string; sourceEventIds: string[]; parentIds: string[] } };
+}
+
+export function lineageEntryOf(source: LineageSource): LineageEntry {
+  return {
+    id: source.id,
+    kind: source.kind,
+    subject: source.record.subject,
+    owner: source.owner,
+    rule: source.record.provenance.rule,
+    sourceEventIds: source.record.provenance.sourceEventIds,
+    parentIds: source.record.provenance.parentIds,
+    recordedAt: new Date(source.recorded_at).toISOString(),
+    expiresAt: source.expires_at === null || source.expires_at === undefined ? null : new Date(source.expires_at).toISOString(),
+    ...(source.project !== null && source.project !== undefined ? { project: source.project } : {}),
+  };
+}
+
+/** Current versions stating this fact (or procedure), oldest transaction time first as the SQLite target orders them. */
+export function currentFactsQuery(factKey: string, size: number, after?: unknown[]) {
+  return {
+    query: { bool: { filter: [{ term: { fact_key: factKey } }, CURRENT] } },
+    _source: ['record'],
+    sort: [{ tx_from: 'asc' as const }, { seq: 'asc' as const }],
+    size,
+    ...(after ? { search_after: after } : {}),
+  };
+}
+
+/** Each route returns more than `limit` so fusion can promote a hit both routes agree on (as in the SQLite target). */
+export const routeDepth = (limit: number): number => Math.min(Math.max(limit * 2, 20), 1_000);
+
+/** Candidates the HNSW search visits per route: more than k, for recall under a selective filter. */
+export const numCandidates = (depth: number): number => Math.min(Math.max(depth * 4, 100), 10_000);
+
+/**
+ * The query text sent to BM25, capped: a pasted document must not become a
+ * query of thousands of terms (the SQLite target caps it at 64 distinct tokens).
+ */
+const MAX_QUERY_CHARS = 1_000;
+
+export interface RouteBodies {
+  bm25?: object;
+  knn?: object;
+}
+
+/**
+ * The two routes of a hybrid search, each carrying the compiled policy
+ * filter (BM25 in filter context, kNN as `knn.filter`, i.e. pre-filtering):
+ * no record the caller may not see is ever a candidate. A route with
+ * nothing to do (no text, no or a zero vector, a filter that admits
+ * nothing) is absent. Hits carry only the record id; the documents of the
+ * fused top hits are fetched afterwards.
+ */
+export function routeBodies(query: HybridQuery): RouteBodies {
+  const depth = routeDepth(query.limit);
+  const bodies: RouteBodies = {};
+  const text = query.text.trim().slice(0, MAX_QUERY_CHARS);
+  const bm25 = bm25Query(text, query.filter);
+  if (bm25) bodies.bm25 = { ...bm25, size: depth, _source: ['id'] };
+  if (query.vector && query.vector.some((x) => x !== 0)) {
+    const knn = knnClause(query.vector, depth, numCandidates(depth), query.filter);
+    if (knn) bodies.knn = { ...knn, size: depth, _source: ['id'] };
+  }
+  return bodies;
+}
+
+/**
+ * Both routes fused by the server (`retriever.rrf`) instead of by ELMA; used
+ * only when both routes are active. Same rank constant and window as ELMA's
+ * own fusion, so the two modes rank alike up to ties.
+ */
+export function serverRrfBody(query: HybridQuery): object | undefined {
+  const routes = routeBodies(query);
+  if (!routes.bm25 || !routes.knn) return undefined;
+  const depth = routeDepth(query.limit);
+  const { query: bm25 } = routes.bm25 as { query: object };
+  const { knn } = routes.knn as { knn: object };
+  return {
+    retriever: { rrf: { retrievers: [{ standard: { query: bm25 } }, { knn }], rank_window_size: depth, rank_constant: RRF_K } },
+    size: Math.min(query.limit, depth),
+    _source: ['id'],
+  };
+}
+
+/** A route's hits, best first: the document id and its record id. */
+export interface RouteHit {
+  _id: string;
+  id: string;
+}
+
+export interface FusedHit {
+  _id: string;
+  id: string;
+  score: number;
+  bm25Rank?: number;
+  vectorRank?: number;
+}
+
+/** ELMA's reciprocal rank fusion over the routes' document ids, with each hit's 1-based rank in each route. */
+export function fuse(bm25: readonly RouteHit[], knn: readonly RouteHit[], limit: number): FusedHit[] {
+  const recordIds = new Map([...bm25, ...knn].map((h) => [h._id, h.id]));
+  const bm25Rank = new Map(bm25.map((h, i) => [h._id, i + 1]));
+  const vectorRank = new Map(knn.map((h, i) => [h._id, i + 1]));
+  return reciprocalRankFusion([bm25.map((h) => h._id), knn.map((h) => h._id)])
+    .slice(0, Math.max(limit, 0))
+    .map(({ id: _id, score }) => ({
+      _id,
+      id: recordIds.get(_id)!,
+      score,
+      ...(bm25Rank.has(_id) ? { bm25Rank: bm25Rank.get(_id) } : {}),
+      ...(vectorRank.has(_id) ? { vectorRank: vectorRank.get(_id) } : {}),
+    }));
+}
+
+/** A usage document. */
+export interface UsageDocument {
+  id: string;
+  retrieved: number;
+  adopted: number;
+  last_used_at: number | null;
+}
+
+/** A usage document as read for an update, with the version it must still have. */
+export interface StoredUsage {
+  doc: UsageDocument;
+  seqNo: number;
+  primaryTerm: number;
+}
+
+/**
+ * Adds one use to each record's counts (each id once per call), as a
+ * read-modify-write guarded by the sequence number that was read
+ * (`if_seq_no`), and `create` for a first use: a concurrent use makes a
+ * 409 and that id is read and written again, so uses add up without a
+ * server-side script (which hardened clusters often disable).
+ */
+export function usageOperations(ids: readonly string[], use: 'retrieved' | 'adopted', at: number, stored: ReadonlyMap<string, StoredUsage>): object[] {
+  return [...new Set(ids)].flatMap((id): object[] => {
+    const _id = usageDocId(id);
+    const current = stored.get(id);
+    if (!current) {
+      return [{ create: { _id } }, { id, retrieved: use === 'retrieved' ? 1 : 0, adopted: use === 'adopted' ? 1 : 0, last_used_at: at } satisfies UsageDocument];
+    }
+    const { doc } = current;
+    return [
+      { index: { _id, if_seq_no: current.seqNo, if_primary_term: current.primaryTerm } },
+      { ...doc, [use]: doc[use] + 1, last_used_at: doc.last_used_at === null ? at : Math.max(doc.last_used_at, at) } satisfies UsageDocument,
+    ];
+  });
+}
+
+/** Record ids of the bulk items that lost a race (409), to be read and written again; other failures are described. */
+export function usageConflicts(items: readonly BulkItem[], ids: readonly string[]) {
+  const byDocId = new Map([...new Set(ids)].map((id) => [usageDocId(id), id]));
+  const conflicts: string[] = [];
+  const others: BulkItem[] = [];
+  for (const item of items) {
+    const result = Object.values(item)[0];
+    if (!result) continue;
+    if (result.status === 409 && result._id && byDocId.has(result._id)) conflicts.push(byDocId.get(result._id)!);
+    else if (result.error) others.push(item);
+  }
+  return { conflicts, failures: bulkFailures(others) };
+}
+
+/** The record with its usage counts from the usage index added (the stored record keeps those of its writing). */
+export function withUsage(record: MemoryRecord, usage: UsageDocument | undefined): MemoryRecord {
+  if (!usage) return record;
+  return {
+    ...record,
+    usage: {
+      retrieved: record.usage.retrieved + usage.retrieved,
+      adopted: record.usage.adopted + usage.adopted,
+      lastUsedAt: usage.last_used_at === null ? record.usage.lastUsedAt : new Date(usage.last_used_at).toISOString(),
+    },
+  };
+}
+
+/** The one `_aliases` call that moves a tenant's alias to the reindexed index: both actions apply together or not at all. */
+export function aliasSwapActions(alias: string, from: readonly string[], to: string) {
+  return [...(from.length > 0 ? [{ remove: { indices: [...from], alias } }] : []), { add: { index: to, alias, is_write_index: true } }];
+}
+
+/** A stored vector as the port returns it; a zero vector was stored without the field. */
+export function vectorOf(doc: Pick<MemoryDocument, 'vector'>, dimensions: number): Float32Array {
+  return doc.vector ? Float32Array.from(doc.vector) : new Float32Array(dimensions);
+}
+
+/** Elasticsearch 8 or 9, from `GET /`; otherwise why not, without echoing anything but the version. */
+export function checkServerVersion(info: { version?: { number?: string; distribution?: string } }): { major: number; minor: number } {
+  const number = info.version?.number ?? '';
+  const match = /^(\d+)\.(\d+)/.exec(number);
+  if (info.version?.distribution || !match) throw new Error(`the server is not Elasticsearch (version ${JSON.stringify(number)})`);
+  const major = Number(match[1]);
+  if (major !== 8 && major !== 9) throw new Error(`Elasticsearch ${number} is not supported: ELMA needs Elasticsearch 8 or 9`);
+  return { major, minor: Number(match[2]) };
+}
+
+/** Whether the server drops dense vectors from `_source` unless told not to (9.2 and later). */
+export const dropsSourceVectors = (server: { major: number; minor: number }): boolean => server.major > 9 || (server.major === 9 && server.minor >= 2);
+
+/** The part of `GET {index}/_stats?level=shards` that tells whether deleted documents may still be retained. */
+export interface ShardStats {
+  indices?: Record<
+    string,
+    {
+      shards?: Record<
+        string,
+        { routing?: { primary?: boolean }; seq_no?: { max_seq_no?: number }; retention_leases?: { leases?: { retaining_seq_no: number }[] } }[]
+      >;
+    }
+  >;
+}
+
+/** The highest sequence number of each primary shard (`index/shard`): every delete done so far is at or below it. */
+export function maxSeqNos(stats: ShardStats): Map<string, number> {
+  const marks = new Map<string, number>();
+  for (const [index, { shards = {} } = {}] of Object.entries(stats.indices ?? {})) {
+    for (const [shard, copies] of Object.entries(shards)) {
+      const primary = copies.find((c) => c.routing?.primary);
+      if (primary?.seq_no?.max_seq_no !== undefined) marks.set(`${index}/${shard}`, primary.seq_no.max_seq_no);
+    }
+  }
+  return marks;
+}
+
+/**
+ * Whether a merge may now drop the deleted documents up to `marks`: a
+ * soft-deleted document stays in its segment, merges or not, while a
+ * retention lease (shard copies' peer-recovery leases, CCR) still retains
+ * its sequence number; the primary's own lease moves past a flush only at
+ * the next lease sync (about 30 s). So every lease must retain only later
+ * operations than the purge's.
+ */
+export function leasesPast(stats: ShardStats, marks: ReadonlyMap<string, number>): boolean {
+  for (const [index, { shards = {} } = {}] of Object.entries(stats.indices ?? {})) {
+    for (const [shard, copies] of Object.entries(shards)) {
+      const mark = marks.get(`${index}/${shard}`);
+      if (mark === undefined) continue;
+      for (const copy of copies) {
+        if ((copy.retention_leases?.leases ?? []).some((lease) => lease.retaining_seq_no <= mark)) return false;
+      }
+    }
+  }
+  return true;
+}
