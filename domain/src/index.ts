@@ -1,6 +1,7 @@
 export * from './shared/errors';
 export * from './shared/clock';
 export * from './shared/zod';
+export * from './shared/collections';
 export * from './streams';
 export * from './event-log/port';
 export * from './event-log/append-plan';

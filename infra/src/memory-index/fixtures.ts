@@ -1,4 +1,4 @@
-import type { IndexedMemory } from '@elma/domain';
+import { RECALLABLE_STATUSES, type HybridQuery, type IndexedMemory, type MemoryIndex } from '@elma/domain';
 import { makeRecord, type RecordOverrides } from '@elma/domain/testing';
 import { HashingEmbedder } from '../embedder/hashing';
 
@@ -14,4 +14,17 @@ export function indexed(overrides: RecordOverrides = {}): IndexedMemory {
 
 export function embed(text: string): Float32Array {
   return embedder.embedOne(text);
+}
+
+/** Ids of the hits of an open query in one tenant (both routes when a vector is given). */
+export function searchIds(index: MemoryIndex, tenant: string, text: string, vector?: Float32Array): Promise<string[]> {
+  return index
+    .search({
+      tenant,
+      text,
+      vector,
+      limit: 10,
+      filter: { statuses: RECALLABLE_STATUSES, maxSensitivity: 'restricted', now: '2025-01-01T00:00:00.000Z' },
+    } satisfies HybridQuery)
+    .then((hits) => hits.map((h) => h.record.id));
 }

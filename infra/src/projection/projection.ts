@@ -1,4 +1,5 @@
 import {
+  groupBy,
   EventIngested,
   KeyShredded,
   MemoryRecorded,
@@ -214,13 +215,3 @@ export class Projection {
 
 export { memoryEventMetadata } from '../memory/memory-events';
 
-function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const k = key(item);
-    const group = groups.get(k);
-    if (group) group.push(item);
-    else groups.set(k, [item]);
-  }
-  return groups;
-}

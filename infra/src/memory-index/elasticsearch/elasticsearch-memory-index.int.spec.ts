@@ -3,7 +3,7 @@ import { Client } from '@elastic/elasticsearch';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RECALLABLE_STATUSES, type HybridQuery } from '@elma/domain';
 import { memoryIndexContract } from '../contract';
-import { embed, indexed } from '../fixtures';
+import { embed, indexed, searchIds } from '../fixtures';
 import { ElasticsearchMemoryIndex } from './elasticsearch-memory-index';
 import { aliasName } from './mapping';
 
@@ -61,16 +61,7 @@ function fixtureFactory(node: string, extra: { serverRrf?: boolean } = {}) {
   };
 }
 
-const search = (index: ElasticsearchMemoryIndex, text: string, vector?: Float32Array): Promise<string[]> =>
-  index
-    .search({
-      tenant: T,
-      text,
-      vector,
-      limit: 10,
-      filter: { statuses: RECALLABLE_STATUSES, maxSensitivity: 'restricted', now: '2025-01-01T00:00:00.000Z' },
-    } satisfies HybridQuery)
-    .then((hits) => hits.map((h) => h.record.id));
+const search = (index: ElasticsearchMemoryIndex, text: string, vector?: Float32Array): Promise<string[]> => searchIds(index, T, text, vector);
 
 if (URL) {
   memoryIndexContract(`ElasticsearchMemoryIndex${analyzerNote}`, fixtureFactory(URL));

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  groupBy,
   RRF_K,
   reciprocalRankFusion,
   transactionTime,
@@ -124,16 +125,6 @@ export function planUpsert(stored: readonly StoredVersion[], memories: readonly 
   return { operations, written: [...pending.values()].map((d) => d.id) };
 }
 
-function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const k = key(item);
-    const group = groups.get(k);
-    if (group) group.push(item);
-    else groups.set(k, [item]);
-  }
-  return groups;
-}
 
 /** Bulk bodies of at most `maxOperations` actions, never splitting an action from its source line. */
 export function chunkOperations(operations: readonly BulkOperation[], maxActions: number): BulkOperation[][] {

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { RECALLABLE_STATUSES, type HybridQuery, type ReadClause } from '@elma/domain';
 import { memoryIndexContract } from '../contract';
-import { embed, indexed } from '../fixtures';
+import { embed, indexed, searchIds } from '../fixtures';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
 
 const DIMENSIONS = 384;
@@ -29,16 +29,7 @@ memoryIndexContract('SqliteMemoryIndex', async () => {
 });
 
 const T = 'tenant-a';
-const search = (index: SqliteMemoryIndex, text: string, vector?: Float32Array): Promise<string[]> =>
-  index
-    .search({
-      tenant: T,
-      text,
-      vector,
-      limit: 10,
-      filter: { statuses: RECALLABLE_STATUSES, maxSensitivity: 'restricted', now: '2025-01-01T00:00:00.000Z' },
-    } satisfies HybridQuery)
-    .then((hits) => hits.map((h) => h.record.id));
+const search = (index: SqliteMemoryIndex, text: string, vector?: Float32Array): Promise<string[]> => searchIds(index, T, text, vector);
 
 /** Every file in the folder that contains `needle`, by name. */
 function filesContaining(dir: string, needle: Buffer): string[] {
