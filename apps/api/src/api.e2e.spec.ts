@@ -27,8 +27,9 @@ async function call(method: string, path: string, body?: unknown, headers: Recor
 
 const event = chatEvent;
 
-/** What the tenant's data streams and index hold. */
+/** What the tenant's data streams and index hold, once the projection has applied every write so far. */
 async function counts() {
+  await t.elma.runner.waitFor(await t.elma.log.headPosition());
   return { events: await dataEventCount(t.elma, 'acme'), memories: await t.elma.index.count('acme') };
 }
 

@@ -36,7 +36,15 @@ export interface TestAppOptions {
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'elma-test-'));
-  const config = loadConfig({ ELMA_DATA_DIR: dataDir, ELMA_PORT: '0', ELMA_TEMPORAL_DB_FILE: process.env.ELMA_TEMPORAL_DB_FILE });
+  const config = loadConfig({
+    ELMA_DATA_DIR: dataDir,
+    ELMA_PORT: '0',
+    ELMA_TEMPORAL_DB_FILE: process.env.ELMA_TEMPORAL_DB_FILE,
+    // Opt-in: the API suites on Elasticsearch instead of the embedded index, each app in a namespace of its own.
+    ...(process.env.ELMA_E2E_ELASTICSEARCH_URL
+      ? { ELMA_ELASTICSEARCH_URL: process.env.ELMA_E2E_ELASTICSEARCH_URL, ELMA_ES_NAMESPACE: `e2e${randomUUID().replaceAll('-', '').slice(0, 12)}` }
+      : {}),
+  });
   const elma = await openElma(config, { logger: silentLogger, clock: options.clock });
   await elma.runner.start();
   const stops: (() => Promise<unknown>)[] = [];
@@ -86,6 +94,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     async close() {
       await app.close();
       for (const stop of stops.reverse()) await stop();
+      if (process.env.ELMA_E2E_ELASTICSEARCH_URL && !options.keep) for (const tenant of await elma.index.tenants()) await elma.index.dropTenant(tenant);
       await elma.close();
       if (!options.keep) rmSync(dataDir, { recursive: true, force: true });
     },

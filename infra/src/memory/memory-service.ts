@@ -288,6 +288,9 @@ export class MemoryService {
    */
   async get(principal: Principal, id: string, options: { purpose?: string; requestId?: string } = {}): Promise<MemoryRecord> {
     const tenant = principal.tenant;
+    // Read your own writes: a memory written (or an event ingested) just before is found, however slow the index.
+    const last = this.deps.writes.lastWrite(principal);
+    if (last !== undefined) await this.deps.runner.waitFor(last);
     const found = await this.deps.index.get(tenant, id);
     const policy = await this.deps.policies.get(tenant);
     const now = this.deps.clock.now().toISOString();

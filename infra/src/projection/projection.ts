@@ -91,6 +91,7 @@ export class Projection {
 
   private async applyTenant(tenant: string, events: RecordedEvent[], options: ApplyOptions): Promise<number> {
     const derived = new Map<string, MemoryRecord>();
+    const triggers: (() => void)[] = [];
     const ingested = await this.openSkippingErased<EventIngested>(
       tenant,
       events.filter((e) => e.type === 'EventIngested'),
@@ -100,7 +101,7 @@ export class Projection {
       for (const command of deriveMemories(parsed)) {
         for (const recorded of decide(command, initialMemoryState())) derived.set(recorded.record.id, recorded.record);
       }
-      if (options.appendDerived) this.countForConsolidation(tenant, parsed);
+      if (options.appendDerived) this.countForConsolidation(tenant, parsed, triggers);
     }
     // A record erased on its own (its event kept, e.g. under a legal hold) must not be derived again.
     if (derived.size > 0) for (const id of await this.deps.sealer.erasedAmong(tenant, [...derived.keys()])) derived.delete(id);
@@ -124,7 +125,10 @@ export class Projection {
     }
 
     const records = [...derived.values()];
-    if (records.length === 0) return 0;
+    if (records.length === 0) {
+      for (const trigger of triggers) trigger();
+      return 0;
+    }
     // Contradiction check (§5.2 rule 4) on the live path only: a rebuild replays the decisions from the log.
     if (options.appendDerived) {
       const revisions = await this.settleConflicts(tenant, records);
@@ -140,10 +144,12 @@ export class Projection {
     );
     if (this.recentlyIndexed.size + records.length > Projection.RECENT_MAX) this.recentlyIndexed.clear();
     for (const record of records) this.recentlyIndexed.set(`${tenant}/${record.id}`, record.version);
+    // Only now: a consolidation started earlier could look for records the index does not show yet.
+    for (const trigger of triggers) trigger();
     return records.length;
   }
 
-  private countForConsolidation(tenant: string, event: EventIngested): void {
+  private countForConsolidation(tenant: string, event: EventIngested, triggers: (() => void)[]): void {
     if (!this.consolidation) return;
     const key = `${tenant}/${event.subject}`;
     const count = (this.sinceConsolidation.get(key) ?? 0) + 1;
@@ -153,7 +159,8 @@ export class Projection {
       return;
     }
     this.sinceConsolidation.delete(key);
-    this.consolidation.trigger(tenant, episodicIdFor(event.eventId), sessionEnd ? 'session_end' : 'events');
+    const consolidation = this.consolidation;
+    triggers.push(() => consolidation.trigger(tenant, episodicIdFor(event.eventId), sessionEnd ? 'session_end' : 'events'));
   }
 
   /**

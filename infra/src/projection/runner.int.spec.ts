@@ -46,6 +46,21 @@ describe('the projection runner', () => {
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   });
 
+  it('starts a consolidation only once the events that triggered it are in the index', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'elma-runner-'));
+    dirs.push(dir);
+    const elma = await start(dir);
+    const seen: Promise<boolean>[] = [];
+    // The workflow the trigger starts looks the record up by id at once; a slower index must already show it.
+    elma.projection.setConsolidationTrigger((tenant, ref) => seen.push(elma.index.get(tenant, ref).then(Boolean)), 3);
+
+    const result = await elma.ingest.ingest(who, batch(0, 21));
+    await elma.runner.waitFor(BigInt(result.position));
+
+    expect(seen.length).toBeGreaterThan(0);
+    expect(await Promise.all(seen)).toEqual(seen.map(() => true));
+  });
+
   it('resumes from its durable checkpoint after a restart with no loss and no duplicates', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'elma-runner-'));
     dirs.push(dir);

@@ -187,7 +187,12 @@ async function openEventLog(config: ElmaConfig): Promise<{ log: EventLog; checkp
 
 async function openIndex(config: ElmaConfig): Promise<ViewIndex> {
   if (config.elasticsearch) {
-    return ElasticsearchMemoryIndex.open({ node: config.elasticsearch.url, dimensions: config.embedder.dimensions, serverRrf: config.elasticsearch.serverRrf });
+    return ElasticsearchMemoryIndex.open({
+      node: config.elasticsearch.url,
+      dimensions: config.embedder.dimensions,
+      serverRrf: config.elasticsearch.serverRrf,
+      namespace: config.elasticsearch.namespace,
+    });
   }
   return SqliteMemoryIndex.open({ dir: join(config.dataDir, 'index'), dimensions: config.embedder.dimensions });
 }

@@ -92,6 +92,8 @@ const RECORDS_PAGE = 1_000;
 const LINEAGE_PAGE = 5_000;
 /** Elasticsearch's default `index.max_result_window`: the largest `size` of one page. */
 const MAX_PAGE = 10_000;
+/** Repeats of a request answered 503 or 429 (pauses 50 ms, doubling: about 3 s in all). */
+const TRANSIENT_RETRIES = 6;
 
 /**
  * The production memory index: one Elasticsearch index per tenant behind
@@ -204,12 +206,12 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     const routes = routeBodies(query);
     const bodies = [routes.bm25, routes.knn].filter((b): b is object => b !== undefined);
     if (bodies.length === 0) return [];
-    const response = await this.call('msearch', alias, () =>
-      this.client.msearch<{ id: string }>({ searches: bodies.flatMap((body) => [{ index: alias, ignore_unavailable: true }, body]) }),
-    );
-    const ranked = response.responses.map((r) => {
-      if ('error' in r) throw new ElasticsearchIndexError(`elasticsearch search failed on ${alias}: ${r.error.type} (status ${r.status})`, r.status, r.error.type);
-      return r.hits.hits.map((h): RouteHit => ({ _id: h._id!, id: h._source!.id }));
+    const ranked = await this.call('msearch', alias, async () => {
+      const response = await this.client.msearch<{ id: string }>({ searches: bodies.flatMap((body) => [{ index: alias, ignore_unavailable: true }, body]) });
+      return response.responses.map((r) => {
+        if ('error' in r) throw new ElasticsearchIndexError(`elasticsearch search failed on ${alias}: ${r.error.type} (status ${r.status})`, r.status, r.error.type);
+        return r.hits.hits.map((h): RouteHit => ({ _id: h._id!, id: h._source!.id }));
+      });
     });
     const bm25 = routes.bm25 ? ranked.shift()! : [];
     const knn = routes.knn ? ranked.shift()! : [];
@@ -630,13 +632,23 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     return this.lastSeq;
   }
 
+  /**
+   * One request, with its errors turned into `ElasticsearchIndexError`s that
+   * quote no content. A 503 (a shard not started yet, e.g. of an index another
+   * request has just created) or a 429 (back-pressure) is repeated a few times
+   * with growing pauses: every request ELMA sends is idempotent.
+   */
   private async call<T>(operation: string, target: string, fn: () => Promise<T>): Promise<T> {
-    this.assertOpen();
-    try {
-      return await fn();
-    } catch (error) {
-      if (isIndexNotFound(error)) throw new ElasticsearchIndexError(`elasticsearch ${operation} on ${target}: index not found`, 404, 'index_not_found_exception');
-      throw ElasticsearchIndexError.from(`${operation} on ${target}`, error);
+    for (let attempt = 0; ; attempt++) {
+      this.assertOpen();
+      try {
+        return await fn();
+      } catch (error) {
+        if (isIndexNotFound(error)) throw new ElasticsearchIndexError(`elasticsearch ${operation} on ${target}: index not found`, 404, 'index_not_found_exception');
+        const failure = ElasticsearchIndexError.from(`${operation} on ${target}`, error);
+        if ((failure.status !== 503 && failure.status !== 429) || attempt >= TRANSIENT_RETRIES) throw failure;
+        await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));
+      }
     }
   }
 
