@@ -20,7 +20,7 @@ describe('engine selection', () => {
     expect(config.eventLog).toBe('eventstoredb');
     expect(config.eventStore).toEqual({ url: 'esdb://db:2113?tls=false', scavengeWaitMs: 60_000 });
     expect(config.index).toBe('elasticsearch');
-    expect(config.elasticsearch).toEqual({ url: 'http://es:9200', serverRrf: false, namespace: 'elma' });
+    expect(config.elasticsearch).toEqual({ url: 'http://es:9200', serverRrf: false, namespace: 'elma', refresh: true });
   });
 
   it('an explicit engine choice wins over a URL, and a production engine without its URL is refused', () => {

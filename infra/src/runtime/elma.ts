@@ -192,6 +192,7 @@ async function openIndex(config: ElmaConfig): Promise<ViewIndex> {
       dimensions: config.embedder.dimensions,
       serverRrf: config.elasticsearch.serverRrf,
       namespace: config.elasticsearch.namespace,
+      refresh: config.elasticsearch.refresh,
     });
   }
   return SqliteMemoryIndex.open({ dir: join(config.dataDir, 'index'), dimensions: config.embedder.dimensions });
