@@ -12,6 +12,15 @@ async function open(): Promise<EventStoreDbEventLog> {
   return EventStoreDbEventLog.open({ url: url!, namespace: `t${randomUUID().replaceAll('-', '')}.`, idleCheckpointMs: 50 });
 }
 
+describe('EventStoreDB adapter without a server', () => {
+  it('fails to open at once with a clear error that names no credentials', async () => {
+    const attempt = EventStoreDbEventLog.open({ url: 'esdb://admin:s3cret@127.0.0.1:1?tls=false' });
+
+    await expect(attempt).rejects.toThrow(/^EventStoreDB at esdb:\/\/\*\*\*@127\.0\.0\.1:1\?tls=false did not answer/);
+    await expect(attempt).rejects.not.toThrow(/s3cret/);
+  });
+});
+
 if (url) {
   eventLogContract('EventStoreDB', async () => {
     const log = await open();

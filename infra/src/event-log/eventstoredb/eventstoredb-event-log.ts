@@ -142,7 +142,9 @@ export class EventStoreDbEventLog implements EventLog {
 
   async *readAll(options: ReadAllOptions = {}): AsyncIterable<RecordedEvent> {
     const backwards = options.direction === 'backwards';
-    const from = options.fromPosition ?? (backwards ? 'end' : 'start');
+    const given = options.fromPosition ?? (backwards ? 'end' : 'start');
+    // -1 is "before the first event", as a fresh checkpoint says.
+    const from = typeof given === 'bigint' && given < 0n ? 'start' : given;
     if ((from === 'start' && backwards) || (from === 'end' && !backwards)) return;
     let remaining = options.maxCount ?? Infinity;
     if (remaining <= 0) return;

@@ -31,6 +31,9 @@ export class EventStoreDbSubscription implements Subscription {
   private failure?: Error;
   private server?: AllStreamSubscription;
   private acknowledged = -1n;
+  /** A server checkpoint that arrived while events before it were still on their way to `deliver`. */
+  private pendingCheckpoint?: bigint;
+  private delivering = 0;
   private closed = false;
   private probing = false;
   private readonly timer: NodeJS.Timeout;
@@ -42,6 +45,8 @@ export class EventStoreDbSubscription implements Subscription {
   constructor(private readonly options: Options) {
     this.deleted = new DeletedStreams(options.log);
     this.ready = this.start();
+    // A start that fails (the server unreachable) fails the iteration, never the process.
+    this.ready.catch((error: unknown) => this.fail(error as Error));
     this.timer = setInterval(() => void this.probe(), options.idleCheckpointMs);
     this.timer.unref();
   }
@@ -97,7 +102,7 @@ export class EventStoreDbSubscription implements Subscription {
     const common = {
       checkpointInterval: 1,
       maxSearchWindow: SEARCH_WINDOW,
-      checkpointReached: (_: unknown, position: { commit: bigint; prepare: bigint }) => this.checkpoint(packPosition(position)),
+      checkpointReached: (_: unknown, position: { commit: bigint; prepare: bigint }) => this.serverCheckpoint(packPosition(position)),
     };
     if ('prefixes' in spec) return streamNameFilter({ prefixes: spec.prefixes, ...common });
     return spec.on === 'eventType' ? eventTypeFilter({ regex: spec.regex, ...common }) : streamNameFilter({ regex: spec.regex, ...common });
@@ -106,6 +111,7 @@ export class EventStoreDbSubscription implements Subscription {
   private async deliver(resolved: Parameters<EventStoreDbEventLog['toRecorded']>[0]): Promise<void> {
     const server = this.server;
     server?.pause();
+    this.delivering++;
     try {
       const event = this.options.log.toRecorded(resolved);
       if (!event || event.position <= this.acknowledged) return;
@@ -119,8 +125,28 @@ export class EventStoreDbSubscription implements Subscription {
     } catch (error) {
       this.fail(error as Error);
     } finally {
+      this.delivering--;
       server?.resume();
+      this.flushCheckpoint();
     }
+  }
+
+  /**
+   * The server sends a checkpoint after the events before it, but through a
+   * callback, while those events may still wait in the stream's buffer: it is
+   * handed out only once they have been, so no consumer saves a position past
+   * an event it has not seen.
+   */
+  private serverCheckpoint(position: bigint): void {
+    if (this.pendingCheckpoint === undefined || position > this.pendingCheckpoint) this.pendingCheckpoint = position;
+    this.flushCheckpoint();
+  }
+
+  private flushCheckpoint(): void {
+    if (this.pendingCheckpoint === undefined || this.delivering > 0 || (this.server?.readableLength ?? 0) > 0) return;
+    const position = this.pendingCheckpoint;
+    this.pendingCheckpoint = undefined;
+    this.checkpoint(position);
   }
 
   private checkpoint(position: bigint): void {
