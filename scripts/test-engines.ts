@@ -27,6 +27,12 @@ const suites: Suite[] = [
     file: 'infra/src/memory-index/elasticsearch/elasticsearch-memory-index.int.spec.ts',
     variable: 'ELMA_ELASTICSEARCH_URL',
   },
+  {
+    engine: 'Elasticsearch',
+    port: 'Views rebuild',
+    file: 'infra/src/projection/tenant-views.int.spec.ts',
+    variable: 'ELMA_ELASTICSEARCH_URL',
+  },
   { engine: 'SQLite (embedded)', port: 'KeyVault', file: 'infra/src/key-vault/sqlite/sqlite-key-vault.int.spec.ts' },
 ];
 
@@ -40,7 +46,7 @@ console.log('Engine contract suites:');
 for (const suite of suites) {
   const url = suite.variable ? process.env[suite.variable] : undefined;
   const target = !suite.variable ? 'always' : url ? `${suite.variable}=${redact(url)}` : `skipped: ${suite.variable} is not set`;
-  console.log(`  ${suite.port.padEnd(12)} ${suite.engine.padEnd(18)} ${target}`);
+  console.log(`  ${suite.port.padEnd(14)} ${suite.engine.padEnd(18)} ${target}`);
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'elma-engines-'));
@@ -71,6 +77,6 @@ for (const suite of suites) {
   // A production suite runs against its engine only with its URL; without it only the checks that need no server run.
   const ran = suite.variable ? Boolean(process.env[suite.variable]) : passed + failed > 0;
   const figures = `${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
-  console.log(`  ${suite.port.padEnd(12)} ${suite.engine.padEnd(18)} ${ran ? `ran: ${figures}` : `did not run against a server (${suite.variable} not set; ${figures})`}`);
+  console.log(`  ${suite.port.padEnd(14)} ${suite.engine.padEnd(18)} ${ran ? `ran: ${figures}` : `did not run against a server (${suite.variable} not set; ${figures})`}`);
 }
 process.exit(run.status !== 0 || failedTotal > 0 ? 1 : 0);

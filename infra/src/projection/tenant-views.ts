@@ -38,7 +38,8 @@ export class TenantViewsService {
     return swappable(this.deps.index) ? 'alias_swap' : 'in_place';
   }
 
-  async rebuildBeside(tenant: string): Promise<RebuildResult> {
+  /** `afterFill` runs once the new index holds the log so far, just before the switch (progress, tests). */
+  async rebuildBeside(tenant: string, options: { afterFill?: () => Promise<void> } = {}): Promise<RebuildResult> {
     const index = this.deps.index;
     if (!swappable(index)) throw new Error('this index rebuilds in place: drop, then replay');
     const dropped = await index.count(tenant);
@@ -46,6 +47,7 @@ export class TenantViewsService {
     const swap = await index.reindex(tenant, async (target) => {
       const projection = new Projection({ log: this.deps.log, index: target, sealer: this.deps.sealer, embedder: this.deps.embedder });
       filled = await this.replayInto(projection, tenant, -1n);
+      await options.afterFill?.();
     });
     // The live projection kept writing to the old index until the swap: apply what came after the fill again.
     const caughtUp = await this.replayInto(this.deps.projection, tenant, filled.last);
