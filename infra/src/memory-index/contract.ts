@@ -18,6 +18,7 @@ import {
   type ReadClause,
   type ReadExclusions,
 } from '@elma/domain';
+import { OWNERS, PROJECTS, PURPOSES, defined, readClause, sometimes } from './arbitraries.testing';
 import { embed, indexed, type RecordOverrides } from './fixtures';
 
 export interface MemoryIndexFixture {
@@ -426,14 +427,9 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
   });
 }
 
-const OWNERS = ['ann', 'bob', 'cy'];
-const PROJECTS = ['falcon', 'eagle'];
-const PURPOSES = ['support', 'billing', 'hr'];
 const IDS = Array.from({ length: 40 }, (_, i) => `r-${i}`);
 
-const sometimes = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ arbitrary: fc.constant(undefined), weight: 2 }, { arbitrary: arb, weight: 1 });
 const someOf = <T>(values: readonly T[]) => fc.subarray([...values], { minLength: 1 });
-const defined = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 
 const policyRecord: fc.Arbitrary<RecordOverrides> = fc
   .record({
@@ -454,18 +450,7 @@ const policyRecord: fc.Arbitrary<RecordOverrides> = fc
 
 const readClauses: fc.Arbitrary<ReadClause[] | undefined> = sometimes(
   fc.array(
-    fc
-      .record({
-        ruleId: fc.constantFrom('r1', 'r2'),
-        maxSensitivity: fc.constantFrom(...Sensitivity.options),
-        kinds: sometimes(someOf(MemoryKind.options)),
-        owner: sometimes(fc.constantFrom(...OWNERS)),
-        project: sometimes(fc.constantFrom(...PROJECTS)),
-        statuses: sometimes(someOf(MemoryStatus.options)),
-        retentionClasses: sometimes(someOf(RetentionClass.options)),
-        purpose: sometimes(fc.constantFrom(...PURPOSES)),
-      })
-      .map(defined),
+    readClause(someOf),
     { maxLength: 4 },
   ),
 );

@@ -15,13 +15,11 @@ import {
 import { makeRecord } from '@elma/domain/testing';
 import { compileFilter } from '../sqlite/filter-sql';
 import { purposeSet } from '../sqlite/schema';
+import { OWNERS, PROJECTS, PURPOSES, defined, readClause, sometimes } from '../arbitraries.testing';
 import { evaluate } from './dsl-eval.testing';
 import { bm25Query, compileFilterDsl, knnClause } from './filter-dsl';
 import { MAPPING_VERSION, aliasName, indexName, memoryIndexMapping, toDocument, type MemoryDocument } from './mapping';
 
-const OWNERS = ['ann', 'bob', 'cy'];
-const PROJECTS = ['falcon', 'eagle'];
-const PURPOSES = ['support', 'billing', 'hr'];
 const IDS = ['r-0', 'r-1', 'r-2', 'r-3'];
 const VECTOR = Float32Array.from([0.1, 0.2, 0.3]);
 const RUNS = 5_000;
@@ -34,11 +32,7 @@ const day = fc.integer({ min: 0, max: 8 }).map((d) => BASE + d * DAY);
 const iso = day.chain((ms) => fc.boolean().map((utc) => (utc ? new Date(ms).toISOString() : withOffset(ms))));
 const withOffset = (ms: number) => `${new Date(ms + 2 * 3_600_000).toISOString().slice(0, 19)}+02:00`;
 
-// Weighted towards the permissive side: a filter of many random conjuncts otherwise admits almost nothing,
-// and the cases worth comparing are the admitted ones and their near misses.
-const sometimes = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ arbitrary: fc.constant(undefined), weight: 2 }, { arbitrary: arb, weight: 1 });
 const orNull = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ arbitrary: fc.constant(null), weight: 2 }, { arbitrary: arb, weight: 1 });
-const defined = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 /** Now and then empty: an empty list is a case of its own (default deny). */
 const listOf = <T>(values: readonly T[]) =>
   fc.oneof({ arbitrary: fc.subarray([...values], { minLength: 1 }), weight: 6 }, { arbitrary: fc.constant<T[]>([]), weight: 1 });
@@ -74,18 +68,7 @@ const record: fc.Arbitrary<MemoryRecord> = fc
     }),
   );
 
-const clause: fc.Arbitrary<ReadClause> = fc
-  .record({
-    ruleId: fc.constantFrom('r1', 'r2'),
-    maxSensitivity: fc.constantFrom(...Sensitivity.options),
-    kinds: sometimes(listOf(MemoryKind.options)),
-    owner: sometimes(fc.constantFrom(...OWNERS)),
-    project: sometimes(fc.constantFrom(...PROJECTS)),
-    statuses: sometimes(listOf(MemoryStatus.options)),
-    retentionClasses: sometimes(listOf(RetentionClass.options)),
-    purpose: sometimes(fc.constantFrom(...PURPOSES)),
-  })
-  .map(defined);
+const clause: fc.Arbitrary<ReadClause> = readClause(listOf);
 
 const exclusions: fc.Arbitrary<ReadExclusions> = fc
   .record({ owners: sometimes(listOf(OWNERS)), projects: sometimes(listOf(PROJECTS)), ids: sometimes(listOf(IDS)) })
