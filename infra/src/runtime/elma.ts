@@ -82,7 +82,12 @@ export async function openElma(
 
   const { log, checkpoints: logCheckpoints, compaction } = await openEventLog(config);
   const vault = new SqliteKeyVault({ path: join(config.dataDir, 'keys.db'), masterKey: config.masterKey });
-  const index = await openIndex(config);
+  // An index that cannot be reached must not leave the log's connection holding the process open.
+  const index = await openIndex(config).catch(async (error: unknown) => {
+    await vault.close();
+    await log.close();
+    throw error;
+  });
   // With EventStoreDB the projection's checkpoint is kept in the log itself; otherwise beside the views.
   const checkpoints = logCheckpoints ?? index;
   const embedder: Embedder =

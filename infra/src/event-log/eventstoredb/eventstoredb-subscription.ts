@@ -1,7 +1,7 @@
 import { START, eventTypeFilter, streamNameFilter, type AllStreamSubscription, type Filter } from '@eventstore/db-client';
 import type { EventFilter, Subscription, SubscriptionItem } from '@elma/domain';
 import type { EventStoreDbEventLog } from './eventstoredb-event-log';
-import { DeletedStreams } from './eventstoredb-event-log';
+import { DeletedStreams } from './deleted-streams';
 import { idleCheckpoint, isTransient, matchesFilter, packPosition, serverFilter, unpackPosition } from './positions';
 
 /** Events the server scans per filtered window before it sends a checkpoint. */

@@ -285,9 +285,10 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     const options = { index: indices, ignore_unavailable: true, allow_no_indices: true };
     await this.call('flush', target, () => this.client.indices.flush(options));
     const shardStats = () => this.call('stats', target, () => this.client.indices.stats({ ...options, level: 'shards' }) as Promise<ShardStats>);
-    const marks = maxSeqNos(await shardStats());
+    const first = await shardStats();
+    const marks = maxSeqNos(first);
     const deadline = Date.now() + (this.options.expungeTimeoutMs ?? 120_000);
-    let released = leasesPast(await shardStats(), marks);
+    let released = leasesPast(first, marks);
     while (!released && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       released = leasesPast(await shardStats(), marks);

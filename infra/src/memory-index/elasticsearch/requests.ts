@@ -60,8 +60,6 @@ export type BulkOperation = { index: { _id: string } } | { update: { _id: string
 export interface UpsertPlan {
   /** Bulk body: closes of stored versions first, then the new documents. */
   operations: BulkOperation[];
-  /** Record ids written, in the order of their documents. */
-  written: string[];
 }
 
 export interface PlanOptions {
@@ -122,9 +120,8 @@ export function planUpsert(stored: readonly StoredVersion[], memories: readonly 
   const operations: BulkOperation[] = [];
   for (const [_id, txTo] of closes) operations.push({ update: { _id } }, { doc: { tx_to: txTo } });
   for (const [_id, doc] of pending) operations.push({ index: { _id } }, doc);
-  return { operations, written: [...pending.values()].map((d) => d.id) };
+  return { operations };
 }
-
 
 /** Bulk bodies of at most `maxOperations` actions, never splitting an action from its source line. */
 export function chunkOperations(operations: readonly BulkOperation[], maxActions: number): BulkOperation[][] {
@@ -133,14 +130,14 @@ export function chunkOperations(operations: readonly BulkOperation[], maxActions
   return chunks;
 }
 
+/** One item of a bulk response: the action's name mapped to its result. */
+export type BulkItem = Partial<Record<string, { _id?: string | null; status: number; error?: { type?: string } }>>;
+
 /**
  * A bulk response's failures, described by document id and error type only:
  * Elasticsearch's `reason` can quote the document (a mapping error previews
  * the field's value), and erasure cannot reach a log line.
  */
-/** One item of a bulk response: the action's name mapped to its result. */
-export type BulkItem = Partial<Record<string, { _id?: string | null; status: number; error?: { type?: string } }>>;
-
 export function bulkFailures(items: readonly BulkItem[]): string[] {
   const failures: string[] = [];
   for (const item of items) {
