@@ -18,6 +18,8 @@ export default defineConfig({
   },
   test: {
     include: ['{domain,infra,activities,workflows,apps/*}/src/**/*.spec.ts', 'tests/**/*.spec.ts'],
+    // Fault scenarios (kill -9, full disk, corrupt files, Temporal down) run in `npm run test:faults`.
+    exclude: ['**/node_modules/**', '**/*.faults.spec.ts'],
     globalSetup: ['./tests/temporal.global-setup.ts'],
     pool: 'forks',
     testTimeout: 60_000,
