@@ -59,7 +59,17 @@ CREATE TABLE IF NOT EXISTS partition_state (
   key TEXT PRIMARY KEY,
   value INTEGER NOT NULL
 );
-INSERT OR IGNORE INTO partition_state (key, value) VALUES ('generation', 0), ('graph_generation', -1);
+-- purge_pending: 1 from the commit of a purge's row deletion until its last step (see TenantPartition.purge).
+INSERT OR IGNORE INTO partition_state (key, value) VALUES ('generation', 0), ('graph_generation', -1), ('purge_pending', 0);
+-- The graph file as it was last written: a file whose size or digest differs is never loaded (usearch trusts its bytes).
+CREATE TABLE IF NOT EXISTS graph_file (
+  one INTEGER PRIMARY KEY CHECK (one = 1),
+  generation INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  sha256 TEXT NOT NULL,
+  nodes INTEGER NOT NULL,
+  removed INTEGER NOT NULL
+);
 `;
 
 export const META_SCHEMA = `

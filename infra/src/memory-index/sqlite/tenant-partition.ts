@@ -1,4 +1,5 @@
-import { existsSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, rmSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { MemoryRecord, SENSITIVITY_RANK, entityToken, tokenize, type IndexedMemory, type LineageEntry, type MemoryKind } from '@elma/domain';
 import type { FilterSql } from './filter-sql';
@@ -36,6 +37,23 @@ const BM25_BUDGET = 500;
 
 /** Most distinct query tokens sent to FTS5 (a pasted document must not become a 10,000-term OR). */
 const MAX_QUERY_TOKENS = 64;
+
+/**
+ * Past this share of soft-removed slots the graph is rebuilt from the rows
+ * rather than patched. usearch 2.25 aborted the process (heap corruption)
+ * loading a file with 49 % or more of its slots removed; 2.26 loads them, but
+ * removed slots still cost memory and search time, and a rebuild leaves no
+ * ghost vectors at all. A quarter keeps far from the measured edge.
+ */
+export const COMPACT_SHARE = 0.25;
+
+interface GraphFile {
+  generation: number;
+  bytes: number;
+  sha256: string;
+  nodes: number;
+  removed: number;
+}
 
 /**
  * One tenant's partition: a SQLite file (rows, purposes, FTS5) and the HNSW
@@ -100,6 +118,12 @@ export class TenantPartition {
     // A later id in the same call replaced an earlier one: `added` keeps only the last row per id.
     const keys = [...added.values()];
     this.graph.remove(removedKeys);
+    if (this.graph.removedShare > COMPACT_SHARE) {
+      // The rows already hold this call's records, so the rebuilt graph has them too.
+      this.rebuildGraph();
+      this.saveGraph();
+      return;
+    }
     this.graph.add(
       keys.map((k) => k.rowid),
       keys.map((k) => k.vector),
@@ -295,8 +319,15 @@ export class TenantPartition {
    * those bytes and, should any survive, the graph is rebuilt from the rows
    * instead. Last the WAL, which still holds the old pages, is checkpointed
    * and truncated.
+   *
+   * Safe to run again from any point: the row deletion commits together with
+   * a `purge_pending` mark, and a purge that finds the mark (the previous one
+   * was killed or failed after its commit) redoes every later step, with the
+   * graph rebuilt from the rows since the removed vectors are no longer known.
+   * The checkpoint runs on every call, even one that finds nothing to delete.
    */
   async purge(ids: string[]): Promise<void> {
+    const resumed = this.state('purge_pending') === 1;
     const removed: { rowid: number; vector: Buffer }[] = [];
     this.db.transaction(() => {
       for (const id of ids) {
@@ -307,32 +338,62 @@ export class TenantPartition {
         }
         this.stmt('DELETE FROM usage WHERE id = ?').run(id);
       }
-      if (removed.length > 0) this.bumpGeneration();
+      if (removed.length > 0) {
+        this.bumpGeneration();
+        this.stmt(`UPDATE partition_state SET value = 1 WHERE key = 'purge_pending'`).run();
+      }
     })();
-    if (removed.length === 0) return;
-    this.db.prepare(`INSERT INTO memories_fts (memories_fts) VALUES ('optimize')`).run();
-    this.graph.scrub(removed.map((r) => r.rowid));
-    this.saveGraph();
-    const report = await scanFiles(
-      [this.files.graph],
-      removed.map((r) => ({ id: String(r.rowid), bytes: r.vector })),
-    );
-    if (report.findings.length > 0) {
-      this.rebuildGraph();
+    if (removed.length > 0 || resumed) {
+      this.db.prepare(`INSERT INTO memories_fts (memories_fts) VALUES ('optimize')`).run();
+      this.graph.scrub(removed.map((r) => r.rowid));
+      const rebuilt = resumed || this.graph.removedShare > COMPACT_SHARE;
+      if (rebuilt) this.rebuildGraph();
       this.saveGraph();
+      if (!rebuilt) {
+        const report = await scanFiles(
+          [this.files.graph],
+          removed.map((r) => ({ id: String(r.rowid), bytes: r.vector })),
+        );
+        if (report.findings.length > 0) {
+          this.rebuildGraph();
+          this.saveGraph();
+        }
+      }
+      this.stmt(`UPDATE partition_state SET value = 0 WHERE key = 'purge_pending'`).run();
     }
-    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    this.checkpoint();
   }
 
   /** Saves the graph if vectors were added since the last save. */
   flush(): void {
-    if (this.addedSinceSave > 0 || this.state('graph_generation') !== this.state('generation')) this.saveGraph();
+    if (this.addedSinceSave > 0 || this.savedGraph()?.generation !== this.state('generation')) this.saveGraph();
+  }
+
+  /** Bytes this partition holds in memory, roughly: its graph and SQLite's page cache. */
+  get memoryBytes(): number {
+    return this.graph.memoryBytes + PAGE_CACHE_BYTES;
   }
 
   close(): void {
     this.flush();
-    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    this.checkpoint();
     this.db.close();
+  }
+
+  /** Closes the file without writing anything (a corrupt partition); never throws. */
+  abandon(): void {
+    try {
+      this.db.close();
+    } catch {
+      // Already unusable: the caller deletes or quarantines it.
+    }
+  }
+
+  /** Moves the WAL into the database file and truncates it, so no old page (a purged record's) stays in the WAL. */
+  private checkpoint(): void {
+    const [result] = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+    // Only this connection uses the file; a busy checkpoint would leave old pages behind, so it must not pass silently.
+    if (result && result.busy !== 0) throw new Error('the index WAL could not be checkpointed (busy)');
   }
 
   static deleteFiles(files: PartitionFiles): void {
@@ -378,15 +439,27 @@ export class TenantPartition {
 
   /**
    * The saved graph is trusted only if it was saved at the partition's current
-   * generation; otherwise it may miss rows or, after a purge that crashed
-   * before the rewrite, still hold purged vectors, so it is deleted and rebuilt.
+   * generation (otherwise it may miss rows or, after a purge that crashed
+   * before the rewrite, still hold purged vectors) and its bytes are exactly
+   * those written then (usearch's loader trusts the file: a truncated or
+   * overwritten one can abort the process). Anything else is deleted and the
+   * graph rebuilt from the rows, which are the truth.
    */
   private openGraph(): void {
-    const current = this.state('generation') === this.state('graph_generation');
-    if (current && this.graph.load(this.files.graph)) return;
+    const saved = this.savedGraph();
+    if (saved && saved.generation === this.state('generation') && sameFile(this.files.graph, saved)) {
+      if (this.graph.load(this.files.graph, saved.removed) && this.graph.size === saved.nodes) {
+        // A file written past the compaction share (before it existed) is rebuilt rather than kept.
+        if (this.graph.removedShare <= COMPACT_SHARE) return;
+      }
+    }
     rmSync(this.files.graph, { force: true });
     this.rebuildGraph();
     if (this.graph.size > 0) this.saveGraph();
+  }
+
+  private savedGraph(): GraphFile | undefined {
+    return this.stmt('SELECT generation, bytes, sha256, nodes, removed FROM graph_file WHERE one = 1').get() as GraphFile | undefined;
   }
 
   private rebuildGraph(): void {
@@ -411,7 +484,11 @@ export class TenantPartition {
 
   private saveGraph(): void {
     this.graph.save(this.files.graph);
-    this.stmt(`UPDATE partition_state SET value = ? WHERE key = 'graph_generation'`).run(this.state('generation'));
+    this.stmt(
+      `INSERT INTO graph_file (one, generation, bytes, sha256, nodes, removed) VALUES (1, ?, ?, ?, ?, ?)
+       ON CONFLICT (one) DO UPDATE SET generation = excluded.generation, bytes = excluded.bytes, sha256 = excluded.sha256,
+         nodes = excluded.nodes, removed = excluded.removed`,
+    ).run(this.state('generation'), statSync(this.files.graph).size, fileDigest(this.files.graph), this.graph.size, this.graph.removed);
     this.addedSinceSave = 0;
   }
 
@@ -419,7 +496,7 @@ export class TenantPartition {
     this.stmt(`UPDATE partition_state SET value = value + 1 WHERE key = 'generation'`).run();
   }
 
-  private state(key: 'generation' | 'graph_generation'): number {
+  private state(key: 'generation' | 'purge_pending'): number {
     return (this.stmt('SELECT value FROM partition_state WHERE key = ?').get(key) as { value: number }).value;
   }
 
@@ -433,6 +510,27 @@ export class TenantPartition {
     }
     return statement;
   }
+}
+
+/** SQLite's default page cache per connection (cache_size -2000: 2,000 KiB), counted as each open partition's floor. */
+const PAGE_CACHE_BYTES = 2_048_000;
+
+function sameFile(path: string, saved: GraphFile): boolean {
+  if (!existsSync(path) || statSync(path).size !== saved.bytes) return false;
+  return fileDigest(path) === saved.sha256;
+}
+
+/** SHA-256 of a file, read in chunks (a graph file can be hundreds of MB). */
+function fileDigest(path: string): string {
+  const hash = createHash('sha256');
+  const buffer = Buffer.allocUnsafe(4 * 1024 * 1024);
+  const fd = openSync(path, 'r');
+  try {
+    for (let read; (read = readSync(fd, buffer, 0, buffer.length, null)) > 0; ) hash.update(buffer.subarray(0, read));
+  } finally {
+    closeSync(fd);
+  }
+  return hash.digest('hex');
 }
 
 /**

@@ -23,6 +23,12 @@ const SCRUB_KEY_BASE = 1n << 60n;
  */
 export class VectorGraph {
   private index: Index;
+  /**
+   * Soft-removed slots since the graph was last built from scratch. usearch
+   * keeps them in memory and in the saved file; past a share of them the
+   * partition rebuilds the graph (see TenantPartition).
+   */
+  private removedSlots = 0;
 
   constructor(
     private readonly dimensions: number,
@@ -33,6 +39,28 @@ export class VectorGraph {
 
   get size(): number {
     return this.index.size();
+  }
+
+  /** Soft-removed slots still held by the graph. */
+  get removed(): number {
+    return this.removedSlots;
+  }
+
+  /** The share of the graph's slots that are soft-removed (0 for an empty graph). */
+  get removedShare(): number {
+    const slots = this.index.size() + this.removedSlots;
+    return slots === 0 ? 0 : this.removedSlots / slots;
+  }
+
+  /**
+   * An estimate of the bytes the graph holds in memory: per allocated slot its
+   * vector, its base-layer links (2M 32-bit slots) and a node header. The JS
+   * binding reports no figure of its own.
+   */
+  get memoryBytes(): number {
+    const scalar = { f32: 4, f16: 2, i8: 1 }[this.options.quantization ?? 'f32'];
+    const connectivity = this.options.connectivity ?? 16;
+    return Number(this.index.capacity()) * (this.dimensions * scalar + connectivity * 2 * 4 + 48);
   }
 
   /** Adds vectors, flattened row after row. Zero vectors are skipped: they have no direction to search by. */
@@ -54,7 +82,9 @@ export class VectorGraph {
 
   remove(keys: number[]): void {
     const present = keys.filter((k) => this.index.contains(BigInt(k)) === true);
-    if (present.length > 0) this.index.remove(BigUint64Array.from(present, (k) => BigInt(k)));
+    if (present.length === 0) return;
+    this.index.remove(BigUint64Array.from(present, (k) => BigInt(k)));
+    this.removedSlots += present.length;
   }
 
   /**
@@ -68,6 +98,8 @@ export class VectorGraph {
     const present = keys.filter((k) => this.index.contains(BigInt(k)) === true);
     if (present.length === 0) return;
     this.index.remove(BigUint64Array.from(present, (k) => BigInt(k)));
+    // The fillers take the freed slots and are removed again: the count of removed slots grows by the nodes only.
+    this.removedSlots += present.length;
     const filler = new Float32Array(present.length * this.dimensions);
     for (let i = 0; i < filler.length; i++) filler[i] = Math.random() - 0.5;
     const reserved = BigUint64Array.from(present, (_, i) => SCRUB_KEY_BASE + BigInt(i));
@@ -96,6 +128,7 @@ export class VectorGraph {
   /** Drops every node, including the soft-removed ones' bytes, and starts over. */
   reset(): void {
     this.index = this.create();
+    this.removedSlots = 0;
   }
 
   /** Writes the graph to `path` through a temporary file, so a crash never leaves a torn graph under the real name. */
@@ -105,8 +138,13 @@ export class VectorGraph {
     renameSync(temporary, path);
   }
 
-  /** Loads a saved graph; false when the file is missing or unreadable (the caller rebuilds). */
-  load(path: string): boolean {
+  /**
+   * Loads a saved graph; false when the file is missing or unreadable (the
+   * caller rebuilds). usearch trusts the file's bytes: a truncated or
+   * overwritten file can abort the whole process inside the native loader,
+   * so only a file whose digest the caller checked may be passed here.
+   */
+  load(path: string, removed: number): boolean {
     if (!existsSync(path)) return false;
     const loaded = this.create();
     try {
@@ -117,6 +155,7 @@ export class VectorGraph {
     }
     if (loaded.dimensions() !== this.dimensions) return false;
     this.index = loaded;
+    this.removedSlots = removed;
     return true;
   }
 

@@ -1,0 +1,68 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
+import { embed, indexed, searchIds } from '../fixtures';
+import { SqliteMemoryIndex } from './sqlite-memory-index';
+import { COMPACT_SHARE } from './tenant-partition';
+
+const DIMENSIONS = 384;
+const T = 'acme';
+const texts = Array.from({ length: 400 }, (_, i) => `delivery note ${i} for warehouse ${i % 13} and carrier ${i % 7}`);
+
+/** Damage done to a graph file between two runs of the index. */
+const damages: Record<string, (path: string) => void> = {
+  'truncated to half': (path) => truncateSync(path, Math.floor(statSync(path).size / 2)),
+  'cut to a few bytes': (path) => truncateSync(path, 40),
+  'overwritten in the middle': (path) => {
+    const bytes = readFileSync(path);
+    randomBytes(64 * 1024).copy(bytes, Math.floor(bytes.length / 3));
+    writeFileSync(path, bytes);
+  },
+  'replaced by random bytes': (path) => writeFileSync(path, randomBytes(statSync(path).size)),
+  'emptied': (path) => writeFileSync(path, Buffer.alloc(0)),
+};
+
+describe('the tenant graph file', () => {
+  let dir: string;
+  let index: SqliteMemoryIndex | undefined;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'elma-graph-recovery-'))));
+  afterEach(async () => {
+    await index?.close();
+    index = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it.each(Object.keys(damages))('is rebuilt from the rows when it was %s, never trusted', async (damage) => {
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    await index.upsert(T, texts.map((text, i) => indexed({ id: `m-${i}`, tenant: T, text })));
+    await index.close();
+    const graph = join(dir, `tenant-${T}.usearch`);
+    damages[damage](graph);
+    const damaged = readFileSync(graph);
+
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    for (let i = 0; i < texts.length; i += 20) expect((await searchIds(index, T, '', embed(texts[i])))[0]).toBe(`m-${i}`);
+    expect(readFileSync(graph).equals(damaged)).toBe(false);
+  });
+
+  it('is rebuilt from the rows after an erasure of most of the tenant, so it holds no mass of removed slots', async () => {
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    await index.upsert(T, texts.map((text, i) => indexed({ id: `m-${i}`, tenant: T, text })));
+    await index.purge(T, texts.slice(0, 300).map((_, i) => `m-${i}`));
+    await index.close();
+    index = undefined;
+
+    const db = new Database(join(dir, `tenant-${T}.db`), { readonly: true });
+    const saved = db.prepare('SELECT nodes, removed FROM graph_file').get() as { nodes: number; removed: number };
+    db.close();
+    expect(saved.nodes).toBe(100);
+    expect(saved.removed / (saved.nodes + saved.removed)).toBeLessThanOrEqual(COMPACT_SHARE);
+
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    expect((await searchIds(index, T, '', embed(texts[350])))[0]).toBe('m-350');
+    expect(await searchIds(index, T, '', embed(texts[10]))).not.toContain('m-10');
+  });
+});
