@@ -1,9 +1,37 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 
-/** Runs a TypeScript file of this folder in a new Node process (through tsx); returns how it ended. */
+const scriptPath = (script: string) => fileURLToPath(new URL(script, import.meta.url));
+
+/** Runs a TypeScript file of this folder in a new Node process (through tsx) to its end; returns how it ended. */
 export function runChild(script: string, args: string[], timeoutMs = 60_000): { status: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string } {
-  const path = fileURLToPath(new URL(script, import.meta.url));
-  const result = spawnSync(process.execPath, ['--import', 'tsx', path, ...args], { encoding: 'utf8', timeout: timeoutMs });
+  const result = spawnSync(process.execPath, ['--import', 'tsx', scriptPath(script), ...args], { encoding: 'utf8', timeout: timeoutMs });
   return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** Starts a TypeScript file of this folder in a new Node process and resolves once it printed a line matching `ready`. */
+export async function startChild(script: string, args: string[], ready: RegExp, timeoutMs = 60_000): Promise<{ child: ChildProcess; line: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', scriptPath(script), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const line = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`child did not get ready: ${stderr.slice(0, 500)}`)), timeoutMs);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const match = stdout.split('\n').find((l) => ready.test(l));
+      if (match) (clearTimeout(timer), resolve(match));
+    });
+    child.on('exit', (code, signal) => (clearTimeout(timer), reject(new Error(`child exited (${code ?? signal}) before it was ready: ${stderr.slice(0, 500)}`))));
+  });
+  return { child, line };
+}
+
+/** Kills a child with SIGKILL and waits for it to be gone. */
+export async function killChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGKILL');
+  await exited;
 }
