@@ -1,3 +1,4 @@
+import { DomainError } from '../shared/errors';
 import type { MemoryKind, MemoryRecord, MemoryStatus, Sensitivity } from '../memory/record';
 import type { ReadClause, ReadExclusions } from '../policy/clause';
 
@@ -137,7 +138,11 @@ export interface MemoryIndex {
   /** Number of records in the tenant's partition. */
   count(tenant: string): Promise<number>;
 
-  /** Drops the tenant's whole partition (used before a rebuild). */
+  /**
+   * Drops the tenant's whole partition (used before a rebuild). Never reads
+   * it: a partition quarantined as corrupt is dropped as it is, and the
+   * quarantine is lifted.
+   */
   dropTenant(tenant: string): Promise<void>;
 
   close(): Promise<void>;
@@ -147,4 +152,19 @@ export interface MemoryIndex {
 export interface CheckpointStore {
   load(name: string): Promise<bigint | undefined>;
   save(name: string, position: bigint): Promise<void>;
+}
+
+/**
+ * A tenant's index partition is damaged (its files fail the engine's own
+ * checks). The partition is quarantined: every call for that tenant fails
+ * with this error at once, the other tenants are unaffected, and a rebuild
+ * of the tenant (drop, then replay of its log) lifts it. Carries the tenant
+ * id only, never content.
+ */
+export class IndexPartitionCorrupt extends DomainError {
+  constructor(readonly tenant: string) {
+    super('INDEX.PARTITION_CORRUPT', `the index partition of tenant ${tenant} is corrupt and quarantined; rebuild it with \`elma rebuild --tenant ${tenant}\``, {
+      tenant,
+    });
+  }
 }

@@ -77,6 +77,12 @@ CREATE TABLE IF NOT EXISTS checkpoints (
   name TEXT PRIMARY KEY,
   position INTEGER NOT NULL
 );
+-- Tenants whose partition SQLite found corrupt (code: SQLITE_CORRUPT, SQLITE_NOTADB...); until a rebuild drops it.
+CREATE TABLE IF NOT EXISTS quarantined_tenants (
+  tenant TEXT PRIMARY KEY,
+  code TEXT NOT NULL,
+  since INTEGER NOT NULL
+);
 `;
 
 /**

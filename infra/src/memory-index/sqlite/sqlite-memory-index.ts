@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import {
+  IndexPartitionCorrupt,
   reciprocalRankFusion,
   type CheckpointStore,
   type HybridQuery,
@@ -25,6 +26,22 @@ export interface SqliteMemoryIndexOptions {
   graph?: VectorGraphOptions;
   /** Rewrite a tenant's graph file after this many added vectors (it is also written on close and purge). */
   persistEveryRows?: number;
+  /**
+   * Memory the open partitions may hold together (graphs and page caches),
+   * in bytes. Past it the least recently used partitions are closed (their
+   * graphs written first); a closed partition reopens on its next use.
+   */
+  memoryBudgetBytes?: number;
+}
+
+/** Default memory budget of the open partitions: 512 MiB. */
+export const DEFAULT_INDEX_MEMORY_BYTES = 512 * 1024 * 1024;
+
+/** SQLite's answer for a file that is damaged or not a database at all (better-sqlite3's `code`). */
+const CORRUPTION = /^SQLITE_(CORRUPT|NOTADB)/;
+
+function isCorruption(error: unknown): boolean {
+  return error instanceof Database.SqliteError && CORRUPTION.test(error.code);
 }
 
 /** Tenant ids become file names, so only a conservative alphabet is accepted. */
@@ -34,11 +51,28 @@ const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
  * The embedded memory index: one SQLite file plus one usearch HNSW graph per
  * tenant, so partitions share nothing and a tenant can be dropped by deleting
  * its files. Checkpoints live in `meta.db` beside them.
+ *
+ * Open partitions are kept in least-recently-used order within a memory
+ * budget. All partition work is synchronous except a purge's file scan, so a
+ * partition is only ever closed between two calls, never during one; a
+ * purging partition is pinned until its purge ends, and iterators fetch the
+ * partition again for every page.
+ *
+ * A tenant whose files SQLite finds corrupt is quarantined (kept in `meta.db`,
+ * so a restart does not forget it): its calls fail with
+ * `IndexPartitionCorrupt` without touching the files, while other tenants
+ * carry on. `dropTenant` lifts the quarantine.
  */
 export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
+  /** Open partitions, least recently used first (a Map keeps insertion order; a use re-inserts). */
   private readonly partitions = new Map<string, TenantPartition>();
+  /** Tenants with a purge in progress, by count: never evicted meanwhile. */
+  private readonly pinned = new Map<string, number>();
+  private readonly quarantine = new Set<string>();
   private readonly meta: Database.Database;
   private closed = false;
+  /** Partitions closed to stay within the memory budget, since this index was opened. */
+  evictions = 0;
 
   static async open(options: SqliteMemoryIndexOptions): Promise<SqliteMemoryIndex> {
     return new SqliteMemoryIndex(options);
@@ -52,6 +86,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     // A lost checkpoint after a power cut only means replaying a batch (idempotent); no fsync per save.
     this.meta.pragma('synchronous = NORMAL');
     this.meta.exec(META_SCHEMA);
+    for (const { tenant } of this.meta.prepare('SELECT tenant FROM quarantined_tenants').all() as { tenant: string }[]) this.quarantine.add(tenant);
   }
 
   async upsert(tenant: string, memories: IndexedMemory[]): Promise<void> {
@@ -60,14 +95,20 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
       if (record.tenant !== tenant) throw new Error(`memory ${record.id} belongs to another tenant than ${tenant}`);
       this.checkVector(vector, `memory ${record.id}`);
     }
-    this.partition(tenant, true)!.upsert(memories);
+    this.guard(tenant, () => this.partition(tenant, true)!.upsert(memories));
+    // The graph grew: the budget may now be exceeded.
+    this.enforceBudget(tenant);
   }
 
   async get(tenant: string, id: string): Promise<IndexedMemory | undefined> {
-    return this.partition(tenant, false)?.get(id);
+    return this.guard(tenant, () => this.partition(tenant, false)?.get(id));
   }
 
   async search(query: HybridQuery): Promise<SearchHit[]> {
+    return this.guard(query.tenant, () => this.searchPartition(query));
+  }
+
+  private searchPartition(query: HybridQuery): SearchHit[] {
     const partition = this.partition(query.tenant, false);
     const filter = compileFilter(query.filter);
     if (!partition || !filter || query.limit <= 0) return [];
@@ -102,11 +143,20 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
 
   async purge(tenant: string, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    await this.partition(tenant, false)?.purge(ids);
+    this.pinned.set(tenant, (this.pinned.get(tenant) ?? 0) + 1);
+    try {
+      await this.guard(tenant, () => this.partition(tenant, false)?.purge(ids));
+    } catch (error) {
+      throw this.corruptionOf(tenant, error) ?? error;
+    } finally {
+      const pins = this.pinned.get(tenant)! - 1;
+      if (pins === 0) this.pinned.delete(tenant);
+      else this.pinned.set(tenant, pins);
+    }
   }
 
   async count(tenant: string): Promise<number> {
-    return this.partition(tenant, false)?.count() ?? 0;
+    return this.guard(tenant, () => this.partition(tenant, false)?.count() ?? 0);
   }
 
   records(tenant: string): AsyncIterable<MemoryRecord> {
@@ -120,9 +170,10 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
   /** Pages through a partition by rowid, so no statement stays open across the consumer's awaits. */
   private async *batched<T>(tenant: string, page: (partition: TenantPartition, after: number) => { rowid: number; item: T }[]): AsyncIterable<T> {
     for (let after = 0; ; ) {
-      const partition = this.partition(tenant, false);
-      if (!partition) return;
-      const batch = page(partition, after);
+      const batch = this.guard(tenant, () => {
+        const partition = this.partition(tenant, false);
+        return partition ? page(partition, after) : [];
+      });
       if (batch.length === 0) return;
       for (const row of batch) yield row.item;
       after = batch[batch.length - 1].rowid;
@@ -130,11 +181,11 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
   }
 
   async currentFacts(tenant: string, factKey: string): Promise<MemoryRecord[]> {
-    return this.partition(tenant, false)?.currentFacts(factKey) ?? [];
+    return this.guard(tenant, () => this.partition(tenant, false)?.currentFacts(factKey) ?? []);
   }
 
   async recordUsage(tenant: string, ids: string[], use: 'retrieved' | 'adopted', at: string): Promise<void> {
-    if (ids.length > 0) this.partition(tenant, false)?.recordUsage(ids, use, Date.parse(at));
+    if (ids.length > 0) this.guard(tenant, () => this.partition(tenant, false)?.recordUsage(ids, use, Date.parse(at)));
   }
 
   async tenants(): Promise<string[]> {
@@ -147,25 +198,56 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
 
   /** Ids of the tenant's records, in insertion order. */
   async allIds(tenant: string): Promise<string[]> {
-    return this.partition(tenant, false)?.allIds() ?? [];
+    return this.guard(tenant, () => this.partition(tenant, false)?.allIds() ?? []);
   }
 
+  /** Deletes the tenant's files without reading them (nothing is flushed: they are going) and lifts a quarantine. */
   async dropTenant(tenant: string): Promise<void> {
+    this.assertOpen();
     const files = this.files(tenant);
-    this.partitions.get(tenant)?.close();
+    this.partitions.get(tenant)?.abandon();
     this.partitions.delete(tenant);
     TenantPartition.deleteFiles(files);
+    this.meta.prepare('DELETE FROM quarantined_tenants WHERE tenant = ?').run(tenant);
+    this.quarantine.delete(tenant);
+  }
+
+  /** Tenants whose partition is quarantined as corrupt, sorted. */
+  async quarantined(): Promise<string[]> {
+    this.assertOpen();
+    return [...this.quarantine].sort();
+  }
+
+  /** What the open partitions hold against the memory budget. */
+  memory(): { openPartitions: number; bytes: number; budgetBytes: number; evictions: number } {
+    let bytes = 0;
+    for (const partition of this.partitions.values()) bytes += partition.memoryBytes;
+    return { openPartitions: this.partitions.size, bytes, budgetBytes: this.budget(), evictions: this.evictions };
   }
 
   /** Writes every open tenant's graph file if it changed since it was last written. */
   async flush(): Promise<void> {
-    for (const partition of this.partitions.values()) partition.flush();
+    for (const [tenant, partition] of [...this.partitions]) {
+      try {
+        this.guard(tenant, () => partition.flush());
+      } catch (error) {
+        // A corrupt tenant is quarantined by guard; the others are still flushed.
+        if (!(error instanceof IndexPartitionCorrupt)) throw error;
+      }
+    }
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const partition of this.partitions.values()) partition.close();
+    for (const partition of this.partitions.values()) {
+      try {
+        partition.close();
+      } catch {
+        // Its graph is rebuilt from the rows at the next open; the other partitions still close cleanly.
+        partition.abandon();
+      }
+    }
     this.partitions.clear();
     this.meta.close();
   }
@@ -185,11 +267,20 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
       .run(name, position);
   }
 
-  /** The open partition; with `create` false, undefined for a tenant that has no files (reads never create them). */
+  /**
+   * The open partition, now the most recently used; with `create` false,
+   * undefined for a tenant that has no files (reads never create them). A
+   * quarantined tenant's files are not touched.
+   */
   private partition(tenant: string, create: boolean): TenantPartition | undefined {
     this.assertOpen();
+    if (this.quarantine.has(tenant)) throw new IndexPartitionCorrupt(tenant);
     let partition = this.partitions.get(tenant);
-    if (partition) return partition;
+    if (partition) {
+      this.partitions.delete(tenant);
+      this.partitions.set(tenant, partition);
+      return partition;
+    }
     const files = this.files(tenant);
     if (!create && !existsSync(files.db)) return undefined;
     partition = new TenantPartition(files, {
@@ -198,7 +289,56 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
       persistEveryRows: this.options.persistEveryRows ?? 50_000,
     });
     this.partitions.set(tenant, partition);
+    this.enforceBudget(tenant);
     return partition;
+  }
+
+  /** Runs synchronous work on a tenant's partition; SQLite finding the files corrupt quarantines the tenant. */
+  private guard<T>(tenant: string, work: () => T): T {
+    try {
+      return work();
+    } catch (error) {
+      throw this.corruptionOf(tenant, error) ?? error;
+    }
+  }
+
+  /** For a corruption error: the tenant quarantined and the error to raise instead; otherwise undefined. */
+  private corruptionOf(tenant: string, error: unknown): IndexPartitionCorrupt | undefined {
+    if (error instanceof IndexPartitionCorrupt) return error;
+    if (!isCorruption(error)) return undefined;
+    this.partitions.get(tenant)?.abandon();
+    this.partitions.delete(tenant);
+    this.quarantine.add(tenant);
+    this.meta
+      .prepare('INSERT INTO quarantined_tenants (tenant, code, since) VALUES (?, ?, ?) ON CONFLICT (tenant) DO NOTHING')
+      .run(tenant, (error as { code: string }).code, Date.now());
+    return new IndexPartitionCorrupt(tenant);
+  }
+
+  private budget(): number {
+    return this.options.memoryBudgetBytes ?? DEFAULT_INDEX_MEMORY_BYTES;
+  }
+
+  /**
+   * Closes least recently used partitions until the open ones fit the budget.
+   * `keep` (the one in use) and pinned ones stay open even over budget.
+   */
+  private enforceBudget(keep: string): void {
+    let bytes = this.memory().bytes;
+    for (const [tenant, partition] of [...this.partitions]) {
+      if (bytes <= this.budget()) return;
+      if (tenant === keep || this.pinned.has(tenant)) continue;
+      bytes -= partition.memoryBytes;
+      this.partitions.delete(tenant);
+      this.evictions += 1;
+      try {
+        partition.close();
+      } catch (error) {
+        // Closing writes its graph; should that fail the graph is rebuilt at the next open.
+        partition.abandon();
+        this.corruptionOf(tenant, error);
+      }
+    }
   }
 
   private files(tenant: string): PartitionFiles {

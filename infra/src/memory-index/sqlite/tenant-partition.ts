@@ -71,18 +71,24 @@ export class TenantPartition {
     private readonly options: PartitionOptions,
   ) {
     this.db = new Database(files.db);
-    this.db.pragma('journal_mode = WAL');
-    // Freed pages and deleted cells are zeroed, so purged content does not linger in free space.
-    this.db.pragma('secure_delete = ON');
-    this.db.pragma('synchronous = NORMAL');
-    // Checkpoint every ~40 MiB of WAL rather than 4 MiB (fewer fsyncs while projecting); purge checkpoints at once.
-    this.db.pragma('wal_autocheckpoint = 10000');
-    this.db.exec(TENANT_SCHEMA);
-    migrateTenantSchema(this.db);
-    // FTS5's own secure delete removes a purged document's terms from existing index segments.
-    this.db.prepare(`INSERT INTO memories_fts (memories_fts, rank) VALUES ('secure-delete', 1)`).run();
     this.graph = new VectorGraph(options.dimensions, options.graph);
-    this.openGraph();
+    try {
+      this.db.pragma('journal_mode = WAL');
+      // Freed pages and deleted cells are zeroed, so purged content does not linger in free space.
+      this.db.pragma('secure_delete = ON');
+      this.db.pragma('synchronous = NORMAL');
+      // Checkpoint every ~40 MiB of WAL rather than 4 MiB (fewer fsyncs while projecting); purge checkpoints at once.
+      this.db.pragma('wal_autocheckpoint = 10000');
+      this.db.exec(TENANT_SCHEMA);
+      migrateTenantSchema(this.db);
+      // FTS5's own secure delete removes a purged document's terms from existing index segments.
+      this.db.prepare(`INSERT INTO memories_fts (memories_fts, rank) VALUES ('secure-delete', 1)`).run();
+      this.openGraph();
+    } catch (error) {
+      // A file that fails to open (not a database, corrupt) must not stay open behind the caller's back.
+      this.db.close();
+      throw error;
+    }
   }
 
   /**
