@@ -60,6 +60,11 @@ const Env = z.object({
   ELMA_CONSOLIDATION_SWEEP_MINUTES: z.coerce.number().positive().default(60),
   /** How often the retention sweep runs (a Temporal Schedule), in minutes. */
   ELMA_RETENTION_SWEEP_MINUTES: z.coerce.number().positive().default(60),
+  /**
+   * Memory the embedded index's open tenant partitions may hold together (vector graphs and
+   * page caches), in MiB; past it the least recently used are closed and reopen on their next use.
+   */
+  ELMA_INDEX_MEMORY_MB: z.coerce.number().int().min(16).default(512),
 });
 
 export interface ElmaConfig {
@@ -78,6 +83,8 @@ export interface ElmaConfig {
   logLevel: z.infer<typeof Env>['ELMA_LOG_LEVEL'];
   temporal: { address?: string; namespace: string; taskQueue: string; port: number; uiPort: number; dbFile: string; tls?: TemporalTls };
   retentionSweepMinutes: number;
+  /** Memory budget of the embedded index's open tenant partitions, in MiB. */
+  indexMemoryMb: number;
   consolidation: { everyEvents: number; sweepMinutes: number };
 }
 
@@ -155,6 +162,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         : {}),
     },
     retentionSweepMinutes: e.ELMA_RETENTION_SWEEP_MINUTES,
+    indexMemoryMb: e.ELMA_INDEX_MEMORY_MB,
     consolidation: { everyEvents: e.ELMA_CONSOLIDATE_EVERY_EVENTS, sweepMinutes: e.ELMA_CONSOLIDATION_SWEEP_MINUTES },
   };
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,6 +9,8 @@ import { silentLogger } from '../runtime/logger';
 import { VIEWS_CHECKPOINT } from './runner';
 
 const who: Principal = { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };
+
+const beta: Principal = { ...who, tenant: 'beta' };
 
 const batch = (from: number, count: number) => ({
   events: Array.from({ length: count }, (_, i) => ({
@@ -126,5 +128,40 @@ describe('the projection runner', () => {
     });
     const result = await elma.recall.recall(who, { query: 'forecast meeting', purpose: 'support', consistency: 'strong' });
     expect(result.items.map((i) => i.text)).toContain('Quarterly forecast meeting moved to Thursday');
+  });
+
+  it('passes over a tenant whose index file is corrupt while the others keep indexing; health names it and a rebuild brings it all back', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'elma-runner-'));
+    dirs.push(dir);
+    const first = await start(dir);
+    await first.ingest.ingest(who, batch(0, 30));
+    await first.ingest.ingest(beta, batch(0, 30));
+    await first.runner.waitFor(await first.log.headPosition());
+    await first.close();
+    open.pop();
+
+    // Given beta's index file overwritten at its header while the process was down,
+    const fd = openSync(join(dir, 'index', 'tenant-beta.db'), 'r+');
+    writeSync(fd, Buffer.alloc(4096, 0x5a), 0, 4096, 0);
+    closeSync(fd);
+
+    // when both tenants write again,
+    const elma = await start(dir);
+    await elma.ingest.ingest(beta, batch(30, 20));
+    const last = await elma.ingest.ingest(who, batch(30, 20));
+
+    // then acme's events are indexed as if nothing happened,
+    await elma.runner.waitFor(BigInt(last.position), 10_000);
+    expect(await elma.index.count('acme')).toBe(expectedMemories(50));
+    // health says the index is degraded and names beta, recall for beta answers a typed error,
+    expect((await elma.health()).index).toMatchObject({ up: true, degraded: true, detail: { quarantinedTenants: ['beta'] } });
+    await expect(elma.recall.recall(beta, { query: 'delivery', purpose: 'support' })).rejects.toMatchObject({ code: 'INDEX.PARTITION_CORRUPT' });
+    expect((await elma.recall.recall(who, { query: 'delivery', purpose: 'support' })).items.length).toBeGreaterThan(0);
+
+    // and a rebuild of beta (drop without reading, replay of its log) brings back every memory and lifts the quarantine.
+    await elma.views.drop('beta');
+    expect(await elma.views.replay('beta')).toMatchObject({ memories: expectedMemories(50) });
+    expect((await elma.health()).index).toEqual({ engine: 'sqlite', up: true });
+    expect((await elma.recall.recall(beta, { query: 'delivery', purpose: 'support' })).items.length).toBeGreaterThan(0);
   });
 });

@@ -1,6 +1,7 @@
 import type { CheckpointStore, EventLog, RecordedEvent, Subscription } from '@elma/domain';
-import { DomainError } from '@elma/domain';
+import { DomainError, groupBy, IndexPartitionCorrupt } from '@elma/domain';
 import type { Logger } from '../runtime/logger';
+import { tenantOf } from '../sealing/sealed-events';
 import { VIEW_SOURCE_PREFIXES, type Projection } from './projection';
 
 export const VIEWS_CHECKPOINT = 'views';
@@ -40,6 +41,9 @@ export class ProjectionRunner {
   private savedAt = 0;
   applied = 0;
   batches = 0;
+  /** Events of tenants whose index partition is quarantined, passed over (a rebuild replays them). */
+  skipped = 0;
+  private readonly quarantinedSeen = new Set<string>();
 
   constructor(
     private readonly deps: { log: EventLog; checkpoints: CheckpointStore; projection: Projection; logger: Logger },
@@ -126,7 +130,7 @@ export class ProjectionRunner {
       if (this.queue.length < MAX_BATCH) await new Promise((resolve) => setImmediate(resolve));
       const batch = this.queue.slice(0, MAX_BATCH);
       try {
-        await this.deps.projection.apply(batch, { appendDerived: true });
+        await this.applyByTenant(batch);
         this.queue.splice(0, batch.length);
         this.applied += batch.length;
         this.batches += 1;
@@ -143,6 +147,28 @@ export class ProjectionRunner {
           attempt,
         });
         await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 50 * 2 ** attempt)));
+      }
+    }
+  }
+
+  /**
+   * Applies a batch tenant by tenant, so that a tenant whose index partition
+   * is corrupt (quarantined by the index) does not hold the others back: its
+   * events are passed over here and come back with its rebuild, which replays
+   * the tenant's whole log. Any other error fails the batch, which is retried
+   * (tenants applied already apply again, idempotently).
+   */
+  private async applyByTenant(batch: RecordedEvent[]): Promise<void> {
+    for (const [tenant, events] of groupBy(batch, tenantOf)) {
+      try {
+        await this.deps.projection.apply(events, { appendDerived: true });
+      } catch (error) {
+        if (!(error instanceof IndexPartitionCorrupt)) throw error;
+        this.skipped += events.length;
+        if (!this.quarantinedSeen.has(tenant)) {
+          this.quarantinedSeen.add(tenant);
+          this.deps.logger.error('index partition corrupt: tenant quarantined until `elma rebuild --tenant`', { code: error.code, tenant });
+        }
       }
     }
   }

@@ -1,4 +1,4 @@
-import { streams, type Embedder, type EventLog, type MemoryIndex, type RecordedEvent } from '@elma/domain';
+import { IndexPartitionCorrupt, streams, type Embedder, type EventLog, type MemoryIndex, type RecordedEvent } from '@elma/domain';
 import type { EventSealer } from '../sealing/sealed-events';
 import { Projection } from './projection';
 
@@ -60,8 +60,15 @@ export class TenantViewsService {
     };
   }
 
+  /**
+   * Drops the tenant's views. A partition quarantined as corrupt is dropped
+   * unread (its count is unknown: 0), which is what rebuilding it needs.
+   */
   async drop(tenant: string): Promise<number> {
-    const count = await this.deps.index.count(tenant);
+    const count = await this.deps.index.count(tenant).catch((error: unknown) => {
+      if (error instanceof IndexPartitionCorrupt) return 0;
+      throw error;
+    });
     await this.deps.index.dropTenant(tenant);
     this.deps.projection.forgetTenant(tenant);
     return count;

@@ -35,11 +35,16 @@ export const uuidSource: IdSource = { next: () => randomUUID() };
 export interface EngineHealth {
   engine: string;
   up: boolean;
+  /** Up, but part of it is out of service (e.g. a tenant's index partition quarantined as corrupt); `detail` says which. */
+  degraded?: boolean;
   detail?: Record<string, unknown>;
 }
 
-/** The memory index as a process uses it: the port, the checkpoints kept beside the views, and a flush. */
-export type ViewIndex = MemoryIndex & CheckpointStore & { flush(): Promise<void> };
+/**
+ * The memory index as a process uses it: the port, the checkpoints kept
+ * beside the views, a flush, and (embedded index) the tenants quarantined as corrupt.
+ */
+export type ViewIndex = MemoryIndex & CheckpointStore & { flush(): Promise<void>; quarantined?(): Promise<string[]> };
 
 /** Everything one ELMA process holds: engines, services and the projection. Built once, closed once. */
 export interface Elma {
@@ -158,9 +163,15 @@ export async function openElma(
           return false;
         }
       };
+      // A quarantined tenant leaves the index up for the others: degraded, naming the tenants (ids, not content).
+      const indexHealth = async (): Promise<EngineHealth> => {
+        const up = await probe(() => index.load('views'));
+        const quarantined = up ? ((await index.quarantined?.().catch(() => [])) ?? []) : [];
+        return { engine: config.index, up, ...(quarantined.length > 0 ? { degraded: true, detail: { quarantinedTenants: quarantined } } : {}) };
+      };
       return {
         eventLog: { engine: config.eventLog, up: await probe(() => log.headPosition()) },
-        index: { engine: config.index, up: await probe(() => index.load('views')) },
+        index: await indexHealth(),
         keyVault: { engine: 'sqlite', up: await probe(() => vault.isShredded('health', 'probe')) },
         projection: { engine: 'runner', up: !runner.status().error, detail: runner.status() },
         ...Object.fromEntries(
@@ -200,5 +211,9 @@ async function openIndex(config: ElmaConfig): Promise<ViewIndex> {
       refresh: config.elasticsearch.refresh,
     });
   }
-  return SqliteMemoryIndex.open({ dir: join(config.dataDir, 'index'), dimensions: config.embedder.dimensions });
+  return SqliteMemoryIndex.open({
+    dir: join(config.dataDir, 'index'),
+    dimensions: config.embedder.dimensions,
+    memoryBudgetBytes: config.indexMemoryMb * 1024 * 1024,
+  });
 }

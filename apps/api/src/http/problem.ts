@@ -16,6 +16,7 @@ const STATUS: Record<string, number> = {
   'EVENT_LOG.STREAM_DELETED': 410,
   'KEY_VAULT.KEY_SHREDDED': 410,
   'PROJECTION.LAGGING': 503,
+  'INDEX.PARTITION_CORRUPT': 503,
   secret_detected: 422,
   tenant_mismatch: 403,
   'AUTH.FORBIDDEN': 403,

@@ -9,11 +9,12 @@ import { ELMA } from '../http/tokens';
 export class HealthController {
   constructor(@Inject(ELMA) private readonly elma: Elma) {}
 
-  /** Each engine and whether it is up; 503 when any is down. */
+  /** Each engine and whether it is up; 503 when any is down; `degraded` (200) when all are up but one serves only part (e.g. a quarantined tenant). */
   @Get()
   async health(@Res() reply: FastifyReply) {
     const engines = await this.elma.health();
     const up = Object.values(engines).every((e) => e.up);
-    return reply.status(up ? 200 : 503).send({ status: up ? 'up' : 'down', engines });
+    const degraded = Object.values(engines).some((e) => e.degraded);
+    return reply.status(up ? 200 : 503).send({ status: up ? (degraded ? 'degraded' : 'up') : 'down', engines });
   }
 }
