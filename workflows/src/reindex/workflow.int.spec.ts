@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure, Connection, WorkflowFailedError } from '@temporalio/client';
@@ -14,7 +14,8 @@ import { INVALID_TENANT } from './messages';
 class FlakyViews implements TenantViews {
   readonly calls: string[] = [];
   replayFailuresLeft = 0;
-  constructor(private readonly real: TenantViews) {}
+  /** Replaced when the test reopens the process's engines. */
+  constructor(public real: TenantViews) {}
 
   drop(tenant: string) {
     this.calls.push(`drop:${tenant}`);
@@ -158,5 +159,28 @@ describe('ReindexWorkflow on a real Temporal dev server, over the real event log
     expect(cause).toBeInstanceOf(ApplicationFailure);
     expect(cause).toMatchObject({ type: INVALID_TENANT, nonRetryable: true });
     expect(views.calls).toEqual([]);
+  });
+
+  it('rebuilds a tenant whose index file is corrupt within seconds, dropping it unread, and answers as before', async () => {
+    const before = await snapshot('globex');
+    // Given globex's index file overwritten at its header while the process was down,
+    await elma.close();
+    const fd = openSync(join(dataDir, 'index', 'tenant-globex.db'), 'r+');
+    writeSync(fd, Buffer.alloc(4096, 0x5a), 0, 4096, 0);
+    closeSync(fd);
+    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    await elma.runner.start();
+    views.real = elma.views;
+    await expect(snapshot('globex')).rejects.toMatchObject({ code: 'INDEX.PARTITION_CORRUPT' });
+
+    // when it is rebuilt, the rebuild neither reads the damaged file nor retries for minutes,
+    const started = Date.now();
+    const result = await runReindex(client(), 'globex');
+    expect(Date.now() - started).toBeLessThan(20_000);
+
+    // and every query answers as before the damage.
+    expect(result).toMatchObject({ tenant: 'globex', replayedEvents: 12, memories: 7 });
+    expect(await snapshot('globex')).toEqual(before);
+    expect((await elma.health()).index).toEqual({ engine: 'sqlite', up: true });
   });
 });
