@@ -384,10 +384,12 @@ export class TenantPartition {
     this.flush();
     this.checkpoint();
     this.db.close();
+    this.graph.release();
   }
 
-  /** Closes the file without writing anything (a corrupt partition); never throws. */
+  /** Closes the file without writing anything (a corrupt partition, or one about to be deleted); never throws. */
   abandon(): void {
+    this.graph.release();
     try {
       this.db.close();
     } catch {

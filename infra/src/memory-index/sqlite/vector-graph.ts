@@ -1,4 +1,6 @@
-import { existsSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Index, MetricKind, ScalarKind } from 'usearch';
 
 export interface VectorGraphOptions {
@@ -127,7 +129,14 @@ export class VectorGraph {
 
   /** Drops every node, including the soft-removed ones' bytes, and starts over. */
   reset(): void {
+    release(this.index, this.dimensions);
     this.index = this.create();
+    this.removedSlots = 0;
+  }
+
+  /** Frees the graph's native memory now; the graph is empty afterwards. */
+  release(): void {
+    release(this.index, this.dimensions);
     this.removedSlots = 0;
   }
 
@@ -150,10 +159,15 @@ export class VectorGraph {
     try {
       loaded.load(path);
     } catch {
+      release(loaded, this.dimensions);
       rmSync(path, { force: true });
       return false;
     }
-    if (loaded.dimensions() !== this.dimensions) return false;
+    if (loaded.dimensions() !== this.dimensions) {
+      release(loaded, this.dimensions);
+      return false;
+    }
+    release(this.index, this.dimensions);
     this.index = loaded;
     this.removedSlots = removed;
     return true;
@@ -169,5 +183,28 @@ export class VectorGraph {
       expansion_search: this.options.expansionSearch ?? 64,
       multi: false,
     });
+  }
+}
+
+/** An empty saved graph per vector length, loaded into a graph to free its memory (see `release`). */
+const emptyGraphs = new Map<number, string>();
+
+/**
+ * Frees an index's native memory at once. The binding's objects keep their
+ * memory when they are garbage-collected (measured: 30 graphs opened and
+ * dropped in turn kept 661 MB of RSS, with or without gc()), so a graph that
+ * is replaced or closed is emptied by loading an empty file into it (91 MB).
+ */
+function release(index: Index, dimensions: number): void {
+  let empty = emptyGraphs.get(dimensions);
+  try {
+    if (!empty || !existsSync(empty)) {
+      empty = join(mkdtempSync(join(tmpdir(), 'elma-graph-')), `empty-${dimensions}.usearch`);
+      new Index({ dimensions, metric: MetricKind.Cos, quantization: ScalarKind.F32, connectivity: 2, expansion_add: 2, expansion_search: 2, multi: false }).save(empty);
+      emptyGraphs.set(dimensions, empty);
+    }
+    index.load(empty);
+  } catch {
+    // Nothing more can be done than to drop the reference; the process stays correct, only larger.
   }
 }
