@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { embed } from '../fixtures';
-import { killChild, runChild, startChild } from './testing/child';
+import { killChild, runChild, startChild } from '../../testing/child-process';
 
 const VICTIM_TEXT = 'Patient ZQXMARKER9731 was diagnosed with 糖尿病 in March.';
 
@@ -25,13 +25,13 @@ describe('a purge killed midway', () => {
     const needles = [Buffer.from('ZQXMARKER9731'), Buffer.from('zqxmarker9731'), Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength)];
 
     // Given a purge killed (kill -9) after its row deletion committed and before the WAL checkpoint,
-    const killed = runChild('./purge.child.ts', ['kill-mid-purge', dir]);
+    const killed = runChild(new URL('./testing/purge.child.ts', import.meta.url), ['kill-mid-purge', dir]);
     expect(killed.signal).toBe('SIGKILL');
     // with the record's plaintext still in the WAL's older frames,
     expect(filesContaining(dir, needles)).toContain('tenant-acme.db-wal');
 
     // when the purge is retried in a fresh process,
-    const { child, line } = await startChild('./purge.child.ts', ['retry', dir], /^purged /);
+    const { child, line } = await startChild(new URL('./testing/purge.child.ts', import.meta.url), ['retry', dir], /^purged /);
     try {
       // then, while that process still holds the files, none of them carries the record.
       expect(line).toBe('purged 300');

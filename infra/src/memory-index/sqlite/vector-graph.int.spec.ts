@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { VectorGraph } from './vector-graph';
-import { runChild } from './testing/child';
+import { runChild } from '../../testing/child-process';
 
 /** A deterministic pseudo-random vector (mulberry32), for graph tests. */
 function prngVector(dimensions: number, seed: number): Float32Array {
@@ -56,7 +56,7 @@ describe('VectorGraph files', () => {
   // usearch 2.25.3 aborted the process (free(): corrupted unsorted chunks, exit 134) loading such files from 49 % on.
   it.each([0.3, 0.5, 0.75, 0.99])('loads and searches a saved graph with %d of its nodes removed, without crashing the process', (share) => {
     const nodes = 2_000;
-    const child = runChild('./graph-reload.child.ts', [join(dir, `graph-${share}.usearch`), String(nodes), String(share)]);
+    const child = runChild(new URL('./testing/graph-reload.child.ts', import.meta.url), [join(dir, `graph-${share}.usearch`), String(nodes), String(share)]);
     expect({ status: child.status, signal: child.signal, stderr: child.stderr.slice(0, 300) }).toEqual({ status: 0, signal: null, stderr: '' });
     expect(child.stdout.trim()).toBe(`loaded ${nodes - Math.floor(nodes * share)}`);
   });

@@ -2,16 +2,22 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 
-const scriptPath = (script: string) => fileURLToPath(new URL(script, import.meta.url));
+/**
+ * Child processes for tests whose fault ends a process (a native abort, a
+ * kill -9): the test observes the child from outside. Scripts are
+ * TypeScript files run through tsx, named by URL
+ * (`new URL('./testing/x.child.ts', import.meta.url)`).
+ */
+const scriptPath = (script: URL) => fileURLToPath(script);
 
-/** Runs a TypeScript file of this folder in a new Node process (through tsx) to its end; returns how it ended. */
-export function runChild(script: string, args: string[], timeoutMs = 60_000): { status: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string } {
+/** Runs a TypeScript file in a new Node process (through tsx) to its end; returns how it ended. */
+export function runChild(script: URL, args: string[], timeoutMs = 60_000): { status: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string } {
   const result = spawnSync(process.execPath, ['--import', 'tsx', scriptPath(script), ...args], { encoding: 'utf8', timeout: timeoutMs });
   return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
 }
 
-/** Starts a TypeScript file of this folder in a new Node process and resolves once it printed a line matching `ready`. */
-export async function startChild(script: string, args: string[], ready: RegExp, timeoutMs = 60_000): Promise<{ child: ChildProcess; line: string }> {
+/** Starts a TypeScript file in a new Node process and resolves once it printed a line matching `ready`. */
+export async function startChild(script: URL, args: string[], ready: RegExp, timeoutMs = 60_000): Promise<{ child: ChildProcess; line: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', scriptPath(script), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
