@@ -1,4 +1,4 @@
-import { openSync, closeSync, writeSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { openSync, closeSync, writeSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,5 +71,19 @@ describe('a corrupt tenant partition', () => {
     expect(await index.quarantined()).toEqual([]);
     await seed(index, 'bad', 5);
     expect(await index.count('bad')).toBe(5);
+  });
+
+  it('is deleted whole by a purge (no plaintext left behind) and stays quarantined until a rebuild', async () => {
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    await seed(index, 'bad');
+    await index.close();
+    damage(join(dir, 'tenant-bad.db'), 0, 4096);
+
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    await index.purge('bad', ['bad-3']);
+
+    expect(readdirSync(dir).filter((file) => file.startsWith('tenant-bad'))).toEqual([]);
+    expect(await index.quarantined()).toEqual(['bad']);
+    await expect(index.get('bad', 'bad-4')).rejects.toBeInstanceOf(IndexPartitionCorrupt);
   });
 });

@@ -141,13 +141,21 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     return hits;
   }
 
+  /**
+   * A quarantined partition cannot be purged record by record, but it must
+   * not keep the records' plaintext either: its files are deleted whole (the
+   * log rebuilds the rest) and it stays quarantined until that rebuild, so
+   * reads keep failing loudly rather than answering from an empty partition.
+   */
   async purge(tenant: string, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     this.pinned.set(tenant, (this.pinned.get(tenant) ?? 0) + 1);
     try {
       await this.guard(tenant, () => this.partition(tenant, false)?.purge(ids));
     } catch (error) {
-      throw this.corruptionOf(tenant, error) ?? error;
+      const corrupt = this.corruptionOf(tenant, error);
+      if (!corrupt) throw error;
+      TenantPartition.deleteFiles(this.files(tenant));
     } finally {
       const pins = this.pinned.get(tenant)! - 1;
       if (pins === 0) this.pinned.delete(tenant);
