@@ -1,6 +1,8 @@
 import { countTokens } from 'gpt-tokenizer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chatEvent, dataEventCount, startTestApp, type TestApp } from './testing';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { callApi, chatEvent, dataEventCount, startTestApp, type TestApp } from './testing';
 
 let t: TestApp;
 let token: string;
@@ -39,6 +41,20 @@ describe('the embedded API, end to end over HTTP', () => {
     expect(health.status).toBe(200);
     expect(Object.keys(health.body.engines)).toEqual(expect.arrayContaining(['eventLog', 'index', 'keyVault', 'projection']));
     expect(health.body.engines.eventLog.up).toBe(true);
+  });
+
+  it('answers a recall on a tenant whose index file is corrupt with 503 INDEX.PARTITION_CORRUPT, and /health names the tenant', async () => {
+    writeFileSync(join(t.dataDir, 'index', 'tenant-zeta.db'), Buffer.alloc(8192, 0x5a));
+    const zeta = await t.token({ tenant: 'zeta' });
+    try {
+      const recall = await callApi(t.url, zeta, 'POST', '/v1/recall', { query: 'delivery', purpose: 'support' });
+      expect(recall).toMatchObject({ status: 503, body: { code: 'INDEX.PARTITION_CORRUPT', status: 503 } });
+      const health = await call('GET', '/health');
+      expect(health.status).toBe(200);
+      expect(health.body).toMatchObject({ status: 'degraded', engines: { index: { up: true, degraded: true, detail: { quarantinedTenants: ['zeta'] } } } });
+    } finally {
+      await t.elma.index.dropTenant('zeta');
+    }
   });
 
   it('ingests Chinese and English and recalls each by a query in its own language', async () => {
