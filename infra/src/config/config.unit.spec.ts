@@ -7,6 +7,15 @@ import { ConfigError, loadConfig } from './config';
 const dir = mkdtempSync(join(tmpdir(), 'elma-config-'));
 const base = { ELMA_DATA_DIR: dir, ELMA_MASTER_KEY: 'k'.repeat(64), ELMA_JWT_SECRET: 's'.repeat(32) };
 
+describe('the embedded index memory budget', () => {
+  it('defaults to 512 MiB, reads ELMA_INDEX_MEMORY_MB, and refuses a budget too small to hold a partition', () => {
+    expect(loadConfig(base).indexMemoryMb).toBe(512);
+    expect(loadConfig({ ...base, ELMA_INDEX_MEMORY_MB: '2048' }).indexMemoryMb).toBe(2048);
+    expect(() => loadConfig({ ...base, ELMA_INDEX_MEMORY_MB: '4' })).toThrow(/ELMA_INDEX_MEMORY_MB/);
+    expect(() => loadConfig({ ...base, ELMA_INDEX_MEMORY_MB: 'lots' })).toThrow(ConfigError);
+  });
+});
+
 describe('engine selection', () => {
   it('defaults to the embedded engines', () => {
     const config = loadConfig(base);

@@ -463,7 +463,7 @@ export class TenantPartition {
     }
     rmSync(this.files.graph, { force: true });
     this.rebuildGraph();
-    if (this.graph.size > 0) this.saveGraph();
+    this.saveGraph();
   }
 
   private savedGraph(): GraphFile | undefined {
