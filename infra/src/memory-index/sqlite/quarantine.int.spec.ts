@@ -58,7 +58,8 @@ describe('a corrupt tenant partition', () => {
     expect(readFileSync(file).equals(damaged)).toBe(true);
     expect(await index.quarantined()).toEqual(['bad']);
     // while the other tenant reads and writes as before.
-    expect((await searchIds(index, 'good', '', embed('good shipment 17 left the depot on day 17')))[0]).toBe('good-17');
+    // (Hashing vectors of texts that differ by one number can tie, so the record is looked for among the first hits.)
+    expect(await searchIds(index, 'good', '', embed('good shipment 17 left the depot on day 17'))).toContain('good-17');
     await index.upsert('good', [indexed({ id: 'good-new', tenant: 'good', text: 'a new note' })]);
     expect(await index.count('good')).toBe(201);
 
