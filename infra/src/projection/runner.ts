@@ -162,6 +162,8 @@ export class ProjectionRunner {
     for (const [tenant, events] of groupBy(batch, tenantOf)) {
       try {
         await this.deps.projection.apply(events, { appendDerived: true });
+        // Rebuilt: should it be quarantined again later, that is logged again.
+        this.quarantinedSeen.delete(tenant);
       } catch (error) {
         if (!(error instanceof IndexPartitionCorrupt)) throw error;
         this.skipped += events.length;
