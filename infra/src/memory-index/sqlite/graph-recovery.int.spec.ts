@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { embed, indexed, searchIds } from '../fixtures';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
 import { COMPACT_SHARE } from './tenant-partition';
+import { runChild } from '../../testing/child-process';
 
 const DIMENSIONS = 384;
 const T = 'acme';
@@ -66,4 +67,22 @@ describe('the tenant graph file', () => {
     expect(await searchIds(index, T, '', embed(texts[350]))).toContain('m-350');
     expect(await searchIds(index, T, '', embed(texts[10]))).not.toContain('m-10');
   });
+
+  // With usearch 2.25.3 and no compaction, the fresh process aborted (SIGABRT, free(): corrupted unsorted chunks).
+  it.each([0.5, 0.9])(
+    'loads in a fresh process after an erasure of %d of the tenant in one purge',
+    async (share) => {
+      const n = 1_000;
+      index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+      await index.upsert(T, Array.from({ length: n }, (_, i) => indexed({ id: `m-${i}`, tenant: T, text: `${texts[i % texts.length]} batch ${i}` })));
+      const erased = Array.from({ length: n * share }, (_, i) => `m-${i}`);
+      await index.purge(T, erased);
+      await index.close();
+      index = undefined;
+
+      const child = runChild(new URL('./testing/reopen.child.ts', import.meta.url), [dir, T, 'delivery note warehouse']);
+      expect({ status: child.status, signal: child.signal, stderr: child.stderr.slice(0, 300) }).toEqual({ status: 0, signal: null, stderr: '' });
+      expect(child.stdout.trim()).toBe(`count ${n - erased.length} hits 10`);
+    },
+  );
 });
