@@ -1,6 +1,7 @@
 import type { CheckpointStore, EventLog, RecordedEvent, Subscription } from '@elma/domain';
 import { DomainError } from '@elma/domain';
 import type { Logger } from '../runtime/logger';
+import { storageFullOf } from '../storage/storage-full';
 import { VIEW_SOURCE_PREFIXES, type Projection } from './projection';
 
 export const VIEWS_CHECKPOINT = 'views';
@@ -115,7 +116,21 @@ export class ProjectionRunner {
         if (this.scanned > this.position) {
           // Only filtered-out events (audit, policy...) passed: nothing to replay if this position is lost,
           // so it is saved at most once a second rather than once per append.
-          await this.advance(this.scanned, Date.now() - this.savedAt >= IDLE_SAVE_INTERVAL_MS);
+          const durable = Date.now() - this.savedAt >= IDLE_SAVE_INTERVAL_MS;
+          try {
+            await this.advance(this.scanned, durable);
+            if (durable) {
+              attempt = 0;
+              this.lastError = undefined;
+            }
+          } catch (error) {
+            // A checkpoint that cannot be written (a full disk) must not end the loop, nor the process:
+            // the position stays where it was and the save is tried again until it succeeds.
+            attempt += 1;
+            this.lastError = codeOf(error);
+            this.deps.logger.error('projection checkpoint failed; retrying', { code: this.lastError, attempt });
+            await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 50 * 2 ** attempt)));
+          }
           continue;
         }
         // Set synchronously after the emptiness check, so no push can slip between the two.
@@ -160,6 +175,8 @@ export class ProjectionRunner {
 }
 
 function codeOf(error: unknown): string {
+  const full = storageFullOf(error);
+  if (full) return full.code;
   if (error instanceof DomainError) return error.code;
   if (error instanceof Error) return error.name;
   return 'UNKNOWN';
