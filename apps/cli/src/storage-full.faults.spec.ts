@@ -1,67 +1,13 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SqliteEventLog, deterministicUuid, freePort, loadConfig, mintToken } from '@elma/infra';
+import { fillVolume, mountSmallVolume, smallVolumesUnsupported } from '../../../tests/faults/small-volume';
 import { prng, sentence } from './bench/corpus';
 
 const main = join(import.meta.dirname, 'main.ts');
-
-/**
- * A real, size-capped file system: a tmpfs where mounting one is permitted,
- * else an ext4 image on a loop device. Undefined (with the reason) when
- * neither can be mounted here, e.g. without root.
- */
-function mountSmallVolume(dir: string, megabytes: number): { unmount(): void } | { reason: string } {
-  mkdirSync(dir, { recursive: true });
-  const tmpfs = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${megabytes}m,mode=0700`, 'tmpfs', dir], { encoding: 'utf8' });
-  if (tmpfs.status === 0) return { unmount: () => void spawnSync('umount', ['-l', dir]) };
-  const image = `${dir}.img`;
-  const made =
-    spawnSync('truncate', ['-s', `${megabytes}M`, image]).status === 0 &&
-    spawnSync('mkfs.ext4', ['-q', '-F', image]).status === 0 &&
-    spawnSync('mount', ['-o', 'loop', image, dir]).status === 0;
-  if (made) {
-    return {
-      unmount: () => {
-        spawnSync('umount', ['-l', dir]);
-        rmSync(image, { force: true });
-      },
-    };
-  }
-  rmSync(image, { force: true });
-  return { reason: `cannot mount a tmpfs (${(tmpfs.stderr || '').trim() || `exit ${tmpfs.status}`}) nor a loop-mounted ext4 image here` };
-}
-
-/** Asked once, before the suite is collected, so that it is skipped with a reason rather than failed. */
-const support = (() => {
-  const probe = mkdtempSync(join(tmpdir(), 'elma-mount-probe-'));
-  const mounted = mountSmallVolume(join(probe, 'v'), 1);
-  if ('unmount' in mounted) mounted.unmount();
-  rmSync(probe, { recursive: true, force: true });
-  return 'reason' in mounted ? mounted.reason : undefined;
-})();
-if (support) process.stderr.write(`[faults] full disk scenarios skipped: ${support}\n`);
-
-/** Writes a filler file until the volume refuses another byte (ENOSPC), as a runaway log file would. */
-function fillVolume(dir: string): string {
-  const path = join(dir, 'filler');
-  const fd = openSync(path, 'w');
-  try {
-    for (const size of [1 << 20, 1 << 12, 1]) {
-      const chunk = Buffer.alloc(size, 0x5a);
-      try {
-        for (;;) writeSync(fd, chunk);
-      } catch (error) {
-        if ((error as { code?: string }).code !== 'ENOSPC') throw error;
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return path;
-}
 
 const random = prng(11);
 /** A batch of `size` chat events of about 1.5 KB each (ordinary words, so no secret detector objects). */
@@ -87,7 +33,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * STORAGE.FULL where a write cannot be stored, say so in /health, and carry
  * on by itself once the filler is deleted, with every acknowledged event kept.
  */
-describe.skipIf(support !== undefined)('a full disk under a running ELMA', () => {
+const unsupported = smallVolumesUnsupported('a full disk under a running ELMA');
+
+describe.skipIf(unsupported !== undefined)('a full disk under a running ELMA', () => {
   const base = mkdtempSync(join(tmpdir(), 'elma-full-disk-'));
   const dataDir = join(base, 'data');
   const indexDir = join(dataDir, 'index');
