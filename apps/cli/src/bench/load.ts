@@ -133,6 +133,7 @@ async function drive(url: string, tokens: string[], ms: number, offset: number):
 function summarise(label: string, samples: Sample[], seconds: number): LoadRow[] {
   const ok = (s: Sample) => s.outcome === 200 || s.outcome === 202;
   const all = percentiles(samples.map((s) => s.ms));
+  const ingests = percentiles(samples.filter((s) => s.kind === 'ingest').map((s) => s.ms));
   const recalls = percentiles(samples.filter((s) => s.kind !== 'ingest').map((s) => s.ms));
   const strong = percentiles(samples.filter((s) => s.kind === 'strong').map((s) => s.ms));
   const errors = new Map<string, number>();
@@ -141,6 +142,7 @@ function summarise(label: string, samples: Sample[], seconds: number): LoadRow[]
   return [
     { what: `${label}: throughput (${samples.length} requests in ${seconds.toFixed(0)} s)`, figure: `${(samples.filter(ok).length / seconds).toFixed(1)} req/s, ${(ingested / seconds).toFixed(0)} events/s` },
     { what: `  all requests p50 / p95 / p99`, figure: triple(all) },
+    { what: `  ingest (${INGEST_BATCH} events) p50 / p95 / p99`, figure: triple(ingests) },
     { what: `  recall p50 / p95 / p99`, figure: triple(recalls) },
     { what: `  strong recall p50 / p95 / p99`, figure: triple(strong) },
     { what: `  errors by status`, figure: errors.size === 0 ? 'none' : [...errors].map(([status, n]) => `${status}: ${n}`).join(', ') },
