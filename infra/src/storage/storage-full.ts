@@ -2,12 +2,14 @@ import { DomainError } from '@elma/domain';
 
 /**
  * A write found no space left on the volume that holds ELMA's data. Nothing
- * of the failed unit was kept (SQLite rolls the transaction back), and the
- * same request succeeds once space is freed: nothing needs a restart.
+ * of the failed write was kept (SQLite rolls the transaction back); a request
+ * made of several writes may have kept the earlier ones, which are
+ * idempotent, so the same request retried once space is freed completes it.
+ * Nothing needs a restart.
  */
 export class StorageFull extends DomainError {
   constructor() {
-    super('STORAGE.FULL', 'the data volume is full: the write was not stored; retry once the operator has freed space');
+    super('STORAGE.FULL', 'the data volume is full: the request was not completed; retry it (retries are safe) once the operator has freed space');
   }
 }
 

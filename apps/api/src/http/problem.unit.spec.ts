@@ -36,9 +36,9 @@ describe('a full volume as the caller sees it', () => {
     expect(problem.detail).not.toContain('/data');
   });
 
-  it('tells the caller the write was not stored and that freeing space, not a restart, fixes it', () => {
+  it('tells the caller to retry once space is freed, not to wait for a restart', () => {
     const { detail } = toProblem(new Database.SqliteError('database or disk is full', 'SQLITE_FULL'));
-    expect(detail).toMatch(/not stored/);
-    expect(detail).toMatch(/freed space/);
+    expect(detail).toMatch(/not completed/);
+    expect(detail).toMatch(/retry .*freed space/);
   });
 });
