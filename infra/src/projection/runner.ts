@@ -1,7 +1,7 @@
 import type { CheckpointStore, EventLog, RecordedEvent, Subscription } from '@elma/domain';
 import { DomainError } from '@elma/domain';
 import type { Logger } from '../runtime/logger';
-import { storageFullOf } from '../storage/storage-full';
+import { StorageFull, storageFullOf } from '../storage/storage-full';
 import { VIEW_SOURCE_PREFIXES, type Projection } from './projection';
 
 export const VIEWS_CHECKPOINT = 'views';
@@ -16,6 +16,8 @@ export class ProjectionLagging extends DomainError {
     });
   }
 }
+
+const STORAGE_FULL = new StorageFull().code;
 
 /** How often a checkpoint that only skipped filtered-out events is written. */
 const IDLE_SAVE_INTERVAL_MS = 1_000;
@@ -86,7 +88,8 @@ export class ProjectionRunner {
       const waiter = { position, resolve: () => (clearTimeout(timer), resolve()) };
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w !== waiter);
-        reject(new ProjectionLagging(position, this.position));
+        // Lagging because the index volume is full: the caller gets the cause, which no retry soon will fix.
+        reject(this.lastError === STORAGE_FULL ? new StorageFull() : new ProjectionLagging(position, this.position));
       }, timeoutMs);
       this.waiters.push(waiter);
     });
