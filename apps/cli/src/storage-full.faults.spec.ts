@@ -165,6 +165,17 @@ describe.skipIf(unsupported !== undefined)('a full disk under a running ELMA', (
     expect(graphql.status).toBe(200);
     expect(graphql.body.errors?.[0]?.extensions).toMatchObject({ code: 'STORAGE.FULL', status: 507 });
 
+    // Other writers go through the same mapping. Small writes may still fit in space SQLite holds already,
+    // so each either succeeds or is refused with the code; none is a 500.
+    const legal = await mintToken(loadConfig({ ELMA_DATA_DIR: dataDir }).jwtSecret, { tenant: 'acme', sub: 'counsel-1', roles: ['legal'], purposes: ['support'], clearance: 'restricted' });
+    const hold = await fetch(`${api}/v1/legal-holds`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${legal}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ scope: { subjects: ['cust-1'] }, reason: 'matter 7' }),
+    });
+    expect([201, 507]).toContain(hold.status);
+    if (hold.status === 507) expect(((await hold.json()) as { code: string }).code).toBe('STORAGE.FULL');
+
     // Recall writes an audit entry: it answers, or refuses cleanly with the same code.
     const recall = await call('POST', '/v1/recall', { query: 'customer delivery', purpose: 'support' });
     expect([200, 507]).toContain(recall.status);
