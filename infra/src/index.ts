@@ -20,6 +20,7 @@ export * from './crypto';
 export * from './temporal';
 export * from './policy/policy-store';
 export * from './legal-hold/legal-holds';
+export * from './storage';
 export * from './audit';
 export * from './governance/governance-service';
 export * from './erasure';

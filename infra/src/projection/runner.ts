@@ -2,6 +2,7 @@ import type { CheckpointStore, EventLog, RecordedEvent, Subscription } from '@el
 import { DomainError, groupBy, IndexPartitionCorrupt } from '@elma/domain';
 import type { Logger } from '../runtime/logger';
 import { tenantOf } from '../sealing/sealed-events';
+import { StorageFull, storageFullOf } from '../storage/storage-full';
 import { VIEW_SOURCE_PREFIXES, type Projection } from './projection';
 
 export const VIEWS_CHECKPOINT = 'views';
@@ -16,6 +17,8 @@ export class ProjectionLagging extends DomainError {
     });
   }
 }
+
+const STORAGE_FULL = new StorageFull().code;
 
 /** How often a checkpoint that only skipped filtered-out events is written. */
 const IDLE_SAVE_INTERVAL_MS = 1_000;
@@ -89,7 +92,8 @@ export class ProjectionRunner {
       const waiter = { position, resolve: () => (clearTimeout(timer), resolve()) };
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w !== waiter);
-        reject(new ProjectionLagging(position, this.position));
+        // Lagging because the index volume is full: the caller gets the cause, which no retry soon will fix.
+        reject(this.lastError === STORAGE_FULL ? new StorageFull() : new ProjectionLagging(position, this.position));
       }, timeoutMs);
       this.waiters.push(waiter);
     });
@@ -119,7 +123,21 @@ export class ProjectionRunner {
         if (this.scanned > this.position) {
           // Only filtered-out events (audit, policy...) passed: nothing to replay if this position is lost,
           // so it is saved at most once a second rather than once per append.
-          await this.advance(this.scanned, Date.now() - this.savedAt >= IDLE_SAVE_INTERVAL_MS);
+          const durable = Date.now() - this.savedAt >= IDLE_SAVE_INTERVAL_MS;
+          try {
+            await this.advance(this.scanned, durable);
+            if (durable) {
+              attempt = 0;
+              this.lastError = undefined;
+            }
+          } catch (error) {
+            // A checkpoint that cannot be written (a full disk) must not end the loop, nor the process:
+            // the position stays where it was and the save is tried again until it succeeds.
+            attempt += 1;
+            this.lastError = codeOf(error);
+            this.deps.logger.error('projection checkpoint failed; retrying', { code: this.lastError, attempt });
+            await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 50 * 2 ** attempt)));
+          }
           continue;
         }
         // Set synchronously after the emptiness check, so no push can slip between the two.
@@ -188,6 +206,8 @@ export class ProjectionRunner {
 }
 
 function codeOf(error: unknown): string {
+  const full = storageFullOf(error);
+  if (full) return full.code;
   if (error instanceof DomainError) return error.code;
   if (error instanceof Error) return error.name;
   return 'UNKNOWN';

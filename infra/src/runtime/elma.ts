@@ -28,6 +28,7 @@ import { ErasureFingerprints } from '../erasure/fingerprints';
 import { ErasureGuard } from '../erasure/guard';
 import { ErasureService } from '../erasure/erasure-service';
 import { Tombstones } from '../erasure/tombstones';
+import { volumeHealth } from '../storage/storage-health';
 
 export const systemClock: Clock = { now: () => new Date() };
 export const uuidSource: IdSource = { next: () => randomUUID() };
@@ -174,6 +175,7 @@ export async function openElma(
         index: await indexHealth(),
         keyVault: { engine: 'sqlite', up: await probe(() => vault.isShredded('health', 'probe')) },
         projection: { engine: 'runner', up: !runner.status().error, detail: runner.status() },
+        storage: await storageProbe(config),
         ...Object.fromEntries(
           await Promise.all(
             [...probes].map(async ([name, check]) => [name, await check().catch(() => ({ engine: name, up: false }))] as const),
@@ -191,6 +193,16 @@ export async function openElma(
       await log.close();
     },
   };
+}
+
+/** Free space where this process writes; the index folder counts apart only for the embedded index. */
+async function storageProbe(config: ElmaConfig): Promise<EngineHealth> {
+  try {
+    const { up, volumes } = await volumeHealth({ data: config.dataDir, ...(config.index === 'sqlite' ? { index: join(config.dataDir, 'index') } : {}) });
+    return { engine: 'filesystem', up, detail: { volumes } };
+  } catch {
+    return { engine: 'filesystem', up: false };
+  }
 }
 
 async function openEventLog(config: ElmaConfig): Promise<{ log: EventLog; checkpoints?: CheckpointStore; compaction?: EventStoreDbScavenger }> {

@@ -1,4 +1,5 @@
 import { DomainError } from '@elma/domain';
+import { storageFullOf } from '@elma/infra';
 
 /** HTTP status for each stable error code. Codes not listed are server errors. */
 const STATUS: Record<string, number> = {
@@ -33,6 +34,9 @@ const STATUS: Record<string, number> = {
   'ERASURE.CERTIFICATE_NOT_READY': 409,
   'ERASURE.CONTENT_ERASED': 409,
   'TEMPORAL.UNAVAILABLE': 503,
+  // 507, not 503 + Retry-After: space comes back when an operator frees it, so no retry time can be promised,
+  // and clients and alerts can tell "the volume is full" from "the server is busy, retry shortly".
+  'STORAGE.FULL': 507,
 };
 
 export interface Problem {
@@ -68,6 +72,9 @@ export function toProblem(error: unknown, instance?: string, requestId?: string)
 }
 
 function classify(error: unknown): { code: string; detail: string; errors?: unknown } {
+  // Whichever adapter ran out of space (SQLite, a file write), the caller gets the same code.
+  const full = storageFullOf(error);
+  if (full) return { code: full.code, detail: full.message };
   if (error instanceof DomainError) {
     const details = error.details as { issues?: unknown; findings?: unknown };
     return { code: error.code, detail: error.message, errors: details.issues ?? details.findings };

@@ -10,6 +10,7 @@ import { createElmaWorker, erasureProgress, erasureResult, startErasure } from '
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 import { eventBatch, prng, query, sentence } from '../bench/corpus';
 import { coverageExperiment } from '../bench/coverage';
+import { loadBench } from '../bench/load';
 
 const TENANTS = 10;
 const BATCH = 100;
@@ -37,9 +38,26 @@ export async function benchCommand(argv: string[]): Promise<number> {
       sizes: { type: 'string', default: '10000,100000' },
       closures: { type: 'string', default: '10,100,1000' },
       'erasure-background': { type: 'string', default: '10000' },
+      'load-clients': { type: 'string', default: '16,64' },
+      'load-seconds': { type: 'string', default: '60' },
+      'no-load-sweep': { type: 'boolean', default: false },
       only: { type: 'string' },
     },
   });
+  // Concurrent clients over real HTTP against `elma start` in a child process (see bench/load.ts).
+  const load = () =>
+    loadBench(
+      {
+        clients: values['load-clients']!.split(',').map(Number),
+        seconds: Number(values['load-seconds']),
+        sweep: !values['no-load-sweep'],
+      },
+      (message) => process.stderr.write(`[bench] ${message}\n`),
+    );
+  if (values.only === 'load') {
+    printTable((await load()).map((row) => [row.what, row.figure, row.target ?? '', '']));
+    return 0;
+  }
   const sizes = values.only === 'erasure' ? [] : values.sizes!.split(',').map(Number);
   const closures = values.only === 'recall' ? [] : values.closures!.split(',').map(Number);
   const dataDir = mkdtempSync(join(tmpdir(), 'elma-bench-'));
@@ -131,6 +149,7 @@ export async function benchCommand(argv: string[]): Promise<number> {
       );
     }
   }
+  if (values.only === undefined) for (const row of await load()) line(row.what, row.figure, row.target ?? '');
   printTable(rows);
   return 0;
 }

@@ -1,6 +1,6 @@
-import { existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, renameSync, rmSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Index, MetricKind, ScalarKind } from 'usearch';
 
 export interface VectorGraphOptions {
@@ -143,7 +143,16 @@ export class VectorGraph {
   /** Writes the graph to `path` through a temporary file, so a crash never leaves a torn graph under the real name. */
   save(path: string): void {
     const temporary = `${path}.tmp`;
-    this.index.save(temporary);
+    try {
+      this.index.save(temporary);
+    } catch (error) {
+      // usearch reports a failed write without the system error: a volume left without space is told apart here.
+      const { bavail, bsize } = statfsSync(dirname(path));
+      // A torn temporary file would hold on to the very space that ran out.
+      rmSync(temporary, { force: true });
+      if (bavail * bsize < 1024 * 1024) throw Object.assign(new Error('no space left to save the vector graph'), { code: 'ENOSPC', cause: error });
+      throw error;
+    }
     renameSync(temporary, path);
   }
 

@@ -1,0 +1,269 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { freePort, loadConfig, mintToken } from '@elma/infra';
+import { ELMA_TASK_QUEUE } from '@elma/workflows';
+import { eventBatch, prng, query } from './corpus';
+
+/** One row of the bench table: what was measured, the figure, and its target if it has one. */
+export interface LoadRow {
+  what: string;
+  figure: string;
+  target?: string;
+}
+
+export interface LoadOptions {
+  /** Concurrent clients of each phase, e.g. [16, 64]. */
+  clients: number[];
+  /** Length of each phase. */
+  seconds: number;
+  /** Also measure the first client count while the consolidation sweep runs. */
+  sweep: boolean;
+  /** Events in the tenant before the first phase. */
+  seed?: number;
+}
+
+const TENANT = 'bench_load';
+/** Share of requests that are ingest batches; the rest are recalls. */
+const INGEST_SHARE = 0.3;
+/** Share of recalls that ask for read-your-writes (`consistency: "strong"`). */
+const STRONG_SHARE = 0.3;
+const INGEST_BATCH = 10;
+/** The bench's own sweep runs, told apart from the hourly schedule's. */
+const SWEEP_ID = 'bench-load-consolidation-sweep';
+/** A client gives up on a request after this long (counted as `timeout`). */
+const REQUEST_TIMEOUT_MS = 60_000;
+
+interface Sample {
+  kind: 'ingest' | 'recall' | 'strong';
+  ms: number;
+  /** HTTP status, or `timeout` / `network`. */
+  outcome: number | string;
+}
+
+/**
+ * The load section of `npm run bench`: `elma start` as a child process (its
+ * own Temporal dev server, a temporary data folder), driven over real HTTP by
+ * N concurrent clients for a fixed time each: 30 % ingest batches of ten
+ * events, 70 % recalls of which 30 % are strong. The clients run in this
+ * process, the server in the child, so they do not share an event loop; the
+ * machine's 1-minute load average is printed with the figures because a
+ * shared machine moves them.
+ */
+export async function loadBench(options: LoadOptions, progress: (message: string) => void = () => undefined): Promise<LoadRow[]> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'elma-bench-load-'));
+  const server = await startServer(dataDir);
+  const rows: LoadRow[] = [];
+  try {
+    const secret = loadConfig({ ELMA_DATA_DIR: dataDir }).jwtSecret;
+    const tokens = await Promise.all(
+      Array.from({ length: Math.max(...options.clients) }, (_, i) =>
+        mintToken(secret, { tenant: TENANT, sub: `load-${i}`, roles: ['agent'], purposes: ['support'], clearance: 'internal' }),
+      ),
+    );
+    const seed = options.seed ?? 5_000;
+    progress(`load: seeding ${seed} events over HTTP`);
+    const random = prng(5);
+    let position = '0';
+    for (let done = 0; done < seed; done += 100) {
+      const response = await post(server.url, tokens[0], '/v1/events', eventBatch(random, Math.min(100, seed - done), done, TENANT));
+      if (response.status !== 202) throw new Error(`seeding failed with HTTP ${response.status}`);
+      position = response.body.position;
+    }
+    await post(server.url, tokens[0], '/v1/recall', { query: 'customer', purpose: 'support', consistency: 'strong', afterPosition: position }, 10 * 60_000);
+
+    const phases = [...options.clients.map((clients) => ({ clients, sweep: false })), ...(options.sweep ? [{ clients: options.clients[0], sweep: true }] : [])];
+    let offset = seed;
+    for (const phase of phases) {
+      progress(`load: ${phase.clients} clients for ${options.seconds} s${phase.sweep ? ' with a consolidation sweep running' : ''}`);
+      const rssBefore = rssMb(server.child.pid!);
+      const loadBefore = loadavg()[0];
+      const sweep = phase.sweep ? await keepSweepRunning(server.temporalAddress) : undefined;
+      const started = performance.now();
+      const samples = await drive(server.url, tokens.slice(0, phase.clients), options.seconds * 1000, offset);
+      const elapsed = (performance.now() - started) / 1000;
+      const swept = await sweep?.stop();
+      offset += samples.filter((s) => s.kind === 'ingest').length * INGEST_BATCH;
+      const label = `load ${phase.clients} clients${phase.sweep ? ' + sweep' : ''}`;
+      rows.push(...summarise(label, samples, elapsed), {
+        what: `  RSS before -> after; load avg (1 min) before -> after`,
+        figure: `${rssBefore} -> ${rssMb(server.child.pid!)} MB; ${loadBefore.toFixed(2)} -> ${loadavg()[0].toFixed(2)}`,
+      });
+      if (swept) rows.push({ what: `  consolidation sweeps started; share of the phase one ran`, figure: `${swept.started}; ${Math.round(swept.runningShare * 100)} %` });
+    }
+  } finally {
+    await server.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+/** N clients, each issuing one request after another until the deadline. */
+async function drive(url: string, tokens: string[], ms: number, offset: number): Promise<Sample[]> {
+  const deadline = performance.now() + ms;
+  const samples: Sample[] = [];
+  await Promise.all(
+    tokens.map(async (token, client) => {
+      const random = prng(1_000 + client);
+      let lastPosition: string | undefined;
+      for (let n = 0; performance.now() < deadline; n++) {
+        const kind: Sample['kind'] = random() < INGEST_SHARE ? 'ingest' : random() < STRONG_SHARE ? 'strong' : 'recall';
+        const body =
+          kind === 'ingest'
+            ? eventBatch(random, INGEST_BATCH, offset + client * 1_000_000 + n * INGEST_BATCH, `${TENANT}-${client}`)
+            : { query: query(random), purpose: 'support', budgetTokens: 1000, ...(kind === 'strong' ? { consistency: 'strong', ...(lastPosition ? { afterPosition: lastPosition } : {}) } : {}) };
+        const start = performance.now();
+        let outcome: Sample['outcome'];
+        try {
+          const response = await post(url, token, kind === 'ingest' ? '/v1/events' : '/v1/recall', body);
+          outcome = response.status;
+          if (kind === 'ingest' && response.status === 202) lastPosition = response.body.position;
+        } catch (error) {
+          outcome = (error as Error).name === 'TimeoutError' ? 'timeout' : 'network';
+        }
+        samples.push({ kind, ms: performance.now() - start, outcome });
+      }
+    }),
+  );
+  return samples;
+}
+
+function summarise(label: string, samples: Sample[], seconds: number): LoadRow[] {
+  const ok = (s: Sample) => s.outcome === 200 || s.outcome === 202;
+  const all = percentiles(samples.map((s) => s.ms));
+  const ingests = percentiles(samples.filter((s) => s.kind === 'ingest').map((s) => s.ms));
+  const recalls = percentiles(samples.filter((s) => s.kind !== 'ingest').map((s) => s.ms));
+  const strong = percentiles(samples.filter((s) => s.kind === 'strong').map((s) => s.ms));
+  const errors = new Map<string, number>();
+  for (const sample of samples.filter((s) => !ok(s))) errors.set(String(sample.outcome), (errors.get(String(sample.outcome)) ?? 0) + 1);
+  const ingested = samples.filter((s) => s.kind === 'ingest' && ok(s)).length * INGEST_BATCH;
+  return [
+    { what: `${label}: throughput (${samples.length} requests in ${seconds.toFixed(0)} s)`, figure: `${(samples.filter(ok).length / seconds).toFixed(1)} req/s, ${(ingested / seconds).toFixed(0)} events/s` },
+    { what: `  all requests p50 / p95 / p99`, figure: triple(all) },
+    { what: `  ingest (${INGEST_BATCH} events) p50 / p95 / p99`, figure: triple(ingests) },
+    { what: `  recall p50 / p95 / p99`, figure: triple(recalls) },
+    { what: `  strong recall p50 / p95 / p99`, figure: triple(strong) },
+    { what: `  errors by status`, figure: errors.size === 0 ? 'none' : [...errors].map(([status, n]) => `${status}: ${n}`).join(', ') },
+  ];
+}
+
+/**
+ * Starts the consolidation sweep (the workflow the hourly schedule runs) now,
+ * and again each second it is idle, until stopped; then reports how many sweeps ran and for what
+ * share of the phase one was running (from the workflows' start and close times).
+ */
+async function keepSweepRunning(address: string): Promise<{ stop(): Promise<{ runningShare: number; started: number }> }> {
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection });
+  const since = new Date();
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      // One sweep at a time, as the schedule runs them (it skips overlaps): a running one is kept.
+      await client.workflow.start('consolidationSweepWorkflow', {
+        taskQueue: ELMA_TASK_QUEUE,
+        workflowId: SWEEP_ID,
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        args: [],
+      });
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop.catch(() => undefined);
+      const until = new Date();
+      let started = 0;
+      let busyMs = 0;
+      for await (const run of client.workflow.list({ query: `WorkflowId = '${SWEEP_ID}' AND StartTime >= '${since.toISOString()}'` })) {
+        started += 1;
+        busyMs += Math.min(until.getTime(), (run.closeTime ?? until).getTime()) - run.startTime.getTime();
+      }
+      await connection.close();
+      return { runningShare: busyMs / (until.getTime() - since.getTime()), started };
+    },
+  };
+}
+
+interface Server {
+  url: string;
+  temporalAddress: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** `elma start` on a temporary data folder and free ports, as an operator would run it. */
+async function startServer(dataDir: string): Promise<Server> {
+  const port = await freePort();
+  const temporalPort = await freePort([port]);
+  const uiPort = await freePort([port, temporalPort]);
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ELMA_DATA_DIR: dataDir,
+    ELMA_PORT: String(port),
+    TEMPORAL_PORT: String(temporalPort),
+    TEMPORAL_UI_PORT: String(uiPort),
+    ELMA_LOG_LEVEL: 'error',
+  };
+  delete env.TEMPORAL_ADDRESS;
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '..', 'main.ts'), 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output = (output + chunk).slice(-20_000)));
+  child.stderr!.on('data', (chunk) => (output = (output + chunk).slice(-20_000)));
+  const deadline = Date.now() + 120_000;
+  while (!output.includes('Press Ctrl-C to stop.')) {
+    if (child.exitCode !== null) throw new Error(`elma start exited early:\n${output}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`elma start did not come up:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    temporalAddress: `127.0.0.1:${temporalPort}`,
+    child,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGINT');
+      const until = Date.now() + 30_000;
+      while (child.exitCode === null && child.signalCode === null && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+  };
+}
+
+async function post(url: string, token: string, path: string, body: unknown, timeoutMs = REQUEST_TIMEOUT_MS) {
+  const response = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text && response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : undefined };
+}
+
+/** Resident memory of a process in MB, from /proc (Linux); '?' elsewhere. */
+function rssMb(pid: number): string {
+  try {
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    return Number.isFinite(kb) ? (kb / 1024).toFixed(0) : '?';
+  } catch {
+    return '?';
+  }
+}
+
+function percentiles(samples: number[]) {
+  if (samples.length === 0) return undefined;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+  return { p50: at(50), p95: at(95), p99: at(99) };
+}
+
+const ms = (value: number) => (value >= 1000 ? `${(value / 1000).toFixed(2)} s` : `${value.toFixed(0)} ms`);
+const triple = (p: ReturnType<typeof percentiles>) => (p ? `${ms(p.p50)} / ${ms(p.p95)} / ${ms(p.p99)}` : 'n/a');

@@ -1,0 +1,2 @@
+export * from './storage-full';
+export * from './storage-health';
