@@ -2,11 +2,11 @@ import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { streams, type Principal } from '@elma/domain';
+import { streams, type EventLog, type Principal, type Subscription } from '@elma/domain';
 import { loadConfig } from '../config/config';
 import { openElma, type Elma } from '../runtime/elma';
 import { silentLogger } from '../runtime/logger';
-import { VIEWS_CHECKPOINT } from './runner';
+import { ProjectionRunner, VIEWS_CHECKPOINT } from './runner';
 
 const who: Principal = { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };
 
@@ -163,5 +163,43 @@ describe('the projection runner', () => {
     expect(await elma.views.replay('beta')).toMatchObject({ memories: expectedMemories(50) });
     expect((await elma.health()).index).toEqual({ engine: 'sqlite', up: true });
     expect((await elma.recall.recall(beta, { query: 'delivery', purpose: 'support' })).items.length).toBeGreaterThan(0);
+  });
+  it('subscribes again after its subscription fails, and indexes what came after', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'elma-runner-'));
+    dirs.push(dir);
+    const elma = await start(dir, false);
+    // The real log, whose first subscription breaks after five events as a lost connection would.
+    let subscriptions = 0;
+    const log: EventLog = Object.create(elma.log, {
+      subscribeToAll: {
+        value: (options: Parameters<EventLog['subscribeToAll']>[0]): Subscription => {
+          const inner = elma.log.subscribeToAll(options);
+          if (subscriptions++ > 0) return inner;
+          return {
+            unsubscribe: () => inner.unsubscribe(),
+            async *[Symbol.asyncIterator]() {
+              let delivered = 0;
+              for await (const item of inner) {
+                if (item.kind === 'event' && ++delivered > 5) throw new Error('connection lost');
+                yield item;
+              }
+            },
+          };
+        },
+      },
+    });
+    const runner = new ProjectionRunner({ log, checkpoints: elma.index, projection: elma.projection, logger: silentLogger });
+    await runner.start();
+    try {
+      const first = await elma.ingest.ingest(who, batch(0, 10));
+      const second = await elma.ingest.ingest(who, batch(10, 10));
+      await runner.waitFor(BigInt(second.position), 20_000);
+      expect(BigInt(first.position)).toBeLessThan(BigInt(second.position));
+      expect(subscriptions).toBeGreaterThan(1);
+      expect(await elma.index.count('acme')).toBe(expectedMemories(20));
+      expect(runner.status().error).toBeUndefined();
+    } finally {
+      await runner.stop();
+    }
   });
 });

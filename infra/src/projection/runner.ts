@@ -40,6 +40,8 @@ export class ProjectionRunner {
   private loops: Promise<void>[] = [];
   private waiters: { position: bigint; resolve: () => void }[] = [];
   private lastError?: string;
+  /** Why the subscription last failed, until it delivers again. */
+  private readError?: string;
   /** When the checkpoint was last written (ms since the epoch). */
   private savedAt = 0;
   applied = 0;
@@ -56,11 +58,16 @@ export class ProjectionRunner {
     const from = await this.deps.checkpoints.load(VIEWS_CHECKPOINT);
     this.position = from ?? -1n;
     this.scanned = this.position;
-    this.subscription = this.deps.log.subscribeToAll({
-      fromPosition: from ?? 'start',
+    this.subscription = this.subscribe();
+    this.loops = [this.read(), this.applyLoop()];
+  }
+
+  /** A subscription after everything already queued: the queue keeps what was read and not yet applied. */
+  private subscribe(): Subscription {
+    return this.deps.log.subscribeToAll({
+      fromPosition: this.scanned >= 0n ? this.scanned : 'start',
       filter: { streamNamePrefix: VIEW_SOURCE_PREFIXES },
     });
-    this.loops = [this.read(this.subscription), this.applyLoop()];
   }
 
   async stop(): Promise<void> {
@@ -82,7 +89,8 @@ export class ProjectionRunner {
   }
 
   status(): { position: string; error?: string } {
-    return { position: this.position.toString(), ...(this.lastError ? { error: this.lastError } : {}) };
+    const error = this.lastError ?? this.readError;
+    return { position: this.position.toString(), ...(error ? { error } : {}) };
   }
 
   /** Resolves once everything up to `position` is applied; throws `ProjectionLagging` after `timeoutMs`. */
@@ -99,19 +107,39 @@ export class ProjectionRunner {
     });
   }
 
-  private async read(subscription: Subscription): Promise<void> {
-    try {
-      for await (const item of subscription) {
-        if (item.kind === 'event') {
-          this.queue.push(item.event);
-          this.scanned = item.event.position;
-        } else if (item.position > this.scanned) {
-          this.scanned = item.position;
+  /**
+   * Reads the subscription into the queue. A subscription that fails (a lost
+   * connection, a read error) is opened again after the last event queued,
+   * with backoff, for as long as the runner runs: a reader that gave up would
+   * leave the views silently behind the log while /health said up.
+   */
+  private async read(): Promise<void> {
+    let attempt = 0;
+    while (!this.stopped) {
+      try {
+        for await (const item of this.subscription!) {
+          attempt = 0;
+          this.readError = undefined;
+          if (item.kind === 'event') {
+            this.queue.push(item.event);
+            this.scanned = item.event.position;
+          } else if (item.position > this.scanned) {
+            this.scanned = item.position;
+          }
+          this.wake?.();
         }
-        this.wake?.();
+        if (this.stopped) return;
+        throw new Error('the subscription ended');
+      } catch (error) {
+        if (this.stopped) return;
+        attempt += 1;
+        this.readError = codeOf(error);
+        this.deps.logger.error('projection subscription failed; subscribing again', { code: this.readError, attempt });
+        await this.subscription!.unsubscribe().catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 50 * 2 ** attempt)));
+        if (this.stopped) return;
+        this.subscription = this.subscribe();
       }
-    } catch (error) {
-      if (!this.stopped) this.deps.logger.error('projection subscription failed', { code: codeOf(error) });
     }
   }
 
