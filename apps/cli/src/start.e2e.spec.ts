@@ -33,6 +33,8 @@ describe('elma start (the embedded all-in-one)', () => {
       ELMA_LOG_LEVEL: 'warn',
     };
     delete env.TEMPORAL_ADDRESS;
+    // Its own dev server keeps its database in the data folder, not in the test run's shared server's.
+    delete env.ELMA_TEMPORAL_DB_FILE;
     api = `http://127.0.0.1:${port}`;
     child = spawn(process.execPath, elmaArgs('start'), { env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.on('data', (chunk) => (output += chunk));
