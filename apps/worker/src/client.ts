@@ -181,9 +181,11 @@ export async function startConsolidation(options: ElmaClientOptions, tenant: str
 
 /**
  * How long an API call may wait for Temporal. The client's own retries would otherwise keep a request
- * waiting for a server that is down; past this the API answers 503 TEMPORAL.UNAVAILABLE.
+ * waiting for a server that is down; past this the API answers 503 TEMPORAL.UNAVAILABLE. The reachability
+ * check is shorter: it runs before an erasure request is stored, on every POST /v1/erasures.
  */
-export const TEMPORAL_CALL_DEADLINE_MS = 3_000;
+export const TEMPORAL_CALL_DEADLINE_MS = 5_000;
+export const TEMPORAL_REACHABLE_DEADLINE_MS = 2_000;
 
 /** gRPC status codes (grpc-js is not a direct dependency): DEADLINE_EXCEEDED 4, UNAVAILABLE 14. */
 const UNREACHABLE_CODES = [4, 14];
@@ -200,9 +202,9 @@ export function isTemporalUnreachable(error: unknown): boolean {
 export function temporalErasureWorkflows(options: ElmaClientOptions & { connection: Connection }) {
   const { connection } = options;
   /** Runs one call under the deadline; an unreachable server becomes TemporalUnavailable. */
-  const bounded = async <T>(call: () => Promise<T>): Promise<T> => {
+  const bounded = async <T>(call: () => Promise<T>, deadlineMs = TEMPORAL_CALL_DEADLINE_MS): Promise<T> => {
     try {
-      return await connection.withDeadline(Date.now() + TEMPORAL_CALL_DEADLINE_MS, call);
+      return await connection.withDeadline(Date.now() + deadlineMs, call);
     } catch (error) {
       if (isTemporalUnreachable(error)) throw new TemporalUnavailable('Temporal is not reachable; erasures cannot start or be followed until it is back');
       throw error;
@@ -213,7 +215,7 @@ export function temporalErasureWorkflows(options: ElmaClientOptions & { connecti
       bounded(async () => {
         const { status } = await connection.healthService.check({});
         if (status !== 1) throw new TemporalUnavailable('Temporal reports itself not serving');
-      }),
+      }, TEMPORAL_REACHABLE_DEADLINE_MS),
     start: async (input: { tenant: string; requestId: string; reason: ErasureReason }) => {
       await bounded(() => startErasure(options, input));
     },
