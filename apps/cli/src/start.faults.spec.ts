@@ -143,7 +143,8 @@ describe('Temporal under elma start', () => {
     const refusedMs = Date.now() - startedAt;
     expect(refused.status).toBe(503);
     expect(((await refused.json()) as { code: string }).code).toBe('TEMPORAL.UNAVAILABLE');
-    expect(refusedMs).toBeLessThan(5_000);
+    expect(refusedMs).toBeLessThan(3_000);
+    expect(healthMs).toBeLessThan(3_000);
 
     expect((await api.ingest('e-2', 'The Nightingale budget was approved.')).status).toBe(202);
     const recall = await api.recall('Nightingale budget');

@@ -202,12 +202,20 @@ export function isTemporalUnreachable(error: unknown): boolean {
 export function temporalErasureWorkflows(options: ElmaClientOptions & { connection: Connection }) {
   const { connection } = options;
   /** Runs one call under the deadline; an unreachable server becomes TemporalUnavailable. */
+  const unavailable = () => new TemporalUnavailable('Temporal is not reachable; erasures cannot start or be followed until it is back');
   const bounded = async <T>(call: () => Promise<T>, deadlineMs = TEMPORAL_CALL_DEADLINE_MS): Promise<T> => {
+    // The gRPC deadline ends the call; the timer bounds the answer even when the client's reconnect backoff overruns it.
+    let timer: NodeJS.Timeout | undefined;
+    const overrun = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(unavailable()), deadlineMs);
+    });
     try {
-      return await connection.withDeadline(Date.now() + deadlineMs, call);
+      return await Promise.race([connection.withDeadline(Date.now() + deadlineMs, call), overrun]);
     } catch (error) {
-      if (isTemporalUnreachable(error)) throw new TemporalUnavailable('Temporal is not reachable; erasures cannot start or be followed until it is back');
+      if (isTemporalUnreachable(error)) throw unavailable();
       throw error;
+    } finally {
+      clearTimeout(timer);
     }
   };
   return {

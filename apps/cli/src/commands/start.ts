@@ -106,9 +106,10 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
       const engine = temporal ? 'temporal dev server' : 'temporal';
       if (temporalRestarting) return { engine, up: false, detail: { address: temporalAddress, restarting: true } };
       // A bounded check: a server that is down must not hold /health for the client's whole retry budget.
-      const status = await temporalClient
-        .withDeadline(Date.now() + 2_000, () => temporalClient.healthService.check({}))
-        .then((response) => response.status, () => undefined);
+      const status = await Promise.race([
+        temporalClient.withDeadline(Date.now() + 2_000, () => temporalClient.healthService.check({})).then((response) => response.status, () => undefined),
+        sleep(2_000).then(() => undefined),
+      ]);
       return { engine, up: status === 1, detail: { address: temporalAddress, ...(status === undefined ? { reachable: false } : {}) } };
     });
 
