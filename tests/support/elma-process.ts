@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const main = new URL('../../apps/cli/src/main.ts', import.meta.url).pathname;
@@ -54,6 +54,21 @@ export function mintToken(env: NodeJS.ProcessEnv, ...args: string[]): string {
 /** The Temporal dev server pid that `elma start` recorded in its data folder. */
 export function recordedTemporalPid(dataDir: string): number {
   return (JSON.parse(readFileSync(join(dataDir, 'temporal.pid'), 'utf8')) as { pid: number }).pid;
+}
+
+/** Live `temporal server start-dev` processes on this database file, found in /proc (not through anything ELMA records). */
+export function devServersOn(dbFile: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (args.includes('start-dev') && args.includes(dbFile) && isRunning(Number(entry))) pids.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return pids;
 }
 
 /** Whether a process runs (a zombie waiting to be reaped counts as gone: it holds no port and no file). */

@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, startTemporalDevServer, type TemporalDevServer } from '@elma/infra';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
-import { isRunning, mintToken, recordedTemporalPid, startElma, waitFor, type ElmaProcess } from '../../../tests/support/elma-process';
+import { devServersOn, isRunning, mintToken, recordedTemporalPid, startElma, waitFor, type ElmaProcess } from '../../../tests/support/elma-process';
 
 /**
  * Temporal as a child of `elma start`, not an orphan: the dev server dies with
@@ -67,11 +67,11 @@ describe('Temporal under elma start', () => {
   it('kill -9 of elma start takes its dev server down with it, and the next start serves at once', async () => {
     const { dataDir, env } = await folder();
     const first = await start(env);
-    const temporalPid = recordedTemporalPid(dataDir);
-    expect(isRunning(temporalPid)).toBe(true);
+    const temporalDb = join(dataDir, 'temporal.db');
+    expect(devServersOn(temporalDb)).toHaveLength(1);
 
     first.child.kill('SIGKILL');
-    const goneAfterMs = await waitFor(() => !isRunning(temporalPid), 10_000, 'the dev server to die with its parent');
+    const goneAfterMs = await waitFor(() => devServersOn(temporalDb).length === 0, 10_000, 'the dev server to die with its parent');
 
     const second = await start(env);
     const up = await health(second.api);

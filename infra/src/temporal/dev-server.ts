@@ -113,6 +113,8 @@ async function startOnce(cli: string, namespace: string, options: TemporalDevSer
   // If the test runner or app dies without calling stop(), do not leave an orphaned server behind.
   const killOnExit = () => killGroup(child, 'SIGKILL');
   process.once('exit', killOnExit);
+  // Once it is gone its pid may be reused: never signal it again.
+  void exited.then(() => process.removeListener('exit', killOnExit));
 
   let stopped: Promise<void> | undefined;
   const stop = () =>
