@@ -98,7 +98,7 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     // Temporal's runtime logs at INFO by default; WARN keeps the console to what an operator must see.
     Runtime.install({ logger: new DefaultLogger('WARN') });
     let running: Promise<void> = Promise.resolve();
-    if (mode.worker) running = superviseWorker(config, temporalAddress, elma, () => stopping, stops);
+    if (mode.worker) running = (await superviseWorker(config, temporalAddress, elma, () => stopping, stops)).running;
 
     const temporalClient = await Connection.connect({ address: temporalAddress, ...(config.temporal.tls ? { tls: config.temporal.tls } : {}) });
     stops.push(() => temporalClient.close());
@@ -189,7 +189,7 @@ async function superviseWorker(
   elma: Elma,
   stopping: () => boolean,
   stops: (() => Promise<void>)[],
-): Promise<void> {
+): Promise<{ running: Promise<void> }> {
   const create = () =>
     createElmaWorker({
       address,
@@ -198,9 +198,10 @@ async function superviseWorker(
       taskQueue: config.temporal.taskQueue,
       deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation },
     });
+  // The first worker is created before the API listens: a failure here is a failed start.
   let worker = await create();
   stops.push(() => worker.shutdown());
-  return (async () => {
+  const running = (async () => {
     for (let delay = RESTART_BACKOFF_MS.first; ; ) {
       try {
         await worker.run();
@@ -215,6 +216,8 @@ async function superviseWorker(
         if (stopping()) return;
         try {
           worker = await create();
+          // Stopped while it was being created: the shutdown above reached the old worker, not this one.
+          if (stopping()) return void (await worker.shutdown());
           elma.logger.warn('temporal worker restarted');
           delay = RESTART_BACKOFF_MS.first;
           break;
@@ -224,6 +227,7 @@ async function superviseWorker(
       }
     }
   })();
+  return { running };
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
