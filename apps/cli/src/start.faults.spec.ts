@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, startTemporalDevServer, type TemporalDevServer } from '@elma/infra';
+import type { Principal } from '@elma/domain';
+import { freePort, loadConfig, openElma, silentLogger, startTemporalDevServer, type TemporalDevServer } from '@elma/infra';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 import { devServersOn, isRunning, mintToken, recordedTemporalPid, startElma, waitFor, type ElmaProcess } from '../../../tests/support/elma-process';
 
@@ -119,6 +120,19 @@ describe('Temporal under elma start', () => {
     await waitFor(async () => (await api.erasureStatus(requestId)) === 'completed', 60_000, 'the erasure to complete on the restarted server');
     expect(elma.output().match(/temporal dev server exited; restarting it/g)).toHaveLength(1);
     console.info(`[faults] dev server killed under elma start: health up again after ${backAfterMs} ms, erasure completed`);
+  });
+
+  it('an erasure stored by a process that died before starting its workflow is started by the next elma start', async () => {
+    const { dataDir, env } = await folder();
+    // What a process leaves when it dies between storing a request and starting its workflow.
+    const dpo: Principal = { tenant: 'acme', sub: 'dpo-1', roles: ['dpo', 'agent'], purposes: ['support'], clearance: 'restricted' };
+    const crashed = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    const { requestId } = await crashed.erasure.request(dpo, { scope: { type: 'subject', subject: 'cust-7' }, reason: 'subject_request' }, 'req-1');
+    await crashed.close();
+
+    const elma = await start(env);
+    const api = client(elma.api, mintToken(env, '--tenant', 'acme', '--sub', 'dpo-1', '--roles', 'dpo,agent', '--clearance', 'restricted'));
+    await waitFor(async () => (await api.erasureStatus(requestId)) === 'completed', 60_000, 'the queued erasure to be started and completed');
   });
 
   it('with Temporal down, erasures are refused with 503 within seconds and nothing is stored; ingest and recall go on', async () => {
