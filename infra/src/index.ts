@@ -2,6 +2,8 @@ export * from './config/config';
 export * from './auth/tokens';
 export * from './runtime/logger';
 export * from './runtime/elma';
+export * from './runtime/data-dir-owner';
+export * from './runtime/owner-only';
 export * from './ingest/ids';
 export * from './ingest/ingest-service';
 export * from './memory/memory-service';

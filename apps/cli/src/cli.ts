@@ -6,50 +6,90 @@ import { verifyCertificateCommand } from './commands/verify-certificate';
 import { workerCommand } from './commands/worker';
 import { evalLocomoCommand } from './commands/eval-locomo';
 
-const USAGE = `elma <command> [options]
+interface Command {
+  /** Options, as the usage line shows them. */
+  synopsis: string;
+  summary: string;
+  run(argv: string[]): Promise<number | undefined>;
+}
+
+const COMMANDS: Record<string, Command> = {
+  start: {
+    synopsis: '',
+    summary:
+      'run ELMA embedded: API, worker, projection, Temporal dev server (npm start).\n' +
+      'Owns its data folder (ELMA_DATA_DIR) while it runs: a second process on the same folder refuses to start.',
+    run: (argv) => startCommand(argv),
+  },
+  api: {
+    synopsis: '',
+    summary: 'run the API and the projection only (production engines; needs TEMPORAL_ADDRESS)',
+    run: (argv) => startCommand(argv, { worker: false }),
+  },
+  token: {
+    synopsis: '[--tenant T] [--sub S] [--roles a,b] [--purposes a,b] [--clearance C] [--ttl SECONDS]',
+    summary: 'mint a development token signed with the embedded JWT secret',
+    run: tokenCommand,
+  },
+  rebuild: {
+    synopsis: '--tenant T',
+    summary: "drop a tenant's views and replay its log (ReindexWorkflow on Temporal)",
+    run: rebuildCommand,
+  },
+  worker: {
+    synopsis: '',
+    summary: 'run a Temporal worker alone (needs TEMPORAL_ADDRESS; no API, no projection)',
+    run: workerCommand,
+  },
+  'verify-certificate': {
+    synopsis: '<file> [--jwks <url-or-file>]',
+    summary: 'verify an erasure certificate offline; exits 1 if it was altered',
+    run: (argv) => verifyCertificateCommand(argv),
+  },
+  bench: {
+    synopsis: '[--sizes 10000,100000]',
+    summary: 'print throughput and latency figures (npm run bench)',
+    run: benchCommand,
+  },
+  'eval-locomo': {
+    synopsis: '[--data DIR] [--samples N] [--json FILE]',
+    summary: 'LoCoMo retrieval evaluation (npm run eval:locomo)',
+    run: evalLocomoCommand,
+  },
+};
+
+const isHelp = (arg: string) => arg === '--help' || arg === '-h';
+
+const USAGE = `elma <command> [options]      (elma <command> --help for one command)
 
 Commands:
-  start                         run ELMA embedded: API, worker, projection, Temporal dev server (npm start)
-  api                           run the API and the projection only (production engines; needs TEMPORAL_ADDRESS)
-  token [--tenant T] [--sub S] [--roles a,b] [--purposes a,b] [--clearance C] [--ttl SECONDS]
-                                mint a development token signed with the embedded JWT secret
-  rebuild --tenant T            drop a tenant's views and replay its log (ReindexWorkflow on Temporal)
-  worker                        run a Temporal worker alone (needs TEMPORAL_ADDRESS; no API, no projection)
-  verify-certificate <file> [--jwks <url-or-file>]
-                                verify an erasure certificate offline; exits 1 if it was altered
-  bench [--sizes 10000,100000]  print throughput and latency figures (npm run bench)
-  eval-locomo [--data DIR] [--samples N] [--json FILE]
-                                LoCoMo retrieval evaluation (npm run eval:locomo)
+${Object.entries(COMMANDS)
+  .map(([name, c]) => {
+    const head = `  ${name}${c.synopsis ? ` ${c.synopsis}` : ''}`;
+    const summary = c.summary.split('\n')[0];
+    return head.length < 32 ? `${head.padEnd(32)}${summary}` : `${head}\n${' '.repeat(32)}${summary}`;
+  })
+  .join('\n')}
 `;
+
+const commandHelp = (name: string, command: Command) => `usage: elma ${name}${command.synopsis ? ` ${command.synopsis}` : ''}\n\n${command.summary}\n`;
 
 /** Returns the exit code for commands that finish; `start` runs until interrupted. */
 export async function runCli(argv: string[]): Promise<number | undefined> {
-  const [command, ...rest] = argv;
-  switch (command) {
-    case 'start':
-      return startCommand(rest);
-    case 'api':
-      return startCommand(rest, { worker: false });
-    case 'token':
-      return tokenCommand(rest);
-    case 'rebuild':
-      return rebuildCommand(rest);
-    case 'bench':
-      return benchCommand(rest);
-    case 'worker':
-      return workerCommand(rest);
-    case 'eval-locomo':
-      return evalLocomoCommand(rest);
-    case 'verify-certificate':
-      return verifyCertificateCommand(rest);
-    case undefined:
-    case 'help':
-    case '--help':
-    case '-h':
-      process.stdout.write(USAGE);
-      return 0;
-    default:
-      process.stderr.write(`unknown command: ${command}\n\n${USAGE}`);
-      return 2;
+  const [name, ...rest] = argv;
+  if (name === undefined || name === 'help' || isHelp(name)) {
+    process.stdout.write(USAGE);
+    return 0;
   }
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!command) {
+    process.stderr.write(`unknown command: ${name}\n\n${USAGE}`);
+    return 2;
+  }
+  // Before the command parses anything: `elma start --help` must print help and start nothing.
+  if (rest.some(isHelp)) {
+    process.stdout.write(commandHelp(name, command));
+    return 0;
+  }
+  return command.run(rest);
 }

@@ -1,6 +1,10 @@
 #!/usr/bin/env node
 import { runCli } from './cli';
 
+// Everything ELMA creates is owner-only: databases and their -wal/-shm files, index graphs, secrets, and the
+// Temporal dev server's database (a child inherits the mask). The SQLite adapters also create their files 0600.
+process.umask(0o077);
+
 runCli(process.argv.slice(2)).then(
   (code) => {
     if (code !== undefined) process.exitCode = code;

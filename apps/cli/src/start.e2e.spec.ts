@@ -1,9 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '@elma/infra';
+import { takeExclusively } from '../../../tests/support/sqlite-exclusive';
 
 const main = join(import.meta.dirname, 'main.ts');
 const elmaArgs = (...args: string[]) => ['--import', 'tsx', main, ...args];
@@ -32,6 +33,8 @@ describe('elma start (the embedded all-in-one)', () => {
       ELMA_LOG_LEVEL: 'warn',
     };
     delete env.TEMPORAL_ADDRESS;
+    // Its own dev server keeps its database in the data folder, not in the test run's shared server's.
+    delete env.ELMA_TEMPORAL_DB_FILE;
     api = `http://127.0.0.1:${port}`;
     child = spawn(process.execPath, elmaArgs('start'), { env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.on('data', (chunk) => (output += chunk));
@@ -84,6 +87,55 @@ describe('elma start (the embedded all-in-one)', () => {
     const rebuild = spawnSync(process.execPath, elmaArgs('rebuild', '--tenant', 'acme'), { env, encoding: 'utf8' });
     expect(rebuild.status, rebuild.stderr).toBe(0);
     expect(JSON.parse(rebuild.stdout)).toEqual({ tenant: 'acme', dropped: 1, replayedEvents: 2, memories: 1 });
+  });
+
+  it('refuses a second start on the same data folder at once, naming the first one', () => {
+    const startedAt = Date.now();
+    const second = spawnSync(process.execPath, elmaArgs('start'), { env, encoding: 'utf8', timeout: 30_000 });
+    expect(second.status).not.toBe(0);
+    expect(second.status).not.toBeNull();
+    expect(second.stderr).toContain(`in use by pid ${child.pid}`);
+    expect(second.stderr).toContain(`api ${env.ELMA_PORT}`);
+    expect(second.stderr).toContain(`temporal ${env.TEMPORAL_PORT}`);
+    expect(second.stderr).not.toContain('starting the Temporal dev server');
+    expect(Date.now() - startedAt).toBeLessThan(15_000);
+  });
+
+  it('keeps every database file owner-only (0600), their -wal and -shm included', () => {
+    const files = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : [join(dir, e.name)]));
+    const all = files(dataDir);
+    expect(all.some((f) => f.endsWith('events.db-wal'))).toBe(true);
+    expect(all.some((f) => f.endsWith('keys.db-shm'))).toBe(true);
+    expect(all.some((f) => /index\/tenant-acme\.db$/.test(f))).toBe(true);
+    const open = all.filter((f) => (statSync(f).mode & 0o077) !== 0).map((f) => `${f} ${(statSync(f).mode & 0o777).toString(8)}`);
+    expect(open).toEqual([]);
+  });
+
+  it('still holds its databases after an erasure (no lock dropped by the byte scan)', async () => {
+    const token = spawnSync(process.execPath, elmaArgs('token', '--tenant', 'acme', '--sub', 'dpo-1', '--roles', 'dpo,agent', '--clearance', 'restricted'), {
+      env,
+      encoding: 'utf8',
+    }).stdout.trim();
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const created = await fetch(`${api}/v1/erasures`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ scope: { type: 'subject', subject: 'cust-1' }, reason: 'subject_request' }),
+    });
+    expect(created.status).toBe(202);
+    const { requestId } = (await created.json()) as { requestId: string };
+    let status = '';
+    for (const deadline = Date.now() + 60_000; status !== 'completed' && Date.now() < deadline; ) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      status = ((await (await fetch(`${api}/v1/erasures/${requestId}`, { headers })).json()) as { status: string }).status;
+      expect(status).not.toBe('failed');
+    }
+    expect(status).toBe('completed');
+
+    for (const file of ['events.db', 'keys.db', 'index/meta.db', 'index/tenant-acme.db']) {
+      expect(`${file}: ${takeExclusively(join(dataDir, file))}`).toBe(`${file}: busy`);
+    }
   });
 
   it('stops everything cleanly on Ctrl-C', async () => {

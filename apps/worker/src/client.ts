@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, isGrpcServiceError } from '@temporalio/client';
 import type { ErasureProgress, ErasureReason } from '@elma/domain';
-import type { TemporalTls } from '@elma/infra';
+import { TemporalUnavailable, type TemporalTls } from '@elma/infra';
 import {
   ELMA_TASK_QUEUE,
   ElmaReason,
@@ -75,24 +75,34 @@ export function erasureWorkflowId(tenant: string, requestId: string): string {
   return `erasure-${tenant}-${requestId}`;
 }
 
-/** Starts the erasure of a stored request (see `ErasureService.request`); returns at once. */
+/**
+ * Starts the erasure of a stored request; returns at once. Idempotent: the workflow id is the request's, so a
+ * second start of the same request (the outbox drained after a start whose answer was lost) finds it running.
+ */
 export async function startErasure(
   options: ElmaClientOptions,
   input: { tenant: string; requestId: string; reason: ErasureReason },
-): Promise<{ workflowId: string; runId: string }> {
+): Promise<{ workflowId: string; runId?: string }> {
   return withClient(options, async (client) => {
-    const handle = await client.workflow.start<typeof erasureWorkflow>('erasureWorkflow', {
-      taskQueue: options.taskQueue ?? ELMA_TASK_QUEUE,
-      workflowId: erasureWorkflowId(input.tenant, input.requestId),
-      args: [input],
-      typedSearchAttributes: [
-        { key: ElmaTenant, value: input.tenant },
-        { key: ElmaRequestId, value: input.requestId },
-        { key: ElmaReason, value: input.reason },
-        { key: ElmaStatus, value: 'running' },
-      ],
-    });
-    return { workflowId: handle.workflowId, runId: handle.firstExecutionRunId };
+    try {
+      const handle = await client.workflow.start<typeof erasureWorkflow>('erasureWorkflow', {
+        taskQueue: options.taskQueue ?? ELMA_TASK_QUEUE,
+        workflowId: erasureWorkflowId(input.tenant, input.requestId),
+        // Never a second run for one request, even after the first has closed.
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        args: [input],
+        typedSearchAttributes: [
+          { key: ElmaTenant, value: input.tenant },
+          { key: ElmaRequestId, value: input.requestId },
+          { key: ElmaReason, value: input.reason },
+          { key: ElmaStatus, value: 'running' },
+        ],
+      });
+      return { workflowId: handle.workflowId, runId: handle.firstExecutionRunId };
+    } catch (error) {
+      if (error instanceof WorkflowExecutionAlreadyStartedError) return { workflowId: erasureWorkflowId(input.tenant, input.requestId) };
+      throw error;
+    }
   });
 }
 
@@ -169,13 +179,55 @@ export async function startConsolidation(options: ElmaClientOptions, tenant: str
   });
 }
 
+/**
+ * How long an API call may wait for Temporal. The client's own retries would otherwise keep a request
+ * waiting for a server that is down; past this the API answers 503 TEMPORAL.UNAVAILABLE. The reachability
+ * check is shorter: it runs before an erasure request is stored, on every POST /v1/erasures.
+ */
+export const TEMPORAL_CALL_DEADLINE_MS = 5_000;
+export const TEMPORAL_REACHABLE_DEADLINE_MS = 2_000;
+
+/** gRPC status codes (grpc-js is not a direct dependency): DEADLINE_EXCEEDED 4, UNAVAILABLE 14. */
+const UNREACHABLE_CODES = [4, 14];
+
+/** Whether an error says the server could not be reached in time (down, refusing, or past the deadline). */
+export function isTemporalUnreachable(error: unknown): boolean {
+  for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
+    if (isGrpcServiceError(e) && UNREACHABLE_CODES.includes(e.code)) return true;
+  }
+  return false;
+}
+
 /** The erasure side of the API over one Temporal connection (see `ErasureWorkflows` in @elma/api). */
 export function temporalErasureWorkflows(options: ElmaClientOptions & { connection: Connection }) {
+  const { connection } = options;
+  /** Runs one call under the deadline; an unreachable server becomes TemporalUnavailable. */
+  const unavailable = () => new TemporalUnavailable('Temporal is not reachable; erasures cannot start or be followed until it is back');
+  const bounded = async <T>(call: () => Promise<T>, deadlineMs = TEMPORAL_CALL_DEADLINE_MS): Promise<T> => {
+    // The gRPC deadline ends the call; the timer bounds the answer even when the client's reconnect backoff overruns it.
+    let timer: NodeJS.Timeout | undefined;
+    const overrun = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(unavailable()), deadlineMs);
+    });
+    try {
+      return await Promise.race([connection.withDeadline(Date.now() + deadlineMs, call), overrun]);
+    } catch (error) {
+      if (isTemporalUnreachable(error)) throw unavailable();
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
   return {
+    reachable: () =>
+      bounded(async () => {
+        const { status } = await connection.healthService.check({});
+        if (status !== 1) throw new TemporalUnavailable('Temporal reports itself not serving');
+      }, TEMPORAL_REACHABLE_DEADLINE_MS),
     start: async (input: { tenant: string; requestId: string; reason: ErasureReason }) => {
-      await startErasure(options, input);
+      await bounded(() => startErasure(options, input));
     },
-    progress: (tenant: string, requestId: string) => erasureProgress(options, tenant, requestId),
-    approve: (tenant: string, requestId: string, approvedBy: string) => approveErasure(options, tenant, requestId, approvedBy),
+    progress: (tenant: string, requestId: string) => bounded(() => erasureProgress(options, tenant, requestId)),
+    approve: (tenant: string, requestId: string, approvedBy: string) => bounded(() => approveErasure(options, tenant, requestId, approvedBy)),
   };
 }

@@ -42,6 +42,7 @@ import type { PolicyStore } from '../policy/policy-store';
 import type { Projection } from '../projection/projection';
 import type { ProjectionRunner } from '../projection/runner';
 import { ErasureStore, type ErasureRequestRecord, type Requester, type Workset } from './erasure-store';
+import { ErasureOutbox, type ErasureStart } from './erasure-outbox';
 import type { ErasureFingerprints } from './fingerprints';
 import type { Tombstones } from './tombstones';
 import { ErasureVerifier } from './verification';
@@ -90,6 +91,7 @@ export class ErasureForbidden extends DomainError {
  */
 export class ErasureService {
   readonly store: ErasureStore;
+  private readonly outbox: ErasureOutbox;
   private readonly verifier: ErasureVerifier;
 
   constructor(
@@ -117,14 +119,18 @@ export class ErasureService {
     },
   ) {
     this.store = new ErasureStore({ log: deps.log, sealer: deps.sealer });
+    this.outbox = new ErasureOutbox({ log: deps.log });
     this.verifier = new ErasureVerifier({ index: deps.index, vault: deps.vault, scanRoots: deps.scanRoots });
   }
 
   // ---- requests (API side) ----------------------------------------------------------------------------
 
   /**
-   * Validates and stores a request; the caller then starts the workflow. A
-   * `content` scope becomes a keyed fingerprint here and the text goes no further.
+   * Validates and stores a request; the caller then starts the workflow and
+   * reports it with `workflowStarted`. A `content` scope becomes a keyed
+   * fingerprint here and the text goes no further. The start is queued in the
+   * outbox before the request is stored, so a request never sits stored
+   * without a workflow: `startPending` finds any whose start did not happen.
    */
   async request(principal: Principal, body: unknown, httpRequestId: string): Promise<{ requestId: string; reason: ErasureReason }> {
     const input = parseOrThrow(CreateErasureRequest, body);
@@ -139,6 +145,7 @@ export class ErasureService {
         ? { type: 'fingerprint', fingerprint: this.deps.fingerprints.content(principal.tenant, input.scope.text) }
         : input.scope;
     const requestId = `era_${this.deps.ids.next()}`;
+    await this.outbox.queue({ tenant: principal.tenant, requestId, reason: input.reason });
     await this.store.create(
       {
         requestId,
@@ -151,6 +158,36 @@ export class ErasureService {
     );
     await this.auditRequest(principal, 'allow', privileged ? 'role:erasure' : 'self-service', [`erasure/${requestId}`], httpRequestId);
     return { requestId, reason: input.reason };
+  }
+
+  /** Closes the request's outbox entry once Temporal has its workflow. */
+  async workflowStarted(tenant: string, requestId: string): Promise<void> {
+    await this.outbox.started(tenant, requestId);
+  }
+
+  /**
+   * Starts the workflow of every queued request that has none yet (Temporal
+   * was unreachable, or the process died between storing and starting).
+   * `start` must be idempotent by request id. An entry whose request was
+   * never stored (the process died in between) is closed without a start.
+   * Stops at the first failed start: Temporal is likely down, the rest waits
+   * for the next drain.
+   */
+  async startPending(start: (entry: ErasureStart) => Promise<void>): Promise<{ started: number; pending: number }> {
+    const pending = await this.outbox.pending();
+    let started = 0;
+    for (const entry of pending) {
+      if (await this.store.exists(entry.tenant, entry.requestId)) {
+        try {
+          await start(entry);
+        } catch {
+          return { started, pending: pending.length - started };
+        }
+      }
+      await this.outbox.started(entry.tenant, entry.requestId);
+      started++;
+    }
+    return { started, pending: 0 };
   }
 
   /** The retention sweep's request for one tenant and run; idempotent by its id. */

@@ -5,3 +5,4 @@ export * from './tombstones';
 export * from './guard';
 export * from './verification';
 export * from './byte-scan';
+export * from './erasure-outbox';

@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { Connection } from '@temporalio/client';
 import { ensureTemporalCli } from './cli-binary';
@@ -23,6 +24,11 @@ export interface TemporalDevServerOptions {
   cli?: string;
   /** How long to wait for the server to serve the namespace. Default 60 s. */
   startTimeoutMs?: number;
+  /**
+   * Where to record the server's pid (in the data folder). A server recorded there by an earlier process
+   * that died without stopping it is stopped first, if it is still our `temporal` on our database file.
+   */
+  pidFile?: string;
 }
 
 export interface TemporalDevServer {
@@ -35,6 +41,9 @@ export interface TemporalDevServer {
   startupMs: number;
   /** Stops the whole process group (the CLI runs the server and UI as children) and waits for exit. Idempotent. */
   stop(): Promise<void>;
+  /** Settles when the server process has exited, whether stop() asked it to or it died. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  pid: number | undefined;
 }
 
 const HOST = '127.0.0.1';
@@ -51,6 +60,7 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions =
     if (!NAME_PATTERN.test(name)) throw new Error(`invalid search attribute name: ${JSON.stringify(name)}`);
   }
   const cli = options.cli ?? (await ensureTemporalCli());
+  if (options.pidFile) await stopRecordedServer(options.pidFile, options.dbFile);
   // Free ports are probed, then released and handed to the server: another process can grab one in between,
   // so a lost race (and only that) is retried with fresh ports.
   const pickedPorts = options.port === undefined || (!options.headless && options.uiPort === undefined);
@@ -87,7 +97,10 @@ async function startOnce(cli: string, namespace: string, options: TemporalDevSer
 
   const startedAt = performance.now();
   // detached: the server gets its own process group, so stop() reaches the UI server and any helpers too.
-  const child = spawn(cli, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Under setpriv the kernel kills the server when this process dies, kill -9 included (see parentDeathWrapper).
+  const [command, ...commandArgs] = [...parentDeathWrapper(), cli, ...args];
+  const child = spawn(command, commandArgs, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (options.pidFile && child.pid !== undefined) recordServer(options.pidFile, { pid: child.pid, dbFile: options.dbFile, port });
   const output = new Tail(4_000);
   child.stdout!.on('data', (chunk: Buffer) => output.push(chunk));
   child.stderr!.on('data', (chunk: Buffer) => output.push(chunk));
@@ -100,6 +113,8 @@ async function startOnce(cli: string, namespace: string, options: TemporalDevSer
   // If the test runner or app dies without calling stop(), do not leave an orphaned server behind.
   const killOnExit = () => killGroup(child, 'SIGKILL');
   process.once('exit', killOnExit);
+  // Once it is gone its pid may be reused: never signal it again.
+  void exited.then(() => process.removeListener('exit', killOnExit));
 
   let stopped: Promise<void> | undefined;
   const stop = () =>
@@ -111,6 +126,7 @@ async function startOnce(cli: string, namespace: string, options: TemporalDevSer
         await exited;
         clearTimeout(timer);
       }
+      if (options.pidFile) forgetServer(options.pidFile, child.pid);
     })());
 
   const address = `${HOST}:${port}`;
@@ -150,7 +166,101 @@ async function startOnce(cli: string, namespace: string, options: TemporalDevSer
     namespace,
     startupMs: Math.round(performance.now() - startedAt),
     stop,
+    exited,
+    pid: child.pid,
   };
+}
+
+/**
+ * `setpriv --pdeathsig SIGKILL --` where util-linux has it (Linux): the
+ * kernel then kills the server when the process that spawned it dies, so a
+ * kill -9 of ELMA leaves no orphan holding the ports and the database.
+ * Elsewhere the pid file catches the orphan at the next start.
+ */
+function parentDeathWrapper(): string[] {
+  if (process.platform !== 'linux') return [];
+  return (parentDeath ??= spawnSync('setpriv', ['--help'], { encoding: 'utf8' }).stdout?.includes('--pdeathsig') ? ['setpriv', '--pdeathsig', 'SIGKILL', '--'] : []);
+}
+let parentDeath: string[] | undefined;
+
+interface RecordedServer {
+  pid: number;
+  dbFile?: string;
+  port: number;
+}
+
+function recordServer(pidFile: string, server: RecordedServer): void {
+  writeFileSync(`${pidFile}.tmp`, `${JSON.stringify(server)}\n`, { mode: 0o600 });
+  renameSync(`${pidFile}.tmp`, pidFile);
+}
+
+function forgetServer(pidFile: string, pid: number | undefined): void {
+  try {
+    if ((JSON.parse(readFileSync(pidFile, 'utf8')) as RecordedServer).pid === pid) rmSync(pidFile, { force: true });
+  } catch {
+    // Gone or unreadable: nothing recorded to forget.
+  }
+}
+
+/**
+ * Stops the server an earlier process recorded in `pidFile` and left behind.
+ * Only if that pid still runs `temporal server start-dev` on this database
+ * file: a pid may have been reused by an unrelated process since.
+ */
+export async function stopRecordedServer(pidFile: string, dbFile: string | undefined): Promise<boolean> {
+  if (!existsSync(pidFile)) return false;
+  let recorded: RecordedServer;
+  try {
+    recorded = JSON.parse(readFileSync(pidFile, 'utf8')) as RecordedServer;
+  } catch {
+    rmSync(pidFile, { force: true });
+    return false;
+  }
+  const ours = (args: string[] | undefined) =>
+    !!args && args.some((a) => /(^|\/)temporal(\.exe)?$/.test(a)) && args.includes('start-dev') && (dbFile === undefined || args.includes(dbFile));
+  let stopped = false;
+  if (Number.isInteger(recorded.pid) && recorded.pid > 1 && ours(commandLine(recorded.pid))) {
+    signal(recorded.pid, 'SIGTERM');
+    for (const deadline = Date.now() + 10_000; ours(commandLine(recorded.pid)); ) {
+      if (Date.now() > deadline) {
+        signal(recorded.pid, 'SIGKILL');
+        break;
+      }
+      await sleep(100);
+    }
+    // The server released its port only once the process is gone.
+    for (const deadline = Date.now() + 5_000; ours(commandLine(recorded.pid)) && Date.now() < deadline; ) await sleep(100);
+    stopped = true;
+  }
+  rmSync(pidFile, { force: true });
+  return stopped;
+}
+
+/** The argument vector of a live process; undefined if it is gone or a zombie. */
+function commandLine(pid: number): string[] | undefined {
+  if (process.platform === 'linux') {
+    try {
+      const raw = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      return raw ? raw.split('\0').filter(Boolean) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  const ps = spawnSync('ps', ['-o', 'args=', '-p', String(pid)], { encoding: 'utf8' });
+  return ps.status === 0 && ps.stdout.trim() ? ps.stdout.trim().split(/\s+/) : undefined;
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    // The group first: the server was started as a group leader (detached).
+    process.kill(-pid, name);
+  } catch {
+    try {
+      process.kill(pid, name);
+    } catch {
+      // Already gone.
+    }
+  }
 }
 
 /** true once the namespace answers and lists every expected custom search attribute; else why not. */

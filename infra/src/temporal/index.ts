@@ -1,2 +1,3 @@
 export * from './cli-binary';
 export * from './dev-server';
+export * from './errors';

@@ -1,6 +1,5 @@
 import {
   CertificateNotReady,
-  DomainError,
   ErasureNotAwaitingApproval,
   ErasureSelfApproval,
   type ErasureProgress,
@@ -8,22 +7,21 @@ import {
   type Principal,
   type SignedCertificate,
 } from '@elma/domain';
-import { Forbidden, renderCertificatePdf, type Elma } from '@elma/infra';
+import { Forbidden, renderCertificatePdf, TemporalUnavailable, type Elma } from '@elma/infra';
 import { initialErasureProgress } from '@elma/workflows';
 
 /** How the API reaches the erasure workflows (Temporal), injected by the process that runs the API. */
 export interface ErasureWorkflows {
+  /** Rejects with TemporalUnavailable, within seconds, when Temporal cannot be reached. */
+  reachable?(): Promise<void>;
+  /** Idempotent by request id. Rejects with TemporalUnavailable when Temporal cannot be reached in time. */
   start(input: { tenant: string; requestId: string; reason: ErasureReason }): Promise<void>;
   /** Undefined when Temporal has no such workflow. */
   progress(tenant: string, requestId: string): Promise<ErasureProgress | undefined>;
   approve(tenant: string, requestId: string, approvedBy: string): Promise<void>;
 }
 
-export class TemporalUnavailable extends DomainError {
-  constructor() {
-    super('TEMPORAL.UNAVAILABLE', 'erasures run on Temporal, which this API process is not connected to (set TEMPORAL_ADDRESS or use `elma start`)');
-  }
-}
+export { TemporalUnavailable };
 
 export const ERASURE_APPROVER_ROLE = 'dpo';
 
@@ -36,8 +34,18 @@ export class ErasureDesk {
 
   async create(caller: Principal, body: unknown, httpRequestId: string): Promise<ErasureProgress> {
     const workflows = this.require();
+    // Before anything is stored: with Temporal down the caller gets 503 at once and no request is left behind.
+    await workflows.reachable?.();
     const { requestId, reason } = await this.elma.erasure.request(caller, body, httpRequestId);
-    await workflows.start({ tenant: caller.tenant, requestId, reason });
+    try {
+      await workflows.start({ tenant: caller.tenant, requestId, reason });
+    } catch (error) {
+      if (!(error instanceof TemporalUnavailable)) throw error;
+      // Temporal went away after the check. The request is stored and queued in the outbox, which `elma start`
+      // drains once Temporal answers again, so it is accepted all the same.
+      return initialErasureProgress(requestId, caller.tenant, reason);
+    }
+    await this.elma.erasure.workflowStarted(caller.tenant, requestId);
     return (await workflows.progress(caller.tenant, requestId).catch(() => undefined)) ?? initialErasureProgress(requestId, caller.tenant, reason);
   }
 

@@ -1,9 +1,16 @@
+import { join } from 'node:path';
 import { createApi } from '@elma/api';
-import { loadConfig, openElma, startTemporalDevServer, type TemporalDevServer } from '@elma/infra';
+import { createLogger, loadConfig, openElma, startTemporalDevServer, type Elma, type ElmaConfig, type TemporalDevServer } from '@elma/infra';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createElmaWorker, ensureConsolidationSchedule, ensureRetentionSchedule, startConsolidation, temporalErasureWorkflows } from '@elma/worker';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
+import { claimEmbeddedEngines } from '../ownership';
+
+/** How often queued erasure starts are retried while some remain (Temporal was unreachable when they came in). */
+const OUTBOX_DRAIN_MS = 15_000;
+/** Backoff between restarts of a dead Temporal dev server or worker: 1 s, doubling, at most 30 s. */
+const RESTART_BACKOFF_MS = { first: 1_000, max: 30_000 };
 
 /**
  * `elma start`: the embedded all-in-one. One process holds the API, the
@@ -28,45 +35,82 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     }
   }
   const stops: (() => Promise<void>)[] = [];
+  let stopping = false;
   const stopAll = async () => {
+    stopping = true;
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
   };
   try {
+    // First of all, before the Temporal dev server or any engine file is touched.
+    const ownership = claimEmbeddedEngines(config, mode.worker ? 'elma start' : 'elma api', {
+      api: config.port,
+      ...(config.temporal.address ? {} : { temporal: config.temporal.port, temporalUi: config.temporal.uiPort }),
+    });
+    if (ownership) stops.push(async () => ownership.release());
+
+    const elmaLogger = createLogger(config.logLevel);
     let temporal: TemporalDevServer | undefined;
+    let temporalRestarting = false;
     let address = config.temporal.address;
     if (!address) {
       process.stderr.write('[elma] starting the Temporal dev server...\n');
-      temporal = await startTemporalDevServer({
+      const devServerOptions = {
         dbFile: config.temporal.dbFile,
         port: config.temporal.port,
         uiPort: config.temporal.uiPort,
         namespace: config.temporal.namespace,
         searchAttributes: ELMA_SEARCH_ATTRIBUTES,
-      });
+        pidFile: join(config.dataDir, 'temporal.pid'),
+      };
+      temporal = await startTemporalDevServer(devServerOptions);
       stops.push(() => temporal!.stop());
       address = temporal.address;
+      // A dev server that dies is started again on the same ports and database; health says down meanwhile.
+      const supervise = (server: TemporalDevServer) => {
+        void server.exited.then(async ({ code, signal }) => {
+          if (stopping || server !== temporal) return;
+          temporalRestarting = true;
+          elmaLogger.error('temporal dev server exited; restarting it', { code, signal });
+          for (let delay = RESTART_BACKOFF_MS.first; !stopping; delay = Math.min(delay * 2, RESTART_BACKOFF_MS.max)) {
+            await sleep(delay);
+            if (stopping) return;
+            try {
+              temporal = await startTemporalDevServer(devServerOptions);
+              if (stopping) return void (await temporal.stop());
+              temporalRestarting = false;
+              elmaLogger.warn('temporal dev server restarted', { startupMs: temporal.startupMs });
+              supervise(temporal);
+              return;
+            } catch (error) {
+              elmaLogger.error('temporal dev server did not restart; retrying', { name: (error as Error)?.name, retryInMs: Math.min(delay * 2, RESTART_BACKOFF_MS.max) });
+            }
+          }
+        });
+      };
+      supervise(temporal);
     }
+    const temporalAddress = address;
 
-    const elma = await openElma(config);
+    const elma = await openElma(config, { logger: elmaLogger });
     stops.push(() => elma.close());
     await elma.runner.start();
 
     // Temporal's runtime logs at INFO by default; WARN keeps the console to what an operator must see.
     Runtime.install({ logger: new DefaultLogger('WARN') });
     let running: Promise<void> = Promise.resolve();
-    if (mode.worker) {
-      const worker = await createElmaWorker({ address, tls: config.temporal.tls, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation } });
-      stops.push(() => worker.shutdown());
-      running = worker.run().catch((error: unknown) => {
-        elma.logger.error('temporal worker stopped', { name: (error as Error)?.name });
-      });
-    }
+    if (mode.worker) running = (await superviseWorker(config, temporalAddress, elma, () => stopping, stops)).running;
 
-    const temporalClient = await Connection.connect({ address, ...(config.temporal.tls ? { tls: config.temporal.tls } : {}) });
+    const temporalClient = await Connection.connect({ address: temporalAddress, ...(config.temporal.tls ? { tls: config.temporal.tls } : {}) });
     stops.push(() => temporalClient.close());
     elma.addHealthProbe('temporal', async () => {
-      const { status } = await temporalClient.healthService.check({});
-      return { engine: temporal ? 'temporal dev server' : 'temporal', up: status === 1, detail: { address } };
+      const engine = temporal ? 'temporal dev server' : 'temporal';
+      if (temporalRestarting) return { engine, up: false, detail: { address: temporalAddress, restarting: true } };
+      // A bounded check: a server that is down must not hold /health for the client's whole retry budget.
+      const status = await Promise.race([
+        temporalClient.withDeadline(Date.now() + 2_000, () => temporalClient.healthService.check({})).then((response) => response.status, () => undefined),
+        sleep(2_000).then(() => undefined),
+      ]);
+      return { engine, up: status === 1, detail: { address: temporalAddress, ...(status === undefined ? { reachable: false } : {}) } };
     });
 
     const clientOptions = { connection: temporalClient, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
@@ -77,8 +121,28 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
         elma.logger.error('could not start a consolidation', { name: (error as Error)?.name }),
       );
     }, config.consolidation.everyEvents);
-    const app = await createApi(elma, { erasures: temporalErasureWorkflows(clientOptions) });
+    const erasures = temporalErasureWorkflows(clientOptions);
+    const app = await createApi(elma, { erasures });
     stops.push(() => app.close());
+
+    // Erasure requests stored while Temporal was unreachable, or by a process that died before starting them.
+    let draining: Promise<void> | undefined;
+    const drain = () =>
+      (draining ??= elma.erasure
+        .startPending((entry) => erasures.start(entry))
+        .then(({ started, pending }) => {
+          if (started > 0 || pending > 0) elma.logger.info('erasure outbox drained', { started, pending });
+        })
+        .catch((error: unknown) => elma.logger.warn('erasure outbox not drained', { name: (error as Error)?.name }))
+        .finally(() => (draining = undefined)));
+    await drain();
+    const drainTimer = setInterval(() => void drain(), OUTBOX_DRAIN_MS);
+    drainTimer.unref();
+    stops.push(async () => {
+      clearInterval(drainTimer);
+      await draining;
+    });
+
     await app.listen({ port: config.port, host: config.host });
     const api = `http://${config.host}:${config.port}`;
 
@@ -90,7 +154,7 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
         `  GraphQL    ${api}/graphql`,
         `  OpenAPI    ${api}/docs`,
         `  Health     ${api}/health`,
-        `  Temporal   ${address}${temporal?.uiUrl ? `  (Web UI ${temporal.uiUrl})` : ''}`,
+        `  Temporal   ${temporalAddress}${temporal?.uiUrl ? `  (Web UI ${temporal.uiUrl})` : ''}`,
         `  Data       ${config.dataDir}`,
         '  Token      npm run elma -- token --tenant acme --purposes support',
         'Press Ctrl-C to stop.',
@@ -113,3 +177,57 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     throw error;
   }
 }
+
+/**
+ * Runs the Temporal worker, and a new one whenever it stops on its own (its
+ * server went away for longer than the worker's own retries): the process
+ * keeps serving ingest and recall meanwhile, and erasures resume on the new worker.
+ */
+async function superviseWorker(
+  config: ElmaConfig,
+  address: string,
+  elma: Elma,
+  stopping: () => boolean,
+  stops: (() => Promise<void>)[],
+): Promise<{ running: Promise<void> }> {
+  const create = () =>
+    createElmaWorker({
+      address,
+      tls: config.temporal.tls,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation },
+    });
+  // The first worker is created before the API listens: a failure here is a failed start.
+  let worker = await create();
+  stops.push(() => worker.shutdown());
+  const running = (async () => {
+    for (let delay = RESTART_BACKOFF_MS.first; ; ) {
+      try {
+        await worker.run();
+      } catch (error) {
+        elma.logger.error('temporal worker stopped', { name: (error as Error)?.name });
+      }
+      if (stopping()) return;
+      await worker.shutdown().catch(() => undefined);
+      for (;;) {
+        await sleep(delay);
+        delay = Math.min(delay * 2, RESTART_BACKOFF_MS.max);
+        if (stopping()) return;
+        try {
+          worker = await create();
+          // Stopped while it was being created: the shutdown above reached the old worker, not this one.
+          if (stopping()) return void (await worker.shutdown());
+          elma.logger.warn('temporal worker restarted');
+          delay = RESTART_BACKOFF_MS.first;
+          break;
+        } catch (error) {
+          elma.logger.error('temporal worker could not restart; retrying', { name: (error as Error)?.name });
+        }
+      }
+    }
+  })();
+  return { running };
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

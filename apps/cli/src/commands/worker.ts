@@ -1,6 +1,7 @@
 import { loadConfig, openElma } from '@elma/infra';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createElmaWorker } from '@elma/worker';
+import { claimEmbeddedEngines } from '../ownership';
 
 /**
  * `elma worker`: a Temporal worker alone (erasure, retention, reindex), on the
@@ -15,6 +16,7 @@ export async function workerCommand(_argv: string[]): Promise<number> {
     process.stderr.write('elma worker needs TEMPORAL_ADDRESS (host:port of the Temporal front-end)\n');
     return 2;
   }
+  const ownership = claimEmbeddedEngines(config, 'elma worker', {});
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const elma = await openElma(config);
   const worker = await createElmaWorker({
@@ -33,5 +35,6 @@ export async function workerCommand(_argv: string[]): Promise<number> {
   process.stderr.write(`[elma] worker polling ${config.temporal.address}\n`);
   await worker.run();
   await elma.close();
+  ownership?.release();
   return 0;
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
+import { ownerOnlyDatabaseFile } from '../../runtime/owner-only';
 import {
   NO_STREAM,
   StreamDeleted,
@@ -72,6 +73,7 @@ export class SqliteEventLog implements EventLog {
     options: SqliteEventLogOptions = {},
   ) {
     this.pollIntervalMs = options.pollIntervalMs ?? 25;
+    ownerOnlyDatabaseFile(path);
     this.db = new Database(path, { timeout: 5_000 });
     openEventLogDatabase(this.db);
     const prepare = (sql: string) => this.db.prepare(sql).safeIntegers(true);

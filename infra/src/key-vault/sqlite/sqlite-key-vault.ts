@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
+import { ownerOnlyDatabaseFile } from '../../runtime/owner-only';
 import { DomainError, KeyShredded, TenantDestroyed, type KeyVault } from '@elma/domain';
 import { deriveTenantKey, unwrapKey, wrapKey } from '../../crypto/envelope';
 import { Lru } from '../lru';
@@ -37,6 +38,7 @@ export class SqliteKeyVault implements KeyVault {
     if (options.masterKey.length < KEY_BYTES) throw new RangeError(`master key must be at least ${KEY_BYTES} bytes`);
     this.masterKey = new Uint8Array(options.masterKey);
     this.dataKeyCache = new Lru(options.cacheSize ?? 50_000);
+    ownerOnlyDatabaseFile(options.path);
     this.db = new Database(options.path, { timeout: 5_000 });
     openKeyVaultDatabase(this.db);
     const prepare = (sql: string) => this.db.prepare(sql);

@@ -1,0 +1,93 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const main = new URL('../../apps/cli/src/main.ts', import.meta.url).pathname;
+
+/** Arguments that run the `elma` CLI under tsx, as `npm start` does. */
+export const elmaArgs = (...args: string[]) => ['--import', 'tsx', main, ...args];
+
+/** A real `elma start` process on its own folder and ports. */
+export interface ElmaProcess {
+  child: ChildProcess;
+  api: string;
+  output(): string;
+  /** SIGINT, then SIGKILL after 15 s; resolves once the process is gone. */
+  stop(): Promise<void>;
+}
+
+export async function startElma(env: NodeJS.ProcessEnv, readyTimeoutMs = 90_000): Promise<ElmaProcess> {
+  const child = spawn(process.execPath, elmaArgs('start'), { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  for (const deadline = Date.now() + readyTimeoutMs; !output.includes('Press Ctrl-C to stop.'); ) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`elma start exited early:\n${output}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`elma start did not come up:\n${output}`);
+    }
+    await sleep(200);
+  }
+  return {
+    child,
+    api: `http://127.0.0.1:${env.ELMA_PORT}`,
+    output: () => output,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGINT');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** A token minted by `elma token` against the folder's own secret. */
+export function mintToken(env: NodeJS.ProcessEnv, ...args: string[]): string {
+  const result = spawnSync(process.execPath, elmaArgs('token', ...args), { env, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(result.stderr);
+  return result.stdout.trim();
+}
+
+/** The Temporal dev server pid that `elma start` recorded in its data folder. */
+export function recordedTemporalPid(dataDir: string): number {
+  return (JSON.parse(readFileSync(join(dataDir, 'temporal.pid'), 'utf8')) as { pid: number }).pid;
+}
+
+/** Live `temporal server start-dev` processes on this database file, found in /proc (not through anything ELMA records). */
+export function devServersOn(dbFile: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (args.includes('start-dev') && args.includes(dbFile) && isRunning(Number(entry))) pids.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return pids;
+}
+
+/** Whether a process runs (a zombie waiting to be reaped counts as gone: it holds no port and no file). */
+export function isRunning(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<number> {
+  const startedAt = Date.now();
+  for (;;) {
+    if (await check()) return Date.now() - startedAt;
+    if (Date.now() - startedAt > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
