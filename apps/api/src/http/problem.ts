@@ -32,6 +32,7 @@ const STATUS: Record<string, number> = {
   'ERASURE.CERTIFICATE_NOT_READY': 409,
   'ERASURE.CONTENT_ERASED': 409,
   'TEMPORAL.UNAVAILABLE': 503,
+  'SERVER.OVERLOADED': 503,
 };
 
 export interface Problem {
