@@ -4,6 +4,7 @@ import type { ErasureProgress, ErasureReason } from '@elma/domain';
 import type { TemporalTls } from '@elma/infra';
 import {
   ELMA_TASK_QUEUE,
+  consolidationTaskQueue,
   ElmaReason,
   ElmaRequestId,
   ElmaStatus,
@@ -12,6 +13,8 @@ import {
   erasureProgressQuery,
   type ErasureResult,
   type ReindexResult,
+  type ConsolidationSweepResult,
+  type consolidationSweepWorkflow,
   type consolidationWorkflow,
   type erasureWorkflow,
   type reindexWorkflow,
@@ -140,7 +143,7 @@ async function ensureSchedule(options: ElmaClientOptions, scheduleId: string, wo
     const action = {
       type: 'startWorkflow' as const,
       workflowType,
-      taskQueue: options.taskQueue ?? ELMA_TASK_QUEUE,
+      taskQueue: workflowType === 'consolidationSweepWorkflow' ? consolidationTaskQueue(options.taskQueue) : (options.taskQueue ?? ELMA_TASK_QUEUE),
       args: workflowType === 'consolidationSweepWorkflow' ? [] : [{}],
     };
     try {
@@ -159,7 +162,7 @@ async function ensureSchedule(options: ElmaClientOptions, scheduleId: string, wo
 export async function startConsolidation(options: ElmaClientOptions, tenant: string, subjectRef: string): Promise<void> {
   await withClient(options, async (client) => {
     await client.workflow.start<typeof consolidationWorkflow>('consolidationWorkflow', {
-      taskQueue: options.taskQueue ?? ELMA_TASK_QUEUE,
+      taskQueue: consolidationTaskQueue(options.taskQueue),
       workflowId: `consolidate-${tenant}-${subjectRef}`,
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
@@ -167,6 +170,16 @@ export async function startConsolidation(options: ElmaClientOptions, tenant: str
       typedSearchAttributes: [{ key: ElmaTenant, value: tenant }],
     });
   });
+}
+
+/** Runs one consolidation sweep now (what the Schedule starts) and waits for its totals. */
+export async function runConsolidationSweep(options: ElmaClientOptions): Promise<ConsolidationSweepResult> {
+  return withClient(options, (client) =>
+    client.workflow.execute<typeof consolidationSweepWorkflow>('consolidationSweepWorkflow', {
+      taskQueue: consolidationTaskQueue(options.taskQueue),
+      workflowId: `consolidation-sweep-${randomUUID()}`,
+    }),
+  );
 }
 
 /** The erasure side of the API over one Temporal connection (see `ErasureWorkflows` in @elma/api). */
