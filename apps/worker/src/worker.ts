@@ -63,26 +63,26 @@ export async function createElmaWorker(options: ElmaWorkerOptions): Promise<Elma
     throw err;
   }
 
+  let runs: Promise<void>[] | undefined;
   let running: Promise<void> | undefined;
   let closed: Promise<void> | undefined;
   return {
     run() {
       // One worker failing stops the other: a process half polling would look alive and do half the work.
-      running ??= Promise.all(
-        workers.map((worker) =>
-          worker.run().catch((error: unknown) => {
-            for (const other of workers) if (other.getState() === 'RUNNING') other.shutdown();
-            throw error;
-          }),
-        ),
-      ).then(() => undefined);
+      runs ??= workers.map((worker) =>
+        worker.run().catch((error: unknown) => {
+          for (const other of workers) if (other.getState() === 'RUNNING') other.shutdown();
+          throw error;
+        }),
+      );
+      running ??= Promise.all(runs).then(() => undefined);
       return running;
     },
     shutdown() {
       closed ??= (async () => {
-        if (running) {
+        if (runs) {
           for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
-          await running.catch(() => undefined);
+          await Promise.allSettled(runs);
         } else {
           await Promise.all(workers.map((worker) => runUnderShutdown(worker)));
         }
