@@ -110,6 +110,7 @@ describe('an erasure whose worker dies inside purge_index', () => {
       new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the erasure did not finish within 90 s of the second worker starting')), 90_000)),
     ]);
     const finishedAfterMs = performance.now() - secondStarted;
+    process.stderr.write(`[faults] purge_index killed: erasure finished ${Math.round(finishedAfterMs)} ms after the second worker started\n`);
     expect(result.erased).toBeGreaterThanOrEqual(CLOSURE_EVENTS);
     // Noticed by missing heartbeats, not after the 30-minute start-to-close timeout.
     expect(finishedAfterMs).toBeLessThan(30_000);
