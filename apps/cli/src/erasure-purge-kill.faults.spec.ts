@@ -104,16 +104,24 @@ describe('an erasure whose worker dies inside purge_index', () => {
 
     const second = await spawnWorker();
     const secondStarted = performance.now();
-    // Without heartbeats the lost attempt would only be retried after its 30-minute start-to-close timeout.
-    const result = await Promise.race([
-      erasureResult(options, 'acme', requestId),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the erasure did not finish within 90 s of the second worker starting')), 90_000)),
-    ]);
+    // Without heartbeats the lost attempt would only be retried after its 30-minute start-to-close timeout:
+    // the purge would not be done for half an hour.
+    let purgedAfterMs: number | undefined;
+    for (const deadline = secondStarted + 90_000; purgedAfterMs === undefined; ) {
+      const steps = (await erasureProgress(options, 'acme', requestId))?.steps ?? [];
+      if (steps.some((s) => s.step === 'purge_index')) purgedAfterMs = performance.now() - secondStarted;
+      else if (performance.now() > deadline) throw new Error('the purge was not retried within 90 s of the second worker starting');
+      else await new Promise((r) => setTimeout(r, 100));
+    }
+    const result = await erasureResult(options, 'acme', requestId);
     const finishedAfterMs = performance.now() - secondStarted;
-    process.stderr.write(`[faults] purge_index killed: erasure finished ${Math.round(finishedAfterMs)} ms after the second worker started\n`);
+    process.stderr.write(
+      `[faults] purge_index killed: purge retried and done ${Math.round(purgedAfterMs)} ms, erasure certified ${Math.round(finishedAfterMs)} ms after the second worker started\n`,
+    );
     expect(result.erased).toBeGreaterThanOrEqual(CLOSURE_EVENTS);
-    // Noticed by missing heartbeats, not after the 30-minute start-to-close timeout.
-    expect(finishedAfterMs).toBeLessThan(30_000);
+    // The heartbeat timeout (15 s) bounds the wait; the rest is the purge itself on a busy machine.
+    expect(purgedAfterMs).toBeLessThan(30_000);
+    expect(finishedAfterMs).toBeLessThan(90_000);
 
     const progress = (await erasureProgress(options, 'acme', requestId))!;
     expect(progress.status).toBe('completed');
