@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { createApi } from '@elma/api';
 import type { Principal } from '@elma/domain';
@@ -20,6 +21,13 @@ export interface OverloadFigures {
   /** Any other outcome (another status, a client-side timeout), by status or `timeout`. */
   other: Record<string, number>;
   slowestMs: number;
+  /**
+   * The event loop's delay during the flood (99th percentile and worst): time a request can spend
+   * unseen, before any handler or admission check runs. Admission control cannot shed what the loop has
+   * not read yet, so a high figure here points at synchronous work elsewhere in the process.
+   */
+  loopDelayP99Ms: number;
+  loopDelayMaxMs: number;
 }
 
 export interface OverloadOptions {
@@ -86,6 +94,8 @@ export async function measureOverload(options: OverloadOptions = {}): Promise<Ov
           return { status: 'timeout', ms: performance.now() - started };
         }
       };
+      const delay = monitorEventLoopDelay({ resolution: 10 });
+      delay.enable();
       await Promise.all(
         Array.from({ length: clients }, async (_, c) => {
           const token = await mintToken(config.jwtSecret, principal(`agent-${c}`));
@@ -106,6 +116,7 @@ export async function measureOverload(options: OverloadOptions = {}): Promise<Ov
           }
         }),
       );
+      delay.disable();
       const sorted = [...answered].sort((a, b) => a - b);
       const at = (q: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0);
       return {
@@ -118,6 +129,8 @@ export async function measureOverload(options: OverloadOptions = {}): Promise<Ov
         shedMaxMs: Math.round(Math.max(0, ...shed)),
         other,
         slowestMs: Math.round(Math.max(0, ...answered, ...shed)),
+        loopDelayP99Ms: Math.round(delay.percentile(99) / 1e6),
+        loopDelayMaxMs: Math.round(delay.max / 1e6),
       };
     } finally {
       await app.close();
