@@ -38,6 +38,8 @@ export interface OverloadOptions {
   preload?: number;
   /** A client gives up on a request after this long. */
   timeoutMs?: number;
+  /** Each client writes an event before each recall (default); false: recalls only. */
+  writes?: boolean;
   /** Extra configuration (e.g. `ELMA_MAX_INFLIGHT`), as environment variables. */
   env?: Record<string, string>;
 }
@@ -101,14 +103,16 @@ export async function measureOverload(options: OverloadOptions = {}): Promise<Ov
           const token = await mintToken(config.jwtSecret, principal(`agent-${c}`));
           const r = prng(1_000 + c);
           for (let round = 0; round < rounds; round++) {
-            await post(token, '/v1/events', {
-              subject: `subject-${c % 100}`,
-              occurredAt: new Date().toISOString(),
-              activity: 'chat.turn',
-              content: { text: sentence(r, r() < 0.5) },
-              source: { system: 'bench', externalId: `load-${c}-${round}`, channel: 'chat' },
-              purposes: ['support'],
-            });
+            if (options.writes !== false) {
+              await post(token, '/v1/events', {
+                subject: `subject-${c % 100}`,
+                occurredAt: new Date().toISOString(),
+                activity: 'chat.turn',
+                content: { text: sentence(r, r() < 0.5) },
+                source: { system: 'bench', externalId: `load-${c}-${round}`, channel: 'chat' },
+                purposes: ['support'],
+              });
+            }
             const recall = await post(token, '/v1/recall', { query: query(r), purpose: 'support', consistency: 'strong', budgetTokens: 300 });
             if (recall.status === '200') answered.push(recall.ms);
             else if (recall.status === '503') shed.push(recall.ms);
@@ -141,12 +145,12 @@ export async function measureOverload(options: OverloadOptions = {}): Promise<Ov
   }
 }
 
-// `npx tsx apps/cli/src/bench/overload.ts [clients] [rounds] [preload] [KEY=VALUE ...]` prints the figures as JSON.
+// `npx tsx apps/cli/src/bench/overload.ts [clients] [rounds] [preload] [--recalls-only] [KEY=VALUE ...]` prints the figures as JSON.
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const args = process.argv.slice(2);
   const numbers = args.filter((a) => /^\d+$/.test(a)).map(Number);
   const env = Object.fromEntries(args.filter((a) => a.includes('=')).map((a) => a.split('=', 2) as [string, string]));
-  measureOverload({ clients: numbers[0], rounds: numbers[1], preload: numbers[2], env })
+  measureOverload({ clients: numbers[0], rounds: numbers[1], preload: numbers[2], writes: !args.includes('--recalls-only'), env })
     .then((figures) => {
       process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
       process.exit(0);
