@@ -9,8 +9,12 @@ export function createConsolidationActivities(deps: { consolidation: Consolidati
   return {
     consolidationTenants: () => withDomainFailures(() => deps.tenants()),
     consolidationSubjects: (tenant: string) => withDomainFailures(() => deps.consolidation.subjectRefs(tenant)),
+    /** Kept for histories recorded before subjects were consolidated in batches. */
     consolidateSubject: (tenant: string, subjectRef: string): Promise<ConsolidationResult> =>
       withDomainFailures(() => deps.consolidation.consolidate(tenant, subjectRef)),
+    /** Several subjects with one pass over the tenant's lineage (see `ConsolidationService.consolidateMany`). */
+    consolidateSubjects: (tenant: string, subjectRefs: string[]): Promise<ConsolidationResult> =>
+      withDomainFailures(() => deps.consolidation.consolidateMany(tenant, subjectRefs)),
   };
 }
 

@@ -1,17 +1,19 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { DomainError } from '@elma/domain';
+import { heartbeating } from './heartbeat';
 
 /** Domain errors that describe a passing state (a lagging projection, a lost optimistic race): worth a retry. */
 const RETRYABLE: readonly string[] = ['PROJECTION.LAGGING', 'EVENT_LOG.WRONG_EXPECTED_VERSION'];
 
 /**
- * Runs an activity body, turning domain errors (bad input, a rule said no) into non-retryable failures
+ * Runs an activity body (heartbeating while it runs), turning domain errors (bad input, a rule said no) into non-retryable failures
  * typed by their stable code. Anything else is infrastructure and is retried, under its name only.
  * Only the code and message cross over: domain messages carry ids, never content.
  */
 export async function withDomainFailures<T>(body: () => Promise<T>, options: { retryable?: readonly string[] } = {}): Promise<T> {
   try {
-    return await body();
+    // Every ELMA activity heartbeats: the workflows set a heartbeat timeout on all of them.
+    return await heartbeating(body);
   } catch (err) {
     if (err instanceof DomainError && !RETRYABLE.includes(err.code) && !options.retryable?.includes(err.code)) {
       throw ApplicationFailure.create({ type: err.code, message: err.message, nonRetryable: true });

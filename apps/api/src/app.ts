@@ -11,6 +11,7 @@ import type { GraphQLError } from 'graphql';
 import type { Elma } from '@elma/infra';
 import { MemoryResolver } from './graphql/memory.resolver';
 import { AuthGuard } from './http/auth.guard';
+import { registerAdmission } from './http/admission';
 import { ProblemFilter, sendProblem } from './http/problem.filter';
 import { toProblem } from './http/problem';
 import { ELMA, ERASURE_DESK } from './http/tokens';
@@ -82,6 +83,8 @@ export interface ApiOptions {
 /** Builds the HTTP app (REST under /v1, GraphQL at /graphql, OpenAPI at /docs) on a process's ELMA services. */
 export async function createApi(elma: Elma, options: ApiOptions = {}): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false });
+  // Before any route exists, so the hook runs first for every route Nest adds.
+  registerAdmission(adapter.getInstance(), elma.config.admission);
   const app = await NestFactory.create<NestFastifyApplication>(ApiModule.with(elma, options), adapter, { logger: false });
   const onServerError = (error: unknown, requestId: string) =>
     elma.logger.error('request failed', { requestId, name: (error as Error)?.name, code: (error as { code?: string })?.code });

@@ -32,6 +32,8 @@ export interface TestAppOptions {
    * queue of its own (test files share the server), plus the API's Temporal client.
    */
   temporal?: { address: string; workflowBundle?: WorkflowBundle; consolidateEveryEvents?: number };
+  /** More configuration, as environment variables (e.g. `ELMA_MAX_INFLIGHT`). */
+  env?: Record<string, string>;
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -44,6 +46,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(process.env.ELMA_E2E_ELASTICSEARCH_URL
       ? { ELMA_ELASTICSEARCH_URL: process.env.ELMA_E2E_ELASTICSEARCH_URL, ELMA_ES_NAMESPACE: `e2e${randomUUID().replaceAll('-', '').slice(0, 12)}` }
       : {}),
+    ...options.env,
   });
   const elma = await openElma(config, { logger: silentLogger, clock: options.clock });
   await elma.runner.start();

@@ -4,6 +4,7 @@ import type { ErasureProgress, ErasureReason } from '@elma/domain';
 import { TemporalUnavailable, type TemporalTls } from '@elma/infra';
 import {
   ELMA_TASK_QUEUE,
+  consolidationTaskQueue,
   ElmaReason,
   ElmaRequestId,
   ElmaStatus,
@@ -12,6 +13,8 @@ import {
   erasureProgressQuery,
   type ErasureResult,
   type ReindexResult,
+  type ConsolidationSweepResult,
+  type consolidationSweepWorkflow,
   type consolidationWorkflow,
   type erasureWorkflow,
   type reindexWorkflow,
@@ -150,7 +153,7 @@ async function ensureSchedule(options: ElmaClientOptions, scheduleId: string, wo
     const action = {
       type: 'startWorkflow' as const,
       workflowType,
-      taskQueue: options.taskQueue ?? ELMA_TASK_QUEUE,
+      taskQueue: workflowType === 'consolidationSweepWorkflow' ? consolidationTaskQueue(options.taskQueue) : (options.taskQueue ?? ELMA_TASK_QUEUE),
       args: workflowType === 'consolidationSweepWorkflow' ? [] : [{}],
     };
     try {
@@ -169,7 +172,7 @@ async function ensureSchedule(options: ElmaClientOptions, scheduleId: string, wo
 export async function startConsolidation(options: ElmaClientOptions, tenant: string, subjectRef: string): Promise<void> {
   await withClient(options, async (client) => {
     await client.workflow.start<typeof consolidationWorkflow>('consolidationWorkflow', {
-      taskQueue: options.taskQueue ?? ELMA_TASK_QUEUE,
+      taskQueue: consolidationTaskQueue(options.taskQueue),
       workflowId: `consolidate-${tenant}-${subjectRef}`,
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
@@ -196,6 +199,16 @@ export function isTemporalUnreachable(error: unknown): boolean {
     if (isGrpcServiceError(e) && UNREACHABLE_CODES.includes(e.code)) return true;
   }
   return false;
+}
+
+/** Runs one consolidation sweep now (what the Schedule starts) and waits for its totals. */
+export async function runConsolidationSweep(options: ElmaClientOptions): Promise<ConsolidationSweepResult> {
+  return withClient(options, (client) =>
+    client.workflow.execute<typeof consolidationSweepWorkflow>('consolidationSweepWorkflow', {
+      taskQueue: consolidationTaskQueue(options.taskQueue),
+      workflowId: `consolidation-sweep-${randomUUID()}`,
+    }),
+  );
 }
 
 /** The erasure side of the API over one Temporal connection (see `ErasureWorkflows` in @elma/api). */

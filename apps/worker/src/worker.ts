@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
-import { bundleWorkflowCode, NativeConnection, Worker, type Logger, type WorkflowBundle } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type Logger, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '@elma/activities';
-import { ELMA_TASK_QUEUE } from '@elma/workflows';
+import { ELMA_TASK_QUEUE, consolidationTaskQueue } from '@elma/workflows';
 import type { TemporalTls } from '@elma/infra';
 
 /** Absolute path of the workflows entry (`workflows/src/index.ts`), resolved through the workspace link. */
@@ -32,39 +32,70 @@ export async function bundleElmaWorkflows(options: { logger?: Logger } = {}): Pr
   return bundleWorkflowCode({ workflowsPath: ELMA_WORKFLOWS_PATH, logger: options.logger });
 }
 
+/**
+ * Two workers on one connection: the main task queue (erasure, retention,
+ * reindex) and the consolidation task queue, whose worker runs one activity
+ * and few workflow tasks at a time. A sweep over every subject therefore
+ * never holds more than one consolidation activity in this process, however
+ * many consolidations are waiting.
+ */
 export async function createElmaWorker(options: ElmaWorkerOptions): Promise<ElmaWorker> {
   const connection = await NativeConnection.connect({ address: options.address, ...(options.tls ? { tls: options.tls } : {}) });
-  let worker: Worker;
+  const workers: Worker[] = [];
   try {
-    worker = await Worker.create({
-      connection,
-      namespace: options.namespace ?? 'default',
-      taskQueue: options.taskQueue ?? ELMA_TASK_QUEUE,
-      ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: ELMA_WORKFLOWS_PATH }),
-      activities: createActivities(options.deps),
-    });
+    const taskQueue = options.taskQueue ?? ELMA_TASK_QUEUE;
+    // One bundle for both workers (bundling takes seconds).
+    const workflowBundle = options.workflowBundle ?? (await bundleElmaWorkflows({ logger: Runtime.instance().logger }));
+    const activities = createActivities(options.deps);
+    const common = { connection, namespace: options.namespace ?? 'default', workflowBundle, activities };
+    workers.push(await Worker.create({ ...common, taskQueue }));
+    workers.push(
+      await Worker.create({
+        ...common,
+        taskQueue: consolidationTaskQueue(taskQueue),
+        maxConcurrentActivityTaskExecutions: 1,
+        maxConcurrentWorkflowTaskExecutions: 2,
+      }),
+    );
   } catch (err) {
+    await Promise.all(workers.map((worker) => runUnderShutdown(worker)));
     await connection.close();
     throw err;
   }
 
+  let runs: Promise<void>[] | undefined;
   let running: Promise<void> | undefined;
   let closed: Promise<void> | undefined;
   return {
     run() {
-      running ??= worker.run();
+      // One worker failing stops the other: a process half polling would look alive and do half the work.
+      runs ??= workers.map((worker) =>
+        worker.run().catch((error: unknown) => {
+          for (const other of workers) if (other.getState() === 'RUNNING') other.shutdown();
+          throw error;
+        }),
+      );
+      running ??= Promise.all(runs).then(() => undefined);
       return running;
     },
     shutdown() {
       closed ??= (async () => {
-        // A worker that never ran still holds a native worker; running it under an immediate shutdown
-        // releases it the documented way.
-        const done = running ?? worker.run();
-        if (worker.getState() === 'RUNNING') worker.shutdown();
-        await done.catch(() => undefined);
+        if (runs) {
+          for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+          await Promise.allSettled(runs);
+        } else {
+          await Promise.all(workers.map((worker) => runUnderShutdown(worker)));
+        }
         await connection.close();
       })();
       return closed;
     },
   };
+}
+
+/** A worker that never ran still holds a native worker; running it under an immediate shutdown releases it the documented way. */
+async function runUnderShutdown(worker: Worker): Promise<void> {
+  const done = worker.run();
+  if (worker.getState() === 'RUNNING') worker.shutdown();
+  await done.catch(() => undefined);
 }

@@ -65,6 +65,15 @@ const Env = z.object({
    * page caches), in MiB; past it the least recently used are closed and reopen on their next use.
    */
   ELMA_INDEX_MEMORY_MB: z.coerce.number().int().min(16).default(512),
+  /**
+   * API requests of one class (recall, ingest, other) handled at once; more wait in a short queue.
+   * Sized for 2 cores: recall and ingest are CPU-bound in this process, so more in flight only adds latency.
+   */
+  ELMA_MAX_INFLIGHT: z.coerce.number().int().positive().default(16),
+  /** Requests of one class waiting for a slot; beyond it they get 503 SERVER.OVERLOADED with Retry-After at once. */
+  ELMA_MAX_QUEUE: z.coerce.number().int().min(0).default(64),
+  /** How long a queued request waits for a slot before it gets 503 SERVER.OVERLOADED. */
+  ELMA_MAX_QUEUE_WAIT_MS: z.coerce.number().int().min(0).default(2000),
 });
 
 export interface ElmaConfig {
@@ -86,6 +95,8 @@ export interface ElmaConfig {
   /** Memory budget of the embedded index's open tenant partitions, in MiB. */
   indexMemoryMb: number;
   consolidation: { everyEvents: number; sweepMinutes: number };
+  /** API admission control, per request class (see apps/api/src/http/admission.ts). */
+  admission: { maxInflight: number; maxQueue: number; maxQueueWaitMs: number };
 }
 
 /** TLS settings in the shape of Temporal's connection options (`tls`). */
@@ -164,6 +175,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     retentionSweepMinutes: e.ELMA_RETENTION_SWEEP_MINUTES,
     indexMemoryMb: e.ELMA_INDEX_MEMORY_MB,
     consolidation: { everyEvents: e.ELMA_CONSOLIDATE_EVERY_EVENTS, sweepMinutes: e.ELMA_CONSOLIDATION_SWEEP_MINUTES },
+    admission: { maxInflight: e.ELMA_MAX_INFLIGHT, maxQueue: e.ELMA_MAX_QUEUE, maxQueueWaitMs: e.ELMA_MAX_QUEUE_WAIT_MS },
   };
 }
 

@@ -19,6 +19,13 @@ import type { EventSealer } from '../sealing/sealed-events';
 /** A fact's identity including its value: two records with the same key say the same thing. */
 const sameFactKey = (record: MemoryRecord) => `${factKey(record.content.fact!)}\u001f${normalizeForFingerprint(record.content.fact!.value)}`;
 
+/** Lineage entries (cheap, no content) and records (parsed, with vectors) handled between two event-loop yields. */
+const YIELD_EVERY_ENTRIES = 2_000;
+const YIELD_EVERY_RECORDS = 100;
+
+/** Lets timers and I/O run (HTTP requests, heartbeats, workflow activations) before the work goes on. */
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** Rule versions: part of every output's fingerprint, so a new version re-derives instead of colliding. */
 export const CONSOLIDATION_RULES = {
   merge: { rule: 'consolidate.merge', version: '1' },
@@ -80,21 +87,60 @@ export class ConsolidationService {
   /** One record id per subject with current episodic memories: the handles the sweep passes around. */
   async subjectRefs(tenant: string): Promise<string[]> {
     const refs = new Map<string, string>();
+    let seen = 0;
     for await (const entry of this.deps.index.lineage(tenant)) {
       if (entry.kind === 'episodic' && !refs.has(entry.subject)) refs.set(entry.subject, entry.id);
+      if (++seen % YIELD_EVERY_ENTRIES === 0) await yieldToEventLoop();
     }
     return [...refs.values()];
   }
 
   async consolidate(tenant: string, subjectRef: string): Promise<ConsolidationResult> {
-    const subject = await this.subjectOf(tenant, subjectRef);
-    const result: ConsolidationResult = { created: 0, unchanged: 0, skippedErased: 0, merges: 0, summaries: 0, facts: 0 };
-    if (subject === undefined) return result;
-    const mine: { record: MemoryRecord; vector: Float32Array }[] = [];
+    return this.consolidateMany(tenant, [subjectRef]);
+  }
+
+  /**
+   * Consolidates several subjects (each named by one of its records) with a
+   * single pass over the tenant's lineage, one subject after another. The
+   * index has no lookup by subject, so a pass per subject would make a sweep
+   * quadratic in the tenant's size; and the pass is split by event-loop
+   * yields, so the API and the workflow tasks of the same process keep being
+   * served while it runs (the index pages arrive as microtasks, which alone
+   * never let I/O in).
+   */
+  async consolidateMany(tenant: string, subjectRefs: string[]): Promise<ConsolidationResult> {
+    const total: ConsolidationResult = { created: 0, unchanged: 0, skippedErased: 0, merges: 0, summaries: 0, facts: 0 };
+    const subjects = new Set<string>();
+    for (const ref of subjectRefs) {
+      const subject = await this.subjectOf(tenant, ref);
+      if (subject !== undefined) subjects.add(subject);
+    }
+    if (subjects.size === 0) return total;
+    const ids = new Map<string, string[]>();
+    let seen = 0;
     for await (const entry of this.deps.index.lineage(tenant)) {
-      if (entry.subject !== subject) continue;
-      const stored = await this.deps.index.get(tenant, entry.id);
+      if (subjects.has(entry.subject)) {
+        const list = ids.get(entry.subject);
+        if (list) list.push(entry.id);
+        else ids.set(entry.subject, [entry.id]);
+      }
+      if (++seen % YIELD_EVERY_ENTRIES === 0) await yieldToEventLoop();
+    }
+    for (const subject of subjects) {
+      const result = await this.consolidateSubject(tenant, subject, ids.get(subject) ?? []);
+      for (const key of Object.keys(total) as (keyof ConsolidationResult)[]) total[key] += result[key];
+      await yieldToEventLoop();
+    }
+    return total;
+  }
+
+  private async consolidateSubject(tenant: string, subject: string, recordIds: string[]): Promise<ConsolidationResult> {
+    const result: ConsolidationResult = { created: 0, unchanged: 0, skippedErased: 0, merges: 0, summaries: 0, facts: 0 };
+    const mine: { record: MemoryRecord; vector: Float32Array }[] = [];
+    for (const [i, id] of recordIds.entries()) {
+      const stored = await this.deps.index.get(tenant, id);
       if (stored && (stored.record.status === 'active' || stored.record.status === 'disputed')) mine.push(stored);
+      if ((i + 1) % YIELD_EVERY_RECORDS === 0) await yieldToEventLoop();
     }
     const episodic = mine.filter((m) => m.record.kind === 'episodic' && !m.record.provenance.rule.startsWith('consolidate.'));
     const views: MemoryRecord[] = [];

@@ -90,6 +90,9 @@ export class TenantViewsService {
       events += page.length;
       last = page[page.length - 1].position;
       page = [];
+      // A macrotask turn per page: the log and index pages resolve as microtasks, and a replay that never
+      // lets timers run misses its activity heartbeats (and holds up the API in the same process).
+      await new Promise<void>((resolve) => setImmediate(resolve));
     };
     for await (const event of this.deps.log.readAll({
       ...(after >= 0n ? { fromPosition: after } : {}),

@@ -2,10 +2,11 @@ import { ParentClosePolicy, executeChild, proxyActivities } from '@temporalio/wo
 import type { ErasureActivities } from '@elma/activities';
 import { ElmaReason, ElmaRequestId, ElmaStatus, ElmaTenant } from '../search-attributes';
 import type { ErasureInput, RetentionSweepInput, RetentionSweepResult } from './messages';
-import { ACTIVITY_RETRY } from '../retry';
+import { ACTIVITY_RETRY, HEARTBEAT_TIMEOUT } from '../retry';
 
 const { retentionTenants, retentionOpen } = proxyActivities<ErasureActivities>({
   startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: HEARTBEAT_TIMEOUT,
   retry: ACTIVITY_RETRY,
 });
 

@@ -19,11 +19,13 @@ import {
   type ErasureInput,
   type ErasureResult,
 } from './messages';
-import { ACTIVITY_RETRY } from '../retry';
+import { ACTIVITY_RETRY, HEARTBEAT_TIMEOUT } from '../retry';
 
 const activities = proxyActivities<ErasureActivities>({
   // A 1,000-record closure takes seconds; the timeout bounds a stuck attempt (a byte scan of a large data folder).
+  // A dead worker is noticed by its missing heartbeats instead, within seconds.
   startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: HEARTBEAT_TIMEOUT,
   retry: ACTIVITY_RETRY,
 });
 

@@ -1,11 +1,12 @@
 import { ApplicationFailure, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { ReindexActivities } from '@elma/activities';
 import { INVALID_TENANT, reindexStageQuery, TENANT_ID_PATTERN, type ReindexInput, type ReindexResult, type ReindexStage } from './messages';
-import { ACTIVITY_RETRY } from '../retry';
+import { ACTIVITY_RETRY, HEARTBEAT_TIMEOUT } from '../retry';
 
 const { dropTenantViews, replayTenantLog, tenantViewsStrategy, rebuildTenantViewsBeside } = proxyActivities<ReindexActivities>({
   // A replay reads the tenant's whole log; the timeout bounds a stuck attempt, not the normal case.
   startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: HEARTBEAT_TIMEOUT,
   retry: { ...ACTIVITY_RETRY, nonRetryableErrorTypes: [INVALID_TENANT] },
 });
 

@@ -37,6 +37,7 @@ const STATUS: Record<string, number> = {
   // 507, not 503 + Retry-After: space comes back when an operator frees it, so no retry time can be promised,
   // and clients and alerts can tell "the volume is full" from "the server is busy, retry shortly".
   'STORAGE.FULL': 507,
+  'SERVER.OVERLOADED': 503,
 };
 
 export interface Problem {

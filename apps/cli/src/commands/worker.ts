@@ -4,7 +4,7 @@ import { createElmaWorker } from '@elma/worker';
 import { claimEmbeddedEngines } from '../ownership';
 
 /**
- * `elma worker`: a Temporal worker alone (erasure, retention, reindex), on the
+ * `elma worker`: a Temporal worker alone (erasure, retention, reindex, consolidation), on the
  * engines the configuration names, against TEMPORAL_ADDRESS. It runs no API
  * and no projection. With the embedded engines, prefer `elma start`, which
  * keeps the index's in-memory vector graph in one process; a separate worker

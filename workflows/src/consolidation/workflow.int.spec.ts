@@ -1,0 +1,67 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Principal } from '@elma/domain';
+import { loadConfig, openElma, silentLogger, type Elma } from '@elma/infra';
+import { createElmaWorker, runConsolidationSweep, type ElmaWorker } from '@elma/worker';
+import { consolidationTaskQueue } from '../task-queue';
+
+const principal: Principal = { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };
+
+describe('the consolidation sweep on a real Temporal dev server', () => {
+  const address = inject('temporalAddress');
+  const taskQueue = `elma-sweep-${randomUUID()}`;
+  const dataDir = mkdtempSync(join(tmpdir(), 'elma-sweep-'));
+  const SUBJECTS = 60;
+  let elma: Elma;
+  let worker: ElmaWorker;
+  let running: Promise<void>;
+  let connection: Connection;
+
+  beforeAll(async () => {
+    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    await elma.runner.start();
+    // Three notes a day per subject: enough for a session summary each.
+    const events = Array.from({ length: SUBJECTS * 3 }, (_, i) => ({
+      subject: `cust-${i % SUBJECTS}`,
+      occurredAt: new Date(Date.UTC(2026, 10, 2, 9) + i * 60_000).toISOString(),
+      activity: 'chat.turn',
+      content: { text: `note ${i}: customer ${i % SUBJECTS} asked about pallet shipments from the Harwick depot` },
+      source: { system: 'crm', channel: 'chat', externalId: `s-${i}` },
+      purposes: ['support'],
+    }));
+    const { position } = await elma.ingest.ingest(principal, { events });
+    await elma.runner.waitFor(BigInt(position), 120_000);
+    worker = await createElmaWorker({ address, taskQueue, deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation } });
+    running = worker.run();
+    connection = await Connection.connect({ address });
+  }, 180_000);
+  afterAll(async () => {
+    await connection?.close();
+    await worker?.shutdown();
+    await running?.catch(() => undefined);
+    await elma?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('consolidates every subject of every tenant, in batches on the consolidation task queue, and a rerun creates nothing', async () => {
+    const first = await runConsolidationSweep({ connection, taskQueue });
+    expect(first.tenants).toEqual([expect.objectContaining({ tenant: 'acme', subjects: SUBJECTS })]);
+    expect(first.tenants[0].created).toBeGreaterThanOrEqual(SUBJECTS);
+
+    const again = await runConsolidationSweep({ connection, taskQueue });
+    expect(again.tenants[0]).toMatchObject({ subjects: SUBJECTS, created: 0, unchanged: first.tenants[0].created });
+
+    // The sweep ran on the queue whose worker takes one activity at a time, a few subjects per activity.
+    const client = new Client({ connection });
+    const sweeps = [];
+    for await (const execution of client.workflow.list({ query: `WorkflowType = 'consolidationSweepWorkflow' AND TaskQueue = '${consolidationTaskQueue(taskQueue)}'` })) sweeps.push(execution);
+    expect(sweeps.length).toBe(2);
+    const history = await client.workflow.getHandle(sweeps[0].workflowId).fetchHistory();
+    const scheduled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name?.startsWith('consolidateSubject'));
+    expect(scheduled.length).toBeLessThan(SUBJECTS / 10);
+  });
+});
