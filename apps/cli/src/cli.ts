@@ -47,7 +47,7 @@ const COMMANDS: Record<string, Command> = {
     run: (argv) => verifyCertificateCommand(argv),
   },
   bench: {
-    synopsis: '[--sizes 10000,100000]',
+    synopsis: '[--only recall|erasure|load] [--sizes 10000,100000] [--closures 10,100,1000] [--load-clients 16,64,256] [--load-seconds 60] [--no-load-sweep]',
     summary: 'print throughput and latency figures (npm run bench)',
     run: benchCommand,
   },

@@ -4,7 +4,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { freePort, loadConfig, mintToken } from '@elma/infra';
-import { ELMA_TASK_QUEUE } from '@elma/workflows';
+import { ELMA_TASK_QUEUE, consolidationTaskQueue } from '@elma/workflows';
 import { eventBatch, prng, query } from './corpus';
 
 /** One row of the bench table: what was measured, the figure, and its target if it has one. */
@@ -163,7 +163,8 @@ async function keepSweepRunning(address: string): Promise<{ stop(): Promise<{ ru
     while (!stopped) {
       // One sweep at a time, as the schedule runs them (it skips overlaps): a running one is kept.
       await client.workflow.start('consolidationSweepWorkflow', {
-        taskQueue: ELMA_TASK_QUEUE,
+        // Where the schedule starts it: the consolidation queue, whose worker runs one activity at a time.
+        taskQueue: consolidationTaskQueue(ELMA_TASK_QUEUE),
         workflowId: SWEEP_ID,
         workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy: 'ALLOW_DUPLICATE',

@@ -38,7 +38,7 @@ export async function benchCommand(argv: string[]): Promise<number> {
       sizes: { type: 'string', default: '10000,100000' },
       closures: { type: 'string', default: '10,100,1000' },
       'erasure-background': { type: 'string', default: '10000' },
-      'load-clients': { type: 'string', default: '16,64' },
+      'load-clients': { type: 'string', default: '16,64,256' },
       'load-seconds': { type: 'string', default: '60' },
       'no-load-sweep': { type: 'boolean', default: false },
       only: { type: 'string' },
