@@ -1,11 +1,54 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { freePort } from '../../infra/src/temporal/dev-server';
 import { join } from 'node:path';
 
 const main = new URL('../../apps/cli/src/main.ts', import.meta.url).pathname;
 
 /** Arguments that run the `elma` CLI under tsx, as `npm start` does. */
 export const elmaArgs = (...args: string[]) => ['--import', 'tsx', main, ...args];
+
+/**
+ * The environment of an `elma start` on its own data folder and free ports,
+ * with a dev server of its own: the test run's shared Temporal server is not
+ * ELMA's, so its address and database file are left out.
+ */
+export async function ownElmaEnv(dataDir: string): Promise<{ env: NodeJS.ProcessEnv; port: number; temporalPort: number }> {
+  const [port, temporalPort, uiPort] = [await freePort(), await freePort(), await freePort()];
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ELMA_DATA_DIR: dataDir,
+    ELMA_PORT: String(port),
+    TEMPORAL_PORT: String(temporalPort),
+    TEMPORAL_UI_PORT: String(uiPort),
+    ELMA_LOG_LEVEL: 'warn',
+  };
+  delete env.TEMPORAL_ADDRESS;
+  delete env.ELMA_TEMPORAL_DB_FILE;
+  return { env, port, temporalPort };
+}
+
+/** A real `elma worker` process in its own process group, resolved once it polls its task queue. */
+export async function startWorker(env: NodeJS.ProcessEnv, readyTimeoutMs = 90_000): Promise<ChildProcess> {
+  const child = spawn(process.execPath, elmaArgs('worker'), { env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  let output = '';
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  for (const deadline = Date.now() + readyTimeoutMs; !output.includes('worker polling'); ) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`worker did not start:\n${output}`);
+    await sleep(100);
+  }
+  return child;
+}
+
+/** SIGTERM to each child's process group that still runs, waiting up to 10 s for each. */
+export async function stopProcessGroups(children: ChildProcess[]): Promise<void> {
+  for (const child of children) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    process.kill(-child.pid!, 'SIGTERM');
+    await Promise.race([exited, sleep(10_000)]);
+  }
+}
 
 /** A real `elma start` process on its own folder and ports. */
 export interface ElmaProcess {

@@ -8,4 +8,4 @@ export { reindexWorkflow } from './reindex/workflow';
 export { erasureWorkflow } from './erasure/workflow';
 export { retentionSweepWorkflow } from './erasure/retention-sweep';
 export * from './consolidation/messages';
-export { consolidationWorkflow, consolidationSweepWorkflow } from './consolidation/workflow';
+export { consolidationWorkflow, consolidationSweepWorkflow, tenantConsolidationWorkflow } from './consolidation/workflow';

@@ -13,7 +13,8 @@ import { MemoryResolver } from './graphql/memory.resolver';
 import { AuthGuard } from './http/auth.guard';
 import { registerAdmission } from './http/admission';
 import { ProblemFilter, sendProblem } from './http/problem.filter';
-import { toProblem } from './http/problem';
+import { toProblem, type Problem } from './http/problem';
+import { serverErrorLog } from './http/server-errors';
 import { ELMA, ERASURE_DESK } from './http/tokens';
 import { ErasureDesk, type ErasureWorkflows } from './erasure/erasure-desk';
 import { ErasuresController, WellKnownController } from './rest/erasures.controller';
@@ -30,6 +31,7 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 @Module({})
 class ApiModule {
   static with(elma: Elma, options: ApiOptions): DynamicModule {
+    const logServerError = serverErrorLog(elma.logger);
     return {
       module: ApiModule,
       imports: [
@@ -46,7 +48,7 @@ class ApiModule {
                 // Errors of the query itself (syntax, unknown field) are the caller's.
                 return { message: error.message, locations: error.locations, path: error.path, extensions: { code: 'GRAPHQL.INVALID_QUERY', status: 400 } };
               }
-              if (problem.status >= 500) elma.logger.error('graphql resolver failed', { code: problem.code, name: (error.originalError as Error)?.name });
+              if (problem.status >= 500) logServerError(problem, { api: 'graphql', name: (error.originalError as Error)?.name });
               return { message: problem.detail, locations: error.locations, path: error.path, extensions: { code: problem.code, status: problem.status, errors: problem.errors } };
             });
             void context;
@@ -86,8 +88,9 @@ export async function createApi(elma: Elma, options: ApiOptions = {}): Promise<N
   // Before any route exists, so the hook runs first for every route Nest adds.
   registerAdmission(adapter.getInstance(), elma.config.admission);
   const app = await NestFactory.create<NestFastifyApplication>(ApiModule.with(elma, options), adapter, { logger: false });
-  const onServerError = (error: unknown, requestId: string) =>
-    elma.logger.error('request failed', { requestId, name: (error as Error)?.name, code: (error as { code?: string })?.code });
+  const logServerError = serverErrorLog(elma.logger);
+  const onServerError = (error: unknown, requestId: string, problem: Problem) =>
+    logServerError(problem, { requestId, name: (error as Error)?.name, cause: (error as { code?: string })?.code });
   app.useGlobalFilters(new ProblemFilter(onServerError));
 
   // Body parsing fails inside Fastify before Nest's router sees the request: map those errors here too.

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,9 +8,8 @@ import { Client, Connection } from '@temporalio/client';
 import type { Principal } from '@elma/domain';
 import { listFiles, loadConfig, openElma, scanFiles, silentLogger, type Elma } from '@elma/infra';
 import { erasureProgress, erasureResult, erasureWorkflowId, startErasure } from '@elma/worker';
+import { startWorker, stopProcessGroups } from '../../../tests/support/elma-process';
 import { verifyCertificateCommand } from './commands/verify-certificate';
-
-const main = join(import.meta.dirname, 'main.ts');
 
 /** Events in the erased closure: enough that the purge takes long enough to be killed inside it. */
 const CLOSURE_EVENTS = 2_000;
@@ -33,14 +32,8 @@ describe('an erasure whose worker dies inside purge_index', () => {
   let connection: Connection | undefined;
 
   const spawnWorker = async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', main, 'worker'], { env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+    const child = await startWorker(env, 90_000);
     children.push(child);
-    let output = '';
-    child.stderr!.on('data', (chunk) => (output += chunk));
-    for (const deadline = Date.now() + 90_000; !output.includes('worker polling'); ) {
-      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`worker did not start:\n${output}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
     return child;
   };
   const withElma = async <T,>(use: (elma: Elma) => Promise<T>): Promise<T> => {
@@ -53,12 +46,7 @@ describe('an erasure whose worker dies inside purge_index', () => {
   };
 
   afterAll(async () => {
-    for (const child of children) {
-      if (child.exitCode !== null || child.signalCode !== null) continue;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      process.kill(-child.pid!, 'SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-    }
+    await stopProcessGroups(children);
     await connection?.close();
     rmSync(dataDir, { recursive: true, force: true });
   });

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,8 +8,7 @@ import { Connection } from '@temporalio/client';
 import type { Principal } from '@elma/domain';
 import { loadConfig, openElma, silentLogger, verifySignedCertificate, type Elma } from '@elma/infra';
 import { approveErasure, erasureProgress, erasureResult, startErasure } from '@elma/worker';
-
-const main = join(import.meta.dirname, 'main.ts');
+import { startWorker, stopProcessGroups } from '../../../tests/support/elma-process';
 
 /**
  * Issue 4 §2: kill the worker in the middle of an erasure; a new worker
@@ -27,14 +26,8 @@ describe('an erasure survives the death of its worker', () => {
   let connection: Connection;
 
   const spawnWorker = async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', main, 'worker'], { env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+    const child = await startWorker(env, 60_000);
     children.push(child);
-    let output = '';
-    child.stderr!.on('data', (chunk) => (output += chunk));
-    for (const deadline = Date.now() + 60_000; !output.includes('worker polling'); ) {
-      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`worker did not start:\n${output}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
     return child;
   };
   const withElma = async <T>(use: (elma: Elma) => Promise<T>): Promise<T> => {
@@ -47,12 +40,7 @@ describe('an erasure survives the death of its worker', () => {
   };
 
   afterAll(async () => {
-    for (const child of children) {
-      if (child.exitCode !== null || child.signalCode !== null) continue;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      process.kill(-child.pid!, 'SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-    }
+    await stopProcessGroups(children);
     await connection?.close();
     rmSync(dataDir, { recursive: true, force: true });
   });

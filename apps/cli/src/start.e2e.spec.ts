@@ -3,11 +3,8 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '@elma/infra';
+import { elmaArgs, ownElmaEnv } from '../../../tests/support/elma-process';
 import { takeExclusively } from '../../../tests/support/sqlite-exclusive';
-
-const main = join(import.meta.dirname, 'main.ts');
-const elmaArgs = (...args: string[]) => ['--import', 'tsx', main, ...args];
 
 /**
  * `npm start` as a newcomer runs it: a real process with its own Temporal dev
@@ -22,19 +19,8 @@ describe('elma start (the embedded all-in-one)', () => {
   let api = '';
 
   beforeAll(async () => {
-    const [port, temporalPort, uiPort] = [await freePort(), await freePort(), await freePort()];
-    env = {
-      ...process.env,
-      TEMPORAL_ADDRESS: '',
-      ELMA_DATA_DIR: dataDir,
-      ELMA_PORT: String(port),
-      TEMPORAL_PORT: String(temporalPort),
-      TEMPORAL_UI_PORT: String(uiPort),
-      ELMA_LOG_LEVEL: 'warn',
-    };
-    delete env.TEMPORAL_ADDRESS;
-    // Its own dev server keeps its database in the data folder, not in the test run's shared server's.
-    delete env.ELMA_TEMPORAL_DB_FILE;
+    let port: number;
+    ({ env, port } = await ownElmaEnv(dataDir));
     api = `http://127.0.0.1:${port}`;
     child = spawn(process.execPath, elmaArgs('start'), { env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.on('data', (chunk) => (output += chunk));

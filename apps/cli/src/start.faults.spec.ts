@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
 import { freePort, loadConfig, openElma, silentLogger, startTemporalDevServer, type TemporalDevServer } from '@elma/infra';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
-import { devServersOn, isRunning, mintToken, recordedTemporalPid, startElma, waitFor, type ElmaProcess } from '../../../tests/support/elma-process';
+import { devServersOn, isRunning, mintToken, ownElmaEnv, recordedTemporalPid, startElma, waitFor, type ElmaProcess } from '../../../tests/support/elma-process';
 
 /**
  * Temporal as a child of `elma start`, not an orphan: the dev server dies with
@@ -23,18 +23,7 @@ describe('Temporal under elma start', () => {
   async function folder() {
     const dataDir = mkdtempSync(join(tmpdir(), 'elma-temporal-child-'));
     cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-    const [port, temporalPort, uiPort] = [await freePort(), await freePort(), await freePort()];
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      ELMA_DATA_DIR: dataDir,
-      ELMA_PORT: String(port),
-      TEMPORAL_PORT: String(temporalPort),
-      TEMPORAL_UI_PORT: String(uiPort),
-      ELMA_LOG_LEVEL: 'warn',
-    };
-    // The test run's shared Temporal server is not ELMA's: its own dev server keeps its database in the folder.
-    delete env.TEMPORAL_ADDRESS;
-    delete env.ELMA_TEMPORAL_DB_FILE;
+    const { env, temporalPort } = await ownElmaEnv(dataDir);
     return { dataDir, env, temporalPort };
   }
 

@@ -15,7 +15,8 @@ import {
   type ReindexResult,
   type ConsolidationSweepResult,
   type consolidationSweepWorkflow,
-  type consolidationWorkflow,
+  type tenantConsolidationWorkflow,
+  consolidateSubjectsSignal,
   type erasureWorkflow,
   type reindexWorkflow,
 } from '@elma/workflows';
@@ -166,17 +167,20 @@ async function ensureSchedule(options: ElmaClientOptions, scheduleId: string, wo
 }
 
 /**
- * Starts the consolidation of one subject (named by one of its records) unless one is already running for
- * it; returns at once. Used by the projection's triggers (N new events, a session end).
+ * Hands one subject (named by one of its records) to its tenant's triggered
+ * consolidation, starting that workflow if none runs; returns at once. Used
+ * by the projection's triggers (N new events, a session end). Subjects that
+ * arrive while a pass runs go together into the next one.
  */
 export async function startConsolidation(options: ElmaClientOptions, tenant: string, subjectRef: string): Promise<void> {
   await withClient(options, async (client) => {
-    await client.workflow.start<typeof consolidationWorkflow>('consolidationWorkflow', {
+    await client.workflow.signalWithStart<typeof tenantConsolidationWorkflow, [string[]]>('tenantConsolidationWorkflow', {
       taskQueue: consolidationTaskQueue(options.taskQueue),
-      workflowId: `consolidate-${tenant}-${subjectRef}`,
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      args: [{ tenant, subjectRefs: [subjectRef] }],
+      // One per tenant and task queue (deployments sharing a Temporal namespace keep apart).
+      workflowId: `consolidate-${tenant}-${options.taskQueue ?? ELMA_TASK_QUEUE}`,
+      args: [{ tenant }],
+      signal: consolidateSubjectsSignal,
+      signalArgs: [[subjectRef]],
       typedSearchAttributes: [{ key: ElmaTenant, value: tenant }],
     });
   });

@@ -69,9 +69,9 @@ const Env = z.object({
    * API requests of one class (recall, ingest, other) handled at once; more wait in a short queue.
    * Sized for 2 cores: recall and ingest are CPU-bound in this process, so more in flight only adds latency.
    */
-  ELMA_MAX_INFLIGHT: z.coerce.number().int().positive().default(16),
+  ELMA_MAX_INFLIGHT: z.coerce.number().int().positive().default(8),
   /** Requests of one class waiting for a slot; beyond it they get 503 SERVER.OVERLOADED with Retry-After at once. */
-  ELMA_MAX_QUEUE: z.coerce.number().int().min(0).default(64),
+  ELMA_MAX_QUEUE: z.coerce.number().int().min(0).default(32),
   /** How long a queued request waits for a slot before it gets 503 SERVER.OVERLOADED. */
   ELMA_MAX_QUEUE_WAIT_MS: z.coerce.number().int().min(0).default(2000),
 });

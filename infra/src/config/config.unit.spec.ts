@@ -69,7 +69,7 @@ describe('Temporal mTLS', () => {
 
 describe('API admission limits', () => {
   it('default to bounds sized for two cores', () => {
-    expect(loadConfig(base).admission).toEqual({ maxInflight: 16, maxQueue: 64, maxQueueWaitMs: 2000 });
+    expect(loadConfig(base).admission).toEqual({ maxInflight: 8, maxQueue: 32, maxQueueWaitMs: 2000 });
   });
 
   it('are read from the environment, and a zero or negative in-flight bound is refused', () => {

@@ -6,7 +6,7 @@ import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Principal } from '@elma/domain';
 import { loadConfig, openElma, silentLogger, type Elma } from '@elma/infra';
-import { createElmaWorker, runConsolidationSweep, type ElmaWorker } from '@elma/worker';
+import { createElmaWorker, runConsolidationSweep, startConsolidation, type ElmaWorker } from '@elma/worker';
 import { consolidationTaskQueue } from '../task-queue';
 
 const principal: Principal = { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };
@@ -63,5 +63,31 @@ describe('the consolidation sweep on a real Temporal dev server', () => {
     const history = await client.workflow.getHandle(sweeps[0].workflowId).fetchHistory();
     const scheduled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name?.startsWith('consolidateSubject'));
     expect(scheduled.length).toBeLessThan(SUBJECTS / 10);
+  });
+
+  it('gathers the triggers of a tenant into a few passes instead of one workflow per trigger', async () => {
+    const refs = (await elma.index.allIds('acme')).slice(0, SUBJECTS);
+    // As the projection fires them under sustained ingest: one trigger per subject, all at once.
+    await Promise.all(refs.map((ref) => startConsolidation({ connection, taskQueue }, 'acme', ref)));
+    const client = new Client({ connection });
+    const handle = client.workflow.getHandle(`consolidate-acme-${taskQueue}`);
+    // The subjects each scheduled pass took (its second argument), and how many passes completed.
+    const passes = async () => {
+      const events = (await handle.fetchHistory()).events ?? [];
+      const taken = events
+        .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'consolidateSubjects')
+        .map((e) => JSON.parse(Buffer.from(e.activityTaskScheduledEventAttributes!.input!.payloads![1].data!).toString('utf8')) as string[]);
+      return { taken, completed: events.filter((e) => e.activityTaskCompletedEventAttributes).length };
+    };
+    for (const deadline = Date.now() + 60_000; ; ) {
+      const { taken, completed } = await passes();
+      if (new Set(taken.flat()).size === refs.length && completed === taken.length) break;
+      if (Date.now() > deadline) throw new Error('the triggered passes did not take every subject');
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    const triggered = [];
+    for await (const execution of client.workflow.list({ query: `WorkflowType = 'tenantConsolidationWorkflow' AND TaskQueue = '${consolidationTaskQueue(taskQueue)}'` })) triggered.push(execution);
+    expect(triggered).toHaveLength(1);
+    expect((await passes()).taken.length).toBeLessThanOrEqual(3);
   });
 });

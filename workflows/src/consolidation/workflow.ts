@@ -1,8 +1,8 @@
-import { patched, proxyActivities } from '@temporalio/workflow';
+import { condition, continueAsNew, patched, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { ConsolidationActivities } from '@elma/activities';
 import { TENANT_ID_PATTERN } from '../reindex/messages';
 import { ACTIVITY_RETRY, HEARTBEAT_TIMEOUT } from '../retry';
-import type { ConsolidationInput, ConsolidationSweepResult, ConsolidationTotals } from './messages';
+import { consolidateSubjectsSignal, type ConsolidationInput, type ConsolidationSweepResult, type ConsolidationTotals } from './messages';
 
 const { consolidationTenants, consolidationSubjects, consolidateSubject, consolidateSubjects } = proxyActivities<ConsolidationActivities>({
   // One batch of subjects takes seconds; the timeout bounds a stuck attempt, the heartbeat a dead worker.
@@ -41,6 +41,44 @@ export async function consolidationWorkflow(input: ConsolidationInput): Promise<
     totals.skippedErased += result.skippedErased;
   }
   return totals;
+}
+
+/** Most subjects one triggered pass takes; more wait for the next. */
+export const TRIGGERED_SUBJECTS_PER_PASS = 200;
+/** Pause between triggered passes: a pass reads the tenant's lineage, and ingest and recall come first. */
+const PAUSE_BETWEEN_PASSES = '5 seconds';
+/** How long the workflow waits for more triggers once none is pending, before it ends. */
+const IDLE_BEFORE_END = '1 minute';
+
+/**
+ * The projection's triggers for one tenant (N new events of a subject, a
+ * session end), one workflow per tenant (`consolidate-<tenant>-<task queue>`,
+ * signalled with start). Subjects signalled while a pass runs wait and go together
+ * into the next one, so under sustained ingest the number of lineage passes
+ * follows the time they take, not the number of triggers: one workflow per
+ * trigger made a backlog that kept a core busy and starved the API.
+ */
+export async function tenantConsolidationWorkflow(input: ConsolidationInput): Promise<ConsolidationTotals> {
+  const { tenant } = input;
+  const totals: ConsolidationTotals = { tenant, subjects: 0, created: 0, unchanged: 0, skippedErased: 0 };
+  const pending = new Set<string>(input.subjectRefs ?? []);
+  setHandler(consolidateSubjectsSignal, (refs) => {
+    for (const ref of refs) pending.add(ref);
+  });
+  if (!TENANT_ID_PATTERN.test(String(tenant))) return totals;
+  for (;;) {
+    if (pending.size === 0 && !(await condition(() => pending.size > 0, IDLE_BEFORE_END))) return totals;
+    const batch = [...pending].slice(0, TRIGGERED_SUBJECTS_PER_PASS);
+    for (const ref of batch) pending.delete(ref);
+    const result = await consolidateSubjects(tenant, batch);
+    totals.subjects += batch.length;
+    totals.created += result.created;
+    totals.unchanged += result.unchanged;
+    totals.skippedErased += result.skippedErased;
+    // A long-lived tenant keeps its history short; what is pending goes along.
+    if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof tenantConsolidationWorkflow>({ tenant, subjectRefs: [...pending] });
+    await sleep(PAUSE_BETWEEN_PASSES);
+  }
 }
 
 /** Run by the consolidation Schedule: every tenant in turn. */

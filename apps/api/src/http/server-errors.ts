@@ -1,0 +1,23 @@
+import type { Logger } from '@elma/infra';
+import type { Problem } from './problem';
+
+/**
+ * Logs the server errors the API answers. An unexpected one (500) is logged
+ * every time. A known state answered with its stable code (a full disk,
+ * Temporal down, a quarantined tenant) is logged as a warning once per code
+ * and interval, with how many were passed over since: under traffic a full
+ * disk would otherwise write a line per request, onto the disk that is full.
+ */
+export function serverErrorLog(logger: Logger, intervalMs = 10_000, now: () => number = Date.now) {
+  const last = new Map<string, { at: number; passedOver: number }>();
+  return (problem: Problem, fields: Record<string, unknown>): void => {
+    if (problem.status === 500) return logger.error('request failed', fields);
+    const seen = last.get(problem.code);
+    if (seen && now() - seen.at < intervalMs) {
+      seen.passedOver += 1;
+      return;
+    }
+    last.set(problem.code, { at: now(), passedOver: 0 });
+    logger.warn('request refused', { ...fields, status: problem.status, code: problem.code, ...(seen ? { passedOverSinceLast: seen.passedOver } : {}) });
+  };
+}
