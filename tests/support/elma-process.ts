@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { freePort } from '../../infra/src/temporal/dev-server';
+import { loadConfig, openElma, silentLogger, type Elma } from '../../infra/src';
+import { embeddedStartEnv } from '../../apps/cli/src/embedded-env';
 import { join } from 'node:path';
 
 const main = new URL('../../apps/cli/src/main.ts', import.meta.url).pathname;
@@ -8,24 +9,17 @@ const main = new URL('../../apps/cli/src/main.ts', import.meta.url).pathname;
 /** Arguments that run the `elma` CLI under tsx, as `npm start` does. */
 export const elmaArgs = (...args: string[]) => ['--import', 'tsx', main, ...args];
 
-/**
- * The environment of an `elma start` on its own data folder and free ports,
- * with a dev server of its own: the test run's shared Temporal server is not
- * ELMA's, so its address and database file are left out.
- */
-export async function ownElmaEnv(dataDir: string): Promise<{ env: NodeJS.ProcessEnv; port: number; temporalPort: number }> {
-  const [port, temporalPort, uiPort] = [await freePort(), await freePort(), await freePort()];
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    ELMA_DATA_DIR: dataDir,
-    ELMA_PORT: String(port),
-    TEMPORAL_PORT: String(temporalPort),
-    TEMPORAL_UI_PORT: String(uiPort),
-    ELMA_LOG_LEVEL: 'warn',
-  };
-  delete env.TEMPORAL_ADDRESS;
-  delete env.ELMA_TEMPORAL_DB_FILE;
-  return { env, port, temporalPort };
+/** The environment of an `elma start` on its own folder and free ports (see embeddedStartEnv). */
+export const ownElmaEnv = (dataDir: string) => embeddedStartEnv(dataDir);
+
+/** Runs `use` on an ELMA opened in this process on `dataDir`, closed afterwards. */
+export async function withElmaAt<T>(dataDir: string, use: (elma: Elma) => Promise<T>): Promise<T> {
+  const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+  try {
+    return await use(elma);
+  } finally {
+    await elma.close();
+  }
 }
 
 /** A real `elma worker` process in its own process group, resolved once it polls its task queue. */

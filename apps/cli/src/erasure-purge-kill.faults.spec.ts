@@ -8,7 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { Principal } from '@elma/domain';
 import { listFiles, loadConfig, openElma, scanFiles, silentLogger, type Elma } from '@elma/infra';
 import { erasureProgress, erasureResult, erasureWorkflowId, startErasure } from '@elma/worker';
-import { startWorker, stopProcessGroups } from '../../../tests/support/elma-process';
+import { startWorker, stopProcessGroups, withElmaAt } from '../../../tests/support/elma-process';
 import { verifyCertificateCommand } from './commands/verify-certificate';
 
 /** Events in the erased closure: enough that the purge takes long enough to be killed inside it. */
@@ -36,14 +36,7 @@ describe('an erasure whose worker dies inside purge_index', () => {
     children.push(child);
     return child;
   };
-  const withElma = async <T,>(use: (elma: Elma) => Promise<T>): Promise<T> => {
-    const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
-    try {
-      return await use(elma);
-    } finally {
-      await elma.close();
-    }
-  };
+  const withElma = <T,>(use: (elma: Elma) => Promise<T>) => withElmaAt(dataDir, use);
 
   afterAll(async () => {
     await stopProcessGroups(children);

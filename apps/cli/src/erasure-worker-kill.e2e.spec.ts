@@ -8,7 +8,7 @@ import { Connection } from '@temporalio/client';
 import type { Principal } from '@elma/domain';
 import { loadConfig, openElma, silentLogger, verifySignedCertificate, type Elma } from '@elma/infra';
 import { approveErasure, erasureProgress, erasureResult, startErasure } from '@elma/worker';
-import { startWorker, stopProcessGroups } from '../../../tests/support/elma-process';
+import { startWorker, stopProcessGroups, withElmaAt } from '../../../tests/support/elma-process';
 
 /**
  * Issue 4 §2: kill the worker in the middle of an erasure; a new worker
@@ -30,14 +30,7 @@ describe('an erasure survives the death of its worker', () => {
     children.push(child);
     return child;
   };
-  const withElma = async <T>(use: (elma: Elma) => Promise<T>): Promise<T> => {
-    const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
-    try {
-      return await use(elma);
-    } finally {
-      await elma.close();
-    }
-  };
+  const withElma = <T,>(use: (elma: Elma) => Promise<T>) => withElmaAt(dataDir, use);
 
   afterAll(async () => {
     await stopProcessGroups(children);

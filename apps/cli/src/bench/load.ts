@@ -3,8 +3,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { freePort, loadConfig, mintToken } from '@elma/infra';
+import { loadConfig, mintToken } from '@elma/infra';
 import { ELMA_TASK_QUEUE, consolidationTaskQueue } from '@elma/workflows';
+import { embeddedStartEnv } from '../embedded-env';
 import { eventBatch, prng, query } from './corpus';
 
 /** One row of the bench table: what was measured, the figure, and its target if it has one. */
@@ -199,18 +200,7 @@ interface Server {
 
 /** `elma start` on a temporary data folder and free ports, as an operator would run it. */
 async function startServer(dataDir: string): Promise<Server> {
-  const port = await freePort();
-  const temporalPort = await freePort([port]);
-  const uiPort = await freePort([port, temporalPort]);
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    ELMA_DATA_DIR: dataDir,
-    ELMA_PORT: String(port),
-    TEMPORAL_PORT: String(temporalPort),
-    TEMPORAL_UI_PORT: String(uiPort),
-    ELMA_LOG_LEVEL: 'error',
-  };
-  delete env.TEMPORAL_ADDRESS;
+  const { env, port, temporalPort } = await embeddedStartEnv(dataDir, 'error');
   const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '..', 'main.ts'), 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk) => (output = (output + chunk).slice(-20_000)));
