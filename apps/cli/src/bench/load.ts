@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { Agent, request as httpRequest } from 'node:http';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,6 +37,8 @@ const INGEST_BATCH = 10;
 const SWEEP_ID = 'bench-load-consolidation-sweep';
 /** A client gives up on a request after this long (counted as `timeout`). */
 const REQUEST_TIMEOUT_MS = 60_000;
+/** Keep-alive connections, reused by the clients; no pool limit beyond one per client in flight. */
+const AGENT = new Agent({ keepAlive: true, maxSockets: Infinity });
 
 interface Sample {
   kind: 'ingest' | 'recall' | 'strong';
@@ -101,7 +104,7 @@ export async function loadBench(options: LoadOptions, progress: (message: string
   return rows;
 }
 
-/** N clients, each issuing one request after another until the deadline. */
+/** N clients, each issuing one request after another until the deadline, waiting out a `Retry-After` when shed. */
 async function drive(url: string, tokens: string[], ms: number, offset: number): Promise<Sample[]> {
   const deadline = performance.now() + ms;
   const samples: Sample[] = [];
@@ -117,14 +120,18 @@ async function drive(url: string, tokens: string[], ms: number, offset: number):
             : { query: query(random), purpose: 'support', budgetTokens: 1000, ...(kind === 'strong' ? { consistency: 'strong', ...(lastPosition ? { afterPosition: lastPosition } : {}) } : {}) };
         const start = performance.now();
         let outcome: Sample['outcome'];
+        let retryAfterMs = 0;
         try {
           const response = await post(url, token, kind === 'ingest' ? '/v1/events' : '/v1/recall', body);
           outcome = response.status;
+          retryAfterMs = response.retryAfterSeconds * 1000;
           if (kind === 'ingest' && response.status === 202) lastPosition = response.body.position;
         } catch (error) {
           outcome = (error as Error).name === 'TimeoutError' ? 'timeout' : 'network';
         }
         samples.push({ kind, ms: performance.now() - start, outcome });
+        // A shed request says when to come back; a well-behaved client waits that long (within the phase).
+        if (retryAfterMs > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(retryAfterMs, deadline - performance.now())));
       }
     }),
   );
@@ -228,15 +235,37 @@ async function startServer(dataDir: string): Promise<Server> {
   };
 }
 
-async function post(url: string, token: string, path: string, body: unknown, timeoutMs = REQUEST_TIMEOUT_MS) {
-  const response = await fetch(`${url}${path}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(timeoutMs),
+/**
+ * One POST over a keep-alive connection of the bench's own agent (one socket
+ * per client at most, reused), with a time limit.
+ */
+function post(url: string, token: string, path: string, body: unknown, timeoutMs = REQUEST_TIMEOUT_MS): Promise<{ status: number; body: any; retryAfterSeconds: number }> {
+  const payload = Buffer.from(JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(`${url}${path}`, {
+      method: 'POST',
+      agent: AGENT,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': payload.length },
+    });
+    // From the call to the last byte of the answer, as a client's deadline counts.
+    const timer = setTimeout(() => request.destroy(Object.assign(new Error('timed out'), { name: 'TimeoutError' })), timeoutMs);
+    request.once('close', () => clearTimeout(timer));
+    request.once('error', reject);
+    request.once('response', (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.once('error', reject);
+      response.once('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({
+          status: response.statusCode ?? 0,
+          body: text && String(response.headers['content-type']).includes('json') ? JSON.parse(text) : undefined,
+          retryAfterSeconds: Number(response.headers['retry-after'] ?? 0) || 0,
+        });
+      });
+    });
+    request.end(payload);
   });
-  const text = await response.text();
-  return { status: response.status, body: text && response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : undefined };
 }
 
 /** Resident memory of a process in MB, from /proc (Linux); '?' elsewhere. */
