@@ -96,6 +96,20 @@ describe('elma verify-certificate', () => {
     }
   });
 
+  it('without --jwks or ELMA_URL the keys come from the local API on ELMA_PORT', async () => {
+    const saved = { url: process.env.ELMA_URL, port: process.env.ELMA_PORT };
+    delete process.env.ELMA_URL;
+    process.env.ELMA_PORT = new URL(baseUrl).port;
+    try {
+      expect(await verifyCertificateCommand([certificateFile], capture().io)).toBe(0);
+    } finally {
+      for (const [name, value] of [['ELMA_URL', saved.url], ['ELMA_PORT', saved.port]] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+
   it('a missing certificate file is a usage error', async () => {
     const out = capture();
 

@@ -28,7 +28,7 @@ export async function verifyCertificateCommand(
     });
     if (positionals.length !== 1) throw new Error('expected exactly one certificate file');
     file = positionals[0];
-    jwksSource = values.jwks ?? `${process.env.ELMA_URL ?? 'http://127.0.0.1:8080'}/.well-known/elma-keys`;
+    jwksSource = values.jwks ?? `${defaultServiceUrl(process.env)}/.well-known/elma-keys`;
   } catch (error) {
     io.stderr.write(`${messageOf(error)}\n${USAGE}`);
     return 2;
@@ -90,4 +90,12 @@ function messageOf(error: unknown): string {
     return code === 'ENOENT' ? 'no such file' : `${error.message}${cause}`;
   }
   return String(error);
+}
+
+/**
+ * The issuing service when no --jwks is given: ELMA_URL, else the local API
+ * on ELMA_PORT (as `npm start` in the same shell would listen), else 8080.
+ */
+function defaultServiceUrl(env: NodeJS.ProcessEnv): string {
+  return env.ELMA_URL ?? `http://127.0.0.1:${env.ELMA_PORT ?? '8080'}`;
 }
