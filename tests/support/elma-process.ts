@@ -1,5 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { afterAll, inject } from 'vitest';
 import { loadConfig, openElma, silentLogger, type Elma } from '../../infra/src';
 import { embeddedStartEnv } from '../../apps/cli/src/embedded-env';
 import { join } from 'node:path';
@@ -20,6 +23,35 @@ export async function withElmaAt<T>(dataDir: string, use: (elma: Elma) => Promis
   } finally {
     await elma.close();
   }
+}
+
+/**
+ * For a suite of real `elma worker` processes: a data folder and a task
+ * queue of their own on the test run's Temporal server, a way to start
+ * workers there and to open the same folder in the test process; the
+ * workers are stopped and the folder removed after the suite.
+ */
+export function workerSuite(name: string, readyTimeoutMs: number) {
+  const dataDir = mkdtempSync(join(tmpdir(), `elma-${name}-`));
+  const taskQueue = `elma-${name}-${randomUUID()}`;
+  const address = inject('temporalAddress');
+  const env = { ...process.env, ELMA_DATA_DIR: dataDir, TEMPORAL_ADDRESS: address, TEMPORAL_TASK_QUEUE: taskQueue, ELMA_LOG_LEVEL: 'warn' };
+  const children: ChildProcess[] = [];
+  afterAll(async () => {
+    await stopProcessGroups(children);
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  return {
+    dataDir,
+    taskQueue,
+    address,
+    async spawnWorker(): Promise<ChildProcess> {
+      const child = await startWorker(env, readyTimeoutMs);
+      children.push(child);
+      return child;
+    },
+    withElma: <T>(use: (elma: Elma) => Promise<T>) => withElmaAt(dataDir, use),
+  };
 }
 
 /** A real `elma worker` process in its own process group, resolved once it polls its task queue. */

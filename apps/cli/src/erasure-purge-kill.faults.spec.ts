@@ -1,14 +1,11 @@
-import type { ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import type { Principal } from '@elma/domain';
-import { listFiles, loadConfig, openElma, scanFiles, silentLogger, type Elma } from '@elma/infra';
+import { listFiles, scanFiles } from '@elma/infra';
 import { erasureProgress, erasureResult, erasureWorkflowId, startErasure } from '@elma/worker';
-import { startWorker, stopProcessGroups, withElmaAt } from '../../../tests/support/elma-process';
+import { workerSuite } from '../../../tests/support/elma-process';
 import { verifyCertificateCommand } from './commands/verify-certificate';
 
 /** Events in the erased closure: enough that the purge takes long enough to be killed inside it. */
@@ -22,26 +19,13 @@ const CLOSURE_EVENTS = 2_000;
  * The workers are real `elma worker` processes on real SQLite files.
  */
 describe('an erasure whose worker dies inside purge_index', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'elma-purge-kill-'));
-  const taskQueue = `elma-purge-kill-${randomUUID()}`;
-  const address = inject('temporalAddress');
-  const env = { ...process.env, ELMA_DATA_DIR: dataDir, TEMPORAL_ADDRESS: address, TEMPORAL_TASK_QUEUE: taskQueue, ELMA_LOG_LEVEL: 'warn' };
-  const children: ChildProcess[] = [];
+  const { dataDir, taskQueue, address, spawnWorker, withElma } = workerSuite('purge-kill', 90_000);
   const principal: Principal = { tenant: 'acme', sub: 'dpo-1', roles: ['dpo', 'agent'], purposes: ['support'], clearance: 'restricted' };
   const text = (i: number) => `Quillfeather ledger entry ${String(i).padStart(5, '0')} for the Brackenridge account`;
   let connection: Connection | undefined;
 
-  const spawnWorker = async () => {
-    const child = await startWorker(env, 90_000);
-    children.push(child);
-    return child;
-  };
-  const withElma = <T,>(use: (elma: Elma) => Promise<T>) => withElmaAt(dataDir, use);
-
   afterAll(async () => {
-    await stopProcessGroups(children);
     await connection?.close();
-    rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('is finished by a second worker within seconds, with a valid certificate and a clean byte scan', async () => {

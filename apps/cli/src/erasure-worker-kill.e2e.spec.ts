@@ -1,14 +1,9 @@
-import type { ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { Connection } from '@temporalio/client';
 import type { Principal } from '@elma/domain';
-import { loadConfig, openElma, silentLogger, verifySignedCertificate, type Elma } from '@elma/infra';
+import { verifySignedCertificate } from '@elma/infra';
 import { approveErasure, erasureProgress, erasureResult, startErasure } from '@elma/worker';
-import { startWorker, stopProcessGroups, withElmaAt } from '../../../tests/support/elma-process';
+import { workerSuite } from '../../../tests/support/elma-process';
 
 /**
  * Issue 4 §2: kill the worker in the middle of an erasure; a new worker
@@ -17,25 +12,12 @@ import { startWorker, stopProcessGroups, withElmaAt } from '../../../tests/suppo
  * while the workflow waits for approval, after four steps have run.
  */
 describe('an erasure survives the death of its worker', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'elma-kill-'));
-  const taskQueue = `elma-kill-${randomUUID()}`;
-  const address = inject('temporalAddress');
-  const env = { ...process.env, ELMA_DATA_DIR: dataDir, TEMPORAL_ADDRESS: address, TEMPORAL_TASK_QUEUE: taskQueue, ELMA_LOG_LEVEL: 'warn' };
-  const children: ChildProcess[] = [];
+  const { taskQueue, address, spawnWorker, withElma } = workerSuite('kill', 60_000);
   const principal: Principal = { tenant: 'acme', sub: 'dpo-1', roles: ['dpo', 'agent'], purposes: ['support'], clearance: 'restricted' };
   let connection: Connection;
 
-  const spawnWorker = async () => {
-    const child = await startWorker(env, 60_000);
-    children.push(child);
-    return child;
-  };
-  const withElma = <T,>(use: (elma: Elma) => Promise<T>) => withElmaAt(dataDir, use);
-
   afterAll(async () => {
-    await stopProcessGroups(children);
     await connection?.close();
-    rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('finishes on a new worker with each step once and a certificate that verifies', async () => {

@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { embed, indexed, searchIds } from '../fixtures';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
+import { scratchIndex } from './scratch.testing';
 
 const DIMENSIONS = 384;
 const MiB = 1024 * 1024;
@@ -11,53 +9,46 @@ const tenants = Array.from({ length: 8 }, (_, i) => `t${i}`);
 const text = (tenant: string, i: number) => `${tenant} invoice ${i} for order ${i * 7} shipped to depot ${i % 11}`;
 
 describe('the open tenant partitions', () => {
-  let dir: string;
-  let index: SqliteMemoryIndex | undefined;
-  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'elma-eviction-'))));
-  afterEach(async () => {
-    await index?.close();
-    index = undefined;
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const scratch = scratchIndex('eviction');
 
   it('stay within the memory budget, and an evicted tenant reopens with the same answers', async () => {
     // Each tenant's partition holds about 5 MiB (1,500 vectors of 384 floats, links, page cache): 8 of them need ~40 MiB.
-    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS, memoryBudgetBytes: 16 * MiB });
+    scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS, memoryBudgetBytes: 16 * MiB });
     const answers = new Map<string, string[]>();
     for (const tenant of tenants) {
-      await index.upsert(tenant, Array.from({ length: 1_500 }, (_, i) => indexed({ id: `${tenant}-${i}`, tenant, text: text(tenant, i) })));
-      answers.set(tenant, await searchIds(index, tenant, 'invoice order depot', embed(text(tenant, 42))));
-      expect(index.memory().bytes).toBeLessThanOrEqual(16 * MiB);
+      await scratch.index.upsert(tenant, Array.from({ length: 1_500 }, (_, i) => indexed({ id: `${tenant}-${i}`, tenant, text: text(tenant, i) })));
+      answers.set(tenant, await searchIds(scratch.index, tenant, 'invoice order depot', embed(text(tenant, 42))));
+      expect(scratch.index.memory().bytes).toBeLessThanOrEqual(16 * MiB);
     }
-    expect(index.memory().openPartitions).toBeLessThan(tenants.length);
-    expect(index.evictions).toBeGreaterThan(0);
+    expect(scratch.index.memory().openPartitions).toBeLessThan(tenants.length);
+    expect(scratch.index.evictions).toBeGreaterThan(0);
 
     // Every tenant, evicted or not, answers exactly as it did when it was written, and recall keeps within the budget.
     for (const tenant of [...tenants].reverse()) {
-      expect(await searchIds(index, tenant, 'invoice order depot', embed(text(tenant, 42)))).toEqual(answers.get(tenant));
-      expect(await index.count(tenant)).toBe(1_500);
-      expect(index.memory().bytes).toBeLessThanOrEqual(16 * MiB);
+      expect(await searchIds(scratch.index, tenant, 'invoice order depot', embed(text(tenant, 42)))).toEqual(answers.get(tenant));
+      expect(await scratch.index.count(tenant)).toBe(1_500);
+      expect(scratch.index.memory().bytes).toBeLessThanOrEqual(16 * MiB);
     }
   });
 
   it('are not closed under an iterator or a purge that is using them', async () => {
-    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS, memoryBudgetBytes: 1 });
+    scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS, memoryBudgetBytes: 1 });
     for (const tenant of tenants.slice(0, 3)) {
-      await index.upsert(tenant, Array.from({ length: 2_500 }, (_, i) => indexed({ id: `${tenant}-${i}`, tenant, text: text(tenant, i) })));
+      await scratch.index.upsert(tenant, Array.from({ length: 2_500 }, (_, i) => indexed({ id: `${tenant}-${i}`, tenant, text: text(tenant, i) })));
     }
     // An iterator pages through t0 while other tenants are opened between its pages (each opening evicts the rest).
     let seen = 0;
-    for await (const record of index.records('t0')) {
+    for await (const record of scratch.index.records('t0')) {
       seen++;
-      if (seen % 500 === 0) await index.count(tenants[(seen / 500) % 3]);
+      if (seen % 500 === 0) await scratch.index.count(tenants[(seen / 500) % 3]);
       expect(record.tenant).toBe('t0');
     }
     expect(seen).toBe(2_500);
     // A purge awaits its file scan; other tenants opened meanwhile do not close the purging partition.
-    const purging = index.purge('t1', ['t1-1', 't1-2']);
-    await Promise.all([index.count('t0'), index.count('t2')]);
+    const purging = scratch.index.purge('t1', ['t1-1', 't1-2']);
+    await Promise.all([scratch.index.count('t0'), scratch.index.count('t2')]);
     await purging;
-    expect(await index.count('t1')).toBe(2_498);
-    expect(await searchIds(index, 't1', '', embed(text('t1', 1)))).not.toContain('t1-1');
+    expect(await scratch.index.count('t1')).toBe(2_498);
+    expect(await searchIds(scratch.index, 't1', '', embed(text('t1', 1)))).not.toContain('t1-1');
   });
 });

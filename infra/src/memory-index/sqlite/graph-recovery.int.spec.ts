@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { embed, indexed, searchIds } from '../fixtures';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
+import { scratchIndex } from './scratch.testing';
 import { COMPACT_SHARE } from './tenant-partition';
 import { runChild } from '../../testing/child-process';
 
@@ -27,45 +27,38 @@ const damages: Record<string, (path: string) => void> = {
 };
 
 describe('the tenant graph file', () => {
-  let dir: string;
-  let index: SqliteMemoryIndex | undefined;
-  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'elma-graph-recovery-'))));
-  afterEach(async () => {
-    await index?.close();
-    index = undefined;
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const scratch = scratchIndex('graph-recovery');
 
   it.each(Object.keys(damages))('is rebuilt from the rows when it was %s, never trusted', async (damage) => {
-    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
-    await index.upsert(T, texts.map((text, i) => indexed({ id: `m-${i}`, tenant: T, text })));
-    await index.close();
-    const graph = join(dir, `tenant-${T}.usearch`);
+    scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS });
+    await scratch.index.upsert(T, texts.map((text, i) => indexed({ id: `m-${i}`, tenant: T, text })));
+    await scratch.index.close();
+    const graph = join(scratch.dir, `tenant-${T}.usearch`);
     damages[damage](graph);
     const damaged = readFileSync(graph);
 
-    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS });
     // Among the first hits rather than first: HNSW over near-identical hashing vectors occasionally ranks a twin first.
-    for (let i = 0; i < texts.length; i += 20) expect(await searchIds(index, T, '', embed(texts[i]))).toContain(`m-${i}`);
+    for (let i = 0; i < texts.length; i += 20) expect(await searchIds(scratch.index, T, '', embed(texts[i]))).toContain(`m-${i}`);
     expect(readFileSync(graph).equals(damaged)).toBe(false);
   });
 
   it('is rebuilt from the rows after an erasure of most of the tenant, so it holds no mass of removed slots', async () => {
-    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
-    await index.upsert(T, texts.map((text, i) => indexed({ id: `m-${i}`, tenant: T, text })));
-    await index.purge(T, texts.slice(0, 300).map((_, i) => `m-${i}`));
-    await index.close();
-    index = undefined;
+    scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS });
+    await scratch.index.upsert(T, texts.map((text, i) => indexed({ id: `m-${i}`, tenant: T, text })));
+    await scratch.index.purge(T, texts.slice(0, 300).map((_, i) => `m-${i}`));
+    await scratch.index.close();
+    scratch.index = undefined;
 
-    const db = new Database(join(dir, `tenant-${T}.db`), { readonly: true });
+    const db = new Database(join(scratch.dir, `tenant-${T}.db`), { readonly: true });
     const saved = db.prepare('SELECT nodes, removed FROM graph_file').get() as { nodes: number; removed: number };
     db.close();
     expect(saved.nodes).toBe(100);
     expect(saved.removed / (saved.nodes + saved.removed)).toBeLessThanOrEqual(COMPACT_SHARE);
 
-    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
-    expect(await searchIds(index, T, '', embed(texts[350]))).toContain('m-350');
-    expect(await searchIds(index, T, '', embed(texts[10]))).not.toContain('m-10');
+    scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS });
+    expect(await searchIds(scratch.index, T, '', embed(texts[350]))).toContain('m-350');
+    expect(await searchIds(scratch.index, T, '', embed(texts[10]))).not.toContain('m-10');
   });
 
   // With usearch 2.25.3 and no compaction, the fresh process aborted (SIGABRT, free(): corrupted unsorted chunks).
@@ -73,14 +66,14 @@ describe('the tenant graph file', () => {
     'loads in a fresh process after an erasure of %d of the tenant in one purge',
     async (share) => {
       const n = 1_000;
-      index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
-      await index.upsert(T, Array.from({ length: n }, (_, i) => indexed({ id: `m-${i}`, tenant: T, text: `${texts[i % texts.length]} batch ${i}` })));
+      scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS });
+      await scratch.index.upsert(T, Array.from({ length: n }, (_, i) => indexed({ id: `m-${i}`, tenant: T, text: `${texts[i % texts.length]} batch ${i}` })));
       const erased = Array.from({ length: n * share }, (_, i) => `m-${i}`);
-      await index.purge(T, erased);
-      await index.close();
-      index = undefined;
+      await scratch.index.purge(T, erased);
+      await scratch.index.close();
+      scratch.index = undefined;
 
-      const child = runChild(new URL('./testing/reopen.child.ts', import.meta.url), [dir, T, 'delivery note warehouse']);
+      const child = runChild(new URL('./testing/reopen.child.ts', import.meta.url), [scratch.dir, T, 'delivery note warehouse']);
       expect({ status: child.status, signal: child.signal, stderr: child.stderr.slice(0, 300) }).toEqual({ status: 0, signal: null, stderr: '' });
       expect(child.stdout.trim()).toBe(`count ${n - erased.length} hits 10`);
     },
