@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
-import { startTestApp, type TestApp } from './testing';
+import { startTestApp, type TestApp } from '../testing';
+import { RedTeam, pool } from './harness';
 
 /**
  * Red team: hostile and curious requests against three tenants, over real
@@ -22,52 +23,17 @@ interface Canary {
 }
 
 let t: TestApp;
+let red: RedTeam;
 const canaries: Canary[] = [];
-const tokens = new Map<string, string>();
-let probes = 0;
-const leaks: string[] = [];
 
-const token = async (tenant: string, name: string, claims: Partial<Principal>) => {
-  const key = `${tenant}/${name}`;
-  if (!tokens.has(key)) tokens.set(key, await t.token({ tenant, sub: `${name}-${tenant}`, ...claims }));
-  return tokens.get(key)!;
-};
-
-async function send(tokenValue: string, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${t.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${tokenValue}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  return { status: response.status, text: await response.text() };
-}
-
-/** Sends a probe and records a leak for each forbidden marker or id in the answer. */
-async function probe(label: string, tokenValue: string, method: string, path: string, body: unknown, forbidden: Canary[]) {
-  probes += 1;
-  const { status, text } = await send(tokenValue, method, path, body);
-  const asked = `${path} ${typeof body === 'string' ? body : JSON.stringify(body ?? '')}`;
-  for (const canary of forbidden) {
-    // What the prober itself sent may be echoed (a 404 names the id asked for); a leak is anything else of the record.
-    const shown = (asked.includes(canary.id) ? false : text.includes(canary.id)) || (asked.includes(canary.marker) ? false : text.includes(canary.marker));
-    if (shown) leaks.push(`${label}: ${canary.tenant}/${canary.id} ${canary.sensitivity}/${canary.purpose} (HTTP ${status}) ${text.slice(0, 300)}`);
-  }
-  if (status >= 500) leaks.push(`${label}: server error ${status}`);
-  return { status, text };
-}
-
-/** Runs tasks with bounded concurrency. */
-async function pool<T>(items: T[], width: number, run: (item: T) => Promise<unknown>) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: width }, async () => {
-      while (next < items.length) await run(items[next++]);
-    }),
-  );
-}
+const token = (tenant: string, name: string, claims: Partial<Principal>) => red.token(tenant, name, claims);
+const send = async (tokenValue: string, method: string, path: string, body?: unknown) => red.send({ token: tokenValue, method, path, body });
+const probe = (label: string, tokenValue: string, method: string, path: string, body: unknown, forbidden: Canary[]) =>
+  red.probe(label, { token: tokenValue, method, path, body }, forbidden.map((c) => ({ id: c.id, marker: c.marker, label: `${c.tenant}/${c.id} ${c.sensitivity}/${c.purpose}` })));
 
 beforeAll(async () => {
   t = await startTestApp();
+  red = new RedTeam(t, 'isolation');
   for (const tenant of TENANTS) {
     const writer = await token(tenant, 'writer', { roles: ['agent'], purposes: ['support', 'hr'], clearance: 'restricted' });
     const planned = Array.from({ length: CANARIES_PER_TENANT }, (_, i) => {
@@ -101,7 +67,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  process.stdout.write(`red team: ${probes} probes, ${leaks.length} leaks\n`);
+  if (red) process.stdout.write(`${red.report()}\n`);
   await t?.close();
 });
 
@@ -170,8 +136,9 @@ describe('tenant isolation and policy under hostile probes', () => {
     const all = Array.from({ length: rounds }, () => tasks).flat();
     await pool(all, 8, (task) => task());
 
-    expect(probes).toBeGreaterThanOrEqual(10_000);
-    expect(leaks.slice(0, 5)).toEqual([]);
+    expect(red.probes).toBeGreaterThanOrEqual(10_000);
+    expect(red.leaks.slice(0, 5)).toEqual([]);
+    expect(red.serverErrors.slice(0, 5)).toEqual([]);
   }, 600_000);
 
   it('answers the same for another tenant’s id as for an id that does not exist', async () => {
