@@ -77,7 +77,7 @@ beforeAll(async () => {
   tokens.legal = await mint('legal-1', { roles: ['legal'], purposes: ['support'], clearance: 'restricted' });
   tokens.admin = await mint('admin-1', { roles: ['admin'], purposes: ['support'], clearance: 'restricted' });
   tokens.auditor = await mint('auditor-1', { roles: ['auditor'], purposes: [], clearance: 'internal' });
-  tokens.self = await mint('cust-self', { roles: ['customer'], purposes: ['support'], clearance: 'internal' });
+  tokens.self = await mint('cust-self', { roles: [], purposes: ['support'], clearance: 'internal' });
 }, 120_000);
 afterAll(async () => t?.close());
 
