@@ -326,7 +326,7 @@ describe('the retention sweep (a Temporal Schedule)', () => {
       kind: 'working', content: { text: 'Wexford caller waits for a depot callback' }, sourceEventIds: [kept.id], session: 's-20', ttlSeconds: 2, purposes: ['support'],
     });
     expect(working.status, working.text).toBe(201);
-    const promoted = await call('agent', 'POST', `/v1/memories/${working.body.memory.id}/promote`, {});
+    const promoted = await call('agent', 'POST', `/v1/memories/${working.body.memory.id}/promote`, { session: 's-20' });
     expect(promoted.status, promoted.text).toBe(201);
     await new Promise((r) => setTimeout(r, 3_000));
     expect(await recallTexts('Wexford parcel')).not.toContain('session-only chatter about the Wexford parcel');
