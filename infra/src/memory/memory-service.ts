@@ -325,6 +325,17 @@ export class MemoryService {
     return found!.record;
   }
 
+  /** Those of `records` the caller may read, for one of the token's purposes, in order. */
+  async visible(principal: Principal, records: MemoryRecord[]): Promise<MemoryRecord[]> {
+    const context = {
+      policy: await this.deps.policies.get(principal.tenant),
+      holds: await this.deps.holds.list(principal.tenant),
+      now: this.deps.clock.now().toISOString(),
+      purposes: principal.purposes,
+    };
+    return records.filter((record) => this.readable(principal, record, context).allowed);
+  }
+
   /**
    * Whether the caller may read `record` for one of `purposes`: a current or
    * superseded version, not held (unless the caller is legal), a working

@@ -9,7 +9,7 @@ import { RedTeam, type ProbeResult, type Secret } from './harness';
  * memory) wherever an endpoint takes one; the answer must be exactly the
  * answer for an id that does not exist, and nothing of the record may come
  * back. Explicit memories citing a source, reads and promotions of working
- * memories, over REST and GraphQL.
+ * memories, adjudication, over REST and GraphQL.
  */
 let t: TestApp;
 let red: RedTeam;
@@ -167,6 +167,43 @@ describe("another session's working memory", () => {
     const promoted = await red.send(promote(writer, { session: 'sess-writer' }));
     expect(promoted.status, promoted.text).toBe(201);
     expect(JSON.parse(promoted.text).memory.provenance.parentIds).toEqual([workingId]);
+  });
+});
+
+describe('adjudicating a fact the caller may not read', () => {
+  const factMarker = `fact${Math.random().toString(36).slice(2, 10)}`;
+  let hidden: string;
+  let open: string;
+  let reviewer: string;
+
+  beforeAll(async () => {
+    reviewer = await red.token('acme', 'reviewer', { roles: ['reviewer'], purposes: ['support'], clearance: 'internal' });
+    const fact = (value: string, sensitivity: string) => ({
+      content: { text: `Orkney depot manager: ${value}`, fact: { entity: 'Orkney depot', attribute: 'manager', value } },
+      sourceEventIds: [visibleEvent],
+      purposes: ['support'],
+      sensitivity,
+    });
+    // Two contradicting facts: one the reviewer may read, one above its clearance.
+    const written = [await red.send({ token: writer, method: 'POST', path: '/v1/memories', body: fact(`Ann ${factMarker}`, 'confidential') })];
+    written.push(await red.send({ token: writer, method: 'POST', path: '/v1/memories', body: fact('Bob', 'internal') }));
+    for (const w of written) expect(w.status, w.text).toBe(201);
+    [hidden, open] = written.map((w) => JSON.parse(w.text).memory.id);
+    await strong();
+  });
+
+  it('is answered like an unknown id, and a decision on a visible fact settles nothing hidden', async () => {
+    const hiddenSecret = [{ id: hidden, marker: factMarker, label: 'confidential fact' }];
+    const unknown = `mem_${randomUUID()}`;
+    const absent = shape(await red.send({ token: reviewer, method: 'POST', path: `/v1/memories/${unknown}/adjudicate`, body: { decision: 'accept' } }), unknown);
+    expect(absent).toMatchObject({ status: 404, body: { code: 'MEMORY.NOT_FOUND' } });
+    for (const decision of ['accept', 'reject']) {
+      const probed = await red.probe(`adjudicate hidden (${decision})`, { token: reviewer, method: 'POST', path: `/v1/memories/${hidden}/adjudicate`, body: { decision } }, hiddenSecret);
+      expect(shape(probed, hidden)).toEqual(absent);
+    }
+    const decided = await red.probe('adjudicate visible', { token: reviewer, method: 'POST', path: `/v1/memories/${open}/adjudicate`, body: { decision: 'accept' } }, hiddenSecret);
+    expect(decided.status, decided.text).toBe(200);
+    expect(JSON.parse(decided.text).revised.map((r: { id: string }) => r.id)).toEqual([open]);
   });
 });
 
