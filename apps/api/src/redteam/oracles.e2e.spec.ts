@@ -207,6 +207,19 @@ describe('adjudicating a fact the caller may not read', () => {
   });
 });
 
+describe("feedback on another caller's recall", () => {
+  it('is answered like an unknown recall id', async () => {
+    const recalled = await red.send({ token: writer, method: 'POST', path: '/v1/recall', body: { query: 'Orkney delivery window', purpose: 'support' } });
+    const { recallId, items } = JSON.parse(recalled.text) as { recallId: string; items: { id: string }[] };
+    expect(items.length).toBeGreaterThan(0);
+    const unknown = `rcl_${randomUUID()}`;
+    const absent = shape(await red.send({ token: attacker, method: 'POST', path: `/v1/recall/${unknown}/feedback`, body: { adopted: [items[0].id] } }), unknown);
+    expect(absent).toMatchObject({ status: 404, body: { code: 'RECALL.NOT_FOUND' } });
+    const probed = await red.probe('feedback on another recall', { token: attacker, method: 'POST', path: `/v1/recall/${recallId}/feedback`, body: { adopted: [items[0].id] } }, secrets);
+    expect(shape(probed, recallId)).toEqual(absent);
+  });
+});
+
 describe('the red team tally', () => {
   it('shows no leak and no 5xx', () => {
     expect(red.leaks).toEqual([]);
