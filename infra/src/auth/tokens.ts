@@ -80,8 +80,9 @@ export class TokenVerifier {
     const payload = await this.claims(token);
     const parsed = Principal.safeParse({ ...payload, sub: payload.sub });
     if (!parsed.success) throw new Unauthenticated('the token lacks valid tenant, sub, roles, purposes or clearance claims', 'AUTH.TOKEN_INVALID');
-    const unknown = unknownRoles(parsed.data.roles, await this.policyOf(parsed.data.tenant));
-    if (unknown.length > 0) throw new Unauthenticated('the token names a role that is neither built in nor named by the tenant policy', 'AUTH.UNKNOWN_ROLE');
+    // The tenant's policy is read only for a role that is not built in.
+    const unknown = unknownRoles(parsed.data.roles);
+    if (unknown.length > 0 && unknownRoles(unknown, await this.policyOf(parsed.data.tenant)).length > 0) throw new Unauthenticated('the token names a role that is neither built in nor named by the tenant policy', 'AUTH.UNKNOWN_ROLE');
     return parsed.data;
   }
 
