@@ -5,7 +5,7 @@ import { Purpose, Sensitivity } from '../memory/record';
 export const Principal = z.object({
   tenant: z.string().regex(/^[a-z0-9][a-z0-9_]{0,62}$/, 'tenant ids are lower-case letters, digits and underscores'),
   sub: z.string().min(1).max(200),
-  roles: z.array(z.string().min(1)).default([]),
+  roles: z.array(z.string().min(1).max(200)).max(50).default([]),
   purposes: z.array(Purpose).default([]),
   clearance: Sensitivity.default('internal'),
   /** ABAC attributes asserted by the token, when the issuer has them. */
