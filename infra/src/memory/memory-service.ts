@@ -235,6 +235,8 @@ export class MemoryService {
 
     const procedure = record.kind === 'procedural' ? record.content.procedure : undefined;
     let revisions: MemoryRecord[] = [];
+    // The caller is told of the earlier versions it may read, and of no others.
+    let readableBefore = new Set<string>();
     if (procedure) {
       // Versions are checked against the index: it must hold every version written so far, by anyone.
       await this.deps.runner.waitFor(await this.deps.log.headPosition());
@@ -242,6 +244,7 @@ export class MemoryService {
       const versions = decideProcedureVersion(record, current, now);
       if (versions.kind === 'conflict') throw new ProcedureVersionConflict(procedure.version, versions.latest.version);
       revisions = versions.revisions;
+      readableBefore = new Set((await this.visible(principal, current)).map((r) => r.id));
     }
 
     const stream = streams.memory(tenant, record.id);
@@ -276,11 +279,12 @@ export class MemoryService {
     this.deps.writes.record(principal, position);
     if (procedure) await this.deps.runner.waitFor(position);
     await audit('allow', records.map((r) => r.id));
+    const superseded = revisions.map((r) => r.id).filter((id) => readableBefore.has(id));
     return {
       memory: record,
       position: position.toString(),
       duplicate: false,
-      ...(revisions.length > 0 ? { superseded: revisions.map((r) => r.id) } : {}),
+      ...(superseded.length > 0 ? { superseded } : {}),
     };
   }
 

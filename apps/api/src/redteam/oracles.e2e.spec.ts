@@ -207,6 +207,28 @@ describe('adjudicating a fact the caller may not read', () => {
   });
 });
 
+describe('a new version of a procedure whose earlier version the caller may not read', () => {
+  it('does not name the earlier version', async () => {
+    const procedureMarker = `proc${Math.random().toString(36).slice(2, 10)}`;
+    const procedure = (version: number) => ({ name: 'Grievance escalation', version, steps: ['Log it', 'Tell the HR lead'] });
+    const first = await red.send({
+      token: writer,
+      method: 'POST',
+      path: '/v1/memories',
+      body: { kind: 'procedural', content: { text: `Grievance escalation ${procedureMarker}`, procedure: procedure(1) }, sourceEventIds: [visibleEvent], purposes: ['hr'] },
+    });
+    expect(first.status, first.text).toBe(201);
+    const hidden = [{ id: JSON.parse(first.text).memory.id as string, marker: procedureMarker, label: 'hr procedure v1' }];
+    const second = await red.probe(
+      'procedure over a hidden version',
+      { token: attacker, method: 'POST', path: '/v1/memories', body: { kind: 'procedural', content: { text: 'Grievance escalation, support edition', procedure: procedure(2) }, sourceEventIds: [visibleEvent] } },
+      hidden,
+    );
+    expect(second.status, second.text).toBe(201);
+    expect(JSON.parse(second.text).superseded).toBeUndefined();
+  });
+});
+
 describe("feedback on another caller's recall", () => {
   it('is answered like an unknown recall id', async () => {
     const recalled = await red.send({ token: writer, method: 'POST', path: '/v1/recall', body: { query: 'Orkney delivery window', purpose: 'support' } });
