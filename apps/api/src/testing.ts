@@ -85,14 +85,11 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     app,
     dataDir,
     token: (claims = {}) =>
-      mintToken(config.jwtSecret, {
-        tenant: 'acme',
-        sub: 'agent-1',
-        roles: ['agent'],
-        purposes: ['support'],
-        clearance: 'internal',
-        ...claims,
-      }),
+      mintToken(
+        config.jwtSecret,
+        { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal', ...claims },
+        { issuer: config.auth.issuer, audience: config.auth.audience, ttlSeconds: Math.min(8 * 3600, config.auth.maxTtlSeconds) },
+      ),
     taskQueue,
     async close() {
       await app.close();

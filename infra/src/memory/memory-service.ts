@@ -33,6 +33,8 @@ import {
   isHeld,
   resourceOf,
   subjectOf,
+  visibleInSession,
+  type LegalHold,
 } from '@elma/domain';
 import { deterministicUuid, keyedFingerprint } from '../ingest/ids';
 import type { AuditLog } from '../audit/audit-log';
@@ -102,12 +104,19 @@ export class MemoryService {
     // Sources must be known: wait for the caller's own writes so a fresh event counts.
     const last = this.deps.writes.lastWrite(principal);
     if (last !== undefined) await this.deps.runner.waitFor(last);
-    const sources = await Promise.all(request.sourceEventIds.map((id) => this.deps.index.get(tenant, episodicIdFor(id))));
+    // A source the caller may not read is answered exactly like one that does not exist.
+    const now = this.deps.clock.now().toISOString();
+    const holds = await this.deps.holds.list(tenant);
+    const sources = await Promise.all(
+      request.sourceEventIds.map(async (id) => {
+        const found = await this.deps.index.get(tenant, episodicIdFor(id));
+        return found && this.readable(principal, found.record, { policy, holds, now, purposes: principal.purposes }).allowed ? found.record : undefined;
+      }),
+    );
     const missing = request.sourceEventIds.filter((_, i) => !sources[i]);
     if (missing.length > 0) throw new UnknownSourceEvent(missing);
-    const sourceRecords = sources.map((s) => s!.record);
+    const sourceRecords = sources.map((s) => s!);
 
-    const now = this.deps.clock.now().toISOString();
     const procedure = request.content.procedure;
     const id = procedure
       ? this.procedureId(tenant, procedure.name, procedure.version)
@@ -163,7 +172,7 @@ export class MemoryService {
    */
   async promote(principal: Principal, id: string, body: unknown, requestId = 'internal'): Promise<WriteResult> {
     const request = parseOrThrow(PromoteMemoryRequest, body);
-    const working = await this.get(principal, id, { requestId });
+    const working = await this.get(principal, id, { requestId, session: request.session });
     if (working.kind !== 'working') throw new NotPromotable(id, 'not_working');
     const now = this.deps.clock.now().toISOString();
     if (working.retention.expiresAt !== null && Date.parse(working.retention.expiresAt) <= Date.parse(now)) throw new NotPromotable(id, 'expired');
@@ -226,6 +235,8 @@ export class MemoryService {
 
     const procedure = record.kind === 'procedural' ? record.content.procedure : undefined;
     let revisions: MemoryRecord[] = [];
+    // The caller is told of the earlier versions it may read, and of no others.
+    let readableBefore = new Set<string>();
     if (procedure) {
       // Versions are checked against the index: it must hold every version written so far, by anyone.
       await this.deps.runner.waitFor(await this.deps.log.headPosition());
@@ -233,6 +244,7 @@ export class MemoryService {
       const versions = decideProcedureVersion(record, current, now);
       if (versions.kind === 'conflict') throw new ProcedureVersionConflict(procedure.version, versions.latest.version);
       revisions = versions.revisions;
+      readableBefore = new Set((await this.visible(principal, current)).map((r) => r.id));
     }
 
     const stream = streams.memory(tenant, record.id);
@@ -267,11 +279,12 @@ export class MemoryService {
     this.deps.writes.record(principal, position);
     if (procedure) await this.deps.runner.waitFor(position);
     await audit('allow', records.map((r) => r.id));
+    const superseded = revisions.map((r) => r.id).filter((id) => readableBefore.has(id));
     return {
       memory: record,
       position: position.toString(),
       duplicate: false,
-      ...(revisions.length > 0 ? { superseded: revisions.map((r) => r.id) } : {}),
+      ...(superseded.length > 0 ? { superseded } : {}),
     };
   }
 
@@ -282,33 +295,27 @@ export class MemoryService {
 
   /**
    * A record the caller may read under the tenant's policy for one of the
-   * token's purposes (or the one asked for), with provenance and status.
-   * Otherwise "not found", the same answer as for an id that does not exist,
-   * so existence is never revealed. Both outcomes are audited.
+   * token's purposes (or the one asked for), with provenance and status; a
+   * working memory only in its session (or by its owner). Otherwise "not
+   * found", the same answer as for an id that does not exist, so existence
+   * is never revealed. Both outcomes are audited.
    */
-  async get(principal: Principal, id: string, options: { purpose?: string; requestId?: string } = {}): Promise<MemoryRecord> {
+  async get(principal: Principal, id: string, options: { purpose?: string; requestId?: string; session?: string } = {}): Promise<MemoryRecord> {
     const tenant = principal.tenant;
     // Read your own writes: a memory written (or an event ingested) just before is found, however slow the index.
     const last = this.deps.writes.lastWrite(principal);
     if (last !== undefined) await this.deps.runner.waitFor(last);
     const found = await this.deps.index.get(tenant, id);
-    const policy = await this.deps.policies.get(tenant);
-    const now = this.deps.clock.now().toISOString();
     const purposes = options.purpose ? principal.purposes.filter((p) => p === options.purpose) : principal.purposes;
-    let rule = 'default-deny';
-    let allowed = false;
-    if (found && (RECALLABLE_STATUSES.includes(found.record.status) || found.record.status === 'superseded')) {
-      const held = !principal.roles.includes('legal') && isHeld(found.record, await this.deps.holds.list(tenant));
-      for (const purpose of held ? [] : purposes) {
-        const decision = evaluate(policy, subjectOf(principal), resourceOf(found.record), { purpose, now }, 'read');
-        if (decision.allowed) {
-          allowed = true;
-          rule = decision.ruleId;
-          break;
-        }
-      }
-      if (held) rule = 'legal-hold';
-    }
+    const { allowed, rule } = found
+      ? this.readable(principal, found.record, {
+          policy: await this.deps.policies.get(tenant),
+          holds: await this.deps.holds.list(tenant),
+          now: this.deps.clock.now().toISOString(),
+          purposes,
+          session: options.session,
+        })
+      : { allowed: false, rule: 'default-deny' };
     await this.deps.audit.record({
       tenant,
       actor: principal.sub,
@@ -320,6 +327,37 @@ export class MemoryService {
     });
     if (!allowed) throw new MemoryNotFound(id);
     return found!.record;
+  }
+
+  /** Those of `records` the caller may read, for one of the token's purposes, in order. */
+  async visible(principal: Principal, records: MemoryRecord[]): Promise<MemoryRecord[]> {
+    const context = {
+      policy: await this.deps.policies.get(principal.tenant),
+      holds: await this.deps.holds.list(principal.tenant),
+      now: this.deps.clock.now().toISOString(),
+      purposes: principal.purposes,
+    };
+    return records.filter((record) => this.readable(principal, record, context).allowed);
+  }
+
+  /**
+   * Whether the caller may read `record` for one of `purposes`: a current or
+   * superseded version, not held (unless the caller is legal), a working
+   * memory only in its own session or by its owner, and allowed by the policy.
+   */
+  private readable(
+    principal: Principal,
+    record: MemoryRecord,
+    context: { policy: TenantPolicy; holds: LegalHold[]; now: string; purposes: string[]; session?: string },
+  ): { allowed: boolean; rule: string } {
+    if (!RECALLABLE_STATUSES.includes(record.status) && record.status !== 'superseded') return { allowed: false, rule: 'default-deny' };
+    if (!principal.roles.includes('legal') && isHeld(record, context.holds)) return { allowed: false, rule: 'legal-hold' };
+    if (!visibleInSession(record, context.session) && record.policy.owner !== principal.sub) return { allowed: false, rule: 'working-session' };
+    for (const purpose of context.purposes) {
+      const decision = evaluate(context.policy, subjectOf(principal), resourceOf(record), { purpose, now: context.now }, 'read');
+      if (decision.allowed) return { allowed: true, rule: decision.ruleId };
+    }
+    return { allowed: false, rule: 'default-deny' };
   }
 }
 

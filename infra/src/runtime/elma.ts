@@ -113,6 +113,7 @@ export async function openElma(
   const erased = new ErasureGuard({ tombstones, fingerprints });
   const signer = new CertificateSigner({ masterKey: config.masterKey });
   const audit = new AuditLog({ log, clock, pseudonymize: (tenant, subject) => `sfp_${fingerprints.subject(tenant, subject)}` });
+  const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
   const scanRoots = [config.dataDir, ...(config.temporal.dbFile && !config.temporal.dbFile.startsWith(config.dataDir) ? [config.temporal.dbFile, `${config.temporal.dbFile}-wal`] : [])];
 
   return {
@@ -131,7 +132,7 @@ export async function openElma(
     audit,
     governance: new GovernanceService({ policies, holds, audit }),
     ingest: new IngestService({ log, sealer, clock, fingerprintKey, writes, policies, audit, erased }),
-    memories: new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased }),
+    memories,
     erasure: new ErasureService({
       log,
       index,
@@ -152,7 +153,7 @@ export async function openElma(
       ...(compaction ? { compaction: { port: compaction, waitMs: config.eventStore!.scavengeWaitMs } } : {}),
     }),
     signer,
-    adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit }),
+    adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
     consolidation: new ConsolidationService({ log, index, sealer, erased }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids }),
     async health() {

@@ -32,7 +32,7 @@ export class MemoriesController {
 
   @Post(':id/promote')
   @ApiBody({ schema: jsonSchema(PromoteMemoryRequest) })
-  @ApiResponse({ status: 201, description: 'Keeps a working memory beyond its session: a new record of `kind` (default semantic) citing it as parent.' })
+  @ApiResponse({ status: 201, description: 'Keeps a working memory beyond its session (named in `session`): a new record of `kind` (default semantic) citing it as parent.' })
   @ApiResponse({ status: 404, ...problemResponse })
   @ApiResponse({ status: 422, ...problemResponse })
   promote(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
@@ -40,9 +40,15 @@ export class MemoriesController {
   }
 
   @Get(':id')
-  @ApiResponse({ status: 200, description: 'The record with provenance and status.' })
+  @ApiResponse({ status: 200, description: "The record with provenance and status; a working memory only with its `session` (or to its owner)." })
   @ApiResponse({ status: 404, ...problemResponse })
-  get(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Query('purpose') purpose?: string) {
-    return this.elma.memories.get(caller, id, { purpose, requestId });
+  get(
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Param('id') id: string,
+    @Query('purpose') purpose?: string,
+    @Query('session') session?: string,
+  ) {
+    return this.elma.memories.get(caller, id, { purpose, requestId, session });
   }
 }
