@@ -78,13 +78,13 @@ const Rules = z
  * the policy change: 100 years of retention keeps every expiry a valid date.
  */
 export const POLICY_BOUNDS = {
-  retentionDays: { min: 1 / 1440, max: 36_500 },
+  retentionDays: { max: 36_500 },
   approvalThreshold: { max: 1_000_000 },
   approvalTimeoutHours: { max: 24 * 90 },
 } as const;
 
-/** Days; fractions down to a minute are allowed (0.5 is twelve hours), so short retention can be tested and used. */
-const Days = z.number().min(POLICY_BOUNDS.retentionDays.min).max(POLICY_BOUNDS.retentionDays.max);
+/** Days; fractions are allowed (0.5 is twelve hours), so short retention can be tested and used. */
+const Days = z.number().positive().max(POLICY_BOUNDS.retentionDays.max);
 
 export const TenantPolicy = z.strictObject({
   version: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER - 1),
@@ -113,19 +113,19 @@ export type TenantPolicy = z.infer<typeof TenantPolicy>;
 
 /**
  * A policy as stored in the log. Policies written before the bounds existed
- * may hold a number outside them; it is read clamped to the bound, so the
+ * may hold a number above them; it is read capped at the bound, so the
  * tenant keeps working (and an admin's next PUT replaces it), rather than
  * every request of the tenant failing on a policy that no longer parses.
  */
 export function storedPolicy(data: unknown): TenantPolicy {
-  const clamp = (value: unknown, min: number, max: number) => (typeof value === 'number' && Number.isFinite(value) ? Math.min(max, Math.max(min, value)) : value);
+  const cap = (value: unknown, max: number) => (typeof value === 'number' ? Math.min(max, value) : value);
   const raw = structuredClone(data) as { retentionDays?: Record<string, unknown>; erasure?: Record<string, unknown> } | null;
   const { retentionDays, approvalThreshold } = POLICY_BOUNDS;
   if (raw?.retentionDays && typeof raw.retentionDays === 'object') {
-    for (const key of Object.keys(raw.retentionDays)) raw.retentionDays[key] = clamp(raw.retentionDays[key], retentionDays.min, retentionDays.max);
+    for (const key of Object.keys(raw.retentionDays)) raw.retentionDays[key] = cap(raw.retentionDays[key], retentionDays.max);
   }
   if (raw?.erasure && typeof raw.erasure === 'object') {
-    raw.erasure.approvalThreshold = clamp(raw.erasure.approvalThreshold, 0, approvalThreshold.max);
+    raw.erasure.approvalThreshold = cap(raw.erasure.approvalThreshold, approvalThreshold.max);
   }
   return TenantPolicy.parse(raw);
 }

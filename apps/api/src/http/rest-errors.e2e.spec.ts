@@ -121,7 +121,7 @@ describe('a policy that cannot be applied', () => {
     const { version: _v, ...document } = DEFAULT_POLICY;
     for (const [path, patch] of [
       ['retentionDays.standard', { retentionDays: { ...document.retentionDays, standard: 1e8 } }],
-      ['retentionDays.session', { retentionDays: { ...document.retentionDays, session: 1e-12 } }],
+      ['retentionDays.session', { retentionDays: { ...document.retentionDays, session: -1 } }],
       ['erasure.approvalThreshold', { erasure: { ...document.erasure, approvalThreshold: 1e12 } }],
     ] as const) {
       const response = await callApi(t.url, tenantAdmin, 'PUT', '/v1/policy', { ...document, ...patch });
