@@ -66,16 +66,28 @@ const Rules = z
   .superRefine((rules, ctx) => {
     const seen = new Set<string>();
     rules.forEach((rule, i) => {
-      if (seen.has(rule.id)) ctx.addIssue({ code: 'custom', path: [i, 'id'], message: `duplicate rule id "${rule.id}"` });
+      if (seen.has(rule.id)) ctx.addIssue({ code: 'custom', path: [i, 'id'], message: 'duplicate rule id' });
       seen.add(rule.id);
     });
   });
 
+/**
+ * Bounds of the policy's numbers. Each is applied to dates or sizes (an
+ * expiry is `recordedAt + days`, a closure is compared to the threshold), so
+ * a value outside them would make every write of the tenant fail instead of
+ * the policy change: 100 years of retention keeps every expiry a valid date.
+ */
+export const POLICY_BOUNDS = {
+  retentionDays: { max: 36_500 },
+  approvalThreshold: { max: 1_000_000 },
+  approvalTimeoutHours: { max: 24 * 90 },
+} as const;
+
 /** Days; fractions are allowed (0.5 is twelve hours), so short retention can be tested and used. */
-const Days = z.number().positive();
+const Days = z.number().positive().max(POLICY_BOUNDS.retentionDays.max);
 
 export const TenantPolicy = z.strictObject({
-  version: z.number().int().min(1),
+  version: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER - 1),
   /** Evaluated in order; the first rule that matches allows and names the decision. */
   rules: Rules,
   /** What ingest does with detected secrets: refuse the write, or store it with the secret redacted. */
@@ -86,8 +98,8 @@ export const TenantPolicy = z.strictObject({
   /** Erasure: closures larger than `approvalThreshold` records wait for a DPO's approval, at most `approvalTimeoutHours`. */
   erasure: z
     .strictObject({
-      approvalThreshold: z.number().int().min(0).default(100),
-      approvalTimeoutHours: z.number().positive().max(24 * 90).default(168),
+      approvalThreshold: z.number().int().min(0).max(POLICY_BOUNDS.approvalThreshold.max).default(100),
+      approvalTimeoutHours: z.number().positive().max(POLICY_BOUNDS.approvalTimeoutHours.max).default(168),
     })
     .default({ approvalThreshold: 100, approvalTimeoutHours: 168 }),
   /** Sources whose facts are trusted as authoritative. */
@@ -98,6 +110,25 @@ export const TenantPolicy = z.strictObject({
     .default({ confidential: [], restricted: [] }),
 });
 export type TenantPolicy = z.infer<typeof TenantPolicy>;
+
+/**
+ * A policy as stored in the log. Policies written before the bounds existed
+ * may hold a number above them; it is read capped at the bound, so the
+ * tenant keeps working (and an admin's next PUT replaces it), rather than
+ * every request of the tenant failing on a policy that no longer parses.
+ */
+export function storedPolicy(data: unknown): TenantPolicy {
+  const cap = (value: unknown, max: number) => (typeof value === 'number' ? Math.min(max, value) : value);
+  const raw = structuredClone(data) as { retentionDays?: Record<string, unknown>; erasure?: Record<string, unknown> } | null;
+  const { retentionDays, approvalThreshold } = POLICY_BOUNDS;
+  if (raw?.retentionDays && typeof raw.retentionDays === 'object') {
+    for (const key of Object.keys(raw.retentionDays)) raw.retentionDays[key] = cap(raw.retentionDays[key], retentionDays.max);
+  }
+  if (raw?.erasure && typeof raw.erasure === 'object') {
+    raw.erasure.approvalThreshold = cap(raw.erasure.approvalThreshold, approvalThreshold.max);
+  }
+  return TenantPolicy.parse(raw);
+}
 
 /** The body of a policy PUT: the version is assigned by the store, never by the caller. */
 export const PolicyDocument = TenantPolicy.omit({ version: true });

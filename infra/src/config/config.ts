@@ -90,6 +90,15 @@ const Env = z.object({
   ELMA_MAX_QUEUE: z.coerce.number().int().min(0).default(32),
   /** How long a queued request waits for a slot before it gets 503 SERVER.OVERLOADED. */
   ELMA_MAX_QUEUE_WAIT_MS: z.coerce.number().int().min(0).default(2000),
+
+  /** GraphQL limits, checked before a query runs (see apps/api/src/graphql/limits.ts). Nesting depth of selections (`ofType` not counted). */
+  ELMA_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(1).max(100).default(10),
+  /** Aliased fields in one request: aliases are how one request repeats an expensive field. */
+  ELMA_GRAPHQL_MAX_ALIASES: z.coerce.number().int().min(0).max(1000).default(15),
+  /** Cost of one request: 1 a field, 100 an operation (a root field such as `recall`), fragments expanded. */
+  ELMA_GRAPHQL_MAX_COST: z.coerce.number().int().min(100).max(1_000_000).default(1000),
+  /** The GraphQL explorer page at /graphiql (and /graphql opened in a browser); default on with the embedded engines only. */
+  ELMA_GRAPHIQL: z.enum(['true', 'false', '1', '0']).optional(),
 });
 
 export interface ElmaConfig {
@@ -115,6 +124,8 @@ export interface ElmaConfig {
   consolidation: { everyEvents: number; sweepMinutes: number };
   /** API admission control, per request class (see apps/api/src/http/admission.ts). */
   admission: { maxInflight: number; maxQueue: number; maxQueueWaitMs: number };
+  /** GraphQL request limits and whether the explorer page is served. */
+  graphql: { maxDepth: number; maxAliases: number; maxCost: number; explorer: boolean };
 }
 
 export interface AuthConfig {
@@ -224,6 +235,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     indexMemoryMb: e.ELMA_INDEX_MEMORY_MB,
     consolidation: { everyEvents: e.ELMA_CONSOLIDATE_EVERY_EVENTS, sweepMinutes: e.ELMA_CONSOLIDATION_SWEEP_MINUTES },
     admission: { maxInflight: e.ELMA_MAX_INFLIGHT, maxQueue: e.ELMA_MAX_QUEUE, maxQueueWaitMs: e.ELMA_MAX_QUEUE_WAIT_MS },
+    graphql: {
+      maxDepth: e.ELMA_GRAPHQL_MAX_DEPTH,
+      maxAliases: e.ELMA_GRAPHQL_MAX_ALIASES,
+      maxCost: e.ELMA_GRAPHQL_MAX_COST,
+      // The embedded engines are the developer's machine; a production deployment opts in.
+      explorer: e.ELMA_GRAPHIQL === undefined ? eventLog === 'sqlite' && index === 'sqlite' : e.ELMA_GRAPHIQL === 'true' || e.ELMA_GRAPHIQL === '1',
+    },
   };
 }
 

@@ -17,6 +17,9 @@ const AuditQuery = z.strictObject({
   operation: AuditOperation.optional(),
 });
 
+/** `?expectedVersion=n` on a policy PUT: a version number, or the PUT is refused with the parameter's path. */
+const PolicyPutQuery = z.object({ expectedVersion: z.string().regex(/^\d{1,15}$/, 'a policy version (a whole number)').transform(Number).optional() });
+
 @ApiTags('governance')
 @ApiBearerAuth()
 @Controller('v1')
@@ -34,8 +37,10 @@ export class GovernanceController {
   @ApiBody({ schema: jsonSchema(PolicyDocument) })
   @ApiResponse({ status: 200, description: 'The new policy version (role admin). `?expectedVersion=n` guards against lost updates.' })
   @ApiResponse({ status: 403, ...problemResponse })
+  @ApiResponse({ status: 422, ...problemResponse })
   putPolicy(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown, @Query('expectedVersion') expected?: string) {
-    return this.elma.governance.putPolicy(caller, body, requestId, expected === undefined ? undefined : Number(expected));
+    const { expectedVersion } = parseOrThrow(PolicyPutQuery, { expectedVersion: expected });
+    return this.elma.governance.putPolicy(caller, body, requestId, expectedVersion);
   }
 
   @Post('legal-holds')
