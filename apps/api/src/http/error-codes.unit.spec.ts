@@ -34,8 +34,12 @@ function emittedCodes(): Map<string, string> {
     const where = relative(root, file);
     for (const [, body] of text.matchAll(/extends DomainError\s*\{([\s\S]*?)(?=\n(?:export )?(?:class|function|const) |$)/g)) {
       for (const [, code] of body.matchAll(/super\(\s*'([^']+)'/g)) add(code, where);
-      // A code that is not a literal could not be checked here.
-      for (const [call] of body.matchAll(/super\(\s*[^'\s)][^,)]*/g)) add(`(not a literal: ${call})`, where);
+      // A code that is not a literal could not be checked here, unless it is typed by a union of literal codes in the same file.
+      const typed = [...text.matchAll(/type \w*Code\s*=([^;]+);/g)].flatMap(([, union]) => [...union.matchAll(/'([^']+)'/g)].map(([, code]) => code));
+      for (const [call] of body.matchAll(/super\(\s*[^'\s)][^,)]*/g)) {
+        if (typed.length > 0 && /^super\(\s*code$/.test(call)) typed.forEach((code) => add(code, where));
+        else add(`(not a literal: ${call})`, where);
+      }
     }
     for (const [, code] of text.matchAll(/new DomainError\(\s*'([^']+)'/g)) add(code, where);
     for (const [, code] of text.matchAll(/readonly code = '([^']+)'/g)) add(code, where);

@@ -108,7 +108,7 @@ export class RedTeam {
   /** Probes, leaks and 5xx by surface, as a table; also left for the run's summary when one is collected. */
   report(): string {
     const dir = process.env[REDTEAM_DIR_ENV];
-    if (dir) writeFileSync(join(dir, `${this.name}.json`), JSON.stringify(Object.fromEntries(this.tallies)));
+    if (dir) writeFileSync(join(dir, `${this.name.replace(/[^A-Za-z0-9_-]+/g, '-')}.json`), JSON.stringify(Object.fromEntries(this.tallies)));
     return formatReport(`red team (${this.name})`, this.tallies);
   }
 }
