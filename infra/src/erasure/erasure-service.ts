@@ -436,15 +436,19 @@ export class ErasureService {
     return { deleted, shreddedInPlace };
   }
 
-  /** Step 10: keyed fingerprints of each erased record's content for its subject, which ingest and consolidation refuse. */
+  /**
+   * Step 10: keyed fingerprints of each erased record's content for its subject, which ingest and consolidation
+   * refuse; and of the content alone, which they refuse for every subject when the tenant's policy says so.
+   * Both are written whatever the policy says today, so a later switch covers this erasure too.
+   */
   async writeTombstones(tenant: string, requestId: string, set: EraseSet, at: StepAttempt): Promise<{ tombstones: number }> {
     const request = await this.store.request(tenant, requestId);
     const workset = await this.workset(tenant, requestId);
     const erased = new Set(set.recordIds);
-    const fingerprints = [
-      ...new Set(workset.records.filter((r) => erased.has(r.id)).map((r) => this.deps.fingerprints.tombstone(tenant, r.subject, r.text))),
-    ];
-    await this.deps.tombstones.write(tenant, requestId, fingerprints);
+    const records = workset.records.filter((r) => erased.has(r.id));
+    const fingerprints = [...new Set(records.map((r) => this.deps.fingerprints.tombstone(tenant, r.subject, r.text)))];
+    const tenantWide = [...new Set(records.map((r) => this.deps.fingerprints.tenantTombstone(tenant, r.text)))];
+    await this.deps.tombstones.write(tenant, requestId, [...fingerprints, ...tenantWide]);
     await this.complete(tenant, requestId, request, 'tombstones', at, { tombstones: fingerprints.length });
     return { tombstones: fingerprints.length };
   }

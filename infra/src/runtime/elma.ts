@@ -111,7 +111,7 @@ export async function openElma(
   const eventIdKey = eventIdKeyOf(config.masterKey);
   const fingerprints = new ErasureFingerprints(Buffer.from(keyedFingerprint(config.masterKey, 'elma.erasure.v1'), 'hex'));
   const tombstones = new Tombstones({ log });
-  const erased = new ErasureGuard({ tombstones, fingerprints });
+  const erased = new ErasureGuard({ tombstones, fingerprints, policies });
   const signer = new CertificateSigner({ masterKey: config.masterKey });
   const audit = new AuditLog({ log, clock, pseudonymize: (tenant, subject) => `sfp_${fingerprints.subject(tenant, subject)}` });
   const scanRoots = [config.dataDir, ...(config.temporal.dbFile && !config.temporal.dbFile.startsWith(config.dataDir) ? [config.temporal.dbFile, `${config.temporal.dbFile}-wal`] : [])];
