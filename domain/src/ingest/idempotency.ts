@@ -8,7 +8,7 @@ import type { EventIngested } from './schema';
  */
 export class EventAlreadyRecorded extends DomainError {
   constructor(path: string) {
-    super('MEMORY.ALREADY_RECORDED', `the idempotencyKey at ${path || '(root)'} was already used for a different event`, { path });
+    super('MEMORY.ALREADY_RECORDED', `idempotencyKey already used for a different event (at ${path || '(root)'})`, { path });
   }
 }
 
