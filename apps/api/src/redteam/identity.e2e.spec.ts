@@ -78,6 +78,25 @@ describe('red team: identity of what is written', () => {
       expect(result.status, `${label}: ${result.text}`).toBe(409);
       expect(JSON.parse(result.text).code).toBe('MEMORY.ALREADY_RECORDED');
     });
+    // The same through GraphQL: the error carries the same stable code, and nothing of the victim.
+    for (const [i, v] of victims.entries()) {
+      const result = await red.probe(
+        `key reuse over GraphQL #${i}`,
+        {
+          token: attacker,
+          method: 'POST',
+          path: '/graphql',
+          body: {
+            query: 'mutation($events: [EventInput!]!) { ingestEvents(events: $events) { events { id subject duplicate } } }',
+            variables: { events: [chatEvent(`gql-attacker-${i}`, `graphql overwrite ${i}`, { idempotencyKey: v.key })] },
+          },
+        },
+        victims,
+      );
+      const answer = JSON.parse(result.text);
+      expect(answer.data?.ingestEvents ?? null, result.text).toBeNull();
+      expect(answer.errors[0].extensions.code).toBe('MEMORY.ALREADY_RECORDED');
+    }
     const writer = await red.token('acme', 'writer', { roles: ['agent'], purposes: ['support'], clearance: 'restricted' });
     for (const v of victims) {
       const record = await red.send({ token: writer, method: 'GET', path: `/v1/memories/mem_ep_${v.id}` });
