@@ -17,12 +17,19 @@ const TEXTS = [
   'Cy keeps the spare warehouse key with the night guard',
 ];
 
-/** One step of a random history: an event (maybe reusing an idempotency key), or a consolidation of a subject. */
-type Step = { kind: 'ingest'; subject: number; key: number; text: number } | { kind: 'consolidate'; subject: number };
+/**
+ * One step of a random history: an event (maybe reusing an idempotency key), a consolidation, or an explicit
+ * memory derived from two earlier events (possibly of two subjects).
+ */
+type Step =
+  | { kind: 'ingest'; subject: number; key: number; text: number }
+  | { kind: 'consolidate' }
+  | { kind: 'derive'; from: [number, number] };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ kind: fc.constant('ingest' as const), subject: fc.nat(SUBJECTS.length - 1), key: fc.nat(KEYS.length - 1), text: fc.nat(TEXTS.length - 1) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('consolidate' as const), subject: fc.nat(SUBJECTS.length - 1) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('consolidate' as const) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('derive' as const), from: fc.tuple(fc.nat(20), fc.nat(20)) }) },
 );
 
 /**
@@ -64,11 +71,21 @@ describe('the keys an erasure destroys', () => {
         // The model: who first wrote under each idempotency key, and each accepted event's owner.
         const firstWriter = new Map<string, string>();
         const owner = new Map<string, string>();
+        const derivedFrom = new Map<string, string[]>();
         for (const [i, s] of history.entries()) {
           if (s.kind === 'consolidate') {
             await settle();
             const refs = await elma.consolidation.subjectRefs(tenant);
             await elma.consolidation.consolidateMany(tenant, refs);
+            continue;
+          }
+          if (s.kind === 'derive') {
+            const ids = [...owner.keys()];
+            if (ids.length === 0) continue;
+            const sources = [...new Set(s.from.map((n) => ids[n % ids.length]))];
+            await settle();
+            const written = await elma.memories.write(agent, { kind: 'semantic', content: { text: `note ${i} built on ${sources.length} events` }, sourceEventIds: sources, purposes: ['support'] });
+            derivedFrom.set(written.memory.id, sources);
             continue;
           }
           const subject = SUBJECTS[s.subject];
@@ -115,6 +132,8 @@ describe('the keys an erasure destroys', () => {
         const shredded = await elma.vault.shreddedAmong(tenant, everyKey);
         expect(shredded).toEqual(new Set([...set.recordIds, ...set.eventIds]));
         for (const [eventId, subject] of owner) expect(shredded.has(eventId), `event of ${subject}`).toBe(subject === erasedSubject);
+        // A note goes with the erased subject's events it was built on, and only then.
+        for (const [id, sources] of derivedFrom) expect(shredded.has(id), `note on ${sources.map((e) => owner.get(e))}`).toBe(sources.some((e) => owner.get(e) === erasedSubject));
         // Every other subject's events still open, with the text that subject sent.
         for await (const recorded of elma.log.readAll({ filter: { streamNamePrefix: [`events-${tenant}-`] } })) {
           const subject = owner.get(recorded.id);
@@ -127,7 +146,7 @@ describe('the keys an erasure destroys', () => {
           expect(TEXTS).toContain(opened.content.text);
         }
       }),
-      { numRuns: 25 },
+      { numRuns: 50 },
     );
   }, 300_000);
 });
