@@ -24,6 +24,7 @@ export * from './memory/write';
 export * from './policy/clause';
 export * from './legal-hold/legal-hold';
 export * from './ingest/hygiene';
+export * from './ingest/idempotency';
 export * from './policy/policy';
 export * from './policy/evaluate';
 export * from './policy/compile';

@@ -95,13 +95,20 @@ export const TenantPolicy = z.strictObject({
   retentionDays: z
     .strictObject({ session: Days.default(1), standard: Days.default(365), long_term: Days.default(3650) })
     .default({ session: 1, standard: 365, long_term: 3650 }),
-  /** Erasure: closures larger than `approvalThreshold` records wait for a DPO's approval, at most `approvalTimeoutHours`. */
+  /**
+   * Erasure: closures larger than `approvalThreshold` records wait for a DPO's approval, at most `approvalTimeoutHours`.
+   * `tombstoneScope`: erased content is refused again for the same subject only (`subject`), or for every subject
+   * of the tenant (`tenant`). `worksetRetentionDays`: how long an erasure that never finished keeps its sealed
+   * workset (texts and vectors for verification) before its key is shredded.
+   */
   erasure: z
     .strictObject({
       approvalThreshold: z.number().int().min(0).max(POLICY_BOUNDS.approvalThreshold.max).default(100),
       approvalTimeoutHours: z.number().positive().max(POLICY_BOUNDS.approvalTimeoutHours.max).default(168),
+      tombstoneScope: z.enum(['subject', 'tenant']).default('subject'),
+      worksetRetentionDays: z.number().int().min(1).max(365).default(30),
     })
-    .default({ approvalThreshold: 100, approvalTimeoutHours: 168 }),
+    .default({ approvalThreshold: 100, approvalTimeoutHours: 168, tombstoneScope: 'subject', worksetRetentionDays: 30 }),
   /** Sources whose facts are trusted as authoritative. */
   authoritativeSources: z.array(Name).max(1000).default([]),
   /** Words that raise a memory's sensitivity at ingest. */

@@ -116,7 +116,7 @@ describe('a policy without rules', () => {
       rules: [],
       secrets: { mode: 'reject' },
       retentionDays: { session: 1, standard: 365, long_term: 3650 },
-      erasure: { approvalThreshold: 100, approvalTimeoutHours: 168 },
+      erasure: { approvalThreshold: 100, approvalTimeoutHours: 168, tombstoneScope: 'subject', worksetRetentionDays: 30 },
       authoritativeSources: [],
       sensitivityKeywords: { confidential: [], restricted: [] },
     });

@@ -6,7 +6,7 @@ import type { ElmaConfig } from '../config/config';
 import { HashingEmbedder, OpenAiCompatibleEmbedder } from '../embedder';
 import { EventStoreDbCheckpointStore, EventStoreDbEventLog, EventStoreDbScavenger, SqliteEventLog } from '../event-log';
 import { IngestService } from '../ingest/ingest-service';
-import { keyedFingerprint } from '../ingest/ids';
+import { eventIdKeyOf, keyedFingerprint } from '../ingest/ids';
 import { SqliteKeyVault } from '../key-vault';
 import { ElasticsearchMemoryIndex, SqliteMemoryIndex } from '../memory-index';
 import { MemoryService } from '../memory/memory-service';
@@ -108,9 +108,10 @@ export async function openElma(
   const holds = new LegalHolds({ log, clock, ids });
   const probes = new Map<string, () => Promise<EngineHealth>>();
   const fingerprintKey = Buffer.from(keyedFingerprint(config.masterKey, 'elma.idempotency.v1'), 'hex');
+  const eventIdKey = eventIdKeyOf(config.masterKey);
   const fingerprints = new ErasureFingerprints(Buffer.from(keyedFingerprint(config.masterKey, 'elma.erasure.v1'), 'hex'));
   const tombstones = new Tombstones({ log });
-  const erased = new ErasureGuard({ tombstones, fingerprints });
+  const erased = new ErasureGuard({ tombstones, fingerprints, policies });
   const signer = new CertificateSigner({ masterKey: config.masterKey });
   const audit = new AuditLog({ log, clock, pseudonymize: (tenant, subject) => `sfp_${fingerprints.subject(tenant, subject)}` });
   const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
@@ -131,7 +132,7 @@ export async function openElma(
     holds,
     audit,
     governance: new GovernanceService({ policies, holds, audit }),
-    ingest: new IngestService({ log, sealer, clock, fingerprintKey, writes, policies, audit, erased }),
+    ingest: new IngestService({ log, sealer, clock, fingerprintKey, eventIdKey, writes, policies, audit, erased }),
     memories,
     erasure: new ErasureService({
       log,
