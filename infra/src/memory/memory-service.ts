@@ -28,8 +28,11 @@ import {
   type Principal,
   type TenantPolicy,
   PolicyDenied,
+  ancestryOf,
   cleanContent,
+  earliestExpiry,
   evaluate,
+  inheritedRestrictions,
   isHeld,
   resourceOf,
   subjectOf,
@@ -115,6 +118,10 @@ export class MemoryService {
         ? `mem_${deterministicUuid(tenant, 'memory', request.idempotencyKey)}`
         : `mem_${this.deps.ids.next()}`;
     const working = request.kind === 'working';
+    // A memory citing sources is derived from them: it carries every restriction they carry.
+    const inherited = inheritedRestrictions(sourceRecords);
+    const purposes = request.purposes ? request.purposes.filter((p) => inherited.purposes.includes(p)) : inherited.purposes;
+    if (purposes.length === 0) throw new ValidationFailed([{ path: 'purposes', message: 'name purposes that every source allows' }]);
     const record: MemoryRecord = {
       id,
       tenant,
@@ -127,13 +134,14 @@ export class MemoryService {
       policy: {
         owner: request.subject ?? sourceRecords[0].policy.owner,
         roles: [],
-        purposes: request.purposes ?? unique(sourceRecords.flatMap((s) => s.policy.purposes)),
+        purposes,
         // A derived record is at least as sensitive as its most sensitive source.
-        sensitivity: maxSensitivity([request.sensitivity, ...sourceRecords.map((s) => s.policy.sensitivity)]),
+        sensitivity: maxSensitivity([request.sensitivity, inherited.sensitivity]),
       },
       provenance: {
         sourceEventIds: request.sourceEventIds,
         parentIds: sourceRecords.map((s) => s.id),
+        ancestry: inherited.ancestry,
         rule: EXPLICIT_RULE,
         ruleVersion: '1',
       },
@@ -145,8 +153,8 @@ export class MemoryService {
       version: 1,
       status: 'active',
       retention: working
-        ? { class: 'session', expiresAt: workingExpiry(now, request.ttlSeconds) }
-        : { class: request.retention ?? 'standard', expiresAt: null },
+        ? { class: 'session', expiresAt: earliestExpiry(workingExpiry(now, request.ttlSeconds), inherited.ancestry.expiresAt) }
+        : { class: request.retention ?? 'standard', expiresAt: inherited.ancestry.expiresAt },
       ...(working ? { session: request.session } : {}),
       ...(request.correction ? { correction: true } : {}),
     };
@@ -172,6 +180,8 @@ export class MemoryService {
 
     const tenant = principal.tenant;
     const procedure = working.content.procedure;
+    // The promotion outlives the session, not what the working memory was derived from.
+    const ancestry = ancestryOf([working]);
     const record: MemoryRecord = {
       id: procedure ? this.procedureId(tenant, procedure.name, procedure.version) : `mem_${deterministicUuid(tenant, 'promote', id, request.kind)}`,
       tenant,
@@ -182,14 +192,14 @@ export class MemoryService {
       validTo: working.validTo,
       recordedAt: now,
       policy: working.policy,
-      provenance: { sourceEventIds: working.provenance.sourceEventIds, parentIds: [working.id], rule: PROMOTION_RULE, ruleVersion: '1' },
+      provenance: { sourceEventIds: working.provenance.sourceEventIds, parentIds: [working.id], ancestry, rule: PROMOTION_RULE, ruleVersion: '1' },
       confidence: Math.min(request.confidence ?? working.confidence, working.confidence),
       sourceTrust: working.sourceTrust,
       tainted: working.tainted,
       usage: { retrieved: 0, adopted: 0, lastUsedAt: null },
       version: 1,
       status: 'active',
-      retention: { class: request.retention, expiresAt: null },
+      retention: { class: request.retention, expiresAt: ancestry.expiresAt },
     };
     return this.store(principal, record, { policy: await this.deps.policies.get(tenant), requestId });
   }
@@ -297,7 +307,9 @@ export class MemoryService {
     const purposes = options.purpose ? principal.purposes.filter((p) => p === options.purpose) : principal.purposes;
     let rule = 'default-deny';
     let allowed = false;
-    if (found && (RECALLABLE_STATUSES.includes(found.record.status) || found.record.status === 'superseded')) {
+    // An expired record (or one derived from an expired source: it expires with it) is gone for readers, as in recall.
+    const expired = found?.record.retention.expiresAt != null && Date.parse(found.record.retention.expiresAt) <= Date.parse(now);
+    if (found && !expired && (RECALLABLE_STATUSES.includes(found.record.status) || found.record.status === 'superseded')) {
       const held = !principal.roles.includes('legal') && isHeld(found.record, await this.deps.holds.list(tenant));
       for (const purpose of held ? [] : purposes) {
         const decision = evaluate(policy, subjectOf(principal), resourceOf(found.record), { purpose, now }, 'read');
@@ -322,8 +334,6 @@ export class MemoryService {
     return found!.record;
   }
 }
-
-const unique = <T>(values: T[]) => [...new Set(values)];
 
 function maxSensitivity<T extends keyof typeof SENSITIVITY_RANK>(values: T[]): T {
   return values.reduce((a, b) => (SENSITIVITY_RANK[b] > SENSITIVITY_RANK[a] ? b : a));
