@@ -45,15 +45,21 @@ export interface InheritedRestrictions {
   sensitivity: Sensitivity;
   /** The purposes every input allows (empty: no purpose may use the derived record, so it must not be made). */
   purposes: string[];
+  /** The project every input and ancestor belongs to, if there is one: a project rule must not admit another project's data. */
+  project?: string;
   ancestry: Ancestry;
 }
 
 export function inheritedRestrictions(inputs: readonly MemoryRecord[]): InheritedRestrictions {
   if (inputs.length === 0) throw new RangeError('a derived record has at least one input');
+  const ancestry = ancestryOf(inputs);
+  const project = inputs[0].policy.project;
+  const oneProject = project !== undefined && inputs.every((r) => r.policy.project === project) && ancestry.projects.every((p) => p === project);
   return {
     sensitivity: inputs.map((r) => r.policy.sensitivity).reduce((a, b) => (SENSITIVITY_RANK[b] > SENSITIVITY_RANK[a] ? b : a)),
     purposes: inputs.map((r) => r.policy.purposes).reduce((a, b) => a.filter((p) => b.includes(p))),
-    ancestry: ancestryOf(inputs),
+    ...(oneProject ? { project } : {}),
+    ancestry,
   };
 }
 

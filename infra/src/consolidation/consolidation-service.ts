@@ -243,7 +243,7 @@ export class ConsolidationService {
     validFrom: string,
     confidence = Math.min(...inputs.map((r) => r.confidence)),
   ): MemoryRecord | undefined {
-    const { sensitivity, purposes, ancestry } = inheritedRestrictions(inputs);
+    const { sensitivity, purposes, project, ancestry } = inheritedRestrictions(inputs);
     if (purposes.length === 0) return undefined;
     const inputIds = inputs.map((r) => r.id).sort();
     const fingerprint = deterministicUuid(tenant, rule.rule, rule.version, 'model:none', JSON.stringify(this.params), ...inputIds, content.fact ? factKey(content.fact) : '');
@@ -257,7 +257,7 @@ export class ConsolidationService {
       validFrom,
       validTo: null,
       recordedAt,
-      policy: { owner: subject, roles: [], purposes, sensitivity, ...(inputs[0].policy.project ? { project: inputs[0].policy.project } : {}) },
+      policy: { owner: subject, roles: [], purposes, sensitivity, ...(project !== undefined ? { project } : {}) },
       provenance: {
         sourceEventIds: [...new Set(inputs.flatMap((r) => r.provenance.sourceEventIds))],
         parentIds: inputIds,
