@@ -67,9 +67,14 @@ const record: fc.Arbitrary<MemoryRecord> = fc
     project: optional(fc.constantFrom(...PROJECTS)),
     retentionClass: fc.constantFrom(...RetentionClass.options),
     purposes: someOf(PURPOSES),
+    // Derived from records of these owners too (co-owned when another than its own is among them).
+    upstreamOwners: optional(fc.subarray(USERS, { maxLength: 2 })),
   })
   .map((r) =>
     makeRecord({
+      ...(r.upstreamOwners && {
+        provenance: { sourceEventIds: [], parentIds: [], rule: 'test', ruleVersion: '1', ancestry: { ids: [], owners: r.upstreamOwners, projects: [], expiresAt: null } },
+      }),
       id: r.id,
       kind: r.kind,
       status: r.status,

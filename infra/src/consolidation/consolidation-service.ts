@@ -70,8 +70,10 @@ export interface ConsolidationResult {
  * and version; its id is the fingerprint of (inputs, rule version, model
  * version, parameters), so running twice creates nothing new. Confidence is
  * the minimum of the inputs (never amplified), taint and sensitivity are the
- * worst of them, purposes the ones every input allows. Erased content is
- * never re-derived.
+ * worst of them, purposes the ones every input allows, expiry the earliest of
+ * them and their ancestors, and the view keeps its ancestry, so a legal hold
+ * on any input (placed before or after) withholds it too. A view never mixes
+ * owners, projects or retention classes. Erased content is never re-derived.
  */
 export class ConsolidationService {
   constructor(

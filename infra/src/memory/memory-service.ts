@@ -307,11 +307,13 @@ export class MemoryService {
     const purposes = options.purpose ? principal.purposes.filter((p) => p === options.purpose) : principal.purposes;
     let rule = 'default-deny';
     let allowed = false;
-    // An expired record (or one derived from an expired source: it expires with it) is gone for readers, as in recall.
-    const expired = found?.record.retention.expiresAt != null && Date.parse(found.record.retention.expiresAt) <= Date.parse(now);
-    if (found && !expired && (RECALLABLE_STATUSES.includes(found.record.status) || found.record.status === 'superseded')) {
-      const held = !principal.roles.includes('legal') && isHeld(found.record, await this.deps.holds.list(tenant));
-      for (const purpose of held ? [] : purposes) {
+    if (found && (RECALLABLE_STATUSES.includes(found.record.status) || found.record.status === 'superseded')) {
+      const covered = isHeld(found.record, await this.deps.holds.list(tenant));
+      const held = !principal.roles.includes('legal') && covered;
+      // An expired record (or one derived from an expired source: it expires with it) is gone, as in recall, unless a hold keeps it.
+      const expiresAt = found.record.retention.expiresAt;
+      const expired = !covered && expiresAt !== null && Date.parse(expiresAt) <= Date.parse(now);
+      for (const purpose of held || expired ? [] : purposes) {
         const decision = evaluate(policy, subjectOf(principal), resourceOf(found.record), { purpose, now }, 'read');
         if (decision.allowed) {
           allowed = true;
