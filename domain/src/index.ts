@@ -15,6 +15,7 @@ export * from './memory/record';
 export * from './memory/events';
 export * from './memory/decider';
 export * from './memory/derive';
+export * from './memory/lineage';
 export * from './ingest/schema';
 export * from './recall/schema';
 export * from './recall/fusion';

@@ -92,7 +92,8 @@ describe('working memory: one session, a short while', () => {
       kind: 'semantic',
       content: { text: insight },
       confidence: 0.6,
-      retention: { class: 'standard', expiresAt: null },
+      // It outlives the session, not its source: it expires with the source event.
+      retention: { class: 'standard', expiresAt: expect.any(String) },
       provenance: { parentIds: [working.id], sourceEventIds: [sourceId], rule: 'api.promote' },
     });
     expect(promoted.body.memory.session).toBeUndefined();

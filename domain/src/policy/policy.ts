@@ -7,6 +7,7 @@ import {
   Sensitivity,
   type MemoryRecord,
 } from '../memory/record';
+import { isSharedOwnership } from '../memory/lineage';
 
 export const Operation = z.enum(['read', 'write', 'export', 'erase', 'administer']);
 export type Operation = z.infer<typeof Operation>;
@@ -201,6 +202,8 @@ export interface PolicyResource {
   kind: MemoryKind;
   sensitivity: Sensitivity;
   owner: string;
+  /** True when the record derives from records of other owners too (`isSharedOwnership`). */
+  sharedOwnership?: boolean;
   project?: string;
   status: MemoryStatus;
   retentionClass: RetentionClass;
@@ -224,6 +227,7 @@ export function resourceOf(record: MemoryRecord): PolicyResource {
     purposes: record.policy.purposes,
   };
   if (record.policy.project !== undefined) resource.project = record.policy.project;
+  if (isSharedOwnership(record)) resource.sharedOwnership = true;
   return resource;
 }
 

@@ -733,7 +733,12 @@ function isExpired(entry: LineageEntry, asOf: string): boolean {
 
 /** What `isHeld` looks at, from a lineage entry. */
 function heldView(entry: LineageEntry): HoldTarget {
-  return { id: entry.id, subject: entry.subject, policy: { owner: entry.owner, project: entry.project } };
+  return {
+    id: entry.id,
+    subject: entry.subject,
+    policy: { owner: entry.owner, project: entry.project },
+    provenance: { parentIds: entry.parentIds, sourceEventIds: entry.sourceEventIds },
+  };
 }
 
 /** The record's longest distinct words (length is a fair stand-in for rarity), for the BM25 probe. */

@@ -28,8 +28,11 @@ import {
   type Principal,
   type TenantPolicy,
   PolicyDenied,
+  ancestryOf,
   cleanContent,
+  earliestExpiry,
   evaluate,
+  inheritedRestrictions,
   isHeld,
   resourceOf,
   subjectOf,
@@ -124,6 +127,10 @@ export class MemoryService {
         ? `mem_${deterministicUuid(tenant, 'memory', request.idempotencyKey)}`
         : `mem_${this.deps.ids.next()}`;
     const working = request.kind === 'working';
+    // A memory citing sources is derived from them: it carries every restriction they carry.
+    const inherited = inheritedRestrictions(sourceRecords);
+    const purposes = request.purposes ? request.purposes.filter((p) => inherited.purposes.includes(p)) : inherited.purposes;
+    if (purposes.length === 0) throw new ValidationFailed([{ path: 'purposes', message: 'name purposes that every source allows' }]);
     const record: MemoryRecord = {
       id,
       tenant,
@@ -136,13 +143,14 @@ export class MemoryService {
       policy: {
         owner: request.subject ?? sourceRecords[0].policy.owner,
         roles: [],
-        purposes: request.purposes ?? unique(sourceRecords.flatMap((s) => s.policy.purposes)),
+        purposes,
         // A derived record is at least as sensitive as its most sensitive source.
-        sensitivity: maxSensitivity([request.sensitivity, ...sourceRecords.map((s) => s.policy.sensitivity)]),
+        sensitivity: maxSensitivity([request.sensitivity, inherited.sensitivity]),
       },
       provenance: {
         sourceEventIds: request.sourceEventIds,
         parentIds: sourceRecords.map((s) => s.id),
+        ancestry: inherited.ancestry,
         rule: EXPLICIT_RULE,
         ruleVersion: '1',
       },
@@ -154,8 +162,8 @@ export class MemoryService {
       version: 1,
       status: 'active',
       retention: working
-        ? { class: 'session', expiresAt: workingExpiry(now, request.ttlSeconds) }
-        : { class: request.retention ?? 'standard', expiresAt: null },
+        ? { class: 'session', expiresAt: earliestExpiry(workingExpiry(now, request.ttlSeconds), inherited.ancestry.expiresAt) }
+        : { class: request.retention ?? 'standard', expiresAt: inherited.ancestry.expiresAt },
       ...(working ? { session: request.session } : {}),
       ...(request.correction ? { correction: true } : {}),
     };
@@ -181,6 +189,8 @@ export class MemoryService {
 
     const tenant = principal.tenant;
     const procedure = working.content.procedure;
+    // The promotion outlives the session, not what the working memory was derived from.
+    const ancestry = ancestryOf([working]);
     const record: MemoryRecord = {
       id: procedure ? this.procedureId(tenant, procedure.name, procedure.version) : `mem_${deterministicUuid(tenant, 'promote', id, request.kind)}`,
       tenant,
@@ -191,14 +201,14 @@ export class MemoryService {
       validTo: working.validTo,
       recordedAt: now,
       policy: working.policy,
-      provenance: { sourceEventIds: working.provenance.sourceEventIds, parentIds: [working.id], rule: PROMOTION_RULE, ruleVersion: '1' },
+      provenance: { sourceEventIds: working.provenance.sourceEventIds, parentIds: [working.id], ancestry, rule: PROMOTION_RULE, ruleVersion: '1' },
       confidence: Math.min(request.confidence ?? working.confidence, working.confidence),
       sourceTrust: working.sourceTrust,
       tainted: working.tainted,
       usage: { retrieved: 0, adopted: 0, lastUsedAt: null },
       version: 1,
       status: 'active',
-      retention: { class: request.retention, expiresAt: null },
+      retention: { class: request.retention, expiresAt: ancestry.expiresAt },
     };
     return this.store(principal, record, { policy: await this.deps.policies.get(tenant), requestId });
   }
@@ -351,7 +361,11 @@ export class MemoryService {
     context: { policy: TenantPolicy; holds: LegalHold[]; now: string; purposes: string[]; session?: string },
   ): { allowed: boolean; rule: string } {
     if (!RECALLABLE_STATUSES.includes(record.status) && record.status !== 'superseded') return { allowed: false, rule: 'default-deny' };
-    if (!principal.roles.includes('legal') && isHeld(record, context.holds)) return { allowed: false, rule: 'legal-hold' };
+    const covered = isHeld(record, context.holds);
+    if (!principal.roles.includes('legal') && covered) return { allowed: false, rule: 'legal-hold' };
+    // An expired record (or one derived from an expired source: it expires with it) is gone, as in recall, unless a hold keeps it.
+    const expiresAt = record.retention.expiresAt;
+    if (!covered && expiresAt !== null && Date.parse(expiresAt) <= Date.parse(context.now)) return { allowed: false, rule: 'default-deny' };
     if (!visibleInSession(record, context.session) && record.policy.owner !== principal.sub) return { allowed: false, rule: 'working-session' };
     for (const purpose of context.purposes) {
       const decision = evaluate(context.policy, subjectOf(principal), resourceOf(record), { purpose, now: context.now }, 'read');
@@ -360,8 +374,6 @@ export class MemoryService {
     return { allowed: false, rule: 'default-deny' };
   }
 }
-
-const unique = <T>(values: T[]) => [...new Set(values)];
 
 function maxSensitivity<T extends keyof typeof SENSITIVITY_RANK>(values: T[]): T {
   return values.reduce((a, b) => (SENSITIVITY_RANK[b] > SENSITIVITY_RANK[a] ? b : a));

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { PromoteMemoryRequest, WriteMemoryRequest, type Principal } from '@elma/domain';
+import { PromoteMemoryRequest, WriteMemoryRequest, withoutAncestry, type Principal } from '@elma/domain';
 import type { Elma } from '@elma/infra';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
@@ -18,16 +18,18 @@ export class MemoriesController {
   @ApiResponse({ status: 201, description: 'The recorded memory with its provenance.' })
   @ApiResponse({ status: 409, ...problemResponse })
   @ApiResponse({ status: 422, ...problemResponse })
-  write(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
-    return this.elma.memories.write(caller, body, requestId);
+  async write(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
+    const result = await this.elma.memories.write(caller, body, requestId);
+    return { ...result, memory: withoutAncestry(result.memory) };
   }
 
   @Post(':id/adjudicate')
   @HttpCode(200)
   @ApiResponse({ status: 200, description: 'Settles a contradicted fact (roles admin, dpo, reviewer): `{ "decision": "accept" | "reject" }`; returns the new versions.' })
   @ApiResponse({ status: 403, ...problemResponse })
-  adjudicate(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
-    return this.elma.adjudication.adjudicate(caller, id, body, requestId);
+  async adjudicate(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
+    const result = await this.elma.adjudication.adjudicate(caller, id, body, requestId);
+    return { memory: withoutAncestry(result.memory), revised: result.revised.map(withoutAncestry) };
   }
 
   @Post(':id/promote')
@@ -35,20 +37,21 @@ export class MemoriesController {
   @ApiResponse({ status: 201, description: 'Keeps a working memory beyond its session (named in `session`): a new record of `kind` (default semantic) citing it as parent.' })
   @ApiResponse({ status: 404, ...problemResponse })
   @ApiResponse({ status: 422, ...problemResponse })
-  promote(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
-    return this.elma.memories.promote(caller, id, body ?? {}, requestId);
+  async promote(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
+    const result = await this.elma.memories.promote(caller, id, body ?? {}, requestId);
+    return { ...result, memory: withoutAncestry(result.memory) };
   }
 
   @Get(':id')
   @ApiResponse({ status: 200, description: "The record with provenance and status; a working memory only with its `session` (or to its owner)." })
   @ApiResponse({ status: 404, ...problemResponse })
-  get(
+  async get(
     @Caller() caller: Principal,
     @RequestId() requestId: string,
     @Param('id') id: string,
     @Query('purpose') purpose?: string,
     @Query('session') session?: string,
   ) {
-    return this.elma.memories.get(caller, id, { purpose, requestId, session });
+    return withoutAncestry(await this.elma.memories.get(caller, id, { purpose, requestId, session }));
   }
 }
