@@ -191,7 +191,7 @@ describe('derived records inherit the restrictions of their inputs', () => {
       sourceEventIds: [source],
     });
     expect(working.status, working.text).toBe(201);
-    const promoted = await send('writer', 'POST', `/v1/memories/${JSON.parse(working.text).memory.id}/promote`, {});
+    const promoted = await send('writer', 'POST', `/v1/memories/${JSON.parse(working.text).memory.id}/promote`, { session: 'sess-1' });
     expect(promoted.status, promoted.text).toBe(201);
     const derived = JSON.parse(promoted.text).memory.id as string;
     await t.elma.runner.waitFor(await t.elma.log.headPosition());

@@ -215,10 +215,10 @@ describe('a new version of a procedure whose earlier version the caller may not 
       token: writer,
       method: 'POST',
       path: '/v1/memories',
-      body: { kind: 'procedural', content: { text: `Grievance escalation ${procedureMarker}`, procedure: procedure(1) }, sourceEventIds: [visibleEvent], purposes: ['hr'] },
+      body: { kind: 'procedural', content: { text: `Grievance escalation ${procedureMarker}`, procedure: procedure(1) }, sourceEventIds: [visibleEvent], sensitivity: 'restricted' },
     });
     expect(first.status, first.text).toBe(201);
-    const hidden = [{ id: JSON.parse(first.text).memory.id as string, marker: procedureMarker, label: 'hr procedure v1' }];
+    const hidden = [{ id: JSON.parse(first.text).memory.id as string, marker: procedureMarker, label: 'restricted procedure v1' }];
     const second = await red.probe(
       'procedure over a hidden version',
       { token: attacker, method: 'POST', path: '/v1/memories', body: { kind: 'procedural', content: { text: 'Grievance escalation, support edition', procedure: procedure(2) }, sourceEventIds: [visibleEvent] } },
