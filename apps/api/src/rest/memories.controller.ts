@@ -1,47 +1,56 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { PromoteMemoryRequest, WriteMemoryRequest, type Principal } from '@elma/domain';
-import type { Elma } from '@elma/infra';
+import { ApiQuery, ApiTags } from '@nestjs/swagger';
+import { MemoryRecord, PromoteMemoryRequest, WriteMemoryRequest, type Principal } from '@elma/domain';
+import { AdjudicateRequest, type Elma } from '@elma/infra';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
-import { jsonSchema, problemResponse } from './openapi';
+import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, jsonSchema, WriteResultSchema } from './openapi';
+
+const Memory = jsonSchema(MemoryRecord, 'output');
 
 @ApiTags('memories')
-@ApiBearerAuth()
+@ApiAuthenticated()
 @Controller('v1/memories')
 @UseGuards(AuthGuard)
 export class MemoriesController {
   constructor(@Inject(ELMA) private readonly elma: Elma) {}
 
   @Post()
-  @ApiBody({ schema: jsonSchema(WriteMemoryRequest) })
-  @ApiResponse({ status: 201, description: 'The recorded memory with its provenance.' })
-  @ApiResponse({ status: 409, ...problemResponse })
-  @ApiResponse({ status: 422, ...problemResponse })
+  @ApiJsonBody(WriteMemoryRequest)
+  @ApiOk(201, 'The recorded memory with its provenance.', WriteResultSchema(Memory))
+  @ApiProblems(403, 409, 410)
   write(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
     return this.elma.memories.write(caller, body, requestId);
   }
 
   @Post(':id/adjudicate')
   @HttpCode(200)
-  @ApiResponse({ status: 200, description: 'Settles a contradicted fact (roles admin, dpo, reviewer): `{ "decision": "accept" | "reject" }`; returns the new versions.' })
-  @ApiResponse({ status: 403, ...problemResponse })
+  @ApiId('The disputed fact.')
+  @ApiJsonBody(AdjudicateRequest)
+  @ApiOk(200, 'Settles a contradicted fact (roles admin, dpo, reviewer); returns the new versions.', {
+    type: 'object',
+    required: ['memory', 'revised'],
+    properties: { memory: Memory, revised: { type: 'array', items: Memory } },
+  })
+  @ApiProblems(403, 404, 409, 410)
   adjudicate(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
     return this.elma.adjudication.adjudicate(caller, id, body, requestId);
   }
 
   @Post(':id/promote')
-  @ApiBody({ schema: jsonSchema(PromoteMemoryRequest) })
-  @ApiResponse({ status: 201, description: 'Keeps a working memory beyond its session: a new record of `kind` (default semantic) citing it as parent.' })
-  @ApiResponse({ status: 404, ...problemResponse })
-  @ApiResponse({ status: 422, ...problemResponse })
+  @ApiId('The working memory.')
+  @ApiJsonBody(PromoteMemoryRequest, { required: false })
+  @ApiOk(201, 'Keeps a working memory beyond its session: a new record of `kind` (default semantic) citing it as parent.', WriteResultSchema(Memory))
+  @ApiProblems(403, 404, 409, 410)
   promote(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
     return this.elma.memories.promote(caller, id, body ?? {}, requestId);
   }
 
   @Get(':id')
-  @ApiResponse({ status: 200, description: 'The record with provenance and status.' })
-  @ApiResponse({ status: 404, ...problemResponse })
+  @ApiId('The memory.')
+  @ApiQuery({ name: 'purpose', required: false, description: 'The purpose of this read, when the caller has several.', schema: { type: 'string' } })
+  @ApiOk(200, 'The record with provenance and status.', Memory)
+  @ApiProblems(403, 404, 410, 422)
   get(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Query('purpose') purpose?: string) {
     return this.elma.memories.get(caller, id, { purpose, requestId });
   }
