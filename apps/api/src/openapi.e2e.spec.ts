@@ -15,7 +15,7 @@ let document: { openapi: string; paths: Record<string, Record<string, Operation>
 
 beforeAll(async () => {
   t = await startTestApp();
-  document = await (await fetch(`${t.url}/docs/openapi.json`)).json();
+  document = (await (await fetch(`${t.url}/docs/openapi.json`)).json()) as typeof document;
 });
 afterAll(async () => t?.close());
 

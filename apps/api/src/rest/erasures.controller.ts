@@ -5,7 +5,14 @@ import { CreateErasureRequest, SignedCertificate, type Principal } from '@elma/d
 import { ErasureDesk } from '../erasure/erasure-desk';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ERASURE_DESK } from '../http/tokens';
-import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, ErasureProgressSchema, jsonSchema } from './openapi';
+import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, ErasureProgressSchema, jsonSchema, linksFrom } from './openapi';
+
+const requested = linksFrom('$response.body#/requestId', {
+  ErasureProgress: ['get', '/v1/erasures/{id}'],
+  ApproveErasure: ['post', '/v1/erasures/{id}/approve'],
+  ErasureCertificate: ['get', '/v1/erasures/{id}/certificate'],
+  ErasureCertificatePdf: ['get', '/v1/erasures/{id}/certificate.pdf'],
+});
 
 @ApiTags('erasure')
 @ApiAuthenticated()
@@ -21,6 +28,7 @@ export class ErasuresController {
     202,
     'Accepted: the erasure workflow runs; follow it at GET /v1/erasures/{id} (roles compliance or dpo, or a data subject for their own records).',
     ErasureProgressSchema,
+    requested,
   )
   @ApiProblems(403, 409)
   create(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {

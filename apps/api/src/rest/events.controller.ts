@@ -15,9 +15,19 @@ export class EventsController {
 
   @Post()
   @HttpCode(202)
-  @ApiJsonBody(IngestRequest, { description: 'One event, or `{ events: [...] }` with up to 1,000 (all or nothing).' })
+  @ApiJsonBody(IngestRequest, {
+    description: 'One event, or `{ events: [...] }` with up to 1,000 (all or nothing).',
+    example: {
+      subject: 'cust-42',
+      occurredAt: '2026-11-20T10:00:00Z',
+      activity: 'chat.turn',
+      content: { text: 'I moved to Lyon last month; please send invoices there.' },
+      source: { system: 'crm', channel: 'chat' },
+      purposes: ['support'],
+    },
+  })
   @ApiOk(202, 'Appended (or already present: `duplicate: true`). `position` serves read-your-writes.', IngestResultSchema)
-  @ApiProblems(403, 409)
+  @ApiProblems(403, 409, 410)
   ingest(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
     return this.elma.ingest.ingest(caller, body, requestId);
   }

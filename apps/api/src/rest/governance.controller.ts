@@ -6,7 +6,7 @@ import { AuditOperation, PlaceLegalHold, PolicyDocument, TenantPolicy, parseOrTh
 import type { Elma } from '@elma/infra';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
-import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, ApiQueryOf, jsonSchema, LegalHoldSchema } from './openapi';
+import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, ApiQueryOf, jsonSchema, LegalHoldSchema, linksFrom } from './openapi';
 
 const AuditQuery = z.strictObject({
   from: z.iso.datetime({ offset: true }).optional(),
@@ -44,8 +44,8 @@ export class GovernanceController {
   }
 
   @Post('legal-holds')
-  @ApiJsonBody(PlaceLegalHold)
-  @ApiOk(201, 'The hold (role legal).', Hold)
+  @ApiJsonBody(PlaceLegalHold, { example: { scope: { subjects: ['cust-42'] }, reason: 'matter 2026-117' } })
+  @ApiOk(201, 'The hold (role legal).', Hold, linksFrom('$response.body#/id', { ReleaseHold: ['delete', '/v1/legal-holds/{id}'] }))
   @ApiProblems(403)
   placeHold(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
     return this.elma.governance.placeHold(caller, body, requestId);

@@ -4,9 +4,14 @@ import { MemoryRecord, PromoteMemoryRequest, WriteMemoryRequest, type Principal 
 import { AdjudicateRequest, type Elma } from '@elma/infra';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
-import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, jsonSchema, WriteResultSchema } from './openapi';
+import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, jsonSchema, linksFrom, WriteResultSchema } from './openapi';
 
 const Memory = jsonSchema(MemoryRecord, 'output');
+const written = linksFrom('$response.body#/memory/id', {
+  GetMemory: ['get', '/v1/memories/{id}'],
+  PromoteMemory: ['post', '/v1/memories/{id}/promote'],
+  AdjudicateMemory: ['post', '/v1/memories/{id}/adjudicate'],
+});
 
 @ApiTags('memories')
 @ApiAuthenticated()
@@ -17,7 +22,7 @@ export class MemoriesController {
 
   @Post()
   @ApiJsonBody(WriteMemoryRequest)
-  @ApiOk(201, 'The recorded memory with its provenance.', WriteResultSchema(Memory))
+  @ApiOk(201, 'The recorded memory with its provenance.', WriteResultSchema(Memory), written)
   @ApiProblems(403, 409, 410)
   write(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
     return this.elma.memories.write(caller, body, requestId);
@@ -40,7 +45,7 @@ export class MemoriesController {
   @Post(':id/promote')
   @ApiId('The working memory.')
   @ApiJsonBody(PromoteMemoryRequest, { required: false })
-  @ApiOk(201, 'Keeps a working memory beyond its session: a new record of `kind` (default semantic) citing it as parent.', WriteResultSchema(Memory))
+  @ApiOk(201, 'Keeps a working memory beyond its session: a new record of `kind` (default semantic) citing it as parent.', WriteResultSchema(Memory), written)
   @ApiProblems(403, 404, 409, 410)
   promote(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
     return this.elma.memories.promote(caller, id, body ?? {}, requestId);

@@ -91,10 +91,11 @@ export function ApiAuthenticated(): ClassDecorator {
   return applyDecorators(ApiBearerAuth(), ApiProblems(401, 414, 431, 503, 507)) as ClassDecorator;
 }
 
-/** A JSON body validated by this schema, and the statuses a body can be refused with. */
-export function ApiJsonBody(schema: z.ZodType, options: { description?: string; required?: boolean } = {}): MethodDecorator {
+/** A JSON body validated by this schema (with an example a client can send as is), and the statuses a body can be refused with. */
+export function ApiJsonBody(schema: z.ZodType, options: { description?: string; required?: boolean; example?: unknown } = {}): MethodDecorator {
+  const published = options.example === undefined ? jsonSchema(schema) : { ...jsonSchema(schema), example: options.example };
   return applyDecorators(
-    ApiBody({ schema: jsonSchema(schema), description: options.description, required: options.required ?? true }),
+    ApiBody({ schema: published, description: options.description, required: options.required ?? true }),
     ApiProblems(400, 413, 415, 422),
   );
 }
@@ -104,9 +105,24 @@ export function ApiId(description: string): MethodDecorator {
   return ApiParam({ name: 'id', required: true, description, schema: { type: 'string', minLength: 1 } });
 }
 
-/** A successful JSON answer with its schema. */
-export function ApiOk(status: number, description: string, schema: SchemaObject): MethodDecorator {
-  return ApiResponse({ status, description, content: { 'application/json': { schema } } });
+/** A successful JSON answer with its schema, and links to the operations its id feeds. */
+export function ApiOk(status: number, description: string, schema: SchemaObject, links?: Links): MethodDecorator {
+  return ApiResponse({ status, description, content: { 'application/json': { schema } }, ...(links ? { links: links.objects } : {}) });
+}
+
+type Links = { objects: Record<string, { operationRef: string; parameters: { id: string } }> };
+
+/**
+ * OpenAPI links from an answer's id (a runtime expression such as `$response.body#/memory/id`) to the
+ * operations that take it as `{id}`: clients see how calls chain, and a fuzzer's stateful phase reaches
+ * those operations with real ids instead of 404s.
+ */
+export function linksFrom(id: string, targets: Record<string, [method: string, path: string]>): Links {
+  const objects: Links['objects'] = {};
+  for (const [name, [method, path]] of Object.entries(targets)) {
+    objects[name] = { operationRef: `#/paths/${path.replaceAll('~', '~0').replaceAll('/', '~1')}/${method}`, parameters: { id } };
+  }
+  return { objects };
 }
 
 /** `position`: a global log position, as a decimal string. */

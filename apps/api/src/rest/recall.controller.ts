@@ -4,7 +4,7 @@ import { RecallFeedback, RecallRequest, type Principal } from '@elma/domain';
 import type { Elma } from '@elma/infra';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
-import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, RecallResultSchema } from './openapi';
+import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, linksFrom, RecallResultSchema } from './openapi';
 
 @ApiTags('recall')
 @ApiAuthenticated()
@@ -15,8 +15,8 @@ export class RecallController {
 
   @Post()
   @HttpCode(200)
-  @ApiJsonBody(RecallRequest)
-  @ApiOk(200, 'A budgeted, cited context pack.', RecallResultSchema)
+  @ApiJsonBody(RecallRequest, { example: { query: 'Where does the customer live?', purpose: 'support', budgetTokens: 1000 } })
+  @ApiOk(200, 'A budgeted, cited context pack.', RecallResultSchema, linksFrom('$response.body#/recallId', { RecallFeedback: ['post', '/v1/recall/{id}/feedback'] }))
   @ApiProblems(403)
   recall(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
     return this.elma.recall.recall(caller, body, requestId);
