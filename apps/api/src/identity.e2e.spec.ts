@@ -157,6 +157,23 @@ describe('the identity of an ingested event', () => {
   });
 });
 
+describe('the identity of an explicit memory', () => {
+  it('is not computable from the tenant and the idempotency key, and another writer’s key never collides with it', async () => {
+    const [source] = (await call('agent', 'POST', '/v1/events', chatEvent('cust-m1', 'Ines confirmed the renewal terms'))).body.events as { id: string }[];
+    const note = (text: string) => ({ content: { text }, sourceEventIds: [source.id], idempotencyKey: 'renewal-note' });
+    const first = await call('agent', 'POST', '/v1/memories', note('Renewal terms confirmed'));
+    expect(first.status, first.text).toBe(201);
+    expect(first.body.memory.id).not.toBe(`mem_${publicUuid('acme', 'memory', 'renewal-note')}`);
+    const retry = await call('agent', 'POST', '/v1/memories', note('Renewal terms confirmed'));
+    expect(retry.body.memory.id).toBe(first.body.memory.id);
+    // Another writer choosing the same key learns nothing of the first memory: its write is its own.
+    tokens.other = await t.token({ sub: 'agent-2', roles: ['agent'], purposes: ['support'], clearance: 'restricted' });
+    const other = await call('other', 'POST', '/v1/memories', note('Something else entirely'));
+    expect(other.status, other.text).toBe(201);
+    expect(other.body.memory.id).not.toBe(first.body.memory.id);
+  });
+});
+
 describe('erased content sent again', () => {
   it('under another subject is accepted by default (tombstones are per subject)', async () => {
     const text = 'Hanne Vestergaard banks with the cooperative in Aarhus under number 5521';

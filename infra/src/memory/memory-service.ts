@@ -39,7 +39,7 @@ import {
   visibleInSession,
   type LegalHold,
 } from '@elma/domain';
-import { deterministicUuid, keyedFingerprint } from '../ingest/ids';
+import { keyedFingerprint, keyedUuid } from '../ingest/ids';
 import type { AuditLog } from '../audit/audit-log';
 import type { ErasureGuard } from '../erasure/guard';
 import type { LegalHolds } from '../legal-hold/legal-holds';
@@ -124,7 +124,8 @@ export class MemoryService {
     const id = procedure
       ? this.procedureId(tenant, procedure.name, procedure.version)
       : request.idempotencyKey
-        ? `mem_${deterministicUuid(tenant, 'memory', request.idempotencyKey)}`
+        ? // Keyed, and per writer: nobody can compute the id, and another caller's key never collides with this one.
+          `mem_${keyedUuid(this.deps.fingerprintKey, tenant, 'memory', principal.sub, request.idempotencyKey)}`
         : `mem_${this.deps.ids.next()}`;
     const working = request.kind === 'working';
     // A memory citing sources is derived from them: it carries every restriction they carry.
@@ -192,7 +193,7 @@ export class MemoryService {
     // The promotion outlives the session, not what the working memory was derived from.
     const ancestry = ancestryOf([working]);
     const record: MemoryRecord = {
-      id: procedure ? this.procedureId(tenant, procedure.name, procedure.version) : `mem_${deterministicUuid(tenant, 'promote', id, request.kind)}`,
+      id: procedure ? this.procedureId(tenant, procedure.name, procedure.version) : `mem_${keyedUuid(this.deps.fingerprintKey, tenant, 'promote', id, request.kind)}`,
       tenant,
       subject: working.subject,
       kind: request.kind,
