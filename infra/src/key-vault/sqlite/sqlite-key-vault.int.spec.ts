@@ -125,4 +125,32 @@ describe('sqlite key vault on disk', () => {
     expect(again).toEqual(created);
     expect(again.size).toBe(50);
   });
+
+  it('names no subject in the file, and a forgotten subject leaves no byte of its pseudonym', async () => {
+    const subject = 'pseudonym-probe-subject-7f3a';
+    const pseudonym = (await vault.subjectPseudonyms('t1', [subject, 'other-subject'], { create: true })).get(subject)!;
+    await vault.close();
+    vault = new SqliteKeyVault({ path, masterKey });
+    expect((await vault.subjectPseudonyms('t1', [subject], { create: false })).get(subject)).toBe(pseudonym);
+    const bytes = () => Buffer.concat([path, `${path}-wal`].filter(existsSync).map((p) => readFileSync(p)));
+    expect(bytes().includes(Buffer.from(subject))).toBe(false);
+    expect(bytes().includes(Buffer.from(pseudonym))).toBe(true);
+
+    await vault.forgetSubject('t1', subject);
+
+    expect(bytes().includes(Buffer.from(pseudonym))).toBe(false);
+  });
+
+  it('two processes writing a subject first at once get one pseudonym', async () => {
+    const other = new SqliteKeyVault({ path, masterKey });
+    try {
+      const [a, b] = await Promise.all([
+        vault.subjectPseudonyms('t1', ['s1', 's2'], { create: true }),
+        other.subjectPseudonyms('t1', ['s2', 's1'], { create: true }),
+      ]);
+      expect(a).toEqual(b);
+    } finally {
+      await other.close();
+    }
+  });
 });
