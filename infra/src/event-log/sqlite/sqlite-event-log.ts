@@ -361,9 +361,10 @@ function toRecorded(row: EventRow): RecordedEvent {
 }
 
 /**
- * A hard-deleted stream is remembered by a hash of its name: names carry
- * subject ids (`events-{tenant}-{subject}`), and a deleted stream is usually
- * an erased person, whose id must not stay behind in the log's bookkeeping.
+ * A hard-deleted stream is remembered by a hash of its name. Event streams
+ * are named by subject pseudonyms, whose mapping erasure destroys; names from
+ * before pseudonyms (`events-{tenant}-{subject}`) carried the subject's id,
+ * and a plain hash of such a name can still be matched against a guess.
  */
 function deletedName(stream: string): string {
   return `sha256:${createHash('sha256').update(stream, 'utf8').digest('hex')}`;
