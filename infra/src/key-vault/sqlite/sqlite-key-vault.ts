@@ -131,8 +131,11 @@ export class SqliteKeyVault implements KeyVault {
   async subjectPseudonyms(tenant: string, subjects: string[], options: { create: boolean }): Promise<Map<string, string>> {
     const unique = [...new Set(subjects)];
     if (unique.length === 0) return new Map();
+    // Known subjects (the common case) are read without the write lock.
+    const known = this.pseudonymTransaction.deferred(tenant, unique, false);
+    if (!options.create || known.size === unique.length) return known;
     // IMMEDIATE: the look-up and the insert hold the write lock together, so two first writes get one pseudonym.
-    return options.create ? this.pseudonymTransaction.immediate(tenant, unique, true) : this.pseudonymTransaction.deferred(tenant, unique, false);
+    return this.pseudonymTransaction.immediate(tenant, unique, true);
   }
 
   async subjectsOfPseudonyms(tenant: string, pseudonyms: string[]): Promise<Map<string, string>> {
