@@ -1,11 +1,12 @@
-import { readdirSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { SUBJECT_PSEUDONYM, streams, type Principal } from '@elma/domain';
 import { bundleElmaWorkflows } from '@elma/worker';
-import { chatEvent, startTestApp, type TestApp } from '../testing';
+import { callApi, chatEvent, startTestApp, type TestApp } from '../testing';
 import { RedTeam, pool, type Secret } from './harness';
 
 /**
@@ -206,5 +207,39 @@ describe('subject pseudonyms', () => {
     expect(listed.filter((w) => w.workflowId.includes(SUBJECT) || w.attributes.includes(SUBJECT))).toEqual([]);
     expect(red.leaks).toEqual([]);
     expect(red.serverErrors).toEqual([]);
+  }, 120_000);
+
+  it('a folder made before pseudonyms is migrated on open, and its subjects are erased through the mapping', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'elma-migrated-'));
+    cpSync(join(__dirname, '../../../../tests/fixtures/pre-pseudonyms'), dir, { recursive: true });
+    const old = await startTestApp({ dataDir: dir, temporal: { address: inject('temporalAddress'), workflowBundle: await bundleElmaWorkflows() } });
+    try {
+      const subject = '夹具客户二';
+      const pseudonym = (await old.elma.vault.subjectPseudonyms('acme', [subject], { create: false })).get(subject);
+      expect(pseudonym).toMatch(SUBJECT_PSEUDONYM);
+      const compliance = await old.token({ sub: 'compliance-1', roles: ['compliance'], purposes: ['support'], clearance: 'restricted' });
+      const request = await callApi(old.url, compliance, 'POST', '/v1/erasures', { scope: { type: 'subject', subject }, reason: 'subject_request' });
+      expect(request.status, request.text).toBe(202);
+      let status = '';
+      for (let i = 0; i < 600 && !['completed', 'failed', 'verification_failed'].includes(status); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        status = (await callApi(old.url, compliance, 'GET', `/v1/erasures/${request.body.requestId}`)).body.status;
+      }
+      expect(status).toBe('completed');
+      const certificate = await callApi(old.url, compliance, 'GET', `/v1/erasures/${request.body.requestId}/certificate`);
+      expect(certificate.body.certificate.request.scope).toEqual({ type: 'subject', subjectPseudonym: pseudonym });
+      expect(certificate.body.certificate.closure.streamsDeleted).toBeGreaterThan(0);
+      const db = new Database(join(dir, 'events.db'), { readonly: true });
+      const names = db.prepare('SELECT DISTINCT stream FROM events').pluck().all() as string[];
+      db.close();
+      expect(names).not.toContain(streams.events('acme', pseudonym!));
+      expect(names.filter((n) => n.includes(subject))).toEqual([]);
+      expect((await old.elma.vault.subjectPseudonyms('acme', [subject], { create: false })).has(subject)).toBe(false);
+      // The other migrated subject of the tenant, under its legal hold, keeps its stream.
+      const held = (await old.elma.vault.subjectPseudonyms('acme', ['fixture-subject-one'], { create: false })).get('fixture-subject-one');
+      expect(names).toContain(streams.events('acme', held!));
+    } finally {
+      await old.close();
+    }
   }, 120_000);
 });
