@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -100,14 +100,24 @@ describe('a data folder made before subject pseudonyms', () => {
     expect(rows(dir)).toEqual(again);
   });
 
-  it('leaves no subject id in the event log file, its WAL or the vault file', async () => {
+  it('leaves no old name or held subject in the log file’s bytes, and no subject id in the vault file', async () => {
     const dir = copyOfFixture();
+    // Files older than the fixture listed deleted streams by name: an erased subject's stream, and a record's.
+    const raw = new Database(join(dir, 'events.db'));
+    raw.prepare('INSERT INTO deleted_streams (stream) VALUES (?), (?)').run('events-acme-erased-before-upgrade', 'memory-acme-mem_ep_old');
+    raw.close();
     const elma = await open(dir);
     await elma.close();
     const db = new Database(join(dir, 'events.db'), { readonly: true });
     const names = db.prepare('SELECT DISTINCT stream FROM events UNION SELECT stream FROM deleted_streams').pluck().all() as string[];
     db.close();
-    for (const subject of ALL_SUBJECTS) expect(names.filter((n) => n.includes(subject))).toEqual([]);
+    for (const subject of [...ALL_SUBJECTS, 'erased-before-upgrade']) expect(names.filter((n) => n.includes(subject))).toEqual([]);
+    expect(names).toContain('memory-acme-mem_ep_old');
+    // Byte level: the old names and the hold's subjects are overwritten, not just unlinked (secure_delete, WAL truncated).
+    const logBytes = Buffer.concat([join(dir, 'events.db'), join(dir, 'events.db-wal')].filter(existsSync).map((p) => readFileSync(p)));
+    for (const old of ['events-acme-fixture-subject-one', 'events-acme-夹具客户二', 'events-globex-fixture-subject-three', '"subjects":["fixture-subject-one"]']) {
+      expect(logBytes.includes(Buffer.from(old)), old).toBe(false);
+    }
     const vaultBytes = readFileSync(join(dir, 'keys.db'));
     for (const subject of ALL_SUBJECTS) expect(vaultBytes.includes(Buffer.from(subject))).toBe(false);
   });
