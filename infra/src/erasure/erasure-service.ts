@@ -527,16 +527,19 @@ export class ErasureService {
     const byKind: Partial<Record<MemoryKind, number>> = {};
     for (const r of records) byKind[r.kind] = (byKind[r.kind] ?? 0) + 1;
     const steps = await this.store.steps(tenant, requestId);
+    const certifiedScope = await this.certifiedScope(tenant, scope);
+    // A data subject erasing their own records is named by the pseudonym too, not by their token's subject.
+    const selfService = scope.type === 'subject' && certifiedScope.type === 'subject' && request.requestedBy.sub === scope.subject;
     const certificate = ErasureCertificate.parse({
       type: 'elma.erasure-certificate',
       version: 1,
       tenant,
       requestId,
       request: {
-        requestedBy: request.requestedBy.sub,
+        requestedBy: selfService ? certifiedScope.subjectPseudonym : request.requestedBy.sub,
         requestedAt: request.requestedAt,
         reason: request.reason,
-        scope: await this.certifiedScope(tenant, scope),
+        scope: certifiedScope,
         approvedBy: outcome.approvedBy,
         approvedAt: outcome.approvedAt,
       },

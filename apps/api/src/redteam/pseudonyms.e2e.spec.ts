@@ -103,7 +103,7 @@ beforeAll(async () => {
   tokens.legal = await mint('legal-1', { roles: ['legal'], purposes: ['support'], clearance: 'restricted' });
   tokens.auditor = await mint('auditor-1', { roles: ['auditor'], purposes: [], clearance: 'internal' });
   tokens.admin = await mint('admin-1', { roles: ['admin'], purposes: ['support'], clearance: 'restricted' });
-  tokens.self = await mint(SUBJECT, { roles: ['customer'], purposes: ['support'], clearance: 'internal' });
+  tokens.self = await mint('self', { sub: SUBJECT, roles: ['customer'], purposes: ['support'], clearance: 'internal' });
 }, 120_000);
 
 afterAll(async () => {
@@ -227,6 +227,27 @@ describe('subject pseudonyms', () => {
     expect(naming(listed, SUBJECT)).toEqual([]);
     expect(red.leaks).toEqual([]);
     expect(red.serverErrors).toEqual([]);
+  }, 120_000);
+
+  it('a data subject erasing their own records gets a certificate that names them by pseudonym only', async () => {
+    const self = await red.token('acme', 'subject-self', { sub: CHINESE_SUBJECT, roles: ['customer'], purposes: ['support'], clearance: 'internal' });
+    const policy = JSON.parse((await send('admin', 'GET', '/v1/policy')).text);
+    const { version, ...document } = policy;
+    document.rules.push({ id: 'erase-own', operations: ['erase'], when: { ownerIsSubject: true, crossPurpose: true } });
+    const put = await send('admin', 'PUT', `/v1/policy?expectedVersion=${version}`, document);
+    expect(put.status, put.text).toBe(200);
+    const pseudonym = await pseudonymOf(CHINESE_SUBJECT);
+
+    const request = await red.send({ token: self, method: 'POST', path: '/v1/erasures', body: { scope: { type: 'subject', subject: CHINESE_SUBJECT }, reason: 'subject_request' } });
+    expect(request.status, request.text).toBe(202);
+    const requestId = JSON.parse(request.text).requestId as string;
+    expect(await settle(requestId)).toBe('completed');
+
+    const certificate = await send('compliance', 'GET', `/v1/erasures/${requestId}/certificate`);
+    expect(certificate.status, certificate.text).toBe(200);
+    expect(JSON.parse(certificate.text).certificate.request).toMatchObject({ requestedBy: pseudonym, scope: { type: 'subject', subjectPseudonym: pseudonym } });
+    expect(certificate.text).not.toContain(CHINESE_SUBJECT);
+    expect(await pseudonymOf(CHINESE_SUBJECT)).toBeUndefined();
   }, 120_000);
 
   it('a folder made before pseudonyms is migrated on open, and its subjects are erased through the mapping', async () => {
