@@ -236,7 +236,9 @@ describe('subject pseudonyms', () => {
     document.rules.push({ id: 'erase-own', operations: ['erase'], when: { ownerIsSubject: true, crossPurpose: true } });
     const put = await send('admin', 'PUT', `/v1/policy?expectedVersion=${version}`, document);
     expect(put.status, put.text).toBe(200);
+    await ingest(CHINESE_SUBJECT, '我想删除关于托盘发票的记录');
     const pseudonym = await pseudonymOf(CHINESE_SUBJECT);
+    expect(pseudonym).toMatch(SUBJECT_PSEUDONYM);
 
     const request = await red.send({ token: self, method: 'POST', path: '/v1/erasures', body: { scope: { type: 'subject', subject: CHINESE_SUBJECT }, reason: 'subject_request' } });
     expect(request.status, request.text).toBe(202);
