@@ -20,7 +20,7 @@ export default defineConfig({
     include: ['{domain,infra,activities,workflows,apps/*}/src/**/*.spec.ts', 'tests/**/*.spec.ts'],
     // Fault scenarios (kill -9, full disk, corrupt files, Temporal down) run in `npm run test:faults`.
     exclude: ['**/node_modules/**', '**/*.faults.spec.ts'],
-    globalSetup: ['./tests/temporal.global-setup.ts'],
+    globalSetup: ['./tests/temporal.global-setup.ts', './tests/redteam.global-setup.ts'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 120_000,

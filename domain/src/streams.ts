@@ -23,6 +23,8 @@ export const streams = {
   erasure: (tenant: string, requestId: string) => `erasure-${tenant}-${requestId}`,
   /** Re-derivation tombstones of a tenant (keyed fingerprints of erased content). */
   tombstones: (tenant: string) => `tombstone-${tenant}`,
+  /** The claim on one event id (a keyed MAC of an idempotency key): who first wrote under that key. */
+  idempotency: (tenant: string, eventId: string) => `idempotency-${tenant}-${eventId}`,
   eventsOfTenant: (tenant: string) => `events-${tenant}-`,
   memoriesOfTenant: (tenant: string) => `memory-${tenant}-`,
 };

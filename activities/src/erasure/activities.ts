@@ -31,6 +31,10 @@ export function createErasureActivities(deps: { erasure: ErasureService }) {
       requestId: string,
       outcome: { set: EraseSet; held: HeldRecord[]; verification: Verification; approvedBy: string | null; approvedAt: string | null; streamsDeleted: number; tombstones: number },
     ) => step((at) => e.certify(tenant, requestId, outcome, at)),
+    /** Shreds the scope and workset of a request that ends without a certificate; `outcome` is a failure code. */
+    erasureAbandon: (tenant: string, requestId: string, outcome: string) => withDomainFailures(() => e.abandon(tenant, requestId, outcome)),
+    /** Abandons the requests whose workset outlived the tenant's retention window. */
+    erasureExpireWorksets: (asOf: string) => withDomainFailures(() => e.expireWorksets(asOf)),
     retentionTenants: () => withDomainFailures(() => e.tenants()),
     /** Opens the tenant's retention erasure for this run when it has expired records; false when there is nothing to do. */
     retentionOpen: (tenant: string, requestId: string, asOf: string) =>

@@ -6,14 +6,16 @@ import { MercuriusDriver, type MercuriusDriverConfig } from '@nestjs/mercurius';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { GraphQLError } from 'graphql';
 import type { Elma } from '@elma/infra';
 import { MemoryResolver } from './graphql/memory.resolver';
 import { AuthGuard } from './http/auth.guard';
 import { registerAdmission } from './http/admission';
-import { ProblemFilter, sendProblem } from './http/problem.filter';
-import { toProblem, type Problem } from './http/problem';
-import { serverErrorLog } from './http/server-errors';
+import { ProblemFilter, onClientError, sendProblem } from './http/problem.filter';
+import type { Problem } from './http/problem';
+import { causeOf, serverErrorLog } from './http/server-errors';
+import { graphqlErrorFormatter, GRAPHQL_RESPONSE_TYPE, wantsGraphqlResponse } from './graphql/errors';
+import { registerExplorer } from './graphql/explorer';
+import { limitsRule } from './graphql/limits';
 import { ELMA, ERASURE_DESK } from './http/tokens';
 import { ErasureDesk, type ErasureWorkflows } from './erasure/erasure-desk';
 import { ErasuresController, WellKnownController } from './rest/erasures.controller';
@@ -40,19 +42,10 @@ class ApiModule {
           path: '/graphql',
           graphiql: false,
           context: (request: FastifyRequest) => ({ request }),
-          errorFormatter: (execution, context) => {
-            const errors = (execution.errors ?? []).map((error: GraphQLError) => {
-              const problem = toProblem(error.originalError ?? error);
-              if (problem.status >= 500 && !error.originalError) {
-                // Errors of the query itself (syntax, unknown field) are the caller's.
-                return { message: error.message, locations: error.locations, path: error.path, extensions: { code: 'GRAPHQL.INVALID_QUERY', status: 400 } };
-              }
-              if (problem.status >= 500) logServerError(problem, { api: 'graphql', name: (error.originalError as Error)?.name });
-              return { message: problem.detail, locations: error.locations, path: error.path, extensions: { code: problem.code, status: problem.status, errors: problem.errors } };
-            });
-            void context;
-            return { statusCode: 200, response: { data: execution.data ?? null, errors } };
-          },
+          // One operation per request: a batched array would run many under one admission slot and one set of limits.
+          allowBatchedQueries: false,
+          validationRules: [limitsRule(elma.config.graphql)],
+          errorFormatter: graphqlErrorFormatter(logServerError),
         }),
       ],
       controllers: [EventsController, MemoriesController, RecallController, GovernanceController, ErasuresController, WellKnownController, HealthController],
@@ -93,13 +86,28 @@ export interface ApiOptions {
 
 /** Builds the HTTP app (REST under /v1, GraphQL at /graphql, OpenAPI at /docs) on a process's ELMA services. */
 export async function createApi(elma: Elma, options: ApiOptions = {}): Promise<NestFastifyApplication> {
-  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, logger: false });
-  // Before any route exists, so the hook runs first for every route Nest adds.
-  registerAdmission(adapter.getInstance(), elma.config.admission);
-  const app = await NestFactory.create<NestFastifyApplication>(ApiModule.with(elma, options), adapter, { logger: false });
   const logServerError = serverErrorLog(elma.logger);
-  const onServerError = (error: unknown, requestId: string, problem: Problem) =>
-    logServerError(problem, { requestId, name: (error as Error)?.name, cause: (error as { code?: string })?.code });
+  const onServerError = (error: unknown, requestId: string, problem: Problem) => logServerError(problem, { requestId, ...causeOf(error) });
+  const adapter = new FastifyAdapter({
+    bodyLimit: BODY_LIMIT_BYTES,
+    logger: false,
+    // Headers too large, a malformed request line, a timeout: Node's parser refuses them before Fastify has a request.
+    clientErrorHandler: onClientError,
+    // A path that is not validly encoded, or a parameter longer than the router keeps (414).
+    frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => sendProblem(request, reply, error, onServerError),
+  });
+  const fastify = adapter.getInstance();
+  // Before any route exists, so the hook runs first for every route Nest adds.
+  registerAdmission(fastify, elma.config.admission);
+  // GraphQL-over-HTTP: a client that accepts the GraphQL media type gets it (and its statuses, see graphql/errors.ts).
+  fastify.addHook('onSend', async (request, reply, payload) => {
+    if (request.routeOptions.url === '/graphql' && wantsGraphqlResponse(request) && String(reply.getHeader('content-type')).startsWith('application/json')) {
+      void reply.header('content-type', `${GRAPHQL_RESPONSE_TYPE}; charset=utf-8`);
+    }
+    return payload;
+  });
+  if (elma.config.graphql.explorer) registerExplorer(fastify);
+  const app = await NestFactory.create<NestFastifyApplication>(ApiModule.with(elma, options), adapter, { logger: false });
   app.useGlobalFilters(new ProblemFilter(onServerError));
 
   // Body parsing fails inside Fastify before Nest's router sees the request: map those errors here too.

@@ -77,7 +77,7 @@ beforeAll(async () => {
   tokens.legal = await mint('legal-1', { roles: ['legal'], purposes: ['support'], clearance: 'restricted' });
   tokens.admin = await mint('admin-1', { roles: ['admin'], purposes: ['support'], clearance: 'restricted' });
   tokens.auditor = await mint('auditor-1', { roles: ['auditor'], purposes: [], clearance: 'internal' });
-  tokens.self = await mint('cust-self', { roles: ['customer'], purposes: ['support'], clearance: 'internal' });
+  tokens.self = await mint('cust-self', { roles: [], purposes: ['support'], clearance: 'internal' });
 }, 120_000);
 afterAll(async () => t?.close());
 
@@ -326,7 +326,7 @@ describe('the retention sweep (a Temporal Schedule)', () => {
       kind: 'working', content: { text: 'Wexford caller waits for a depot callback' }, sourceEventIds: [kept.id], session: 's-20', ttlSeconds: 2, purposes: ['support'],
     });
     expect(working.status, working.text).toBe(201);
-    const promoted = await call('agent', 'POST', `/v1/memories/${working.body.memory.id}/promote`, {});
+    const promoted = await call('agent', 'POST', `/v1/memories/${working.body.memory.id}/promote`, { session: 's-20' });
     expect(promoted.status, promoted.text).toBe(201);
     await new Promise((r) => setTimeout(r, 3_000));
     expect(await recallTexts('Wexford parcel')).not.toContain('session-only chatter about the Wexford parcel');

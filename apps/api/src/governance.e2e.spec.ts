@@ -89,12 +89,12 @@ describe('policy as data', () => {
 });
 
 describe('ingest hygiene', () => {
-  it('rejects a secret with secret_detected, naming kind and path but not the secret, and writes nothing', async () => {
+  it('rejects a secret with HYGIENE.SECRET_DETECTED, naming kind and path but not the secret, and writes nothing', async () => {
     const head = await dataEvents();
     const key = ['AKIA', 'IOSFODNN7EXAMPLE'].join('');
     const response = await call('agent', 'POST', '/v1/events', { events: [event('c1', 'fine'), event('c1', `deploy with ${key} today`)] });
     expect(response.status).toBe(422);
-    expect(response.body.code).toBe('secret_detected');
+    expect(response.body.code).toBe('HYGIENE.SECRET_DETECTED');
     expect(response.body.errors).toEqual([{ kind: 'api_key', path: 'events.1.content.text' }]);
     expect(response.text).not.toContain(key);
     expect(await dataEvents()).toBe(head);

@@ -85,18 +85,19 @@ describe('working memory: one session, a short while', () => {
     const insight = 'Orkney deliveries need a tail-lift truck';
     const working = (await write({ kind: 'working', content: { text: insight }, sourceEventIds: [sourceId], session: 'sess-3', confidence: 0.6 })).body.memory;
 
-    expect((await call('auditor', 'POST', `/v1/memories/${working.id}/promote`, {})).body.code).toBe('POLICY.DENIED');
-    const promoted = await call('agent', 'POST', `/v1/memories/${working.id}/promote`, { confidence: 0.9 });
+    expect((await call('auditor', 'POST', `/v1/memories/${working.id}/promote`, { session: 'sess-3' })).body.code).toBe('POLICY.DENIED');
+    const promoted = await call('agent', 'POST', `/v1/memories/${working.id}/promote`, { confidence: 0.9, session: 'sess-3' });
     expect(promoted.status, promoted.text).toBe(201);
     expect(promoted.body.memory).toMatchObject({
       kind: 'semantic',
       content: { text: insight },
       confidence: 0.6,
-      retention: { class: 'standard', expiresAt: null },
+      // It outlives the session, not its source: it expires with the source event.
+      retention: { class: 'standard', expiresAt: expect.any(String) },
       provenance: { parentIds: [working.id], sourceEventIds: [sourceId], rule: 'api.promote' },
     });
     expect(promoted.body.memory.session).toBeUndefined();
-    expect((await call('agent', 'POST', `/v1/memories/${working.id}/promote`, { confidence: 0.9 })).body).toMatchObject({
+    expect((await call('agent', 'POST', `/v1/memories/${working.id}/promote`, { confidence: 0.9, session: 'sess-3' })).body).toMatchObject({
       duplicate: true,
       memory: { id: promoted.body.memory.id },
     });
@@ -119,10 +120,10 @@ describe('working memory: one session, a short while', () => {
     const relation = { from: { type: 'customer', id: 'orkney-farms' }, relation: 'contracts', to: { type: 'contract', id: 'c-77' } };
     const working = await write({ kind: 'working', content: { text: 'Orkney Farms signed contract C-77', relation }, sourceEventIds: [sourceId], session: 'sess-4' });
     expect(working.status, working.text).toBe(201);
-    const asFact = await call('agent', 'POST', `/v1/memories/${working.body.memory.id}/promote`, {});
+    const asFact = await call('agent', 'POST', `/v1/memories/${working.body.memory.id}/promote`, { session: 'sess-4' });
     expect(asFact.status).toBe(422);
     expect(asFact.body.errors.map((e: { path: string }) => e.path)).toEqual(['content.relation']);
-    const asEdge = await call('agent', 'POST', `/v1/memories/${working.body.memory.id}/promote`, { kind: 'relational' });
+    const asEdge = await call('agent', 'POST', `/v1/memories/${working.body.memory.id}/promote`, { kind: 'relational', session: 'sess-4' });
     expect(asEdge.status, asEdge.text).toBe(201);
     expect(asEdge.body.memory).toMatchObject({ kind: 'relational', content: { relation } });
   });

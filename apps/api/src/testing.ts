@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Clock, Principal } from '@elma/domain';
-import { loadConfig, mintToken, openElma, silentLogger, type Elma } from '@elma/infra';
+import { loadConfig, mintToken, openElma, silentLogger, type Elma, type Logger } from '@elma/infra';
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import type { WorkflowBundle } from '@temporalio/worker';
@@ -34,6 +34,8 @@ export interface TestAppOptions {
   temporal?: { address: string; workflowBundle?: WorkflowBundle; consolidateEveryEvents?: number };
   /** More configuration, as environment variables (e.g. `ELMA_MAX_INFLIGHT`). */
   env?: Record<string, string>;
+  /** Where ELMA logs (default: nowhere), for tests of what is logged. */
+  logger?: Logger;
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -48,7 +50,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       : {}),
     ...options.env,
   });
-  const elma = await openElma(config, { logger: silentLogger, clock: options.clock });
+  const elma = await openElma(config, { logger: options.logger ?? silentLogger, clock: options.clock });
   await elma.runner.start();
   const stops: (() => Promise<unknown>)[] = [];
   let erasures: ErasureWorkflows | undefined;
@@ -85,14 +87,11 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     app,
     dataDir,
     token: (claims = {}) =>
-      mintToken(config.jwtSecret, {
-        tenant: 'acme',
-        sub: 'agent-1',
-        roles: ['agent'],
-        purposes: ['support'],
-        clearance: 'internal',
-        ...claims,
-      }),
+      mintToken(
+        config.jwtSecret,
+        { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal', ...claims },
+        { issuer: config.auth.issuer, audience: config.auth.audience, ttlSeconds: Math.min(8 * 3600, config.auth.maxTtlSeconds) },
+      ),
     taskQueue,
     async close() {
       await app.close();

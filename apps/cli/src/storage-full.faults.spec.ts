@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { SqliteEventLog, deterministicUuid, freePort, loadConfig, mintToken } from '@elma/infra';
+import { SqliteEventLog, eventIdKeyOf, eventIdOf, freePort, loadConfig, mintToken } from '@elma/infra';
 import { fillVolume, mountSmallVolume, smallVolumesUnsupported } from '../../../tests/faults/small-volume';
 import { prng, sentence } from './bench/corpus';
 
@@ -44,6 +44,7 @@ describe.skipIf(unsupported !== undefined)('a full disk under a running ELMA', (
   let output = '';
   let api = '';
   let token = '';
+  let eventIdKey: Uint8Array;
   /** Ids of every event the API acknowledged (202), and the batches it refused. */
   const acknowledged = new Set<string>();
   const refused: string[][] = [];
@@ -61,7 +62,7 @@ describe.skipIf(unsupported !== undefined)('a full disk under a running ELMA', (
     const request = batch(label, size);
     const response = await call('POST', '/v1/events', request);
     if (response.status === 202) for (const event of response.body.events as { id: string }[]) acknowledged.add(event.id);
-    else refused.push(request.events.map((e) => deterministicUuid('acme', e.idempotencyKey)));
+    else refused.push(request.events.map((e) => eventIdOf(eventIdKey, 'acme', e.idempotencyKey)));
     return response;
   };
   const health = async () => (await call('GET', '/health')).body as { status: string; engines: Record<string, { up: boolean; detail?: any }> };
@@ -97,6 +98,7 @@ describe.skipIf(unsupported !== undefined)('a full disk under a running ELMA', (
       await sleep(200);
     }
     const config = loadConfig({ ELMA_DATA_DIR: dataDir });
+    eventIdKey = eventIdKeyOf(config.masterKey);
     token = await mintToken(config.jwtSecret, { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' });
   }, 120_000);
 

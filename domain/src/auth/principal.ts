@@ -5,7 +5,7 @@ import { Purpose, Sensitivity } from '../memory/record';
 export const Principal = z.object({
   tenant: z.string().regex(/^[a-z0-9][a-z0-9_]{0,62}$/, 'tenant ids are lower-case letters, digits and underscores'),
   sub: z.string().min(1).max(200),
-  roles: z.array(z.string().min(1)).default([]),
+  roles: z.array(z.string().min(1).max(200)).max(50).default([]),
   purposes: z.array(Purpose).default([]),
   clearance: Sensitivity.default('internal'),
   /** ABAC attributes asserted by the token, when the issuer has them. */
@@ -13,3 +13,20 @@ export const Principal = z.object({
   project: z.string().min(1).max(200).optional(),
 });
 export type Principal = z.infer<typeof Principal>;
+
+/**
+ * The roles ELMA itself gives meaning to: the default policy's rules and the
+ * role gates of the services (writes, corrections, legal holds, policy,
+ * audit export, erasure requests and approvals). A tenant's policy may name
+ * more; a role that neither knows is a typo or an invention, never granted
+ * silently.
+ */
+export const BUILT_IN_ROLES = ['agent', 'service', 'admin', 'reviewer', 'auditor', 'compliance', 'dpo', 'legal'] as const;
+export type BuiltInRole = (typeof BUILT_IN_ROLES)[number];
+
+/** The roles of `roles` that are neither built in nor named by a rule of `policy`. */
+export function unknownRoles(roles: readonly string[], policy?: { rules: readonly { when?: { roles?: readonly string[] } }[] }): string[] {
+  const known = new Set<string>(BUILT_IN_ROLES);
+  for (const rule of policy?.rules ?? []) for (const role of rule.when?.roles ?? []) known.add(role);
+  return [...new Set(roles.filter((role) => !known.has(role)))];
+}

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { MemoryRecord } from '../memory/record';
 import type { ReadExclusions } from '../policy/clause';
+import { exclusionKeys, restrictionKeys, type LineageTarget } from '../memory/lineage';
 
 const Ids = z.array(z.string().min(1).max(200)).max(1000);
 
@@ -35,15 +35,17 @@ export function holdExclusions(holds: Iterable<LegalHold>): ReadExclusions {
   return { owners: [...owners], projects: [...projects], ids: [...ids] };
 }
 
-/** What a hold can cover of a record. */
-export type HoldTarget = Pick<MemoryRecord, 'id' | 'subject'> & { policy: Pick<MemoryRecord['policy'], 'owner' | 'project'> };
+/** What a hold can cover of a record: the record and, through its lineage, everything it derives from. */
+export type HoldTarget = LineageTarget;
 
-/** True when any active hold covers the record (it may then be neither erased nor expired). */
+/**
+ * True when any active hold covers the record (it may then be neither erased
+ * nor expired, and only the legal role reads it): a hold naming the record,
+ * its owner, subject or project, or any of these of any record or event it
+ * derives from.
+ */
 export function isHeld(record: HoldTarget, holds: Iterable<LegalHold>): boolean {
-  for (const hold of holds) {
-    if (hold.scope.subjects?.includes(record.policy.owner) || hold.scope.subjects?.includes(record.subject)) return true;
-    if (record.policy.project && hold.scope.projects?.includes(record.policy.project)) return true;
-    if (hold.scope.recordIds?.includes(record.id)) return true;
-  }
+  const keys = new Set(restrictionKeys(record));
+  for (const hold of holds) if (exclusionKeys(holdExclusions([hold])).some((key) => keys.has(key))) return true;
   return false;
 }

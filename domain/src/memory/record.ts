@@ -72,9 +72,26 @@ export const MemoryContent = z.object({
 });
 export type MemoryContent = z.infer<typeof MemoryContent>;
 
+/**
+ * What a derived record inherits from everything upstream of it, beyond its
+ * direct inputs: every ancestor's id, owner and project (a legal hold on any
+ * of them covers the record), and the earliest expiry among them. Computed
+ * once, when the record is derived (lineage never changes afterwards), so a
+ * hold placed later on an ancestor is resolved at read time without walking
+ * the lineage graph. Internal: never part of an API answer (`withoutAncestry`).
+ */
+export const Ancestry = z.object({
+  ids: z.array(z.string()),
+  owners: z.array(z.string()),
+  projects: z.array(z.string()),
+  expiresAt: IsoDate.nullable(),
+});
+export type Ancestry = z.infer<typeof Ancestry>;
+
 export const Provenance = z.object({
   sourceEventIds: z.array(z.string()),
   parentIds: z.array(z.string()),
+  ancestry: Ancestry.optional(),
   rule: z.string(),
   ruleVersion: z.string(),
   modelVersion: z.string().optional(),

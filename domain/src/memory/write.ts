@@ -86,5 +86,7 @@ export const PromoteMemoryRequest = z.strictObject({
   /** Never above the working memory's own confidence; default: the same. */
   confidence: z.number().min(0).max(1).optional(),
   retention: RetentionClass.exclude(['session']).default('standard'),
+  /** The working memory's session: only there (or by its owner) can it be read and promoted. */
+  session: SessionId.optional(),
 });
 export type PromoteMemoryRequest = z.infer<typeof PromoteMemoryRequest>;

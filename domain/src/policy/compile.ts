@@ -1,3 +1,4 @@
+import { exclusionKeys, isSharedOwnership, restrictionKeys } from '../memory/lineage';
 import { SENSITIVITY_RANK, type MemoryRecord, type Sensitivity } from '../memory/record';
 import type { ReadClause, ReadExclusions } from './clause';
 import { subjectAndEnvHold, type PolicyRules } from './evaluate';
@@ -41,18 +42,18 @@ export function admittingClause(record: MemoryRecord, clauses: readonly ReadClau
   return clauses.find((clause) => clauseAdmits(record, clause));
 }
 
+/** Whether an exclusion (a legal hold) names the record or anything upstream of it. */
 export function isExcluded(record: MemoryRecord, exclude: ReadExclusions | undefined): boolean {
   if (!exclude) return false;
-  if (exclude.ids?.includes(record.id)) return true;
-  if (exclude.owners?.includes(record.policy.owner)) return true;
-  const project = record.policy.project;
-  return project !== undefined && exclude.projects?.includes(project) === true;
+  const withheld = new Set(exclusionKeys(exclude));
+  return withheld.size > 0 && restrictionKeys(record).some((key) => withheld.has(key));
 }
 
 function clauseAdmits(record: MemoryRecord, clause: ReadClause): boolean {
   if (clause.kinds && !clause.kinds.includes(record.kind)) return false;
   if (SENSITIVITY_RANK[record.policy.sensitivity] > SENSITIVITY_RANK[clause.maxSensitivity]) return false;
-  if (clause.owner !== undefined && record.policy.owner !== clause.owner) return false;
+  // A record derived from another owner's records belongs to them too: an owner-only rule cannot admit it.
+  if (clause.owner !== undefined && (record.policy.owner !== clause.owner || isSharedOwnership(record))) return false;
   if (clause.project !== undefined && record.policy.project !== clause.project) return false;
   if (clause.statuses && !clause.statuses.includes(record.status)) return false;
   if (clause.retentionClasses && !clause.retentionClasses.includes(record.retention.class)) return false;

@@ -67,9 +67,14 @@ const record: fc.Arbitrary<MemoryRecord> = fc
     project: optional(fc.constantFrom(...PROJECTS)),
     retentionClass: fc.constantFrom(...RetentionClass.options),
     purposes: someOf(PURPOSES),
+    // Derived from records of these owners too (co-owned when another than its own is among them).
+    upstreamOwners: optional(fc.subarray(USERS, { maxLength: 2 })),
   })
   .map((r) =>
     makeRecord({
+      ...(r.upstreamOwners && {
+        provenance: { sourceEventIds: [], parentIds: [], rule: 'test', ruleVersion: '1', ancestry: { ids: [], owners: r.upstreamOwners, projects: [], expiresAt: null } },
+      }),
       id: r.id,
       kind: r.kind,
       status: r.status,
@@ -108,7 +113,9 @@ describe('a read policy compiled to index clauses', () => {
         const clauses = compileRead({ rules: rs }, s, e);
         const exclude = { owners, projects, ids };
         const filter = { statuses: MemoryStatus.options, maxSensitivity: 'restricted' as const, now: NOW, clauses, exclude };
-        const withheld = owners.includes(r.policy.owner) || ids.includes(r.id) || (r.policy.project !== undefined && projects.includes(r.policy.project));
+        // A hold on the record's owner or subject, or on an owner it derives from, withholds it too.
+        const heldOwner = [r.policy.owner, r.subject, ...(r.provenance.ancestry?.owners ?? [])].some((o) => owners.includes(o));
+        const withheld = heldOwner || ids.includes(r.id) || (r.policy.project !== undefined && projects.includes(r.policy.project));
         expect(matchesFilter(r, filter)).toBe(!withheld && matchesClauses(r, clauses));
         expect(matchesClauses(r, clauses, exclude)).toBe(!withheld && matchesClauses(r, clauses));
       }),

@@ -58,7 +58,7 @@ function resourceHolds(when: Condition, subject: PolicySubject, resource: Policy
   }
   if (when.kinds && !when.kinds.includes(resource.kind)) return false;
   if (when.maxSensitivity && SENSITIVITY_RANK[resource.sensitivity] > SENSITIVITY_RANK[when.maxSensitivity]) return false;
-  if (when.ownerIsSubject && resource.owner !== subject.user) return false;
+  if (when.ownerIsSubject && (resource.owner !== subject.user || resource.sharedOwnership === true)) return false;
   if (when.sameProject && (subject.project === undefined || resource.project !== subject.project)) return false;
   if (when.statuses && !when.statuses.includes(resource.status)) return false;
   if (when.retentionClasses && !when.retentionClasses.includes(resource.retentionClass)) return false;

@@ -7,6 +7,7 @@ import {
   Sensitivity,
   type MemoryRecord,
 } from '../memory/record';
+import { isSharedOwnership } from '../memory/lineage';
 
 export const Operation = z.enum(['read', 'write', 'export', 'erase', 'administer']);
 export type Operation = z.infer<typeof Operation>;
@@ -66,16 +67,28 @@ const Rules = z
   .superRefine((rules, ctx) => {
     const seen = new Set<string>();
     rules.forEach((rule, i) => {
-      if (seen.has(rule.id)) ctx.addIssue({ code: 'custom', path: [i, 'id'], message: `duplicate rule id "${rule.id}"` });
+      if (seen.has(rule.id)) ctx.addIssue({ code: 'custom', path: [i, 'id'], message: 'duplicate rule id' });
       seen.add(rule.id);
     });
   });
 
+/**
+ * Bounds of the policy's numbers. Each is applied to dates or sizes (an
+ * expiry is `recordedAt + days`, a closure is compared to the threshold), so
+ * a value outside them would make every write of the tenant fail instead of
+ * the policy change: 100 years of retention keeps every expiry a valid date.
+ */
+export const POLICY_BOUNDS = {
+  retentionDays: { max: 36_500 },
+  approvalThreshold: { max: 1_000_000 },
+  approvalTimeoutHours: { max: 24 * 90 },
+} as const;
+
 /** Days; fractions are allowed (0.5 is twelve hours), so short retention can be tested and used. */
-const Days = z.number().positive();
+const Days = z.number().positive().max(POLICY_BOUNDS.retentionDays.max);
 
 export const TenantPolicy = z.strictObject({
-  version: z.number().int().min(1),
+  version: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER - 1),
   /** Evaluated in order; the first rule that matches allows and names the decision. */
   rules: Rules,
   /** What ingest does with detected secrets: refuse the write, or store it with the secret redacted. */
@@ -83,13 +96,20 @@ export const TenantPolicy = z.strictObject({
   retentionDays: z
     .strictObject({ session: Days.default(1), standard: Days.default(365), long_term: Days.default(3650) })
     .default({ session: 1, standard: 365, long_term: 3650 }),
-  /** Erasure: closures larger than `approvalThreshold` records wait for a DPO's approval, at most `approvalTimeoutHours`. */
+  /**
+   * Erasure: closures larger than `approvalThreshold` records wait for a DPO's approval, at most `approvalTimeoutHours`.
+   * `tombstoneScope`: erased content is refused again for the same subject only (`subject`), or for every subject
+   * of the tenant (`tenant`). `worksetRetentionDays`: how long an erasure that never finished keeps its sealed
+   * workset (texts and vectors for verification) before its key is shredded.
+   */
   erasure: z
     .strictObject({
-      approvalThreshold: z.number().int().min(0).default(100),
-      approvalTimeoutHours: z.number().positive().max(24 * 90).default(168),
+      approvalThreshold: z.number().int().min(0).max(POLICY_BOUNDS.approvalThreshold.max).default(100),
+      approvalTimeoutHours: z.number().positive().max(POLICY_BOUNDS.approvalTimeoutHours.max).default(168),
+      tombstoneScope: z.enum(['subject', 'tenant']).default('subject'),
+      worksetRetentionDays: z.number().int().min(1).max(365).default(30),
     })
-    .default({ approvalThreshold: 100, approvalTimeoutHours: 168 }),
+    .default({ approvalThreshold: 100, approvalTimeoutHours: 168, tombstoneScope: 'subject', worksetRetentionDays: 30 }),
   /** Sources whose facts are trusted as authoritative. */
   authoritativeSources: z.array(Name).max(1000).default([]),
   /** Words that raise a memory's sensitivity at ingest. */
@@ -98,6 +118,25 @@ export const TenantPolicy = z.strictObject({
     .default({ confidential: [], restricted: [] }),
 });
 export type TenantPolicy = z.infer<typeof TenantPolicy>;
+
+/**
+ * A policy as stored in the log. Policies written before the bounds existed
+ * may hold a number above them; it is read capped at the bound, so the
+ * tenant keeps working (and an admin's next PUT replaces it), rather than
+ * every request of the tenant failing on a policy that no longer parses.
+ */
+export function storedPolicy(data: unknown): TenantPolicy {
+  const cap = (value: unknown, max: number) => (typeof value === 'number' ? Math.min(max, value) : value);
+  const raw = structuredClone(data) as { retentionDays?: Record<string, unknown>; erasure?: Record<string, unknown> } | null;
+  const { retentionDays, approvalThreshold } = POLICY_BOUNDS;
+  if (raw?.retentionDays && typeof raw.retentionDays === 'object') {
+    for (const key of Object.keys(raw.retentionDays)) raw.retentionDays[key] = cap(raw.retentionDays[key], retentionDays.max);
+  }
+  if (raw?.erasure && typeof raw.erasure === 'object') {
+    raw.erasure.approvalThreshold = cap(raw.erasure.approvalThreshold, approvalThreshold.max);
+  }
+  return TenantPolicy.parse(raw);
+}
 
 /** The body of a policy PUT: the version is assigned by the store, never by the caller. */
 export const PolicyDocument = TenantPolicy.omit({ version: true });
@@ -163,6 +202,8 @@ export interface PolicyResource {
   kind: MemoryKind;
   sensitivity: Sensitivity;
   owner: string;
+  /** True when the record derives from records of other owners too (`isSharedOwnership`). */
+  sharedOwnership?: boolean;
   project?: string;
   status: MemoryStatus;
   retentionClass: RetentionClass;
@@ -186,6 +227,7 @@ export function resourceOf(record: MemoryRecord): PolicyResource {
     purposes: record.policy.purposes,
   };
   if (record.policy.project !== undefined) resource.project = record.policy.project;
+  if (isSharedOwnership(record)) resource.sharedOwnership = true;
   return resource;
 }
 

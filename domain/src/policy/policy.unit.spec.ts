@@ -1,9 +1,12 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { expiryOf } from '../ingest/hygiene';
 import { Principal } from '../auth/principal';
 import { compileRead, matchesClauses } from './compile';
 import { evaluate } from './evaluate';
 import { makeRecord } from '../testing';
-import { DEFAULT_POLICY, PolicyDocument, resourceOf, subjectOf, TenantPolicy, type PolicyEnv, type PolicySubject } from './policy';
+import { DEFAULT_POLICY, POLICY_BOUNDS, PolicyDocument, resourceOf, storedPolicy, subjectOf, TenantPolicy, type PolicyEnv, type PolicySubject } from './policy';
 
 const NOW = '2025-01-01T00:00:00.000Z';
 const agent: PolicySubject = { user: 'agent-7', roles: ['agent'], clearance: 'restricted' };
@@ -113,7 +116,7 @@ describe('a policy without rules', () => {
       rules: [],
       secrets: { mode: 'reject' },
       retentionDays: { session: 1, standard: 365, long_term: 3650 },
-      erasure: { approvalThreshold: 100, approvalTimeoutHours: 168 },
+      erasure: { approvalThreshold: 100, approvalTimeoutHours: 168, tombstoneScope: 'subject', worksetRetentionDays: 30 },
       authoritativeSources: [],
       sensitivityKeywords: { confidential: [], restricted: [] },
     });
@@ -163,5 +166,42 @@ describe('a subject from a verified principal', () => {
   it('carries the token’s user, roles, clearance and ABAC claims', () => {
     const principal = Principal.parse({ tenant: 'acme', sub: 'alice', roles: ['agent'], clearance: 'confidential', project: 'falcon', department: 'sales' });
     expect(subjectOf(principal)).toEqual({ user: 'alice', roles: ['agent'], clearance: 'confidential', project: 'falcon', department: 'sales' });
+  });
+});
+
+describe('the bounds of a policy’s numbers', () => {
+  const { version: _v, ...document } = DEFAULT_POLICY;
+  const issuesOf = (body: unknown) => {
+    const result = PolicyDocument.safeParse(body);
+    return result.success ? [] : result.error.issues.map((i) => i.path.join('.'));
+  };
+
+  it('refuse retention no date can hold, an endless approval threshold, and name the field', () => {
+    expect(issuesOf({ ...document, retentionDays: { ...document.retentionDays, standard: 1e8 } })).toEqual(['retentionDays.standard']);
+    expect(issuesOf({ ...document, retentionDays: { ...document.retentionDays, long_term: 36_501 } })).toEqual(['retentionDays.long_term']);
+    expect(issuesOf({ ...document, retentionDays: { ...document.retentionDays, session: 0 } })).toEqual(['retentionDays.session']);
+    expect(issuesOf({ ...document, erasure: { ...document.erasure, approvalThreshold: 1e12 } })).toEqual(['erasure.approvalThreshold']);
+  });
+
+  it('keep every expiry a valid timestamp for any retention within them, written any time this century', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: Number.MIN_VALUE, max: POLICY_BOUNDS.retentionDays.max, noNaN: true }),
+        fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2099-12-31T23:59:59Z'), noInvalidDate: true }),
+        (days, recordedAt) => {
+          const policy = TenantPolicy.parse({ ...DEFAULT_POLICY, retentionDays: { ...DEFAULT_POLICY.retentionDays, standard: days } });
+          const expiry = expiryOf('standard', recordedAt.toISOString(), policy);
+          expect(z.iso.datetime({ offset: true }).safeParse(expiry).success).toBe(true);
+        },
+      ),
+    );
+  });
+
+  it('a policy stored before the bounds is read clamped to them', () => {
+    const stored = { ...DEFAULT_POLICY, retentionDays: { session: 0.00003, standard: 1e8, long_term: 3650 }, erasure: { approvalThreshold: 1e12, approvalTimeoutHours: 168 } };
+    const policy = storedPolicy(stored);
+    expect(policy.retentionDays).toEqual({ session: 0.00003, standard: 36_500, long_term: 3650 });
+    expect(policy.erasure.approvalThreshold).toBe(POLICY_BOUNDS.approvalThreshold.max);
+    expect(storedPolicy(DEFAULT_POLICY)).toEqual(DEFAULT_POLICY);
   });
 });

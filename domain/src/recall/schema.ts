@@ -8,12 +8,12 @@ export const RecallRequest = z.strictObject({
   query: z.string().min(1).max(4000),
   purpose: Purpose,
   budgetTokens: z.number().int().min(16).max(32_000).default(1000),
-  kinds: z.array(MemoryKind).min(1).optional(),
+  kinds: z.array(MemoryKind).min(1).max(MemoryKind.options.length).optional(),
   asOf: IsoDate.optional(),
   knownAsOf: IsoDate.optional(),
   consistency: z.enum(['eventual', 'strong']).default('eventual'),
   /** With `consistency: "strong"`: wait until the projection has applied this log position (returned by writes). */
-  afterPosition: z.string().regex(/^\d+$/).optional(),
+  afterPosition: z.string().regex(/^\d{1,20}$/).optional(),
   /** The caller's session or task: its working memories are recalled too (never those of another session). */
   session: SessionId.optional(),
   /** Follow relations this many edges out from the entities the hits name (0: off). */

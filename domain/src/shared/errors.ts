@@ -1,5 +1,6 @@
 /**
- * Domain errors carry a stable, machine-readable `code`. The API maps codes to
+ * Domain errors carry a stable, machine-readable `code` of the form
+ * `AREA.CODE` (upper case, e.g. `MEMORY.NOT_FOUND`). The API maps codes to
  * RFC 9457 problem+json; activities map them to non-retryable failures.
  * Messages never contain memory content or secrets: only ids, paths and kinds.
  */
@@ -68,14 +69,14 @@ export class ValidationFailed extends DomainError {
 /** Content carries a secret and the tenant's policy rejects it. Names the kind and field path, never the secret. */
 export class SecretDetected extends DomainError {
   constructor(readonly findings: { path: string; kind: string }[]) {
-    super('secret_detected', `secret detected: ${findings.map((f) => `${f.kind} at ${f.path}`).join('; ')}`, { findings });
+    super('HYGIENE.SECRET_DETECTED', `secret detected: ${findings.map((f) => `${f.kind} at ${f.path}`).join('; ')}`, { findings });
   }
 }
 
 /** A request named a tenant other than the one its token is bound to. */
 export class TenantMismatch extends DomainError {
   constructor() {
-    super('tenant_mismatch', 'the request names a tenant other than the one the token is bound to');
+    super('AUTH.TENANT_MISMATCH', 'the request names a tenant other than the one the token is bound to');
   }
 }
 

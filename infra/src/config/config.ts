@@ -33,6 +33,22 @@ const Env = z.object({
   ELMA_ES_SERVER_RRF: z.enum(['true', 'false', '1', '0']).default('false'),
   ELMA_MASTER_KEY: z.string().optional(),
   ELMA_JWT_SECRET: z.string().min(32, 'ELMA_JWT_SECRET must be at least 32 characters').optional(),
+  /** The `iss` a token must carry. */
+  ELMA_JWT_ISSUER: z.string().min(1).default('elma'),
+  /** The `aud` a token must carry (one of them, when it has several). */
+  ELMA_JWT_AUDIENCE: z.string().min(1).default('elma-api'),
+  /**
+   * Longest lifetime a token may have (`exp − iat`, or `exp − now` without `iat`): seconds, or a
+   * number with s, m, h or d. A token without `exp` is refused whatever this says.
+   */
+  ELMA_TOKEN_MAX_TTL: z.string().default('24h'),
+  /** Clock skew allowed on `exp`, `nbf` and `iat`, in seconds. */
+  ELMA_TOKEN_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(60),
+  /**
+   * An identity provider's JWKS: tokens are then verified with its public keys (RS256, ES256) instead
+   * of the shared secret (HS256), and `elma token` no longer mints.
+   */
+  ELMA_JWKS_URL: z.url({ protocol: /^https?$/ }).optional(),
   ELMA_EMBEDDER: z.enum(['hashing', 'openai-compatible']).default('hashing'),
   ELMA_EMBEDDING_DIMENSIONS: z.coerce.number().int().min(8).max(4096).default(384),
   ELMA_EMBEDDING_URL: z.string().url().optional(),
@@ -74,6 +90,15 @@ const Env = z.object({
   ELMA_MAX_QUEUE: z.coerce.number().int().min(0).default(32),
   /** How long a queued request waits for a slot before it gets 503 SERVER.OVERLOADED. */
   ELMA_MAX_QUEUE_WAIT_MS: z.coerce.number().int().min(0).default(2000),
+
+  /** GraphQL limits, checked before a query runs (see apps/api/src/graphql/limits.ts). Nesting depth of selections (`ofType` not counted). */
+  ELMA_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(1).max(100).default(10),
+  /** Aliased fields in one request: aliases are how one request repeats an expensive field. */
+  ELMA_GRAPHQL_MAX_ALIASES: z.coerce.number().int().min(0).max(1000).default(15),
+  /** Cost of one request: 1 a field, 100 an operation (a root field such as `recall`), fragments expanded. */
+  ELMA_GRAPHQL_MAX_COST: z.coerce.number().int().min(100).max(1_000_000).default(1000),
+  /** The GraphQL explorer page at /graphiql (and /graphql opened in a browser); default on with the embedded engines only. */
+  ELMA_GRAPHIQL: z.enum(['true', 'false', '1', '0']).optional(),
 });
 
 export interface ElmaConfig {
@@ -86,6 +111,8 @@ export interface ElmaConfig {
   elasticsearch?: { url: string; serverRrf: boolean; namespace: string; refresh: 'wait_for' | true };
   masterKey: Uint8Array;
   jwtSecret: Uint8Array;
+  /** How bearer tokens are verified. */
+  auth: AuthConfig;
   embedder:
     | { kind: 'hashing'; dimensions: number }
     | { kind: 'openai-compatible'; dimensions: number; baseUrl: string; model: string; apiKey?: string };
@@ -97,6 +124,27 @@ export interface ElmaConfig {
   consolidation: { everyEvents: number; sweepMinutes: number };
   /** API admission control, per request class (see apps/api/src/http/admission.ts). */
   admission: { maxInflight: number; maxQueue: number; maxQueueWaitMs: number };
+  /** GraphQL request limits and whether the explorer page is served. */
+  graphql: { maxDepth: number; maxAliases: number; maxCost: number; explorer: boolean };
+}
+
+export interface AuthConfig {
+  issuer: string;
+  audience: string;
+  maxTtlSeconds: number;
+  clockSkewSeconds: number;
+  /** Set: asymmetric tokens from an identity provider's keys; unset: HS256 with the shared secret. */
+  jwksUrl?: string;
+}
+
+/** Longest `ELMA_TOKEN_MAX_TTL` accepted: a token is a bearer credential, not an account. */
+const MAX_TOKEN_TTL_SECONDS = 30 * 86_400;
+
+/** `90`, `90s`, `15m`, `24h`, `7d` as seconds; undefined for anything else. */
+export function parseDuration(value: string): number | undefined {
+  const match = /^(\d{1,9})([smhd]?)$/.exec(value.trim());
+  if (!match) return undefined;
+  return Number(match[1]) * { '': 1, s: 1, m: 60, h: 3600, d: 86_400 }[match[2] as '' | 's' | 'm' | 'h' | 'd'];
 }
 
 /** TLS settings in the shape of Temporal's connection options (`tls`). */
@@ -132,6 +180,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (e.ELMA_EMBEDDER === 'openai-compatible' && !e.ELMA_EMBEDDING_URL) {
     throw new ConfigError('ELMA_EMBEDDER=openai-compatible needs ELMA_EMBEDDING_URL');
   }
+  const maxTtlSeconds = parseDuration(e.ELMA_TOKEN_MAX_TTL);
+  if (maxTtlSeconds === undefined || maxTtlSeconds < 60 || maxTtlSeconds > MAX_TOKEN_TTL_SECONDS) {
+    throw new ConfigError(`ELMA_TOKEN_MAX_TTL: a duration from 60s to ${MAX_TOKEN_TTL_SECONDS / 86_400}d, e.g. 3600, 90m, 24h`);
+  }
   return {
     dataDir,
     host: e.ELMA_HOST,
@@ -144,6 +196,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : {}),
     masterKey: secret(e.ELMA_MASTER_KEY, dataDir, 'master.key'),
     jwtSecret: secret(e.ELMA_JWT_SECRET, dataDir, 'jwt.secret'),
+    auth: {
+      issuer: e.ELMA_JWT_ISSUER,
+      audience: e.ELMA_JWT_AUDIENCE,
+      maxTtlSeconds,
+      clockSkewSeconds: e.ELMA_TOKEN_CLOCK_SKEW_SECONDS,
+      ...(e.ELMA_JWKS_URL ? { jwksUrl: e.ELMA_JWKS_URL } : {}),
+    },
     embedder:
       e.ELMA_EMBEDDER === 'hashing'
         ? { kind: 'hashing', dimensions: e.ELMA_EMBEDDING_DIMENSIONS }
@@ -176,6 +235,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     indexMemoryMb: e.ELMA_INDEX_MEMORY_MB,
     consolidation: { everyEvents: e.ELMA_CONSOLIDATE_EVERY_EVENTS, sweepMinutes: e.ELMA_CONSOLIDATION_SWEEP_MINUTES },
     admission: { maxInflight: e.ELMA_MAX_INFLIGHT, maxQueue: e.ELMA_MAX_QUEUE, maxQueueWaitMs: e.ELMA_MAX_QUEUE_WAIT_MS },
+    graphql: {
+      maxDepth: e.ELMA_GRAPHQL_MAX_DEPTH,
+      maxAliases: e.ELMA_GRAPHQL_MAX_ALIASES,
+      maxCost: e.ELMA_GRAPHQL_MAX_COST,
+      // The embedded engines are the developer's machine; a production deployment opts in.
+      explorer: e.ELMA_GRAPHIQL === undefined ? eventLog === 'sqlite' && index === 'sqlite' : e.ELMA_GRAPHIQL === 'true' || e.ELMA_GRAPHIQL === '1',
+    },
   };
 }
 

@@ -77,3 +77,45 @@ describe('API admission limits', () => {
     expect(() => loadConfig({ ...base, ELMA_MAX_INFLIGHT: '0' })).toThrow(/ELMA_MAX_INFLIGHT/);
   });
 });
+
+describe('token verification settings', () => {
+  it('defaults to HS256 tokens from issuer elma for audience elma-api, living at most 24 h, with 60 s of skew', () => {
+    expect(loadConfig(base).auth).toEqual({ issuer: 'elma', audience: 'elma-api', maxTtlSeconds: 86_400, clockSkewSeconds: 60 });
+  });
+
+  it('reads the issuer, audience, skew and JWKS URL', () => {
+    const auth = loadConfig({
+      ...base,
+      ELMA_JWT_ISSUER: 'https://id.example.com/',
+      ELMA_JWT_AUDIENCE: 'memory',
+      ELMA_TOKEN_CLOCK_SKEW_SECONDS: '5',
+      ELMA_JWKS_URL: 'https://id.example.com/.well-known/jwks.json',
+    }).auth;
+    expect(auth).toEqual({
+      issuer: 'https://id.example.com/',
+      audience: 'memory',
+      maxTtlSeconds: 86_400,
+      clockSkewSeconds: 5,
+      jwksUrl: 'https://id.example.com/.well-known/jwks.json',
+    });
+  });
+
+  it('reads the maximum lifetime in seconds or with a unit', () => {
+    const ttl = (value: string) => loadConfig({ ...base, ELMA_TOKEN_MAX_TTL: value }).auth.maxTtlSeconds;
+    expect(ttl('3600')).toBe(3600);
+    expect(ttl('90s')).toBe(90);
+    expect(ttl('15m')).toBe(900);
+    expect(ttl('12h')).toBe(43_200);
+    expect(ttl('7d')).toBe(604_800);
+  });
+
+  it('refuses a lifetime that is not a duration, under a minute or beyond 30 days, and a JWKS URL that is not http(s)', () => {
+    for (const value of ['forever', '1y', '-5', '1.5h', '', '59', '31d']) {
+      expect(() => loadConfig({ ...base, ELMA_TOKEN_MAX_TTL: value }), value).toThrow(/ELMA_TOKEN_MAX_TTL/);
+    }
+    expect(() => loadConfig({ ...base, ELMA_JWKS_URL: 'file:///etc/keys.json' })).toThrow(/ELMA_JWKS_URL/);
+    expect(() => loadConfig({ ...base, ELMA_JWKS_URL: 'not a url' })).toThrow(ConfigError);
+    expect(() => loadConfig({ ...base, ELMA_TOKEN_CLOCK_SKEW_SECONDS: '3600' })).toThrow(/ELMA_TOKEN_CLOCK_SKEW_SECONDS/);
+    expect(() => loadConfig({ ...base, ELMA_JWT_ISSUER: '' })).toThrow(/ELMA_JWT_ISSUER/);
+  });
+});

@@ -1,15 +1,15 @@
 import {
   KeyShredded,
-  SENSITIVITY_RANK,
   extractFacts,
   extractiveSummary,
   factKey,
+  groupBy,
+  inheritedRestrictions,
   nearDuplicateGroups,
   normalizeForFingerprint,
   type EventLog,
   type MemoryIndex,
   type MemoryRecord,
-  type Sensitivity,
 } from '@elma/domain';
 import type { ErasureGuard } from '../erasure/guard';
 import { deterministicUuid } from '../ingest/ids';
@@ -70,8 +70,10 @@ export interface ConsolidationResult {
  * and version; its id is the fingerprint of (inputs, rule version, model
  * version, parameters), so running twice creates nothing new. Confidence is
  * the minimum of the inputs (never amplified), taint and sensitivity are the
- * worst of them, purposes the ones every input allows. Erased content is
- * never re-derived.
+ * worst of them, purposes the ones every input allows, expiry the earliest of
+ * them and their ancestors, and the view keeps its ancestry, so a legal hold
+ * on any input (placed before or after) withholds it too. A view never mixes
+ * owners, projects or retention classes. Erased content is never re-derived.
  */
 export class ConsolidationService {
   constructor(
@@ -142,6 +144,23 @@ export class ConsolidationService {
       if (stored && (stored.record.status === 'active' || stored.record.status === 'disputed')) mine.push(stored);
       if ((i + 1) % YIELD_EVERY_RECORDS === 0) await yieldToEventLoop();
     }
+    const views: MemoryRecord[] = [];
+    // A view never mixes owners, projects or retention classes: these it inherits as they are, not combined.
+    for (const part of groupBy(mine, (m) => [m.record.policy.owner, m.record.policy.project ?? '', m.record.retention.class].join('\u001f')).values()) {
+      views.push(...this.views(tenant, subject, part, result));
+    }
+
+    const kept: MemoryRecord[] = [];
+    for (const view of views) {
+      if (await this.deps.erased.isErased(tenant, subject, view.content)) result.skippedErased++;
+      else kept.push(view);
+    }
+    await this.write(tenant, kept, result);
+    return result;
+  }
+
+  /** The merges, summaries and facts over one subject's records of one owner, project and retention class. */
+  private views(tenant: string, subject: string, mine: { record: MemoryRecord; vector: Float32Array }[], result: ConsolidationResult): MemoryRecord[] {
     const episodic = mine.filter((m) => m.record.kind === 'episodic' && !m.record.provenance.rule.startsWith('consolidate.'));
     const views: MemoryRecord[] = [];
 
@@ -212,13 +231,7 @@ export class ConsolidationService {
       }
     }
 
-    const kept: MemoryRecord[] = [];
-    for (const view of views) {
-      if (await this.deps.erased.isErased(tenant, subject, view.content)) result.skippedErased++;
-      else kept.push(view);
-    }
-    await this.write(tenant, kept, result);
-    return result;
+    return views;
   }
 
   /** A view over `inputs`, or undefined when they share no purpose (a view must not widen who may read them). */
@@ -232,11 +245,10 @@ export class ConsolidationService {
     validFrom: string,
     confidence = Math.min(...inputs.map((r) => r.confidence)),
   ): MemoryRecord | undefined {
-    const purposes = inputs.map((r) => r.policy.purposes).reduce((a, b) => a.filter((p) => b.includes(p)));
+    const { sensitivity, purposes, project, ancestry } = inheritedRestrictions(inputs);
     if (purposes.length === 0) return undefined;
     const inputIds = inputs.map((r) => r.id).sort();
     const fingerprint = deterministicUuid(tenant, rule.rule, rule.version, 'model:none', JSON.stringify(this.params), ...inputIds, content.fact ? factKey(content.fact) : '');
-    const sensitivity = inputs.map((r) => r.policy.sensitivity).reduce((a, b) => (SENSITIVITY_RANK[b] > SENSITIVITY_RANK[a] ? b : a)) as Sensitivity;
     const recordedAt = inputs.map((r) => r.recordedAt).sort().at(-1)!;
     return {
       id: `mem_cs_${fingerprint}`,
@@ -247,10 +259,11 @@ export class ConsolidationService {
       validFrom,
       validTo: null,
       recordedAt,
-      policy: { owner: subject, roles: [], purposes, sensitivity, ...(inputs[0].policy.project ? { project: inputs[0].policy.project } : {}) },
+      policy: { owner: subject, roles: [], purposes, sensitivity, ...(project !== undefined ? { project } : {}) },
       provenance: {
         sourceEventIds: [...new Set(inputs.flatMap((r) => r.provenance.sourceEventIds))],
         parentIds: inputIds,
+        ancestry,
         rule: rule.rule,
         ruleVersion: rule.version,
       },
@@ -262,8 +275,8 @@ export class ConsolidationService {
       status: 'active',
       retention: {
         class: inputs[0].retention.class,
-        // A view expires with its first-expiring input.
-        expiresAt: inputs.map((r) => r.retention.expiresAt).filter((e): e is string => e !== null).sort()[0] ?? null,
+        // A view expires with its first-expiring input or ancestor.
+        expiresAt: ancestry.expiresAt,
       },
     };
   }

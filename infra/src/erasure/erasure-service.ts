@@ -445,15 +445,19 @@ export class ErasureService {
     return { deleted, shreddedInPlace };
   }
 
-  /** Step 10: keyed fingerprints of each erased record's content for its subject, which ingest and consolidation refuse. */
+  /**
+   * Step 10: keyed fingerprints of each erased record's content for its subject, which ingest and consolidation
+   * refuse; and of the content alone, which they refuse for every subject when the tenant's policy says so.
+   * Both are written whatever the policy says today, so a later switch covers this erasure too.
+   */
   async writeTombstones(tenant: string, requestId: string, set: EraseSet, at: StepAttempt): Promise<{ tombstones: number }> {
     const request = await this.store.request(tenant, requestId);
     const workset = await this.workset(tenant, requestId);
     const erased = new Set(set.recordIds);
-    const fingerprints = [
-      ...new Set(workset.records.filter((r) => erased.has(r.id)).map((r) => this.deps.fingerprints.tombstone(tenant, r.subject, r.text))),
-    ];
-    await this.deps.tombstones.write(tenant, requestId, fingerprints);
+    const records = workset.records.filter((r) => erased.has(r.id));
+    const fingerprints = [...new Set(records.map((r) => this.deps.fingerprints.tombstone(tenant, r.subject, r.text)))];
+    const tenantWide = [...new Set(records.map((r) => this.deps.fingerprints.tenantTombstone(tenant, r.text)))];
+    await this.deps.tombstones.write(tenant, requestId, [...fingerprints, ...tenantWide]);
     await this.complete(tenant, requestId, request, 'tombstones', at, { tombstones: fingerprints.length });
     return { tombstones: fingerprints.length };
   }
@@ -567,6 +571,52 @@ export class ErasureService {
     await this.forgetErasedSubject(tenant, scope, outcome.held);
     await this.deps.vault.shred(tenant, [ErasureStore.keyId(requestId)]);
     return { keyId: signed.signature.kid, signature: signed.signature.value };
+  }
+
+  /**
+   * The end of a request that gets no certificate (approval timeout, failed
+   * verification, a refusal, a step that failed for good): the request key is
+   * shredded at once, so its scope and its workset (texts and vectors kept for
+   * verification) become unreadable like the records they came from. Recorded
+   * once with one audit entry; a certified request is left as it is.
+   */
+  async abandon(tenant: string, requestId: string, outcome: string): Promise<{ shredded: boolean }> {
+    if (await this.store.certificate(tenant, requestId)) return { shredded: false };
+    const request = await this.store.request(tenant, requestId);
+    if (!(await this.store.abandonment(tenant, requestId))) {
+      await this.deps.audit.record({
+        tenant,
+        actor: request.requestedBy.sub,
+        subject: null,
+        operation: 'erase',
+        resourceIds: [`erasure/${requestId}`, 'abandoned'],
+        decision: { effect: 'deny', rule: `erasure:abandoned` },
+        requestId,
+      });
+      // A failure code names no content; anything else is recorded as a plain failure.
+      await this.store.saveAbandonment(tenant, requestId, { outcome: /^[A-Z_]+\.[A-Z_]+$/.test(outcome) ? outcome : 'ERASURE.FAILED', at: this.now() });
+    }
+    await this.deps.vault.shred(tenant, [ErasureStore.keyId(requestId)]);
+    return { shredded: true };
+  }
+
+  /**
+   * Abandons every request whose workset has waited longer than its tenant's
+   * approval timeout plus `erasure.worksetRetentionDays` without a
+   * certificate: a workflow that was terminated, or lost, leaves no live key
+   * behind. The approval timeout is added so a request still awaiting approval
+   * keeps what it needs.
+   */
+  async expireWorksets(asOf: string): Promise<{ expired: number }> {
+    let expired = 0;
+    for await (const workset of this.store.openWorksets()) {
+      const { erasure } = await this.deps.policies.get(workset.tenant);
+      const keepMs = (erasure.approvalTimeoutHours + erasure.worksetRetentionDays * 24) * 3_600_000;
+      if (workset.capturedAt.getTime() + keepMs > Date.parse(asOf)) continue;
+      await this.abandon(workset.tenant, workset.requestId, 'ERASURE.WORKSET_EXPIRED');
+      expired++;
+    }
+    return { expired };
   }
 
   // ---- helpers ----------------------------------------------------------------------------------------
@@ -734,7 +784,12 @@ function isExpired(entry: LineageEntry, asOf: string): boolean {
 
 /** What `isHeld` looks at, from a lineage entry. */
 function heldView(entry: LineageEntry): HoldTarget {
-  return { id: entry.id, subject: entry.subject, policy: { owner: entry.owner, project: entry.project } };
+  return {
+    id: entry.id,
+    subject: entry.subject,
+    policy: { owner: entry.owner, project: entry.project },
+    provenance: { parentIds: entry.parentIds, sourceEventIds: entry.sourceEventIds },
+  };
 }
 
 /** The record's longest distinct words (length is a fair stand-in for rarity), for the BM25 probe. */

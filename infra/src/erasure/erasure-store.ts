@@ -1,6 +1,7 @@
 import {
   ErasureNotFound,
   SignedCertificate,
+  parseStreamName,
   streams,
   type ErasureReason,
   type ErasureScope,
@@ -54,14 +55,29 @@ const TYPES = {
   step: 'ErasureStepCompleted',
   auditClosed: 'ErasureAuditClosed',
   certified: 'ErasureCertified',
+  abandoned: 'ErasureAbandoned',
 } as const;
+
+/** Why an erasure ended without a certificate: a failure code, ids only. */
+export interface ErasureAbandonment {
+  outcome: string;
+  at: string;
+}
+
+/** A captured workset, as the log lists it (no content). */
+export interface CapturedWorkset {
+  tenant: string;
+  requestId: string;
+  capturedAt: Date;
+}
 
 /**
  * The erasure stream `erasure-{tenant}-{requestId}`: the request, the
  * captured workset, each finished step, the closing audit anchor and the
  * certificate. Scope and workset are sealed under the request's own data key
- * (`erasure:{requestId}`), which is shredded once the certificate is stored:
- * what stays readable afterwards is ids, counts, times and the certificate.
+ * (`erasure:{requestId}`), which is shredded once the certificate is stored,
+ * or once the request is abandoned without one (`ErasureAbandoned`): what
+ * stays readable afterwards is ids, counts, times and the certificate.
  * Every append has a deterministic event id, so a retried step writes nothing twice.
  */
 export class ErasureStore {
@@ -151,6 +167,34 @@ export class ErasureStore {
       [{ id: deterministicUuid('erasure-certificate', tenant, requestId), type: TYPES.certified, data: signed, metadata: { tenant } }],
       { expectedRevision: 'any' },
     );
+  }
+
+  async abandonment(tenant: string, requestId: string): Promise<ErasureAbandonment | undefined> {
+    return (await this.first(tenant, requestId, TYPES.abandoned))?.data as ErasureAbandonment | undefined;
+  }
+
+  /** Records the end of a request without certificate; the first record wins. */
+  async saveAbandonment(tenant: string, requestId: string, abandonment: ErasureAbandonment): Promise<void> {
+    await this.deps.log.append(
+      streams.erasure(tenant, requestId),
+      [{ id: deterministicUuid('erasure-abandoned', tenant, requestId), type: TYPES.abandoned, data: abandonment, metadata: { tenant } }],
+      { expectedRevision: 'any' },
+    );
+  }
+
+  /** Every workset captured and not yet closed by a certificate or an abandonment, oldest first. */
+  async *openWorksets(): AsyncIterable<CapturedWorkset> {
+    const open = new Map<string, CapturedWorkset>();
+    const closed = new Set<string>();
+    for await (const event of this.deps.log.readAll({
+      filter: { streamNamePrefix: ['erasure-'], eventType: [TYPES.workset, TYPES.certified, TYPES.abandoned] },
+    })) {
+      const name = parseStreamName(event.streamId);
+      if (!name) continue;
+      if (event.type === TYPES.workset) open.set(event.streamId, { tenant: name.tenant, requestId: name.id, capturedAt: event.created });
+      else closed.add(event.streamId);
+    }
+    for (const [stream, workset] of open) if (!closed.has(stream)) yield workset;
   }
 
   private async appendSealed(

@@ -28,4 +28,13 @@ export class ErasureFingerprints {
   tombstone(tenant: string, subject: string, text: string): string {
     return keyedFingerprint(this.key, 'tombstone.v1', tenant, subject, normalizeForFingerprint(text));
   }
+
+  /**
+   * Re-derivation tombstone for the whole tenant: the same content for any
+   * subject. Written by every erasure beside the subject's own, and consulted
+   * when the tenant's policy scopes tombstones to the tenant.
+   */
+  tenantTombstone(tenant: string, text: string): string {
+    return keyedFingerprint(this.key, 'tombstone.tenant.v1', tenant, normalizeForFingerprint(text));
+  }
 }

@@ -1,12 +1,19 @@
 import { ContentErased, factText, type MemoryContent } from '@elma/domain';
+import type { PolicyStore } from '../policy/policy-store';
 import type { ErasureFingerprints } from './fingerprints';
 import type { Tombstones } from './tombstones';
 
-/** The write-side check of re-derivation tombstones, shared by ingest and explicit writes. */
+/**
+ * The write-side check of re-derivation tombstones, shared by ingest and
+ * explicit writes. By default erased content is refused again for the same
+ * subject only; a tenant whose policy sets `erasure.tombstoneScope: 'tenant'`
+ * refuses it for every subject, so sending it under another subject id does
+ * not bring it back.
+ */
 export class ErasureGuard {
-  constructor(private readonly deps: { tombstones: Tombstones; fingerprints: ErasureFingerprints }) {}
+  constructor(private readonly deps: { tombstones: Tombstones; fingerprints: ErasureFingerprints; policies: PolicyStore }) {}
 
-  /** True when this content was erased for this subject (consolidation skips it rather than fail). */
+  /** True when this content may not be stored for this subject (consolidation skips it rather than fail). */
   async isErased(tenant: string, subject: string, content: MemoryContent): Promise<boolean> {
     try {
       await this.refuseErased(tenant, [{ path: 'content', subject, content }]);
@@ -17,11 +24,16 @@ export class ErasureGuard {
     }
   }
 
-  /** Throws `ContentErased` (naming the first offending path) when any item's content was erased for its subject. */
+  /** Throws `ContentErased` (naming the first offending path) when any item's content was erased within the tenant's tombstone scope. */
   async refuseErased(tenant: string, items: { path: string; subject: string; content: MemoryContent }[]): Promise<void> {
+    const tenantWide = (await this.deps.policies.get(tenant)).erasure.tombstoneScope === 'tenant';
+    const { fingerprints } = this.deps;
     const candidates = items.flatMap((item) => {
       const texts = [item.content.text, ...(item.content.fact ? [factText(item.content.fact)] : [])];
-      return texts.map((text) => ({ path: item.path, fingerprint: this.deps.fingerprints.tombstone(tenant, item.subject, text) }));
+      return texts.map((text) => ({
+        path: item.path,
+        fingerprint: tenantWide ? fingerprints.tenantTombstone(tenant, text) : fingerprints.tombstone(tenant, item.subject, text),
+      }));
     });
     const erased = await this.deps.tombstones.matching(
       tenant,

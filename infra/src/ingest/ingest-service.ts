@@ -10,14 +10,18 @@ import {
   type KeyVault,
   type Principal,
   type SourceTrust,
+  EventAlreadyRecorded,
+  KeyShredded,
   PolicyDenied,
+  WrongExpectedVersion,
   cleanEvent,
   evaluate,
   expiryOf,
   subjectOf,
+  writtenIdentity,
 } from '@elma/domain';
 import type { EventSealer } from '../sealing/sealed-events';
-import { deterministicUuid, keyedFingerprint } from './ids';
+import { eventIdOf, keyedFingerprint, keyedUuid } from './ids';
 import type { WriteTracker } from '../projection/write-tracker';
 import type { PolicyStore } from '../policy/policy-store';
 import type { AuditLog } from '../audit/audit-log';
@@ -34,6 +38,8 @@ export interface IngestedRef {
 export interface PreparedBatch {
   events: EventIngested[];
   rules: string[];
+  /** Sent as `{ events: [...] }` (error paths name `events.{i}`). */
+  batch: boolean;
 }
 
 export interface IngestResult {
@@ -42,10 +48,23 @@ export interface IngestResult {
   position: string;
 }
 
+/** Event type of an idempotency claim. */
+export const IDEMPOTENCY_CLAIMED = 'IdempotencyKeyClaimed';
+
 /**
  * The fast write path (§5.1 step 1): validate, derive idempotent ids, seal the
  * content, append. A batch is validated whole before anything is written and
  * appended in one atomic unit, so it is all or nothing. No model call here.
+ *
+ * Each event id is a keyed MAC of tenant and idempotency key, and each write
+ * claims its id in a stream of its own (`idempotency-{tenant}-{eventId}`,
+ * expected revision `no_stream`). The claim's event id is a keyed MAC of the
+ * event id and what the key stands for (`writtenIdentity`), so through the
+ * log's own idempotent-append rule a retry of the same event is a duplicate,
+ * and the same key for another subject or other content fails the expected
+ * revision: nothing of the batch is written and the caller gets 409. Only
+ * the log port is used, so both engines behave alike, and of two concurrent
+ * writers with one key the log lets exactly one claim it.
  */
 export class IngestService {
   constructor(
@@ -54,6 +73,8 @@ export class IngestService {
       sealer: EventSealer;
       clock: Clock;
       fingerprintKey: Uint8Array;
+      /** Key of the event ids and idempotency claims: an id cannot be computed from public input without it. */
+      eventIdKey: Uint8Array;
       writes: WriteTracker;
       policies: PolicyStore;
       audit: AuditLog;
@@ -72,7 +93,7 @@ export class IngestService {
       if (error instanceof PolicyDenied) await this.audit(principal, requestId, [], null, { effect: 'deny', rule: String(error.details.rule) });
       throw error;
     }
-    const result = await this.append(principal, prepared.events);
+    const result = await this.append(principal, prepared.events, { batch: prepared.batch });
     const subjects = [...new Set(prepared.events.map((e) => e.subject))];
     await this.audit(principal, requestId, result.events.map((e) => e.id), subjects.length === 1 ? subjects[0] : null, {
       effect: 'allow',
@@ -127,42 +148,92 @@ export class IngestService {
       principal.tenant,
       events.map((event, i) => ({ path: batch ? `events.${i}.content` : 'content', subject: event.subject, content: event.content })),
     );
-    return { events, rules: [...rules] };
+    return { events, rules: [...rules], batch };
   }
 
   private audit(principal: Principal, requestId: string, resourceIds: string[], subject: string | null, decision: { effect: 'allow' | 'deny'; rule: string }) {
     return this.deps.audit.record({ tenant: principal.tenant, actor: principal.sub, subject, operation: 'write', resourceIds, decision, requestId });
   }
 
-  /** Seals and appends prepared events in one atomic unit. */
-  async append(principal: Principal, ingested: EventIngested[]): Promise<IngestResult> {
+  /** Seals and appends prepared events, with their idempotency claims, in one atomic unit. */
+  async append(principal: Principal, ingested: EventIngested[], options: { batch?: boolean } = {}): Promise<IngestResult> {
     const tenant = principal.tenant;
-    // The same idempotency key twice in one batch is one event.
-    const unique = [...new Map(ingested.map((event) => [event.eventId, event])).values()];
+    const batch = options.batch ?? ingested.length > 1;
+    const pathOf = (i: number) => (batch ? `events.${i}.idempotencyKey` : 'idempotencyKey');
+    // The same idempotency key twice in one batch is one event, and only if both say the same.
+    const claims = new Map<string, { event: EventIngested; claimId: string }>();
+    ingested.forEach((event, i) => {
+      const claimId = keyedUuid(this.deps.eventIdKey, 'claim', tenant, event.eventId, writtenIdentity(event));
+      const seen = claims.get(event.eventId);
+      if (seen && seen.claimId !== claimId) throw new EventAlreadyRecorded(pathOf(i));
+      if (!seen) claims.set(event.eventId, { event, claimId });
+    });
+    const unique = [...claims.values()];
     // One vault round trip and one sealing pass for the whole batch, then one append request per subject stream.
-    const sealed = await this.deps.sealer.seal(
-      tenant,
-      unique.map((event) => ({ id: event.eventId, type: 'EventIngested', keyId: event.eventId, data: event })),
-    );
-    const pseudonyms = await this.deps.vault.subjectPseudonyms(tenant, unique.map((event) => event.subject), { create: true });
+    let sealed;
+    try {
+      sealed = await this.deps.sealer.seal(
+        tenant,
+        unique.map(({ event }) => ({ id: event.eventId, type: 'EventIngested', keyId: event.eventId, data: event })),
+      );
+    } catch (error) {
+      // The key of this id was shredded: the idempotency key belonged to an erased event and stays used.
+      if (error instanceof KeyShredded) throw new EventAlreadyRecorded(pathOf(ingested.findIndex((e) => e.eventId === error.recordId)));
+      throw error;
+    }
+    // Claims go first: EventStoreDB writes the requests of a batch in order, so a lost claim stops the batch before its events.
+    const claimRequests: AppendRequest[] = unique.map(({ event, claimId }) => ({
+      stream: streams.idempotency(tenant, event.eventId),
+      events: [{ id: claimId, type: IDEMPOTENCY_CLAIMED, data: { eventId: event.eventId }, metadata: { tenant } }],
+      expectedRevision: 'no_stream',
+    }));
+    const pseudonyms = await this.deps.vault.subjectPseudonyms(tenant, unique.map(({ event }) => event.subject), { create: true });
     const bySubject = new Map<string, AppendRequest>();
-    unique.forEach((event, i) => {
+    unique.forEach(({ event }, i) => {
       const stream = streams.events(tenant, pseudonyms.get(event.subject)!);
       const request = bySubject.get(stream) ?? { stream, events: [], expectedRevision: 'any' as const };
       request.events.push(sealed[i]);
       bySubject.set(stream, request);
     });
-    const requests = [...bySubject.values()];
+    const eventRequests = [...bySubject.values()];
     const before = await this.deps.log.headPosition();
-    const results = await this.deps.log.appendMany(requests);
+    const results = await this.appendClaimed([...claimRequests, ...eventRequests], (stream) => {
+      const i = claimRequests.findIndex((r) => r.stream === stream);
+      return i >= 0 ? pathOf(ingested.indexOf(unique[i].event)) : undefined;
+    });
     const position = results.reduce((max, r) => (r.position > max ? r.position : max), before);
     this.deps.writes.record(principal, position);
 
-    const duplicates = new Set(requests.filter((_, i) => results[i].duplicate).flatMap((r) => r.events.map((e) => e.id)));
+    const claimed = new Set(unique.filter((_, i) => results[i].duplicate).map(({ event }) => event.eventId));
+    const stored = new Set(
+      eventRequests.filter((_, i) => results[claimRequests.length + i].duplicate).flatMap((r) => r.events.map((e) => e.id)),
+    );
     return {
-      events: ingested.map((event) => ({ id: event.eventId, subject: event.subject, duplicate: duplicates.has(event.eventId) })),
+      events: ingested.map((event) => ({
+        id: event.eventId,
+        subject: event.subject,
+        duplicate: claimed.has(event.eventId) && stored.has(event.eventId),
+      })),
       position: position.toString(),
     };
+  }
+
+  /**
+   * Appends once more after a lost claim: a concurrent writer of the very same
+   * event may have claimed it between this writer's check and its write
+   * (EventStoreDB checks, then writes), and the second attempt sees that claim
+   * as a duplicate. A claim that is still taken is another event's: 409.
+   */
+  private async appendClaimed(requests: AppendRequest[], claimPath: (stream: string) => string | undefined) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.deps.log.appendMany(requests);
+      } catch (error) {
+        const path = error instanceof WrongExpectedVersion ? claimPath(error.streamName) : undefined;
+        if (path === undefined) throw error;
+        if (attempt === 2) throw new EventAlreadyRecorded(path);
+      }
+    }
   }
 
   private toIngested(
@@ -180,7 +251,7 @@ export class IngestService {
         JSON.stringify(input.content),
       );
     return {
-      eventId: deterministicUuid(principal.tenant, idempotencyKey),
+      eventId: eventIdOf(this.deps.eventIdKey, principal.tenant, idempotencyKey),
       tenant: principal.tenant,
       subject: input.subject,
       occurredAt: input.occurredAt,

@@ -18,7 +18,7 @@ import {
   type ReadClause,
   type ReadExclusions,
 } from '@elma/domain';
-import { OWNERS, PROJECTS, PURPOSES, defined, readClause, sometimes } from './arbitraries.testing';
+import { OWNERS, PROJECTS, PURPOSES, ancestry, defined, readClause, sometimes } from './arbitraries.testing';
 import { embed, indexed, type RecordOverrides } from './fixtures';
 
 export interface MemoryIndexFixture {
@@ -440,12 +440,15 @@ const policyRecord: fc.Arbitrary<RecordOverrides> = fc
     project: sometimes(fc.constantFrom(...PROJECTS)),
     retention: fc.constantFrom(...RetentionClass.options),
     purposes: fc.subarray(PURPOSES),
+    parentIds: fc.subarray(IDS, { maxLength: 2 }),
+    ancestry: ancestry(IDS),
   })
-  .map(({ kind, status, sensitivity, owner, project, retention, purposes }) => ({
+  .map(({ kind, status, sensitivity, owner, project, retention, purposes, parentIds, ancestry }) => ({
     kind,
     status,
     policy: defined({ owner, roles: [], purposes, sensitivity, project }),
     retention: { class: retention, expiresAt: null },
+    provenance: { sourceEventIds: ['evt-1'], parentIds, ...(ancestry ? { ancestry } : {}), rule: 'test', ruleVersion: '1' },
   }));
 
 const readClauses: fc.Arbitrary<ReadClause[] | undefined> = sometimes(

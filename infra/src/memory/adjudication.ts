@@ -1,6 +1,5 @@
 import {
   DomainError,
-  MemoryNotFound,
   conflictsWith,
   factKey,
   parseOrThrow,
@@ -17,6 +16,7 @@ import { memoryVersionAppends } from './memory-events';
 import type { ProjectionRunner } from '../projection/runner';
 import type { WriteTracker } from '../projection/write-tracker';
 import type { EventSealer } from '../sealing/sealed-events';
+import type { MemoryService } from './memory-service';
 
 /** Who may correct facts or settle disputes (an explicit correction by an authorised subject, §5.2 rule 4). */
 export const CORRECTOR_ROLES = ['admin', 'dpo', 'reviewer'] as const;
@@ -52,6 +52,8 @@ export class Adjudication {
       runner: ProjectionRunner;
       writes: WriteTracker;
       audit: AuditLog;
+      /** Reads under the caller's policy: a record the caller may not read is settled as if it did not exist. */
+      reads: Pick<MemoryService, 'get' | 'visible'>;
     },
   ) {}
 
@@ -66,11 +68,11 @@ export class Adjudication {
       throw error;
     }
     const { decision } = parseOrThrow(AdjudicateRequest, body);
-    const found = (await this.deps.index.get(tenant, id))?.record;
-    if (!found) throw new MemoryNotFound(id);
+    const found = await this.deps.reads.get(principal, id, { requestId });
     if (!found.content.fact) throw new NotAFact(id);
     const at = this.deps.clock.now().toISOString();
-    const current = await this.deps.index.currentFacts(tenant, factKey(found.content.fact));
+    // A decision settles only what its maker can see; a contradiction hidden from them stays as it is.
+    const current = await this.deps.reads.visible(principal, await this.deps.index.currentFacts(tenant, factKey(found.content.fact)));
     const contradicting = current.filter((other) => other.id !== id && (conflictsWith(found, other) || conflictsWith(other, found)));
     const revise = (record: MemoryRecord, status: MemoryRecord['status'], against: string[]): MemoryRecord => ({
       ...record,

@@ -28,13 +28,18 @@ import {
   type Principal,
   type TenantPolicy,
   PolicyDenied,
+  ancestryOf,
   cleanContent,
+  earliestExpiry,
   evaluate,
+  inheritedRestrictions,
   isHeld,
   resourceOf,
   subjectOf,
+  visibleInSession,
+  type LegalHold,
 } from '@elma/domain';
-import { deterministicUuid, keyedFingerprint } from '../ingest/ids';
+import { keyedFingerprint, keyedUuid } from '../ingest/ids';
 import type { AuditLog } from '../audit/audit-log';
 import type { ErasureGuard } from '../erasure/guard';
 import type { LegalHolds } from '../legal-hold/legal-holds';
@@ -102,19 +107,31 @@ export class MemoryService {
     // Sources must be known: wait for the caller's own writes so a fresh event counts.
     const last = this.deps.writes.lastWrite(principal);
     if (last !== undefined) await this.deps.runner.waitFor(last);
-    const sources = await Promise.all(request.sourceEventIds.map((id) => this.deps.index.get(tenant, episodicIdFor(id))));
+    // A source the caller may not read is answered exactly like one that does not exist.
+    const now = this.deps.clock.now().toISOString();
+    const holds = await this.deps.holds.list(tenant);
+    const sources = await Promise.all(
+      request.sourceEventIds.map(async (id) => {
+        const found = await this.deps.index.get(tenant, episodicIdFor(id));
+        return found && this.readable(principal, found.record, { policy, holds, now, purposes: principal.purposes }).allowed ? found.record : undefined;
+      }),
+    );
     const missing = request.sourceEventIds.filter((_, i) => !sources[i]);
     if (missing.length > 0) throw new UnknownSourceEvent(missing);
-    const sourceRecords = sources.map((s) => s!.record);
+    const sourceRecords = sources.map((s) => s!);
 
-    const now = this.deps.clock.now().toISOString();
     const procedure = request.content.procedure;
     const id = procedure
       ? this.procedureId(tenant, procedure.name, procedure.version)
       : request.idempotencyKey
-        ? `mem_${deterministicUuid(tenant, 'memory', request.idempotencyKey)}`
+        ? // Keyed, and per writer: nobody can compute the id, and another caller's key never collides with this one.
+          `mem_${keyedUuid(this.deps.fingerprintKey, tenant, 'memory', principal.sub, request.idempotencyKey)}`
         : `mem_${this.deps.ids.next()}`;
     const working = request.kind === 'working';
+    // A memory citing sources is derived from them: it carries every restriction they carry.
+    const inherited = inheritedRestrictions(sourceRecords);
+    const purposes = request.purposes ? request.purposes.filter((p) => inherited.purposes.includes(p)) : inherited.purposes;
+    if (purposes.length === 0) throw new ValidationFailed([{ path: 'purposes', message: 'name purposes that every source allows' }]);
     const record: MemoryRecord = {
       id,
       tenant,
@@ -127,13 +144,14 @@ export class MemoryService {
       policy: {
         owner: request.subject ?? sourceRecords[0].policy.owner,
         roles: [],
-        purposes: request.purposes ?? unique(sourceRecords.flatMap((s) => s.policy.purposes)),
+        purposes,
         // A derived record is at least as sensitive as its most sensitive source.
-        sensitivity: maxSensitivity([request.sensitivity, ...sourceRecords.map((s) => s.policy.sensitivity)]),
+        sensitivity: maxSensitivity([request.sensitivity, inherited.sensitivity]),
       },
       provenance: {
         sourceEventIds: request.sourceEventIds,
         parentIds: sourceRecords.map((s) => s.id),
+        ancestry: inherited.ancestry,
         rule: EXPLICIT_RULE,
         ruleVersion: '1',
       },
@@ -145,8 +163,8 @@ export class MemoryService {
       version: 1,
       status: 'active',
       retention: working
-        ? { class: 'session', expiresAt: workingExpiry(now, request.ttlSeconds) }
-        : { class: request.retention ?? 'standard', expiresAt: null },
+        ? { class: 'session', expiresAt: earliestExpiry(workingExpiry(now, request.ttlSeconds), inherited.ancestry.expiresAt) }
+        : { class: request.retention ?? 'standard', expiresAt: inherited.ancestry.expiresAt },
       ...(working ? { session: request.session } : {}),
       ...(request.correction ? { correction: true } : {}),
     };
@@ -163,7 +181,7 @@ export class MemoryService {
    */
   async promote(principal: Principal, id: string, body: unknown, requestId = 'internal'): Promise<WriteResult> {
     const request = parseOrThrow(PromoteMemoryRequest, body);
-    const working = await this.get(principal, id, { requestId });
+    const working = await this.get(principal, id, { requestId, session: request.session });
     if (working.kind !== 'working') throw new NotPromotable(id, 'not_working');
     const now = this.deps.clock.now().toISOString();
     if (working.retention.expiresAt !== null && Date.parse(working.retention.expiresAt) <= Date.parse(now)) throw new NotPromotable(id, 'expired');
@@ -172,8 +190,10 @@ export class MemoryService {
 
     const tenant = principal.tenant;
     const procedure = working.content.procedure;
+    // The promotion outlives the session, not what the working memory was derived from.
+    const ancestry = ancestryOf([working]);
     const record: MemoryRecord = {
-      id: procedure ? this.procedureId(tenant, procedure.name, procedure.version) : `mem_${deterministicUuid(tenant, 'promote', id, request.kind)}`,
+      id: procedure ? this.procedureId(tenant, procedure.name, procedure.version) : `mem_${keyedUuid(this.deps.fingerprintKey, tenant, 'promote', id, request.kind)}`,
       tenant,
       subject: working.subject,
       kind: request.kind,
@@ -182,14 +202,14 @@ export class MemoryService {
       validTo: working.validTo,
       recordedAt: now,
       policy: working.policy,
-      provenance: { sourceEventIds: working.provenance.sourceEventIds, parentIds: [working.id], rule: PROMOTION_RULE, ruleVersion: '1' },
+      provenance: { sourceEventIds: working.provenance.sourceEventIds, parentIds: [working.id], ancestry, rule: PROMOTION_RULE, ruleVersion: '1' },
       confidence: Math.min(request.confidence ?? working.confidence, working.confidence),
       sourceTrust: working.sourceTrust,
       tainted: working.tainted,
       usage: { retrieved: 0, adopted: 0, lastUsedAt: null },
       version: 1,
       status: 'active',
-      retention: { class: request.retention, expiresAt: null },
+      retention: { class: request.retention, expiresAt: ancestry.expiresAt },
     };
     return this.store(principal, record, { policy: await this.deps.policies.get(tenant), requestId });
   }
@@ -226,6 +246,8 @@ export class MemoryService {
 
     const procedure = record.kind === 'procedural' ? record.content.procedure : undefined;
     let revisions: MemoryRecord[] = [];
+    // The caller is told of the earlier versions it may read, and of no others.
+    let readableBefore = new Set<string>();
     if (procedure) {
       // Versions are checked against the index: it must hold every version written so far, by anyone.
       await this.deps.runner.waitFor(await this.deps.log.headPosition());
@@ -233,6 +255,7 @@ export class MemoryService {
       const versions = decideProcedureVersion(record, current, now);
       if (versions.kind === 'conflict') throw new ProcedureVersionConflict(procedure.version, versions.latest.version);
       revisions = versions.revisions;
+      readableBefore = new Set((await this.visible(principal, current)).map((r) => r.id));
     }
 
     const stream = streams.memory(tenant, record.id);
@@ -267,11 +290,12 @@ export class MemoryService {
     this.deps.writes.record(principal, position);
     if (procedure) await this.deps.runner.waitFor(position);
     await audit('allow', records.map((r) => r.id));
+    const superseded = revisions.map((r) => r.id).filter((id) => readableBefore.has(id));
     return {
       memory: record,
       position: position.toString(),
       duplicate: false,
-      ...(revisions.length > 0 ? { superseded: revisions.map((r) => r.id) } : {}),
+      ...(superseded.length > 0 ? { superseded } : {}),
     };
   }
 
@@ -282,33 +306,27 @@ export class MemoryService {
 
   /**
    * A record the caller may read under the tenant's policy for one of the
-   * token's purposes (or the one asked for), with provenance and status.
-   * Otherwise "not found", the same answer as for an id that does not exist,
-   * so existence is never revealed. Both outcomes are audited.
+   * token's purposes (or the one asked for), with provenance and status; a
+   * working memory only in its session (or by its owner). Otherwise "not
+   * found", the same answer as for an id that does not exist, so existence
+   * is never revealed. Both outcomes are audited.
    */
-  async get(principal: Principal, id: string, options: { purpose?: string; requestId?: string } = {}): Promise<MemoryRecord> {
+  async get(principal: Principal, id: string, options: { purpose?: string; requestId?: string; session?: string } = {}): Promise<MemoryRecord> {
     const tenant = principal.tenant;
     // Read your own writes: a memory written (or an event ingested) just before is found, however slow the index.
     const last = this.deps.writes.lastWrite(principal);
     if (last !== undefined) await this.deps.runner.waitFor(last);
     const found = await this.deps.index.get(tenant, id);
-    const policy = await this.deps.policies.get(tenant);
-    const now = this.deps.clock.now().toISOString();
     const purposes = options.purpose ? principal.purposes.filter((p) => p === options.purpose) : principal.purposes;
-    let rule = 'default-deny';
-    let allowed = false;
-    if (found && (RECALLABLE_STATUSES.includes(found.record.status) || found.record.status === 'superseded')) {
-      const held = !principal.roles.includes('legal') && isHeld(found.record, await this.deps.holds.list(tenant));
-      for (const purpose of held ? [] : purposes) {
-        const decision = evaluate(policy, subjectOf(principal), resourceOf(found.record), { purpose, now }, 'read');
-        if (decision.allowed) {
-          allowed = true;
-          rule = decision.ruleId;
-          break;
-        }
-      }
-      if (held) rule = 'legal-hold';
-    }
+    const { allowed, rule } = found
+      ? this.readable(principal, found.record, {
+          policy: await this.deps.policies.get(tenant),
+          holds: await this.deps.holds.list(tenant),
+          now: this.deps.clock.now().toISOString(),
+          purposes,
+          session: options.session,
+        })
+      : { allowed: false, rule: 'default-deny' };
     await this.deps.audit.record({
       tenant,
       actor: principal.sub,
@@ -321,9 +339,42 @@ export class MemoryService {
     if (!allowed) throw new MemoryNotFound(id);
     return found!.record;
   }
-}
 
-const unique = <T>(values: T[]) => [...new Set(values)];
+  /** Those of `records` the caller may read, for one of the token's purposes, in order. */
+  async visible(principal: Principal, records: MemoryRecord[]): Promise<MemoryRecord[]> {
+    const context = {
+      policy: await this.deps.policies.get(principal.tenant),
+      holds: await this.deps.holds.list(principal.tenant),
+      now: this.deps.clock.now().toISOString(),
+      purposes: principal.purposes,
+    };
+    return records.filter((record) => this.readable(principal, record, context).allowed);
+  }
+
+  /**
+   * Whether the caller may read `record` for one of `purposes`: a current or
+   * superseded version, not held (unless the caller is legal), a working
+   * memory only in its own session or by its owner, and allowed by the policy.
+   */
+  private readable(
+    principal: Principal,
+    record: MemoryRecord,
+    context: { policy: TenantPolicy; holds: LegalHold[]; now: string; purposes: string[]; session?: string },
+  ): { allowed: boolean; rule: string } {
+    if (!RECALLABLE_STATUSES.includes(record.status) && record.status !== 'superseded') return { allowed: false, rule: 'default-deny' };
+    const covered = isHeld(record, context.holds);
+    if (!principal.roles.includes('legal') && covered) return { allowed: false, rule: 'legal-hold' };
+    // An expired record (or one derived from an expired source: it expires with it) is gone, as in recall, unless a hold keeps it.
+    const expiresAt = record.retention.expiresAt;
+    if (!covered && expiresAt !== null && Date.parse(expiresAt) <= Date.parse(context.now)) return { allowed: false, rule: 'default-deny' };
+    if (!visibleInSession(record, context.session) && record.policy.owner !== principal.sub) return { allowed: false, rule: 'working-session' };
+    for (const purpose of context.purposes) {
+      const decision = evaluate(context.policy, subjectOf(principal), resourceOf(record), { purpose, now: context.now }, 'read');
+      if (decision.allowed) return { allowed: true, rule: decision.ruleId };
+    }
+    return { allowed: false, rule: 'default-deny' };
+  }
+}
 
 function maxSensitivity<T extends keyof typeof SENSITIVITY_RANK>(values: T[]): T {
   return values.reduce((a, b) => (SENSITIVITY_RANK[b] > SENSITIVITY_RANK[a] ? b : a));

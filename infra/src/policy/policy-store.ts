@@ -5,6 +5,7 @@ import {
   TenantPolicy,
   WrongExpectedVersion,
   parseOrThrow,
+  storedPolicy,
   type EventLog,
 } from '@elma/domain';
 import { deterministicUuid } from '../ingest/ids';
@@ -64,7 +65,7 @@ export class PolicyStore {
     if (cached && !fresh) return cached;
     let found: { policy: TenantPolicy; revision: bigint } = { policy: DEFAULT_POLICY, revision: -1n };
     for await (const event of this.deps.log.readStream(policyStream(tenant), { direction: 'backwards', maxCount: 1 })) {
-      found = { policy: TenantPolicy.parse((event.data as { policy: unknown }).policy), revision: event.revision };
+      found = { policy: storedPolicy((event.data as { policy: unknown }).policy), revision: event.revision };
     }
     this.cache.set(tenant, found);
     return found;

@@ -6,7 +6,7 @@ import type { ElmaConfig } from '../config/config';
 import { HashingEmbedder, OpenAiCompatibleEmbedder } from '../embedder';
 import { EventStoreDbCheckpointStore, EventStoreDbEventLog, EventStoreDbScavenger, SqliteEventLog } from '../event-log';
 import { IngestService } from '../ingest/ingest-service';
-import { keyedFingerprint } from '../ingest/ids';
+import { eventIdKeyOf, keyedFingerprint } from '../ingest/ids';
 import { SqliteKeyVault } from '../key-vault';
 import { ElasticsearchMemoryIndex, SqliteMemoryIndex } from '../memory-index';
 import { MemoryService } from '../memory/memory-service';
@@ -115,11 +115,13 @@ export async function openElma(
   const holds = new LegalHolds({ log, clock, ids, vault });
   const probes = new Map<string, () => Promise<EngineHealth>>();
   const fingerprintKey = Buffer.from(keyedFingerprint(config.masterKey, 'elma.idempotency.v1'), 'hex');
+  const eventIdKey = eventIdKeyOf(config.masterKey);
   const fingerprints = new ErasureFingerprints(Buffer.from(keyedFingerprint(config.masterKey, 'elma.erasure.v1'), 'hex'));
   const tombstones = new Tombstones({ log });
-  const erased = new ErasureGuard({ tombstones, fingerprints });
+  const erased = new ErasureGuard({ tombstones, fingerprints, policies });
   const signer = new CertificateSigner({ masterKey: config.masterKey });
   const audit = new AuditLog({ log, clock, pseudonymize: (tenant, subject) => `sfp_${fingerprints.subject(tenant, subject)}` });
+  const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
   const scanRoots = [config.dataDir, ...(config.temporal.dbFile && !config.temporal.dbFile.startsWith(config.dataDir) ? [config.temporal.dbFile, `${config.temporal.dbFile}-wal`] : [])];
 
   return {
@@ -137,8 +139,8 @@ export async function openElma(
     holds,
     audit,
     governance: new GovernanceService({ policies, holds, audit }),
-    ingest: new IngestService({ log, sealer, clock, fingerprintKey, writes, policies, audit, erased, vault }),
-    memories: new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased }),
+    ingest: new IngestService({ log, sealer, clock, fingerprintKey, eventIdKey, writes, policies, audit, erased, vault }),
+    memories,
     erasure: new ErasureService({
       log,
       index,
@@ -159,7 +161,7 @@ export async function openElma(
       ...(compaction ? { compaction: { port: compaction, waitMs: config.eventStore!.scavengeWaitMs } } : {}),
     }),
     signer,
-    adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit }),
+    adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
     consolidation: new ConsolidationService({ log, index, sealer, erased }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids }),
     async health() {

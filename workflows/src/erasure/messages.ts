@@ -45,6 +45,8 @@ export interface RetentionSweepResult {
   asOf: string;
   /** One erasure (and certificate) per tenant that had expired records. */
   erasures: { tenant: string; requestId: string; erased: number | null; failed?: boolean }[];
+  /** Unfinished erasures whose workset was shredded for having outlived the retention window. */
+  worksetsExpired?: number;
 }
 
 /** Progress before the first step has run. */

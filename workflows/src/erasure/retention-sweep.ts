@@ -1,10 +1,10 @@
-import { ParentClosePolicy, executeChild, proxyActivities } from '@temporalio/workflow';
+import { ParentClosePolicy, executeChild, patched, proxyActivities } from '@temporalio/workflow';
 import type { ErasureActivities } from '@elma/activities';
 import { ElmaReason, ElmaRequestId, ElmaStatus, ElmaTenant } from '../search-attributes';
 import type { ErasureInput, RetentionSweepInput, RetentionSweepResult } from './messages';
 import { ACTIVITY_RETRY, HEARTBEAT_TIMEOUT } from '../retry';
 
-const { retentionTenants, retentionOpen } = proxyActivities<ErasureActivities>({
+const { retentionTenants, retentionOpen, erasureExpireWorksets } = proxyActivities<ErasureActivities>({
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: HEARTBEAT_TIMEOUT,
   retry: ACTIVITY_RETRY,
@@ -15,6 +15,8 @@ const { retentionTenants, retentionOpen } = proxyActivities<ErasureActivities>({
  * each tenant with records past `expiresAt` and not on hold, one child
  * `erasureWorkflow` with reason `retention`, so each sweep yields one
  * certificate per tenant. A tenant whose erasure fails does not stop the others.
+ * Then the worksets of erasures that never finished (terminated, lost) are
+ * shredded once past their tenant's retention window.
  */
 export async function retentionSweepWorkflow(input: RetentionSweepInput = {}): Promise<RetentionSweepResult> {
   const asOf = new Date().toISOString();
@@ -42,5 +44,6 @@ export async function retentionSweepWorkflow(input: RetentionSweepInput = {}): P
       result.erasures.push({ tenant, requestId, erased: null, failed: true });
     }
   }
+  if (patched('retention-sweep-expires-worksets')) result.worksetsExpired = (await erasureExpireWorksets(asOf)).expired;
   return result;
 }

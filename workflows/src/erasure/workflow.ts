@@ -1,6 +1,8 @@
 import {
   ApplicationFailure,
+  CancellationScope,
   condition,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -139,6 +141,13 @@ export async function erasureWorkflow(input: ErasureInput): Promise<ErasureResul
       const code = failure.cause?.type ?? failure.type ?? 'ERASURE.FAILED';
       progress.failure = { code, message: failure.cause?.message ?? failure.message ?? 'failed' };
       setStatus(code === 'POLICY.DENIED' || code === 'AUTH.FORBIDDEN' ? 'denied' : 'failed');
+    }
+    // No certificate will come: the request's scope and workset (texts, vectors) must not outlive it under a live key.
+    // Not cancellable, so a cancelled erasure shreds them too; if this fails for good, or the workflow is terminated,
+    // the retention sweep shreds them once the tenant's retention window has passed.
+    if (patched('erasure-abandon-shreds-workset')) {
+      const code = progress.failure?.code ?? 'ERASURE.FAILED';
+      await CancellationScope.nonCancellable(() => activities.erasureAbandon(tenant, requestId, code)).catch(() => undefined);
     }
     throw error;
   }

@@ -25,9 +25,14 @@ export class MemoryResolver {
   constructor(@Inject(ELMA) private readonly elma: Elma) {}
 
   @Query(() => MemoryType)
-  @ParamTypes(Object, String, String)
-  async memory(@Caller() caller: Principal, @RequestId() requestId: string, @Args('id', { type: () => ID }) id: string): Promise<MemoryType> {
-    return toGraphql(await this.elma.memories.get(caller, id, { requestId }));
+  @ParamTypes(Object, String, String, String)
+  async memory(
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Args('id', { type: () => ID }) id: string,
+    @Args('session', { type: () => String, nullable: true, description: "A working memory's session: only there (or by its owner) can it be read." }) session: string | null,
+  ): Promise<MemoryType> {
+    return toGraphql(await this.elma.memories.get(caller, id, { requestId, session: session ?? undefined }));
   }
 
   @Query(() => RecallResultType)

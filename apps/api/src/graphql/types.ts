@@ -216,6 +216,8 @@ export class PromoteInput {
   @Field(() => String, { nullable: true }) kind?: string;
   @Field(() => Float, { nullable: true }) confidence?: number;
   @Field(() => String, { nullable: true }) retention?: string;
+  /** The working memory's session. */
+  @Field(() => String, { nullable: true }) session?: string;
 }
 
 @InputType()

@@ -1,13 +1,25 @@
 import { DomainError } from '@elma/domain';
 import { storageFullOf } from '@elma/infra';
 
-/** HTTP status for each stable error code. Codes not listed are server errors. */
+/** HTTP status for each stable error code (`AREA.CODE`). Codes not listed are server errors. */
 const STATUS: Record<string, number> = {
   'REQUEST.MALFORMED_JSON': 400,
   'REQUEST.VALIDATION_FAILED': 422,
   'REQUEST.PAYLOAD_TOO_LARGE': 413,
   'REQUEST.UNSUPPORTED_MEDIA_TYPE': 415,
+  'REQUEST.MALFORMED': 400,
+  'REQUEST.TIMEOUT': 408,
+  'REQUEST.URI_TOO_LONG': 414,
+  'REQUEST.HEADERS_TOO_LARGE': 431,
+  'ROUTE.METHOD_NOT_ALLOWED': 405,
   'AUTH.UNAUTHENTICATED': 401,
+  'AUTH.TOKEN_INVALID': 401,
+  'AUTH.TOKEN_EXPIRED': 401,
+  'AUTH.TOKEN_NOT_YET_VALID': 401,
+  'AUTH.TOKEN_EXPIRY_REQUIRED': 401,
+  'AUTH.TOKEN_LIFETIME_TOO_LONG': 401,
+  'AUTH.UNKNOWN_ROLE': 401,
+  'AUTH.KEYS_UNAVAILABLE': 503,
   'RECALL.PURPOSE_NOT_PERMITTED': 403,
   'ROUTE.NOT_FOUND': 404,
   'MEMORY.NOT_FOUND': 404,
@@ -18,8 +30,8 @@ const STATUS: Record<string, number> = {
   'KEY_VAULT.KEY_SHREDDED': 410,
   'PROJECTION.LAGGING': 503,
   'INDEX.PARTITION_CORRUPT': 503,
-  secret_detected: 422,
-  tenant_mismatch: 403,
+  'HYGIENE.SECRET_DETECTED': 422,
+  'AUTH.TENANT_MISMATCH': 403,
   'AUTH.FORBIDDEN': 403,
   'POLICY.DENIED': 403,
   'POLICY.VERSION_CONFLICT': 409,
@@ -57,6 +69,11 @@ export interface Problem {
  * errors show their detail; anything else is a generic 500 so that no
  * payload fragment can leak through an exception message.
  */
+export const STATUS_OF_CODE: Readonly<Record<string, number>> = STATUS;
+
+/** The code of an unexpected error: a fault of the server, never of the request. */
+export const INTERNAL = 'SERVER.INTERNAL';
+
 export function toProblem(error: unknown, instance?: string, requestId?: string): Problem {
   const { code, detail, errors } = classify(error);
   const status = STATUS[code] ?? 500;
@@ -88,7 +105,14 @@ function classify(error: unknown): { code: string; detail: string; errors?: unkn
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return { code: 'REQUEST.PAYLOAD_TOO_LARGE', detail: 'the request body exceeds 1 MiB' };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_TYPE':
       return { code: 'REQUEST.UNSUPPORTED_MEDIA_TYPE', detail: 'send application/json' };
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { code: 'REQUEST.MALFORMED', detail: 'the Content-Length header does not match the body' };
+    case 'FST_ERR_BAD_URL':
+      return { code: 'REQUEST.MALFORMED', detail: 'the URL is not validly encoded' };
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return { code: 'REQUEST.URI_TOO_LONG', detail: 'a path segment is too long' };
   }
   if (error instanceof SyntaxError && fastify?.statusCode === 400) {
     return { code: 'REQUEST.MALFORMED_JSON', detail: 'the request body is not valid JSON' };
@@ -104,5 +128,5 @@ function classify(error: unknown): { code: string; detail: string; errors?: unkn
     case 415:
       return { code: 'REQUEST.UNSUPPORTED_MEDIA_TYPE', detail: 'send application/json' };
   }
-  return { code: 'INTERNAL', detail: 'internal error; see the server log with the request id' };
+  return { code: INTERNAL, detail: 'internal error; see the server log with the request id' };
 }

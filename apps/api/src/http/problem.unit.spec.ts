@@ -32,7 +32,7 @@ describe('a full volume as the caller sees it', () => {
 
   it('keeps other storage failures a generic 500 whose detail names no path or content', () => {
     const problem = toProblem(new Database.SqliteError('disk I/O error: /data/tenant-acme.db', 'SQLITE_IOERR_READ'));
-    expect(problem).toMatchObject({ status: 500, code: 'INTERNAL' });
+    expect(problem).toMatchObject({ status: 500, code: 'SERVER.INTERNAL' });
     expect(problem.detail).not.toContain('/data');
   });
 

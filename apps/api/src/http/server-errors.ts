@@ -21,3 +21,17 @@ export function serverErrorLog(logger: Logger, intervalMs = 10_000, now: () => n
     logger.warn('request refused', { ...fields, status: problem.status, code: problem.code, ...(seen ? { passedOverSinceLast: seen.passedOver } : {}) });
   };
 }
+
+/**
+ * What a log line may say of an unexpected error: its class, its code and
+ * where it was thrown. Never its message, which can quote the request.
+ */
+export function causeOf(error: unknown): { name?: string; cause?: string; at?: string } {
+  const e = error as { name?: unknown; code?: unknown; stack?: unknown } | undefined;
+  const frame = typeof e?.stack === 'string' ? /\n\s+at (?:.* \()?(\S+?:\d+:\d+)\)?/.exec(e.stack)?.[1] : undefined;
+  return {
+    ...(typeof e?.name === 'string' ? { name: e.name } : {}),
+    ...(typeof e?.code === 'string' ? { cause: e.code } : {}),
+    ...(frame ? { at: frame.replace(/^.*\/(?=(apps|infra|domain|activities|workflows|node_modules)\/)/, '') } : {}),
+  };
+}

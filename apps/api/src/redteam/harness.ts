@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Principal } from '@elma/domain';
 import type { TestApp } from '../testing';
 
@@ -32,11 +34,14 @@ export interface ProbeRequest {
   headers?: Record<string, string>;
 }
 
-interface Tally {
+export interface Tally {
   probes: number;
   leaks: number;
   serverErrors: number;
 }
+
+/** Where each red-team file leaves its tallies for the run's summary (set by tests/redteam.global-setup.ts). */
+export const REDTEAM_DIR_ENV = 'ELMA_REDTEAM_DIR';
 
 export class RedTeam {
   readonly leaks: string[] = [];
@@ -100,23 +105,38 @@ export class RedTeam {
     return result;
   }
 
-  /** Probes, leaks and 5xx by surface, as a table. */
+  /** Probes, leaks and 5xx by surface, as a table; also left for the run's summary when one is collected. */
   report(): string {
-    const rows = [...this.tallies.entries()].sort(([a], [b]) => a.localeCompare(b));
-    const width = Math.max(7, ...rows.map(([surface]) => surface.length));
-    const line = (surface: string, t: Tally) =>
-      `  ${surface.padEnd(width)}  ${String(t.probes).padStart(7)}  ${String(t.leaks).padStart(5)}  ${String(t.serverErrors).padStart(4)}`;
-    const total = rows.reduce((sum, [, t]) => ({ probes: sum.probes + t.probes, leaks: sum.leaks + t.leaks, serverErrors: sum.serverErrors + t.serverErrors }), {
-      probes: 0,
-      leaks: 0,
-      serverErrors: 0,
-    });
-    return [
-      `red team (${this.name}): ${total.probes} probes, ${total.leaks} leaks, ${total.serverErrors} 5xx`,
-      `  ${'surface'.padEnd(width)}  ${'probes'.padStart(7)}  ${'leaks'.padStart(5)}  ${'5xx'.padStart(4)}`,
-      ...rows.map(([surface, t]) => line(surface, t)),
-      line('total', total),
-    ].join('\n');
+    const dir = process.env[REDTEAM_DIR_ENV];
+    if (dir) writeFileSync(join(dir, `${this.name.replace(/[^A-Za-z0-9_-]+/g, '-')}.json`), JSON.stringify(Object.fromEntries(this.tallies)));
+    return formatReport(`red team (${this.name})`, this.tallies);
+  }
+}
+
+/** A table of probes, leaks and 5xx per surface, with a total line. */
+export function formatReport(title: string, tallies: ReadonlyMap<string, Tally>): string {
+  const rows = [...tallies.entries()].sort(([a], [b]) => a.localeCompare(b));
+  const width = Math.max(7, ...rows.map(([surface]) => surface.length));
+  const line = (surface: string, t: Tally) =>
+    `  ${surface.padEnd(width)}  ${String(t.probes).padStart(7)}  ${String(t.leaks).padStart(5)}  ${String(t.serverErrors).padStart(4)}`;
+  const total = rows.reduce((sum, [, t]) => ({ probes: sum.probes + t.probes, leaks: sum.leaks + t.leaks, serverErrors: sum.serverErrors + t.serverErrors }), {
+    probes: 0,
+    leaks: 0,
+    serverErrors: 0,
+  });
+  return [
+    `${title}: ${total.probes} probes, ${total.leaks} leaks, ${total.serverErrors} 5xx`,
+    `  ${'surface'.padEnd(width)}  ${'probes'.padStart(7)}  ${'leaks'.padStart(5)}  ${'5xx'.padStart(4)}`,
+    ...rows.map(([surface, t]) => line(surface, t)),
+    line('total', total),
+  ].join('\n');
+}
+
+/** Adds one file's tallies into a run's. */
+export function addTallies(into: Map<string, Tally>, from: Record<string, Tally>): void {
+  for (const [surface, t] of Object.entries(from)) {
+    const sum = into.get(surface) ?? { probes: 0, leaks: 0, serverErrors: 0 };
+    into.set(surface, { probes: sum.probes + t.probes, leaks: sum.leaks + t.leaks, serverErrors: sum.serverErrors + t.serverErrors });
   }
 }
 

@@ -155,11 +155,11 @@ describe('tenant isolation and policy under hostile probes', () => {
     expect(shape(foreign.text)).toEqual(shape(missing.text));
   });
 
-  it('refuses a body that names another tenant with tenant_mismatch', async () => {
+  it('refuses a body that names another tenant with AUTH.TENANT_MISMATCH', async () => {
     const agent = await token('acme', 'agent', { roles: ['agent'], purposes: ['support'], clearance: 'internal' });
     const response = await send(agent, 'POST', '/v1/recall', { tenant: 'globex', query: 'risk', purpose: 'support' });
     expect(response.status).toBe(403);
-    expect(JSON.parse(response.text).code).toBe('tenant_mismatch');
+    expect(JSON.parse(response.text).code).toBe('AUTH.TENANT_MISMATCH');
     const own = await send(agent, 'POST', '/v1/recall', { tenant: 'acme', query: 'risk', purpose: 'support' });
     expect(own.status).toBe(200);
   });

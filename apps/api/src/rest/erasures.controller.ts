@@ -1,14 +1,21 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Res, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { CreateErasureRequest, type Principal } from '@elma/domain';
+import { CreateErasureRequest, SignedCertificate, type Principal } from '@elma/domain';
 import { ErasureDesk } from '../erasure/erasure-desk';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ERASURE_DESK } from '../http/tokens';
-import { jsonSchema, problemResponse } from './openapi';
+import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, ErasureProgressSchema, jsonSchema, linksFrom } from './openapi';
+
+const requested = linksFrom('$response.body#/requestId', {
+  ErasureProgress: ['get', '/v1/erasures/{id}'],
+  ApproveErasure: ['post', '/v1/erasures/{id}/approve'],
+  ErasureCertificate: ['get', '/v1/erasures/{id}/certificate'],
+  ErasureCertificatePdf: ['get', '/v1/erasures/{id}/certificate.pdf'],
+});
 
 @ApiTags('erasure')
-@ApiBearerAuth()
+@ApiAuthenticated()
 @Controller('v1/erasures')
 @UseGuards(AuthGuard)
 export class ErasuresController {
@@ -16,38 +23,51 @@ export class ErasuresController {
 
   @Post()
   @HttpCode(202)
-  @ApiBody({ schema: jsonSchema(CreateErasureRequest) })
-  @ApiResponse({ status: 202, description: 'Accepted: the erasure workflow runs; follow it at GET /v1/erasures/{id} (roles compliance or dpo, or a data subject for their own records).' })
-  @ApiResponse({ status: 403, ...problemResponse })
-  @ApiResponse({ status: 422, ...problemResponse })
+  @ApiJsonBody(CreateErasureRequest)
+  @ApiOk(
+    202,
+    'Accepted: the erasure workflow runs; follow it at GET /v1/erasures/{id} (roles compliance or dpo, or a data subject for their own records).',
+    ErasureProgressSchema,
+    requested,
+  )
+  @ApiProblems(403, 409)
   create(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
     return this.desk.create(caller, body, requestId);
   }
 
   @Get(':id')
-  @ApiResponse({ status: 200, description: 'Live progress: status, current step, finished steps with time and attempts, closure size.' })
-  @ApiResponse({ status: 404, ...problemResponse })
+  @ApiId('The erasure request.')
+  @ApiOk(200, 'Live progress: status, current step, finished steps with time and attempts, closure size.', ErasureProgressSchema)
+  @ApiProblems(403, 404)
   progress(@Caller() caller: Principal, @Param('id') id: string) {
     return this.desk.progress(caller, id);
   }
 
   @Post(':id/approve')
   @HttpCode(200)
-  @ApiResponse({ status: 200, description: 'Approves a closure above the tenant threshold (role dpo, not the requester).' })
-  @ApiResponse({ status: 409, ...problemResponse })
+  @ApiId('The erasure request.')
+  @ApiOk(200, 'Approves a closure above the tenant threshold (role dpo, not the requester).', ErasureProgressSchema)
+  @ApiProblems(403, 404, 409)
   approve(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string) {
     return this.desk.approve(caller, id, requestId);
   }
 
   @Get(':id/certificate')
-  @ApiResponse({ status: 200, description: 'The signed certificate (JSON); verify with `elma verify-certificate` and /.well-known/elma-keys.' })
-  @ApiResponse({ status: 409, ...problemResponse })
+  @ApiId('The erasure request.')
+  @ApiOk(200, 'The signed certificate (JSON); verify with `elma verify-certificate` and /.well-known/elma-keys.', jsonSchema(SignedCertificate, 'output'))
+  @ApiProblems(403, 404, 409)
   certificate(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string) {
     return this.desk.certificate(caller, id, requestId);
   }
 
   @Get(':id/certificate.pdf')
-  @ApiResponse({ status: 200, description: 'The certificate as a readable PDF for a compliance officer.' })
+  @ApiId('The erasure request.')
+  @ApiResponse({
+    status: 200,
+    description: 'The certificate as a readable PDF for a compliance officer.',
+    content: { 'application/pdf': { schema: { type: 'string', format: 'binary' } } },
+  })
+  @ApiProblems(403, 404, 409)
   async certificatePdf(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Res() reply: FastifyReply) {
     const pdf = await this.desk.certificatePdf(caller, id, requestId);
     return reply
@@ -64,7 +84,21 @@ export class WellKnownController {
   constructor(@Inject(ERASURE_DESK) private readonly desk: ErasureDesk) {}
 
   @Get('elma-keys')
-  @ApiResponse({ status: 200, description: 'JWKS of the Ed25519 keys that sign erasure certificates.' })
+  @ApiOk(200, 'JWKS of the Ed25519 keys that sign erasure certificates.', {
+    type: 'object',
+    required: ['keys'],
+    properties: {
+      keys: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['kty', 'crv', 'x', 'kid'],
+          properties: { kty: { type: 'string' }, crv: { type: 'string' }, x: { type: 'string' }, kid: { type: 'string' }, use: { type: 'string' }, alg: { type: 'string' } },
+        },
+      },
+    },
+  })
+  @ApiProblems(414, 431)
   keys() {
     return this.desk.keys();
   }

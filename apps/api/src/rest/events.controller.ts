@@ -1,13 +1,13 @@
 import { Body, Controller, HttpCode, Inject, Post, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { IngestRequest, type Principal } from '@elma/domain';
 import type { Elma } from '@elma/infra';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
-import { jsonSchema, problemResponse } from './openapi';
+import { ApiAuthenticated, ApiJsonBody, ApiOk, ApiProblems, IngestResultSchema } from './openapi';
 
 @ApiTags('events')
-@ApiBearerAuth()
+@ApiAuthenticated()
 @Controller('v1/events')
 @UseGuards(AuthGuard)
 export class EventsController {
@@ -15,10 +15,19 @@ export class EventsController {
 
   @Post()
   @HttpCode(202)
-  @ApiBody({ schema: jsonSchema(IngestRequest), description: 'One event, or `{ events: [...] }` with up to 1,000 (all or nothing).' })
-  @ApiResponse({ status: 202, description: 'Appended (or already present: `duplicate: true`). `position` serves read-your-writes.' })
-  @ApiResponse({ status: 400, ...problemResponse })
-  @ApiResponse({ status: 422, ...problemResponse })
+  @ApiJsonBody(IngestRequest, {
+    description: 'One event, or `{ events: [...] }` with up to 1,000 (all or nothing).',
+    example: {
+      subject: 'cust-42',
+      occurredAt: '2026-11-20T10:00:00Z',
+      activity: 'chat.turn',
+      content: { text: 'I moved to Lyon last month; please send invoices there.' },
+      source: { system: 'crm', channel: 'chat' },
+      purposes: ['support'],
+    },
+  })
+  @ApiOk(202, 'Appended (or already present: `duplicate: true`). `position` serves read-your-writes.', IngestResultSchema)
+  @ApiProblems(403, 409, 410)
   ingest(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
     return this.elma.ingest.ingest(caller, body, requestId);
   }

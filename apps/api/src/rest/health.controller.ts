@@ -1,8 +1,18 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
-import { ApiTags } from '@nestjs/swagger';
+import { ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import type { Elma } from '@elma/infra';
 import { ELMA } from '../http/tokens';
+import { ApiProblems } from './openapi';
+
+const Health = {
+  type: 'object',
+  required: ['status', 'engines'],
+  properties: {
+    status: { type: 'string', enum: ['up', 'degraded', 'down'] },
+    engines: { type: 'object', additionalProperties: { type: 'object', required: ['up'], properties: { up: { type: 'boolean' }, degraded: { type: 'boolean' } } } },
+  },
+};
 
 @ApiTags('health')
 @Controller('health')
@@ -11,6 +21,9 @@ export class HealthController {
 
   /** Each engine and whether it is up; 503 when any is down; `degraded` (200) when all are up but one serves only part (e.g. a quarantined tenant). */
   @Get()
+  @ApiResponse({ status: 200, description: 'Every engine is up (`degraded` when one serves only part).', content: { 'application/json': { schema: Health } } })
+  @ApiResponse({ status: 503, description: 'An engine is down.', content: { 'application/json': { schema: Health } } })
+  @ApiProblems(414, 431)
   async health(@Res() reply: FastifyReply) {
     const engines = await this.elma.health();
     const up = Object.values(engines).every((e) => e.up);

@@ -1,48 +1,72 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { PromoteMemoryRequest, WriteMemoryRequest, type Principal } from '@elma/domain';
-import type { Elma } from '@elma/infra';
+import { ApiQuery, ApiTags } from '@nestjs/swagger';
+import { MemoryRecord, PromoteMemoryRequest, WriteMemoryRequest, withoutAncestry, type Principal } from '@elma/domain';
+import { AdjudicateRequest, type Elma } from '@elma/infra';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
-import { jsonSchema, problemResponse } from './openapi';
+import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, jsonSchema, linksFrom, WriteResultSchema } from './openapi';
+
+const Memory = jsonSchema(MemoryRecord, 'output');
+const written = linksFrom('$response.body#/memory/id', {
+  GetMemory: ['get', '/v1/memories/{id}'],
+  PromoteMemory: ['post', '/v1/memories/{id}/promote'],
+  AdjudicateMemory: ['post', '/v1/memories/{id}/adjudicate'],
+});
 
 @ApiTags('memories')
-@ApiBearerAuth()
+@ApiAuthenticated()
 @Controller('v1/memories')
 @UseGuards(AuthGuard)
 export class MemoriesController {
   constructor(@Inject(ELMA) private readonly elma: Elma) {}
 
   @Post()
-  @ApiBody({ schema: jsonSchema(WriteMemoryRequest) })
-  @ApiResponse({ status: 201, description: 'The recorded memory with its provenance.' })
-  @ApiResponse({ status: 409, ...problemResponse })
-  @ApiResponse({ status: 422, ...problemResponse })
-  write(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
-    return this.elma.memories.write(caller, body, requestId);
+  @ApiJsonBody(WriteMemoryRequest)
+  @ApiOk(201, 'The recorded memory with its provenance.', WriteResultSchema(Memory), written)
+  @ApiProblems(403, 409, 410)
+  async write(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
+    const result = await this.elma.memories.write(caller, body, requestId);
+    return { ...result, memory: withoutAncestry(result.memory) };
   }
 
   @Post(':id/adjudicate')
   @HttpCode(200)
-  @ApiResponse({ status: 200, description: 'Settles a contradicted fact (roles admin, dpo, reviewer): `{ "decision": "accept" | "reject" }`; returns the new versions.' })
-  @ApiResponse({ status: 403, ...problemResponse })
-  adjudicate(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
-    return this.elma.adjudication.adjudicate(caller, id, body, requestId);
+  @ApiId('The disputed fact.')
+  @ApiJsonBody(AdjudicateRequest)
+  @ApiOk(200, 'Settles a contradicted fact (roles admin, dpo, reviewer); returns the new versions.', {
+    type: 'object',
+    required: ['memory', 'revised'],
+    properties: { memory: Memory, revised: { type: 'array', items: Memory } },
+  })
+  @ApiProblems(403, 404, 409, 410)
+  async adjudicate(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
+    const result = await this.elma.adjudication.adjudicate(caller, id, body, requestId);
+    return { memory: withoutAncestry(result.memory), revised: result.revised.map(withoutAncestry) };
   }
 
   @Post(':id/promote')
-  @ApiBody({ schema: jsonSchema(PromoteMemoryRequest) })
-  @ApiResponse({ status: 201, description: 'Keeps a working memory beyond its session: a new record of `kind` (default semantic) citing it as parent.' })
-  @ApiResponse({ status: 404, ...problemResponse })
-  @ApiResponse({ status: 422, ...problemResponse })
-  promote(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
-    return this.elma.memories.promote(caller, id, body ?? {}, requestId);
+  @ApiId('The working memory.')
+  @ApiJsonBody(PromoteMemoryRequest, { required: false })
+  @ApiOk(201, 'Keeps a working memory beyond its session (named in `session`): a new record of `kind` (default semantic) citing it as parent.', WriteResultSchema(Memory), written)
+  @ApiProblems(403, 404, 409, 410)
+  async promote(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
+    const result = await this.elma.memories.promote(caller, id, body ?? {}, requestId);
+    return { ...result, memory: withoutAncestry(result.memory) };
   }
 
   @Get(':id')
-  @ApiResponse({ status: 200, description: 'The record with provenance and status.' })
-  @ApiResponse({ status: 404, ...problemResponse })
-  get(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Query('purpose') purpose?: string) {
-    return this.elma.memories.get(caller, id, { purpose, requestId });
+  @ApiId('The memory.')
+  @ApiQuery({ name: 'purpose', required: false, description: 'The purpose of this read, when the caller has several.', schema: { type: 'string' } })
+  @ApiQuery({ name: 'session', required: false, description: 'The session of a working memory (its owner may omit it).', schema: { type: 'string' } })
+  @ApiOk(200, 'The record with provenance and status; a working memory only with its `session` (or to its owner).', Memory)
+  @ApiProblems(403, 404, 410, 422)
+  async get(
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Param('id') id: string,
+    @Query('purpose') purpose?: string,
+    @Query('session') session?: string,
+  ) {
+    return withoutAncestry(await this.elma.memories.get(caller, id, { purpose, requestId, session }));
   }
 }

@@ -1,30 +1,221 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiParam, ApiQuery, ApiResponse, type ApiBodyOptions } from '@nestjs/swagger';
 import { z } from 'zod';
-import type { ApiBodyOptions } from '@nestjs/swagger';
 
 type SchemaObject = NonNullable<Extract<ApiBodyOptions, { schema?: unknown }>['schema']>;
 
-/** The OpenAPI document shows the same zod schemas the handlers validate with (schemas once, STYLE.md §5). */
-export function jsonSchema(schema: z.ZodType): SchemaObject {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
-  return rest as SchemaObject;
+/**
+ * The OpenAPI document shows the same zod schemas the handlers validate with (schemas once, STYLE.md §5),
+ * in OpenAPI 3.0's dialect (boolean `exclusiveMinimum`, `nullable`), with patterns any regex engine reads.
+ */
+export function jsonSchema(schema: z.ZodType, io: 'input' | 'output' = 'input'): SchemaObject {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'openapi-3.0' }) as Record<string, unknown>;
+  return portablePatterns(rest) as SchemaObject;
 }
 
-export const problemResponse = {
-  description: 'RFC 9457 problem details with a stable `code`',
-  content: {
-    'application/problem+json': {
-      schema: {
+/**
+ * Clients and fuzzers compile `pattern` with their own engine (ECMA-262 without the `u` flag, Python's `re`),
+ * none of which knows Unicode property escapes. The control characters (`\p{Cc}`) are written out as the
+ * ranges they stand for; a pattern with any other property escape is left out of the document, and the
+ * server still enforces it.
+ */
+function portablePatterns(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(portablePatterns);
+  if (!node || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key === 'pattern' && typeof value === 'string') {
+      const written = value.replaceAll('\\p{Cc}', '\\u0000-\\u001f\\u007f-\\u009f');
+      if (!/\\[pP]\{/.test(written)) out[key] = written;
+      continue;
+    }
+    out[key] = portablePatterns(value);
+  }
+  return out;
+}
+
+/** RFC 9457 problem details, as every REST error is sent. */
+export const ProblemDetails: SchemaObject = {
+  type: 'object',
+  required: ['type', 'title', 'status', 'detail', 'code'],
+  properties: {
+    type: { type: 'string' },
+    title: { type: 'string' },
+    status: { type: 'integer', minimum: 400, maximum: 599 },
+    detail: { type: 'string' },
+    code: { type: 'string', description: 'Stable `AREA.CODE`.' },
+    instance: { type: 'string' },
+    requestId: { type: 'string' },
+    errors: { type: 'array', items: { type: 'object' }, description: 'Validation issues (path and message) or secret findings.' },
+  },
+};
+
+/** What each error status means across the API; the `code` says which case it is. */
+const PROBLEMS: Record<number, string> = {
+  400: 'The body is not valid JSON (`REQUEST.MALFORMED_JSON`).',
+  401: 'No valid bearer token: missing, malformed, badly signed or expired (`AUTH.UNAUTHENTICATED`).',
+  403: "The caller's roles, purposes or clearance do not allow this (`AUTH.FORBIDDEN`, `POLICY.DENIED`, …), or a body names another tenant.",
+  404: 'No such resource, or one the caller may not see: both are answered alike.',
+  409: 'Conflicts with the current state (a stale version, a step not reached yet, an id already recorded).',
+  410: 'The resource was erased (its key is shredded).',
+  413: 'The body is larger than 1 MiB (`REQUEST.PAYLOAD_TOO_LARGE`).',
+  414: 'The URI (path or query) is too long.',
+  415: 'The body is not `application/json` (`REQUEST.UNSUPPORTED_MEDIA_TYPE`).',
+  422: 'The request is well-formed but invalid; `errors` lists each path (`REQUEST.VALIDATION_FAILED`, …).',
+  431: 'The request headers are too large.',
+  503: 'Overloaded (`SERVER.OVERLOADED`, with Retry-After), or an engine it needs is unavailable (`TEMPORAL.UNAVAILABLE`, `PROJECTION.LAGGING`, `INDEX.PARTITION_CORRUPT`).',
+  507: 'The data volume is full (`STORAGE.FULL`); retry once an operator frees space.',
+};
+
+const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retrying, when the server sheds load.', schema: { type: 'integer' } } };
+
+/** problem+json responses for these statuses. */
+export function ApiProblems(...statuses: number[]): MethodDecorator & ClassDecorator {
+  return applyDecorators(
+    ...statuses.map((status) =>
+      ApiResponse({
+        status,
+        description: PROBLEMS[status] ?? 'RFC 9457 problem details with a stable `code`',
+        content: { 'application/problem+json': { schema: ProblemDetails } },
+        ...(status === 503 ? { headers: RETRY_AFTER } : {}),
+      }),
+    ),
+  );
+}
+
+/**
+ * A controller behind the bearer JWT: the security scheme, and what any of its operations can answer before
+ * or besides its own work (admission, authentication, the HTTP layer's limits, storage).
+ */
+export function ApiAuthenticated(): ClassDecorator {
+  return applyDecorators(ApiBearerAuth(), ApiProblems(401, 414, 431, 503, 507)) as ClassDecorator;
+}
+
+/** A JSON body validated by this schema (with an example a client can send as is), and the statuses a body can be refused with. */
+export function ApiJsonBody(schema: z.ZodType, options: { description?: string; required?: boolean; example?: unknown } = {}): MethodDecorator {
+  const published = options.example === undefined ? jsonSchema(schema) : { ...jsonSchema(schema), example: options.example };
+  return applyDecorators(
+    ApiBody({ schema: published, description: options.description, required: options.required ?? true }),
+    ApiProblems(400, 413, 415, 422),
+  );
+}
+
+/** The `{id}` path parameter. */
+export function ApiId(description: string): MethodDecorator {
+  return ApiParam({ name: 'id', required: true, description, schema: { type: 'string', minLength: 1 } });
+}
+
+/** A successful JSON answer with its schema, and links to the operations its id feeds. */
+export function ApiOk(status: number, description: string, schema: SchemaObject, links?: Links): MethodDecorator {
+  return ApiResponse({ status, description, content: { 'application/json': { schema } }, ...(links ? { links: links.objects } : {}) });
+}
+
+type Links = { objects: Record<string, { operationRef: string; parameters: { id: string } }> };
+
+/**
+ * OpenAPI links from an answer's id (a runtime expression such as `$response.body#/memory/id`) to the
+ * operations that take it as `{id}`: clients see how calls chain, and a fuzzer's stateful phase reaches
+ * those operations with real ids instead of 404s.
+ */
+export function linksFrom(id: string, targets: Record<string, [method: string, path: string]>): Links {
+  const objects: Links['objects'] = {};
+  for (const [name, [method, path]] of Object.entries(targets)) {
+    objects[name] = { operationRef: `#/paths/${path.replaceAll('~', '~0').replaceAll('/', '~1')}/${method}`, parameters: { id } };
+  }
+  return { objects };
+}
+
+/** `position`: a global log position, as a decimal string. */
+const Position: SchemaObject = { type: 'string', pattern: '^[0-9]+$' };
+
+export const IngestResultSchema: SchemaObject = {
+  type: 'object',
+  required: ['events', 'position'],
+  properties: {
+    events: {
+      type: 'array',
+      items: {
         type: 'object',
+        required: ['id', 'duplicate'],
+        properties: { id: { type: 'string' }, duplicate: { type: 'boolean' } },
+      },
+    },
+    position: Position,
+  },
+};
+
+export const WriteResultSchema = (memory: SchemaObject): SchemaObject => ({
+  type: 'object',
+  required: ['memory', 'position', 'duplicate'],
+  properties: {
+    memory,
+    position: Position,
+    duplicate: { type: 'boolean' },
+    superseded: { type: 'array', items: { type: 'string' } },
+  },
+});
+
+export const RecallResultSchema: SchemaObject = {
+  type: 'object',
+  required: ['recallId', 'items', 'context', 'usedTokens', 'contextTokens', 'budgetTokens', 'candidates'],
+  properties: {
+    recallId: { type: 'string' },
+    items: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['id', 'kind', 'text', 'score', 'tokens', 'citation'],
         properties: {
-          type: { type: 'string' },
-          title: { type: 'string' },
-          status: { type: 'integer' },
-          detail: { type: 'string' },
-          code: { type: 'string' },
-          instance: { type: 'string' },
-          errors: { type: 'array', items: { type: 'object' } },
+          id: { type: 'string' },
+          kind: { type: 'string' },
+          text: { type: 'string' },
+          score: { type: 'number' },
+          tokens: { type: 'integer' },
+          citation: { type: 'object' },
+          hop: { type: 'integer' },
         },
       },
     },
+    context: { type: 'string' },
+    usedTokens: { type: 'integer' },
+    contextTokens: { type: 'integer' },
+    budgetTokens: { type: 'integer' },
+    candidates: { type: 'integer' },
   },
 };
+
+export const LegalHoldSchema = (place: SchemaObject): SchemaObject => ({
+  type: 'object',
+  required: ['id', 'scope', 'reason', 'placedBy', 'placedAt'],
+  properties: {
+    ...(place as { properties: Record<string, SchemaObject> }).properties,
+    id: { type: 'string' },
+    placedBy: { type: 'string' },
+    placedAt: { type: 'string', format: 'date-time' },
+  },
+});
+
+export const ErasureProgressSchema: SchemaObject = {
+  type: 'object',
+  required: ['requestId', 'status', 'steps', 'certificateAvailable'],
+  properties: {
+    requestId: { type: 'string' },
+    tenant: { type: 'string' },
+    reason: { type: 'string' },
+    status: { type: 'string' },
+    currentStep: { type: 'string', nullable: true },
+    steps: { type: 'array', items: { type: 'object' } },
+    closureSize: { type: 'integer', nullable: true },
+    blockedByLegalHold: { type: 'array', items: { type: 'string' } },
+    approvalDeadline: { type: 'string' },
+    approvedBy: { type: 'string' },
+    failure: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } },
+    certificateAvailable: { type: 'boolean' },
+  },
+};
+
+/** One query parameter for each field of a query schema. */
+export function ApiQueryOf(schema: z.ZodObject): MethodDecorator {
+  const { properties = {}, required = [] } = jsonSchema(schema) as { properties?: Record<string, SchemaObject>; required?: string[] };
+  return applyDecorators(...Object.entries(properties).map(([name, field]) => ApiQuery({ name, required: required.includes(name), schema: field })));
+}

@@ -1,13 +1,13 @@
 import { Body, Controller, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { RecallFeedback, RecallRequest, type Principal } from '@elma/domain';
 import type { Elma } from '@elma/infra';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
-import { jsonSchema, problemResponse } from './openapi';
+import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, linksFrom, RecallResultSchema } from './openapi';
 
 @ApiTags('recall')
-@ApiBearerAuth()
+@ApiAuthenticated()
 @Controller('v1/recall')
 @UseGuards(AuthGuard)
 export class RecallController {
@@ -15,20 +15,23 @@ export class RecallController {
 
   @Post()
   @HttpCode(200)
-  @ApiBody({ schema: jsonSchema(RecallRequest) })
-  @ApiResponse({ status: 200, description: 'A budgeted, cited context pack.' })
-  @ApiResponse({ status: 403, ...problemResponse })
-  @ApiResponse({ status: 503, ...problemResponse })
+  @ApiJsonBody(RecallRequest, { example: { query: 'Where does the customer live?', purpose: 'support', budgetTokens: 1000 } })
+  @ApiOk(200, 'A budgeted, cited context pack.', RecallResultSchema, linksFrom('$response.body#/recallId', { RecallFeedback: ['post', '/v1/recall/{id}/feedback'] }))
+  @ApiProblems(403)
   recall(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
     return this.elma.recall.recall(caller, body, requestId);
   }
 
   @Post(':id/feedback')
   @HttpCode(200)
-  @ApiBody({ schema: jsonSchema(RecallFeedback) })
-  @ApiResponse({ status: 200, description: 'Records which packed memories the caller used (`usage.adopted`, which packing weighs).' })
-  @ApiResponse({ status: 404, ...problemResponse })
-  @ApiResponse({ status: 422, ...problemResponse })
+  @ApiId('The recall, as its answer named it (`recallId`).')
+  @ApiJsonBody(RecallFeedback)
+  @ApiOk(200, 'Records which packed memories the caller used (`usage.adopted`, which packing weighs).', {
+    type: 'object',
+    required: ['adopted'],
+    properties: { adopted: { type: 'integer', minimum: 0 } },
+  })
+  @ApiProblems(403, 404)
   feedback(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
     return this.elma.recall.feedback(caller, id, body, requestId);
   }

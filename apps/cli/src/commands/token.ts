@@ -1,10 +1,17 @@
 import { parseArgs } from 'node:util';
-import { loadConfig, mintToken } from '@elma/infra';
+import { BUILT_IN_ROLES, unknownRoles } from '@elma/domain';
+import { loadConfig, mintToken, parseDuration } from '@elma/infra';
 
 const list = (value: string | undefined, fallback: string[]) =>
   value === undefined ? fallback : value.split(',').map((s) => s.trim()).filter(Boolean);
 
-/** Mints a development token for the embedded default (signed with the secret in the data folder). */
+/**
+ * Mints a development token for the embedded default (signed with the secret
+ * in the data folder). `--roles` takes built-in roles only; roles that a
+ * tenant's policy defines go in `--policy-roles` (the API checks them against
+ * that policy). The lifetime (`--ttl`, default 8 h or the maximum if less) is bounded by
+ * ELMA_TOKEN_MAX_TTL, which the API enforces too.
+ */
 export async function tokenCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -12,22 +19,36 @@ export async function tokenCommand(argv: string[]): Promise<number> {
       tenant: { type: 'string', default: 'acme' },
       sub: { type: 'string', default: 'dev-agent' },
       roles: { type: 'string' },
+      'policy-roles': { type: 'string' },
       purposes: { type: 'string' },
       clearance: { type: 'string', default: 'internal' },
-      ttl: { type: 'string', default: String(8 * 3600) },
+      ttl: { type: 'string' },
     },
   });
   const config = loadConfig();
+  const fail = (message: string) => {
+    process.stderr.write(`elma token: ${message}\n`);
+    return 2;
+  };
+  if (config.auth.jwksUrl) return fail('ELMA_JWKS_URL is set: the API accepts only tokens from that identity provider');
+  const roles = list(values.roles, ['agent']);
+  const unknown = unknownRoles(roles);
+  if (unknown.length > 0) {
+    return fail(`unknown role ${unknown.join(', ')}; built-in roles: ${BUILT_IN_ROLES.join(', ')} (roles a tenant policy defines go in --policy-roles)`);
+  }
+  const ttlSeconds = values.ttl === undefined ? Math.min(8 * 3600, config.auth.maxTtlSeconds) : parseDuration(values.ttl);
+  if (ttlSeconds === undefined || ttlSeconds < 1) return fail('--ttl is a duration such as 900, 15m, 8h or 1d');
+  if (ttlSeconds > config.auth.maxTtlSeconds) return fail(`--ttl is at most ${config.auth.maxTtlSeconds} s (ELMA_TOKEN_MAX_TTL)`);
   const token = await mintToken(
     config.jwtSecret,
     {
       tenant: values.tenant!,
       sub: values.sub!,
-      roles: list(values.roles, ['agent']),
+      roles: [...roles, ...list(values['policy-roles'], [])],
       purposes: list(values.purposes, ['support']),
       clearance: values.clearance as 'internal',
     },
-    { ttlSeconds: Number(values.ttl) },
+    { ttlSeconds, issuer: config.auth.issuer, audience: config.auth.audience },
   );
   process.stdout.write(`${token}\n`);
   return 0;

@@ -578,6 +578,10 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     const alias = aliasName(tenant, this.namespace);
     if (this.knownAliases.has(alias)) return;
     await this.ensureIndex(alias, indexName(tenant, MAPPING_VERSION, this.namespace), await this.memoryIndexBody());
+    // An index created before lineage keys were kept lacks the field, and its strict mapping would refuse
+    // the documents: adding a field is allowed in place. Documents indexed before keep only their own id,
+    // owner and project for holds until the tenant is rebuilt.
+    await this.call('put mapping', alias, () => this.client.indices.putMapping({ index: alias, properties: { lineage: { type: 'keyword' } } }));
   }
 
   /** Creates `index` with `alias` unless the alias exists; tolerates another process creating it first. */

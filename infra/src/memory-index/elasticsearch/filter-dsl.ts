@@ -1,4 +1,4 @@
-import { SENSITIVITY_RANK, reduceClauses, type IndexFilter, type ReadClause, type ReadExclusions } from '@elma/domain';
+import { SENSITIVITY_RANK, SHARED_OWNERSHIP_KEY, exclusionKeys, reduceClauses, type IndexFilter, type ReadClause, type ReadExclusions } from '@elma/domain';
 import { millis, type MemoryDocument } from './mapping';
 
 type Field = Exclude<keyof MemoryDocument, 'record' | 'vector' | 'text'>;
@@ -110,16 +110,24 @@ function compileClause(clause: ReadClause, globalMax: ReadClause['maxSensitivity
   if (SENSITIVITY_RANK[clause.maxSensitivity] < SENSITIVITY_RANK[globalMax]) {
     predicates.push({ range: { sensitivity_rank: { lte: SENSITIVITY_RANK[clause.maxSensitivity] } } });
   }
-  if (clause.owner !== undefined) predicates.push(term('owner', clause.owner));
+  // A record derived from another owner's records is theirs too: an owner-only clause never admits it.
+  if (clause.owner !== undefined) predicates.push(term('owner', clause.owner), { bool: { must_not: [term('lineage', SHARED_OWNERSHIP_KEY)] } });
   // A record without a project has no `project` field, which no `term` matches: it never matches a project clause.
   if (clause.project !== undefined) predicates.push(term('project', clause.project));
   if (clause.purpose !== undefined) predicates.push(term('purposes', clause.purpose));
   return predicates;
 }
 
-/** Legal holds. A record without a project has no `project` field, so `terms` on it never withholds that record. */
+/**
+ * Legal holds: a record is withheld when a held key names it or any of its
+ * ancestors (`lineage`, see `restrictionKeys`). Its own id, owner and project
+ * are matched too, for documents indexed before `lineage` was kept. A record
+ * without a project has no `project` field, which `terms` never matches.
+ */
 function compileExclusions(exclude: ReadExclusions): EsQuery[] {
-  const out: EsQuery[] = [];
+  const keys = exclusionKeys(exclude);
+  if (keys.length === 0) return [];
+  const out: EsQuery[] = [terms('lineage', keys)];
   if (exclude.ids && exclude.ids.length > 0) out.push(terms('id', exclude.ids));
   if (exclude.owners && exclude.owners.length > 0) out.push(terms('owner', exclude.owners));
   if (exclude.projects && exclude.projects.length > 0) out.push(terms('project', exclude.projects));

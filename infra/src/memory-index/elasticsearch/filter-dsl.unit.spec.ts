@@ -15,7 +15,7 @@ import {
 import { makeRecord } from '@elma/domain/testing';
 import { compileFilter } from '../sqlite/filter-sql';
 import { purposeSet } from '../sqlite/schema';
-import { OWNERS, PROJECTS, PURPOSES, defined, readClause, sometimes } from '../arbitraries.testing';
+import { OWNERS, PROJECTS, PURPOSES, ancestry, defined, readClause, sometimes } from '../arbitraries.testing';
 import { evaluate } from './dsl-eval.testing';
 import { bm25Query, compileFilterDsl, knnClause } from './filter-dsl';
 import { MAPPING_VERSION, aliasName, indexName, memoryIndexMapping, toDocument, type MemoryDocument } from './mapping';
@@ -52,6 +52,8 @@ const record: fc.Arbitrary<MemoryRecord> = fc
     recordedAt: iso,
     revisedAfter: orNull(fc.integer({ min: 0, max: 4 })),
     expiresAt: orNull(iso),
+    parentIds: fc.subarray(IDS, { maxLength: 2 }),
+    ancestry: ancestry(IDS),
   })
   .map((r) =>
     makeRecord({
@@ -65,6 +67,7 @@ const record: fc.Arbitrary<MemoryRecord> = fc
       ...(r.revisedAfter !== null ? { version: 2 + r.revisedAfter, revisedAt: new Date(Date.parse(r.recordedAt) + r.revisedAfter * DAY).toISOString() } : {}),
       policy: defined({ owner: r.owner, roles: [], purposes: r.purposes, sensitivity: r.sensitivity, project: r.project }),
       retention: { class: r.retention, expiresAt: r.expiresAt },
+      provenance: { sourceEventIds: ['evt-1'], parentIds: r.parentIds, ...(r.ancestry ? { ancestry: r.ancestry } : {}), rule: 'test', ruleVersion: '1' },
     }),
   );
 
@@ -141,14 +144,14 @@ describe('the Elasticsearch filter target', () => {
     const db = new Database(':memory:');
     db.exec(`CREATE TABLE memories (
       id TEXT, kind TEXT, status TEXT, sensitivity_rank INTEGER, owner TEXT, project TEXT, retention_class TEXT,
-      purpose_set TEXT, valid_from INTEGER, valid_to INTEGER, expires_at INTEGER, tx_from INTEGER, tx_to INTEGER)`);
+      purpose_set TEXT, lineage_set TEXT, valid_from INTEGER, valid_to INTEGER, expires_at INTEGER, tx_from INTEGER, tx_to INTEGER)`);
     afterAll(() => db.close());
 
     const sqliteAdmits = (doc: MemoryDocument, f: IndexFilter): boolean => {
       const sql = compileFilter(f);
       if (sql === undefined) return false;
       db.exec('DELETE FROM memories');
-      db.prepare('INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
+      db.prepare('INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
         doc.id,
         doc.kind,
         doc.status,
@@ -157,6 +160,7 @@ describe('the Elasticsearch filter target', () => {
         doc.project,
         doc.retention_class,
         purposeSet(doc.purposes),
+        purposeSet(doc.lineage ?? []),
         doc.valid_from,
         doc.valid_to,
         doc.expires_at,

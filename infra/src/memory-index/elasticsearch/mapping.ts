@@ -1,4 +1,4 @@
-import { SENSITIVITY_RANK, entityToken, indexKeyOf, transactionTime, type MemoryRecord } from '@elma/domain';
+import { SENSITIVITY_RANK, entityToken, indexKeyOf, restrictionKeys, transactionTime, type MemoryRecord } from '@elma/domain';
 
 /**
  * Bumped whenever a change to `memoryIndexMapping` needs a reindex: the new
@@ -123,6 +123,8 @@ export function memoryIndexMapping(dimensions: number, options: IndexSettingsOpt
         retention_class: keyword,
         // Multi-valued: a `terms` query on it is "any of".
         purposes: keyword,
+        // Multi-valued: `restrictionKeys`, what a legal hold can name of the record and its ancestors.
+        lineage: keyword,
         fact_key: keyword,
         sensitivity_rank: { type: 'integer' },
         version: { type: 'integer' },
@@ -183,6 +185,8 @@ export interface MemoryDocument {
   project: string | null;
   retention_class: string;
   purposes: string[];
+  /** `restrictionKeys` of the record. Absent on documents indexed before lineage keys were kept (mapping version 1). */
+  lineage?: string[];
   fact_key: string | null;
   sensitivity_rank: number;
   version: number;
@@ -213,6 +217,7 @@ export function toDocument(record: MemoryRecord, vector: Float32Array, tokens?: 
     project: record.policy.project ?? null,
     retention_class: record.retention.class,
     purposes: [...record.policy.purposes],
+    lineage: restrictionKeys(record),
     fact_key: indexKeyOf(record),
     sensitivity_rank: SENSITIVITY_RANK[record.policy.sensitivity],
     version: record.version,

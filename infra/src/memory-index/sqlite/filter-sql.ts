@@ -1,5 +1,5 @@
-import { SENSITIVITY_RANK, reduceClauses, type IndexFilter, type ReadClause, type ReadExclusions } from '@elma/domain';
-import { purposeNeedle } from './schema';
+import { SENSITIVITY_RANK, SHARED_OWNERSHIP_KEY, exclusionKeys, reduceClauses, type IndexFilter, type ReadClause, type ReadExclusions } from '@elma/domain';
+import { lineageNeedle, purposeNeedle } from './schema';
 
 export interface FilterSql {
   /** A boolean SQL expression over `m` (the memories table). */
@@ -107,9 +107,10 @@ function compileClause(clause: ReadClause, globalMax: ReadClause['maxSensitivity
     where.push('m.sensitivity_rank <= ?');
     params.push(SENSITIVITY_RANK[clause.maxSensitivity]);
   }
+  // A record derived from another owner's records is theirs too: an owner-only clause never admits it.
   if (clause.owner !== undefined) {
-    where.push('m.owner = ?');
-    params.push(clause.owner);
+    where.push('m.owner = ? AND instr(m.lineage_set, ?) = 0');
+    params.push(clause.owner, lineageNeedle(SHARED_OWNERSHIP_KEY));
   }
   // A record without a project has project NULL, and NULL = ? is never true: it never matches a project clause.
   if (clause.project !== undefined) {
@@ -124,23 +125,19 @@ function compileClause(clause: ReadClause, globalMax: ReadClause['maxSensitivity
 }
 
 /**
- * Exclusion lists (legal holds) can be long, so each is one JSON parameter
+ * Exclusion lists (legal holds) can be long, so they are one JSON parameter
  * rather than one placeholder per value: the statement text, and so the
  * prepared-statement cache entry, does not change with the list's length.
+ * A record is withheld when a held key names it or any of its ancestors
+ * (`lineage_set`, see `restrictionKeys`).
  */
 function compileExclusions(exclude: ReadExclusions): { where: string[]; params: string[] } {
-  const where: string[] = [];
-  const params: string[] = [];
-  const notIn = (sql: string, values: string[] | undefined) => {
-    if (!values || values.length === 0) return;
-    where.push(sql);
-    params.push(JSON.stringify(values));
+  const keys = exclusionKeys(exclude);
+  if (keys.length === 0) return { where: [], params: [] };
+  return {
+    where: ['NOT EXISTS (SELECT 1 FROM json_each(?) h WHERE instr(m.lineage_set, h.value) > 0)'],
+    params: [JSON.stringify(keys.map(lineageNeedle))],
   };
-  notIn('m.id NOT IN (SELECT value FROM json_each(?))', exclude.ids);
-  notIn('m.owner NOT IN (SELECT value FROM json_each(?))', exclude.owners);
-  // NOT IN over a NULL project is NULL (not true), so a record without a project must be let through explicitly.
-  notIn('(m.project IS NULL OR m.project NOT IN (SELECT value FROM json_each(?)))', exclude.projects);
-  return { where, params };
 }
 
 export function millis(iso: string, field: string): number {

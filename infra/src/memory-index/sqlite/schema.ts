@@ -10,7 +10,7 @@
  * then (bitemporal recall, paper §6.4).
  */
 import type Database from 'better-sqlite3';
-import { indexKeyOf, type MemoryRecord } from '@elma/domain';
+import { indexKeyOf, restrictionKeys, type MemoryRecord } from '@elma/domain';
 
 /**
  * The `fact_key` column: the key `currentFacts` finds a record by, a fact's
@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS memories (
   project TEXT,
   retention_class TEXT,
   purpose_set TEXT,
+  lineage_set TEXT,
   valid_from INTEGER NOT NULL,
   valid_to INTEGER,
   recorded_at INTEGER NOT NULL,
@@ -105,6 +106,10 @@ const ADDED_COLUMNS = [
 export const purposeSet = (purposes: readonly string[]) => `\x1f${purposes.join('\x1f')}\x1f`;
 export const purposeNeedle = (purpose: string) => `\x1f${purpose}\x1f`;
 
+/** `restrictionKeys` of the record (what a legal hold can name of it and its ancestors), delimited like `purpose_set`. */
+export const lineageSet = (record: MemoryRecord) => purposeSet(restrictionKeys(record));
+export const lineageNeedle = purposeNeedle;
+
 export function migrateTenantSchema(db: Database.Database): void {
   const columns = new Set((db.pragma('table_info(memories)') as { name: string }[]).map((c) => c.name));
   const missing = ADDED_COLUMNS.filter((c) => !columns.has(c.name));
@@ -132,6 +137,13 @@ export function migrateTenantSchema(db: Database.Database): void {
       }
     })();
   }
+  // Lineage keys came later: computed in JS from the stored record, as restrictionKeys does for new rows.
+  if (!(db.pragma('table_info(memories)') as { name: string }[]).some((c) => c.name === 'lineage_set')) {
+    db.transaction(() => {
+      db.exec('ALTER TABLE memories ADD COLUMN lineage_set TEXT');
+      backfillLineage(db);
+    })();
+  }
   // Token counts came later; rows indexed before have none and are counted at recall instead.
   if (!(db.pragma('table_info(memories)') as { name: string }[]).some((c) => c.name === 'tokens')) db.exec('ALTER TABLE memories ADD COLUMN tokens INTEGER');
   db.exec(`
@@ -139,6 +151,13 @@ export function migrateTenantSchema(db: Database.Database): void {
     CREATE UNIQUE INDEX IF NOT EXISTS memories_current ON memories (id) WHERE tx_to IS NULL;
     CREATE UNIQUE INDEX IF NOT EXISTS memories_versions ON memories (id, version);
   `);
+}
+
+function backfillLineage(db: Database.Database): void {
+  const update = db.prepare('UPDATE memories SET lineage_set = ? WHERE rowid = ?');
+  for (const row of db.prepare('SELECT rowid, record FROM memories WHERE lineage_set IS NULL').all() as { rowid: number; record: string }[]) {
+    update.run(lineageSet(JSON.parse(row.record) as MemoryRecord), row.rowid);
+  }
 }
 
 /**
@@ -157,6 +176,7 @@ function migrateToVersionRows(db: Database.Database): void {
     db.exec(`INSERT INTO memories_versioned (rowid, ${kept.join(', ')}, version, tx_from, tx_to)
              SELECT rowid, ${kept.join(', ')}, coalesce(json_extract(record, '$.version'), 1), recorded_at, NULL FROM memories`);
     db.exec(`DROP TABLE memories; ALTER TABLE memories_versioned RENAME TO memories;`);
+    backfillLineage(db);
     // Keys of purged rows stay retired (see the AUTOINCREMENT note above).
     db.prepare(`UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'memories'`).run(sequence);
     db.exec(`CREATE INDEX IF NOT EXISTS memories_by_status ON memories (status, sensitivity_rank);`);

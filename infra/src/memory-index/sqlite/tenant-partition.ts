@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import { MemoryRecord, SENSITIVITY_RANK, entityToken, tokenize, type IndexedMemory, type LineageEntry, type MemoryKind } from '@elma/domain';
 import type { FilterSql } from './filter-sql';
 import { millis } from './filter-sql';
-import { factKeyOf, migrateTenantSchema, purposeSet, TENANT_SCHEMA } from './schema';
+import { factKeyOf, lineageSet, migrateTenantSchema, purposeSet, TENANT_SCHEMA } from './schema';
 import { VectorGraph, type VectorGraphOptions } from './vector-graph';
 import { cosine, fromBlob, norm, toBlob } from './vectors';
 import { scanFiles } from '../../erasure/byte-scan';
@@ -412,8 +412,8 @@ export class TenantPartition {
 
   private insertRow(record: MemoryRecord, vector: Float32Array, txFrom: number): number {
     const { lastInsertRowid } = this.stmt(
-      `INSERT INTO memories (id, version, tx_from, tx_to, tokens, fact_key, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, valid_from, valid_to, recorded_at, expires_at, record, vector)
-       VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO memories (id, version, tx_from, tx_to, tokens, fact_key, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, lineage_set, valid_from, valid_to, recorded_at, expires_at, record, vector)
+       VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       record.id,
       record.version,
@@ -427,6 +427,7 @@ export class TenantPartition {
       record.policy.project ?? null,
       record.retention.class,
       purposeSet(record.policy.purposes),
+      lineageSet(record),
       millis(record.validFrom, 'validFrom'),
       record.validTo === null ? null : millis(record.validTo, 'validTo'),
       millis(record.recordedAt, 'recordedAt'),
