@@ -103,7 +103,7 @@ beforeAll(async () => {
   tokens.legal = await mint('legal-1', { roles: ['legal'], purposes: ['support'], clearance: 'restricted' });
   tokens.auditor = await mint('auditor-1', { roles: ['auditor'], purposes: [], clearance: 'internal' });
   tokens.admin = await mint('admin-1', { roles: ['admin'], purposes: ['support'], clearance: 'restricted' });
-  tokens.self = await mint('self', { sub: SUBJECT, roles: ['customer'], purposes: ['support'], clearance: 'internal' });
+  tokens.self = await mint('self', { sub: SUBJECT, roles: [], purposes: ['support'], clearance: 'internal' });
 }, 120_000);
 
 afterAll(async () => {
@@ -230,7 +230,7 @@ describe('subject pseudonyms', () => {
   }, 120_000);
 
   it('a data subject erasing their own records gets a certificate that names them by pseudonym only', async () => {
-    const self = await red.token('acme', 'subject-self', { sub: CHINESE_SUBJECT, roles: ['customer'], purposes: ['support'], clearance: 'internal' });
+    const self = await red.token('acme', 'subject-self', { sub: CHINESE_SUBJECT, roles: [], purposes: ['support'], clearance: 'internal' });
     const policy = JSON.parse((await send('admin', 'GET', '/v1/policy')).text);
     const { version, ...document } = policy;
     document.rules.push({ id: 'erase-own', operations: ['erase'], when: { ownerIsSubject: true, crossPurpose: true } });
