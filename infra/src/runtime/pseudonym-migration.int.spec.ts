@@ -7,6 +7,8 @@ import { SUBJECT_PSEUDONYM, streams } from '@elma/domain';
 import { loadConfig } from '../config/config';
 import { SqliteEventLog } from '../event-log';
 import { SqliteKeyVault } from '../key-vault';
+import { ErasureStore } from '../erasure/erasure-store';
+import { EventSealer } from '../sealing/sealed-events';
 import { openElma } from './elma';
 import { silentLogger } from './logger';
 import { migrateByCopy, migrateToPseudonyms, MIGRATION_STREAM } from './pseudonym-migration';
@@ -150,6 +152,35 @@ describe('a data folder made before subject pseudonyms', () => {
         early.get('fixture-subject-one'),
       );
       expect(rows(dir).filter((r) => r.stream.startsWith('events-') && !SUBJECT_PSEUDONYM.test(r.stream.split('-').slice(2).join('-')))).toEqual([]);
+    } finally {
+      await elma.close();
+    }
+  });
+
+  it('an erasure whose workset was captured before the migration deletes the subject’s stream under its new name', async () => {
+    const dir = copyOfFixture();
+    const legacyStream = 'events-acme-夹具客户二';
+    const [legacy] = rows(dir).filter((r) => r.stream === legacyStream);
+    // Captured by the old code: the workset names the stream by the subject's id.
+    const raw = rawOpen(dir);
+    await new ErasureStore({ log: raw.log, sealer: new EventSealer(raw.vault) }).create(
+      { requestId: 'era_inflight', tenant: 'acme', reason: 'subject_request', requestedBy: { sub: 'dpo-1', roles: ['dpo'], clearance: 'restricted' }, requestedAt: '2026-12-01T00:00:00Z' },
+      { type: 'subject', subject: '夹具客户二' },
+    );
+    await new ErasureStore({ log: raw.log, sealer: new EventSealer(raw.vault) }).saveWorkset('acme', 'era_inflight', {
+      records: [],
+      eventStreams: { [legacy.id]: legacyStream },
+    });
+    await raw.log.close();
+    await raw.vault.close();
+
+    const elma = await open(dir);
+    try {
+      const pseudonym = (await elma.vault.subjectPseudonyms('acme', ['夹具客户二'], { create: false })).get('夹具客户二')!;
+      expect(rows(dir).filter((r) => r.stream === streams.events('acme', pseudonym))).toHaveLength(1);
+      const result = await elma.erasure.deleteStreams('acme', 'era_inflight', { recordIds: [], eventIds: [legacy.id] }, { attempt: 1, startedAt: new Date().toISOString() });
+      expect(result.deleted).toBe(1);
+      expect(rows(dir).filter((r) => r.stream === streams.events('acme', pseudonym))).toEqual([]);
     } finally {
       await elma.close();
     }
