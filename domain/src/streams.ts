@@ -3,8 +3,22 @@
  * projections work. Tenant ids contain no dash, so the first two dashes split
  * the name unambiguously.
  */
+
+/**
+ * A data subject's pseudonym: random, kept in the key vault, destroyed when the
+ * subject is erased. Streams, holds and certificates name subjects by it only.
+ */
+export const SUBJECT_PSEUDONYM_PREFIX = 'psn_';
+export const SUBJECT_PSEUDONYM = /^psn_[0-9a-f]{32}$/;
+
+/** True for an `events-*` stream named by a subject's id, as data folders made before pseudonyms have them. */
+export function isLegacySubjectStream(stream: string): boolean {
+  const parsed = parseStreamName(stream);
+  return parsed?.category === 'events' && !SUBJECT_PSEUDONYM.test(parsed.id);
+}
 export const streams = {
-  events: (tenant: string, subject: string) => `events-${tenant}-${subject}`,
+  /** A subject's ingested events, named by the subject's pseudonym (never the subject's id: names outlive erasure). */
+  events: (tenant: string, subjectPseudonym: string) => `events-${tenant}-${subjectPseudonym}`,
   memory: (tenant: string, memoryId: string) => `memory-${tenant}-${memoryId}`,
   erasure: (tenant: string, requestId: string) => `erasure-${tenant}-${requestId}`,
   /** Re-derivation tombstones of a tenant (keyed fingerprints of erased content). */

@@ -72,7 +72,7 @@ export function makeCertificate(options: CertificateOptions): ErasureCertificate
       reason: 'subject_request',
       scope:
         scopeIds === undefined
-          ? { type: 'subject', subjectFingerprint: 'c'.repeat(64) }
+          ? { type: 'subject', subjectPseudonym: `psn_${'c'.repeat(32)}` }
           : { type: 'records', recordIds: closureRecords.slice(0, scopeIds).map((r) => r.id) },
       approvedBy: null,
       approvedAt: null,

@@ -294,7 +294,7 @@ describe('erasure under legal hold, approval and verification', () => {
     const done = await settle(windowed);
     expect(done).toMatchObject({ status: 'completed', closureSize: 1 });
     const certificate = (await call('compliance', 'GET', `/v1/erasures/${windowed}/certificate`)).body.certificate;
-    expect(certificate.request.scope).toMatchObject({ type: 'time_range', from, to, subjectFingerprint: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(certificate.request.scope).toMatchObject({ type: 'time_range', from, to, subjectPseudonym: expect.stringMatching(/^psn_[0-9a-f]{32}$/) });
     expect(await recallTexts('another subject, same window')).toContain('another subject, same window');
   });
 

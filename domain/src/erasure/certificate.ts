@@ -1,16 +1,30 @@
 import { z } from 'zod';
 import { LogCompactionReport } from '../event-log/compaction';
 import { MemoryKind } from '../memory/record';
+import { SUBJECT_PSEUDONYM } from '../streams';
 import { ERASURE_STEPS, ErasureReason } from './erasure';
 
 const IsoDate = z.iso.datetime({ offset: true });
 const Hex64 = z.string().regex(/^[0-9a-f]{64}$/);
+const Pseudonym = z.string().regex(SUBJECT_PSEUDONYM);
 
-/** The scope as a certificate states it: ids and keyed fingerprints, never a person's id or content. */
+/**
+ * The scope as a certificate states it: ids and keyed fingerprints, never a
+ * person's id or content. A data subject is named by the pseudonym their
+ * streams had, whose mapping the erasure destroyed, so nobody can link it to
+ * the person any more; certificates issued before pseudonyms name a keyed
+ * fingerprint of the id (`subjectFingerprint`) instead.
+ */
 export const CertifiedScope = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('records'), recordIds: z.array(z.string()) }),
-  z.strictObject({ type: z.literal('subject'), subjectFingerprint: Hex64 }),
-  z.strictObject({ type: z.literal('time_range'), from: IsoDate, to: IsoDate, subjectFingerprint: Hex64.optional() }),
+  z.strictObject({ type: z.literal('subject'), subjectPseudonym: Pseudonym.optional(), subjectFingerprint: Hex64.optional() }),
+  z.strictObject({
+    type: z.literal('time_range'),
+    from: IsoDate,
+    to: IsoDate,
+    subjectPseudonym: Pseudonym.optional(),
+    subjectFingerprint: Hex64.optional(),
+  }),
   z.strictObject({ type: z.literal('fingerprint'), fingerprint: Hex64 }),
   z.strictObject({ type: z.literal('expired'), asOf: IsoDate }),
 ]);

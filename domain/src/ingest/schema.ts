@@ -32,7 +32,7 @@ export const IngestRequest = z.union([
 ]);
 export type IngestRequest = z.infer<typeof IngestRequest>;
 
-/** The stored form of an ingested event (type `EventIngested` in `events-{tenant}-{subject}`). */
+/** The stored form of an ingested event (type `EventIngested` in `events-{tenant}-{subjectPseudonym}`). */
 export const EventIngested = z.object({
   eventId: z.string(),
   tenant: z.string(),

@@ -21,7 +21,27 @@ export interface KeyVault {
   /** True when the record's data key has been shredded. */
   isShredded(tenant: string, recordId: string): Promise<boolean>;
 
-  /** Destroys the tenant's salt and every data key of the tenant. */
+  /**
+   * The random pseudonyms of these data subjects, the only names their
+   * streams and holds carry (a keyed hash of the id could be recomputed from
+   * the id as long as its key lives; a random value cannot). With `create`,
+   * a subject without one gets one, in one atomic write: concurrent first
+   * writes of a subject, from any process, all get the same pseudonym.
+   * Without it, unmapped subjects are absent from the answer.
+   */
+  subjectPseudonyms(tenant: string, subjects: string[], options: { create: boolean }): Promise<Map<string, string>>;
+
+  /** The subjects of these pseudonyms, for those still mapped (pseudonym -> subject). */
+  subjectsOfPseudonyms(tenant: string, pseudonyms: string[]): Promise<Map<string, string>>;
+
+  /**
+   * Destroys the subject's mapping physically and returns the pseudonym it
+   * had (undefined when it had none). Nobody can then tell the subject's
+   * pseudonym from the subject's id; a later write gets a fresh pseudonym.
+   */
+  forgetSubject(tenant: string, subject: string): Promise<string | undefined>;
+
+  /** Destroys the tenant's salt, every data key and every subject pseudonym of the tenant. */
   destroyTenant(tenant: string): Promise<void>;
 
   close(): Promise<void>;

@@ -127,6 +127,11 @@ function writeCertificate(layout: Layout, { certificate: c, signature }: SignedC
   );
 }
 
+/** A subject as the certificate names it: its former pseudonym, or (older certificates) a keyed fingerprint. */
+function subjectName(scope: { subjectPseudonym?: string; subjectFingerprint?: string }): string {
+  return scope.subjectPseudonym ? `pseudonym ${scope.subjectPseudonym}` : `fingerprint ${abbreviate(scope.subjectFingerprint ?? '')}`;
+}
+
 function writeScope(layout: Layout, scope: ErasureCertificate['request']['scope']): void {
   switch (scope.type) {
     case 'records':
@@ -135,10 +140,10 @@ function writeScope(layout: Layout, scope: ErasureCertificate['request']['scope'
       if (scope.recordIds.length > LIST_LIMIT) layout.field('', moreText(scope.recordIds.length));
       return;
     case 'subject':
-      layout.field('Scope', `data subject, fingerprint ${abbreviate(scope.subjectFingerprint)}`);
+      layout.field('Scope', `data subject, ${subjectName(scope)}`);
       return;
     case 'time_range': {
-      const subject = scope.subjectFingerprint ? `, data subject ${abbreviate(scope.subjectFingerprint)}` : '';
+      const subject = scope.subjectPseudonym || scope.subjectFingerprint ? `, data subject ${subjectName(scope)}` : '';
       layout.field('Scope', `time range ${scope.from} to ${scope.to}${subject}`);
       return;
     }

@@ -13,6 +13,8 @@ import {
   resourceOf,
   subjectOf,
   streams,
+  isLegacySubjectStream,
+  parseStreamName,
   tokenize,
   type CertifiedScope,
   type Clock,
@@ -331,9 +333,16 @@ export class ErasureService {
       }),
     );
     const eventStreams: Record<string, string> = {};
+    const extractedFrom = new Map<string, string>();
     for (const eventId of closure.eventIds) {
       const extracted = closure.recordIds.map((id) => byId.get(id)!).find((r) => r.rule === EXTRACTION_RULE && r.sourceEventIds.includes(eventId));
-      if (extracted) eventStreams[eventId] = streams.events(tenant, extracted.subject);
+      if (extracted) extractedFrom.set(eventId, extracted.subject);
+    }
+    // Event streams are named by the subject's pseudonym; a subject without one has no stream left.
+    const pseudonyms = await this.deps.vault.subjectPseudonyms(tenant, [...extractedFrom.values()], { create: false });
+    for (const [eventId, subject] of extractedFrom) {
+      const pseudonym = pseudonyms.get(subject);
+      if (pseudonym) eventStreams[eventId] = streams.events(tenant, pseudonym);
     }
     const workset: Workset = { records, eventStreams };
     await this.store.saveWorkset(tenant, requestId, workset);
@@ -411,7 +420,7 @@ export class ErasureService {
     const request = await this.store.request(tenant, requestId);
     const workset = await this.workset(tenant, requestId);
     const erasedEvents = new Set(set.eventIds);
-    const candidates = new Set(set.eventIds.map((id) => workset.eventStreams[id]).filter(Boolean));
+    const candidates = new Set(await this.currentStreamNames(tenant, set.eventIds.map((id) => workset.eventStreams[id]).filter(Boolean)));
     let deleted = 0;
     let shreddedInPlace = 0;
     for (const stream of candidates) {
@@ -488,6 +497,10 @@ export class ErasureService {
   ): Promise<{ keyId: string; signature: string }> {
     const existing = await this.store.certificate(tenant, requestId);
     if (existing) {
+      // A retry after the certificate was saved: finish what followed it. The scope is readable until the request key goes.
+      if (!(await this.deps.vault.isShredded(tenant, ErasureStore.keyId(requestId)))) {
+        await this.forgetErasedSubject(tenant, await this.store.scope(tenant, requestId), outcome.held);
+      }
       await this.deps.vault.shred(tenant, [ErasureStore.keyId(requestId)]);
       return { keyId: existing.signature.kid, signature: existing.signature.value };
     }
@@ -518,16 +531,19 @@ export class ErasureService {
     const byKind: Partial<Record<MemoryKind, number>> = {};
     for (const r of records) byKind[r.kind] = (byKind[r.kind] ?? 0) + 1;
     const steps = await this.store.steps(tenant, requestId);
+    const certifiedScope = await this.certifiedScope(tenant, scope);
+    // A data subject erasing their own records is named by the pseudonym too, not by their token's subject.
+    const selfService = scope.type === 'subject' && certifiedScope.type === 'subject' && request.requestedBy.sub === scope.subject;
     const certificate = ErasureCertificate.parse({
       type: 'elma.erasure-certificate',
       version: 1,
       tenant,
       requestId,
       request: {
-        requestedBy: request.requestedBy.sub,
+        requestedBy: selfService ? certifiedScope.subjectPseudonym : request.requestedBy.sub,
         requestedAt: request.requestedAt,
         reason: request.reason,
-        scope: this.certifiedScope(tenant, scope),
+        scope: certifiedScope,
         approvedBy: outcome.approvedBy,
         approvedAt: outcome.approvedAt,
       },
@@ -552,6 +568,7 @@ export class ErasureService {
     });
     const signed = this.deps.signer.sign(certificate);
     await this.store.saveCertificate(tenant, requestId, signed);
+    await this.forgetErasedSubject(tenant, scope, outcome.held);
     await this.deps.vault.shred(tenant, [ErasureStore.keyId(requestId)]);
     return { keyId: signed.signature.kid, signature: signed.signature.value };
   }
@@ -623,20 +640,54 @@ export class ErasureService {
     }
   }
 
-  private certifiedScope(tenant: string, scope: ErasureScope): CertifiedScope {
+  /**
+   * A subject is named by its pseudonym, never its id. One is created for a
+   * subject that never wrote, so that every certificate reads alike and
+   * says nothing about whether the subject had records.
+   */
+  private async certifiedScope(tenant: string, scope: ErasureScope): Promise<CertifiedScope> {
+    const pseudonymOf = async (subject: string) => (await this.deps.vault.subjectPseudonyms(tenant, [subject], { create: true })).get(subject)!;
     switch (scope.type) {
       case 'subject':
-        return { type: 'subject', subjectFingerprint: this.deps.fingerprints.subject(tenant, scope.subject) };
+        return { type: 'subject', subjectPseudonym: await pseudonymOf(scope.subject) };
       case 'time_range':
         return {
           type: 'time_range',
           from: scope.from,
           to: scope.to,
-          ...(scope.subject ? { subjectFingerprint: this.deps.fingerprints.subject(tenant, scope.subject) } : {}),
+          ...(scope.subject ? { subjectPseudonym: await pseudonymOf(scope.subject) } : {}),
         };
       default:
         return scope;
     }
+  }
+
+  /**
+   * A subject erased whole loses its pseudonym: after this nobody can tell
+   * which streams, holds or certificate were theirs, and a later write starts
+   * a fresh pseudonym. Kept while any record of the subject is left (held,
+   * or not the caller's to erase), or while an active hold names the subject
+   * (the hold must still find them). A time range erases part of a subject: kept too.
+   */
+  private async forgetErasedSubject(tenant: string, scope: ErasureScope, held: HeldRecord[]): Promise<void> {
+    if (scope.type !== 'subject' || held.length > 0) return;
+    const holds = await this.deps.holds.list(tenant, { fresh: true });
+    if (holds.some((hold) => hold.scope.subjects?.includes(scope.subject))) return;
+    for await (const entry of this.deps.index.lineage(tenant)) if (inScope(entry, scope)) return;
+    await this.deps.vault.forgetSubject(tenant, scope.subject);
+  }
+
+  /** A workset captured before the data folder's pseudonym migration names old `events-{tenant}-{subject}` streams: their new names. */
+  private async currentStreamNames(tenant: string, names: string[]): Promise<string[]> {
+    const legacy = names.filter(isLegacySubjectStream);
+    if (legacy.length === 0) return names;
+    const subjectOf = (name: string) => parseStreamName(name)!.id;
+    const pseudonyms = await this.deps.vault.subjectPseudonyms(tenant, legacy.map(subjectOf), { create: false });
+    return names.flatMap((name) => {
+      if (!isLegacySubjectStream(name)) return [name];
+      const pseudonym = pseudonyms.get(subjectOf(name));
+      return pseudonym ? [streams.events(tenant, pseudonym)] : [];
+    });
   }
 
   private async workset(tenant: string, requestId: string): Promise<Workset> {

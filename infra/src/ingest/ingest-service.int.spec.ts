@@ -52,15 +52,19 @@ function ingestIdentitySuite(engine: string, openLog: (dir: string) => Promise<E
         policies,
         audit: new AuditLog({ log, clock: { now: () => new Date() }, pseudonymize: (_, s) => s }),
         erased: new ErasureGuard({ tombstones: new Tombstones({ log }), fingerprints, policies }),
+        vault,
       });
       const subjectEvents = async (subject: string) => {
         const found: EventIngested[] = [];
-        for await (const recorded of log.readStream(streams.events('acme', subject))) found.push(...(await sealer.open<EventIngested>('acme', [recorded])));
+        const pseudonym = (await vault.subjectPseudonyms('acme', [subject], { create: false })).get(subject);
+        if (!pseudonym) return found;
+        for await (const recorded of log.readStream(streams.events('acme', pseudonym))) found.push(...(await sealer.open<EventIngested>('acme', [recorded])));
         return found;
       };
       return {
         log,
         sealer,
+        vault,
         ingest,
         subjectEvents,
         async close() {
@@ -111,7 +115,8 @@ function ingestIdentitySuite(engine: string, openLog: (dir: string) => Promise<E
           idempotencyKey: 'legacy-key',
           actor: 'agent-1',
         };
-        await s.log.append(streams.events('acme', 'old-subject'), await s.sealer.seal('acme', [{ id: legacyId, type: 'EventIngested', keyId: legacyId, data: stored }]), {
+        const pseudonym = (await s.vault.subjectPseudonyms('acme', ['old-subject'], { create: true })).get('old-subject')!;
+        await s.log.append(streams.events('acme', pseudonym), await s.sealer.seal('acme', [{ id: legacyId, type: 'EventIngested', keyId: legacyId, data: stored }]), {
           expectedRevision: 'any',
         });
         const { events } = await s.ingest.ingest(agent, event('new-subject', 'written under the same key today', 'legacy-key'));

@@ -7,6 +7,7 @@ import {
   type Clock,
   type EventLog,
   type IngestEventInput,
+  type KeyVault,
   type Principal,
   type SourceTrust,
   EventAlreadyRecorded,
@@ -78,6 +79,8 @@ export class IngestService {
       policies: PolicyStore;
       audit: AuditLog;
       erased: ErasureGuard;
+      /** Maps subjects to the pseudonyms their streams are named by. */
+      vault: KeyVault;
     },
   ) {}
 
@@ -184,9 +187,10 @@ export class IngestService {
       events: [{ id: claimId, type: IDEMPOTENCY_CLAIMED, data: { eventId: event.eventId }, metadata: { tenant } }],
       expectedRevision: 'no_stream',
     }));
+    const pseudonyms = await this.deps.vault.subjectPseudonyms(tenant, unique.map(({ event }) => event.subject), { create: true });
     const bySubject = new Map<string, AppendRequest>();
     unique.forEach(({ event }, i) => {
-      const stream = streams.events(tenant, event.subject);
+      const stream = streams.events(tenant, pseudonyms.get(event.subject)!);
       const request = bySubject.get(stream) ?? { stream, events: [], expectedRevision: 'any' as const };
       request.events.push(sealed[i]);
       bySubject.set(stream, request);

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { KeyShredded, TenantDestroyed, type KeyVault } from '@elma/domain';
+import { KeyShredded, SUBJECT_PSEUDONYM, TenantDestroyed, type KeyVault } from '@elma/domain';
 
 export interface KeyVaultUnderTest {
   vault: KeyVault;
@@ -155,6 +155,60 @@ export function keyVaultContract(name: string, factory: () => Promise<KeyVaultUn
         await vault.destroyTenant('t1');
 
         await expect(vault.dataKeys('t1', ['m1'], { create: true })).rejects.toBeInstanceOf(TenantDestroyed);
+      });
+    });
+
+    describe('subject pseudonyms', () => {
+      it('a subject gets one random pseudonym, kept on later calls, and read back without creating', async () => {
+        const first = await vault.subjectPseudonyms('t1', ['alice', 'bob', 'alice'], { create: true });
+        const again = await vault.subjectPseudonyms('t1', ['alice'], { create: true });
+        const read = await vault.subjectPseudonyms('t1', ['alice', 'carol'], { create: false });
+
+        expect(first.get('alice')).toMatch(SUBJECT_PSEUDONYM);
+        expect(first.get('bob')).toMatch(SUBJECT_PSEUDONYM);
+        expect(first.get('alice')).not.toBe(first.get('bob'));
+        expect(again.get('alice')).toBe(first.get('alice'));
+        expect(read.get('alice')).toBe(first.get('alice'));
+        expect(read.has('carol')).toBe(false);
+        expect(await vault.subjectsOfPseudonyms('t1', [first.get('alice')!, 'psn_unknown'])).toEqual(new Map([[first.get('alice')!, 'alice']]));
+      });
+
+      it('concurrent first writes of a subject get the same pseudonym', async () => {
+        const all = await Promise.all(Array.from({ length: 20 }, () => vault.subjectPseudonyms('t1', ['alice'], { create: true })));
+
+        expect(new Set(all.map((m) => m.get('alice'))).size).toBe(1);
+      });
+
+      it('each tenant maps a subject on its own', async () => {
+        const t1 = await vault.subjectPseudonyms('t1', ['alice'], { create: true });
+        const t2 = await vault.subjectPseudonyms('t2', ['alice'], { create: true });
+
+        expect(t1.get('alice')).not.toBe(t2.get('alice'));
+        expect(await vault.subjectsOfPseudonyms('t2', [t1.get('alice')!])).toEqual(new Map());
+      });
+
+      it('forgetting a subject destroys the mapping both ways; a later write gets a fresh pseudonym', async () => {
+        const before = (await vault.subjectPseudonyms('t1', ['alice', 'bob'], { create: true })).get('alice')!;
+
+        expect(await vault.forgetSubject('t1', 'alice')).toBe(before);
+        expect(await vault.forgetSubject('t1', 'alice')).toBeUndefined();
+
+        expect((await vault.subjectPseudonyms('t1', ['alice'], { create: false })).has('alice')).toBe(false);
+        expect(await vault.subjectsOfPseudonyms('t1', [before])).toEqual(new Map());
+        const after = (await vault.subjectPseudonyms('t1', ['alice'], { create: true })).get('alice');
+        expect(after).toMatch(SUBJECT_PSEUDONYM);
+        expect(after).not.toBe(before);
+        expect((await vault.subjectPseudonyms('t1', ['bob'], { create: false })).has('bob')).toBe(true);
+      });
+
+      it('a destroyed tenant has no pseudonyms and gets none', async () => {
+        const kept = await vault.subjectPseudonyms('t1', ['alice'], { create: true });
+
+        await vault.destroyTenant('t1');
+
+        expect(await vault.subjectPseudonyms('t1', ['alice'], { create: false })).toEqual(new Map());
+        expect(await vault.subjectsOfPseudonyms('t1', [kept.get('alice')!])).toEqual(new Map());
+        await expect(vault.subjectPseudonyms('t1', ['alice'], { create: true })).rejects.toBeInstanceOf(TenantDestroyed);
       });
     });
   });

@@ -29,6 +29,7 @@ import { ErasureGuard } from '../erasure/guard';
 import { ErasureService } from '../erasure/erasure-service';
 import { Tombstones } from '../erasure/tombstones';
 import { volumeHealth } from '../storage/storage-health';
+import { migrateToPseudonyms } from './pseudonym-migration';
 
 export const systemClock: Clock = { now: () => new Date() };
 export const uuidSource: IdSource = { next: () => randomUUID() };
@@ -88,6 +89,12 @@ export async function openElma(
 
   const { log, checkpoints: logCheckpoints, compaction } = await openEventLog(config);
   const vault = new SqliteKeyVault({ path: join(config.dataDir, 'keys.db'), masterKey: config.masterKey });
+  // Before anything reads the log: a folder made before pseudonyms names subjects in its streams.
+  await migrateToPseudonyms(log, vault).catch(async (error: unknown) => {
+    await vault.close();
+    await log.close();
+    throw error;
+  });
   // An index that cannot be reached must not leave the log's connection holding the process open.
   const index = await openIndex(config).catch(async (error: unknown) => {
     await vault.close();
@@ -105,7 +112,7 @@ export async function openElma(
   const runner = new ProjectionRunner({ log, checkpoints, projection, logger });
   const writes = new WriteTracker();
   const policies = new PolicyStore({ log });
-  const holds = new LegalHolds({ log, clock, ids });
+  const holds = new LegalHolds({ log, clock, ids, vault });
   const probes = new Map<string, () => Promise<EngineHealth>>();
   const fingerprintKey = Buffer.from(keyedFingerprint(config.masterKey, 'elma.idempotency.v1'), 'hex');
   const eventIdKey = eventIdKeyOf(config.masterKey);
@@ -132,7 +139,7 @@ export async function openElma(
     holds,
     audit,
     governance: new GovernanceService({ policies, holds, audit }),
-    ingest: new IngestService({ log, sealer, clock, fingerprintKey, eventIdKey, writes, policies, audit, erased }),
+    ingest: new IngestService({ log, sealer, clock, fingerprintKey, eventIdKey, writes, policies, audit, erased, vault }),
     memories,
     erasure: new ErasureService({
       log,

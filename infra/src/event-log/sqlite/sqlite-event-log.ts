@@ -44,6 +44,13 @@ interface AllQuery {
 
 const columns = 'position, stream, revision, id, type, data, metadata, created';
 
+/** What a layout migration sees of the file. */
+export interface LayoutFile {
+  streamNames(prefix: string): string[];
+  readStream(stream: string): RecordedEvent[];
+  plainDeletedNames(): string[];
+}
+
 export interface SqliteEventLogOptions {
   /** How often a live subscription polls for writes by other processes (in-process appends wake it at once). */
   pollIntervalMs?: number;
@@ -199,6 +206,61 @@ export class SqliteEventLog implements EventLog {
     return this.head();
   }
 
+  /** Read-only views of the file that a layout migration plans from (inside its transaction, or before it). */
+  layoutFile(): LayoutFile {
+    return {
+      // A range on the (stream, revision) index: the names after the prefix and before its successor.
+      streamNames: (prefix: string) =>
+        this.db
+          .prepare('SELECT DISTINCT stream FROM events WHERE stream >= ? AND stream < ?')
+          .pluck()
+          .all(prefix, prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)) as string[],
+      readStream: (stream: string) => (this.statements.streamForwards.all(stream, 0n, MAX_INT64) as EventRow[]).map(toRecorded),
+      // Files from before the list kept hashes hold plain names.
+      plainDeletedNames: () => this.db.prepare("SELECT stream FROM deleted_streams WHERE stream NOT LIKE 'sha256:%'").pluck().all() as string[],
+    };
+  }
+
+  /** The data folder's layout version (SQLite `user_version`; 0 for a file made before versions were kept). */
+  layoutVersion(): number {
+    return this.db.pragma('user_version', { simple: true }) as number;
+  }
+
+  /**
+   * Moves the file to a new layout in one transaction, unless it is there
+   * already: `plan` sees the file as it is inside the transaction and returns
+   * streams to rename and events whose data to replace, in place (positions,
+   * revisions and ids stay, so checkpoints stay valid). A crash leaves the
+   * old layout whole; another process migrating at the same time waits and
+   * then finds the work done. The WAL is truncated after, so the old bytes
+   * (zeroed in the pages by secure_delete) leave the files too.
+   */
+  async migrateLayout(
+    version: number,
+    plan: (file: LayoutFile) => {
+      renames: [from: string, to: string][];
+      rewrites: { position: bigint; data: unknown }[];
+      forgetDeleted: string[];
+    },
+  ): Promise<boolean> {
+    const migrate = this.db.transaction((): boolean => {
+      if (this.layoutVersion() >= version) return false;
+      const file = this.layoutFile();
+      const { renames, rewrites, forgetDeleted } = plan(file);
+      const rename = this.db.prepare('UPDATE events SET stream = ? WHERE stream = ?');
+      for (const [from, to] of renames) rename.run(to, from);
+      const rewrite = this.db.prepare('UPDATE events SET data = ? WHERE position = ?');
+      for (const { position, data } of rewrites) rewrite.run(JSON.stringify(data), position);
+      const forget = this.db.prepare('DELETE FROM deleted_streams WHERE stream = ?');
+      for (const name of forgetDeleted) forget.run(name);
+      this.db.pragma(`user_version = ${Math.trunc(version)}`);
+      return true;
+    });
+    const migrated = migrate.immediate();
+    if (migrated) await this.truncateWal();
+    return migrated;
+  }
+
   async close(): Promise<void> {
     if (!this.db.open) return;
     for (const subscription of [...this.subscriptions]) await subscription.unsubscribe();
@@ -299,9 +361,10 @@ function toRecorded(row: EventRow): RecordedEvent {
 }
 
 /**
- * A hard-deleted stream is remembered by a hash of its name: names carry
- * subject ids (`events-{tenant}-{subject}`), and a deleted stream is usually
- * an erased person, whose id must not stay behind in the log's bookkeeping.
+ * A hard-deleted stream is remembered by a hash of its name. Event streams
+ * are named by subject pseudonyms, whose mapping erasure destroys; names from
+ * before pseudonyms (`events-{tenant}-{subject}`) carried the subject's id,
+ * and a plain hash of such a name can still be matched against a guess.
  */
 function deletedName(stream: string): string {
   return `sha256:${createHash('sha256').update(stream, 'utf8').digest('hex')}`;

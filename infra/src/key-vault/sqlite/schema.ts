@@ -6,6 +6,11 @@ import type Database from 'better-sqlite3';
  * (which would let old ciphertext look merely "unreadable" rather than erased,
  * and new writes look like the old record). `generation` counts shreds and
  * destructions so that other processes notice and drop their key caches.
+ *
+ * A subject's pseudonym row is found by a MAC of the subject's id under the
+ * tenant key and holds the id sealed under that key, so the file alone names
+ * nobody; forgetting a subject deletes the row and leaves no marker (a later
+ * write of the same subject gets a fresh pseudonym).
  */
 const schema = `
 CREATE TABLE IF NOT EXISTS tenants (
@@ -25,6 +30,14 @@ CREATE TABLE IF NOT EXISTS shredded (
   tenant    TEXT NOT NULL,
   record_id TEXT NOT NULL,
   PRIMARY KEY (tenant, record_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS subject_pseudonyms (
+  tenant      TEXT NOT NULL,
+  subject_mac BLOB NOT NULL,
+  pseudonym   TEXT NOT NULL,
+  subject     BLOB NOT NULL,
+  PRIMARY KEY (tenant, subject_mac),
+  UNIQUE (tenant, pseudonym)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS generation (
   id    INTEGER PRIMARY KEY CHECK (id = 0),

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -125,4 +126,48 @@ describe('sqlite key vault on disk', () => {
     expect(again).toEqual(created);
     expect(again.size).toBe(50);
   });
+
+  it('names no subject in the file, and a forgotten subject leaves no byte of its pseudonym', async () => {
+    const subject = 'pseudonym-probe-subject-7f3a';
+    const pseudonym = (await vault.subjectPseudonyms('t1', [subject, 'other-subject'], { create: true })).get(subject)!;
+    await vault.close();
+    vault = new SqliteKeyVault({ path, masterKey });
+    expect((await vault.subjectPseudonyms('t1', [subject], { create: false })).get(subject)).toBe(pseudonym);
+    const bytes = () => Buffer.concat([path, `${path}-wal`].filter(existsSync).map((p) => readFileSync(p)));
+    expect(bytes().includes(Buffer.from(subject))).toBe(false);
+    expect(bytes().includes(Buffer.from(pseudonym))).toBe(true);
+
+    await vault.forgetSubject('t1', subject);
+
+    expect(bytes().includes(Buffer.from(pseudonym))).toBe(false);
+  });
+
+  it('two processes writing the same subjects first, at the same time, get one pseudonym per subject', async () => {
+    await vault.close();
+    const vaultModule = new URL('./sqlite-key-vault.ts', import.meta.url).pathname;
+    const startAt = Date.now() + 3_000;
+    const writer = () => {
+      // Both wait for the same instant, then race subject by subject (the first also creates the tenant row).
+      const script = `import(${JSON.stringify(vaultModule)}).then(async ({ SqliteKeyVault }) => {
+        const vault = new SqliteKeyVault({ path: ${JSON.stringify(path)}, masterKey: Buffer.from(${JSON.stringify(masterKey.toString('hex'))}, 'hex') });
+        while (Date.now() < ${startAt}) await new Promise((resolve) => setTimeout(resolve, 1));
+        const out = [];
+        for (let i = 0; i < 300; i++) out.push('s' + i + ' ' + (await vault.subjectPseudonyms('acme', ['s' + i], { create: true })).get('s' + i));
+        process.stdout.write(out.join('\\n'));
+        await vault.close();
+      });`;
+      const child = spawn(process.execPath, ['--import', 'tsx', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let output = '';
+      child.stdout!.on('data', (chunk) => (output += chunk));
+      return new Promise<string>((resolve, reject) => child.once('exit', (code) => (code === 0 ? resolve(output) : reject(new Error(`writer exited ${code}`)))));
+    };
+    const [a, b] = await Promise.all([writer(), writer()]);
+    vault = new SqliteKeyVault({ path, masterKey });
+
+    expect(a.split('\n')).toHaveLength(300);
+    expect(a).toBe(b);
+    const stored = await vault.subjectPseudonyms('acme', ['s0', 's299'], { create: false });
+    expect(a).toContain(`s0 ${stored.get('s0')}`);
+    expect(a).toContain(`s299 ${stored.get('s299')}`);
+  }, 60_000);
 });

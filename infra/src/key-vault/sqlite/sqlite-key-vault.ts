@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { ownerOnlyDatabaseFile } from '../../runtime/owner-only';
-import { DomainError, KeyShredded, TenantDestroyed, type KeyVault } from '@elma/domain';
-import { deriveTenantKey, unwrapKey, wrapKey } from '../../crypto/envelope';
+import { DomainError, KeyShredded, SUBJECT_PSEUDONYM_PREFIX, TenantDestroyed, type KeyVault } from '@elma/domain';
+import { deriveTenantKey, openJson, sealJson, unwrapKey, wrapKey, type Sealed } from '../../crypto/envelope';
 import { Lru } from '../lru';
 import { openKeyVaultDatabase } from './schema';
 
@@ -33,6 +33,8 @@ export class SqliteKeyVault implements KeyVault {
   private readonly loadTransaction;
   private readonly shredTransaction;
   private readonly destroyTransaction;
+  private readonly pseudonymTransaction;
+  private readonly forgetTransaction;
 
   constructor(options: SqliteKeyVaultOptions) {
     if (options.masterKey.length < KEY_BYTES) throw new RangeError(`master key must be at least ${KEY_BYTES} bytes`);
@@ -57,6 +59,11 @@ export class SqliteKeyVault implements KeyVault {
       deleteTenantShredded: prepare('DELETE FROM shredded WHERE tenant = ?'),
       deleteTenant: prepare('DELETE FROM tenants WHERE tenant = ?'),
       markDestroyed: prepare('INSERT OR IGNORE INTO destroyed_tenants (tenant) VALUES (?)'),
+      pseudonym: prepare('SELECT pseudonym FROM subject_pseudonyms WHERE tenant = ? AND subject_mac = ?').pluck(),
+      subjectOf: prepare('SELECT subject FROM subject_pseudonyms WHERE tenant = ? AND pseudonym = ?').pluck(),
+      insertPseudonym: prepare('INSERT INTO subject_pseudonyms (tenant, subject_mac, pseudonym, subject) VALUES (?, ?, ?, ?)'),
+      deletePseudonym: prepare('DELETE FROM subject_pseudonyms WHERE tenant = ? AND subject_mac = ?'),
+      deleteTenantPseudonyms: prepare('DELETE FROM subject_pseudonyms WHERE tenant = ?'),
     };
     this.generation = this.statements.generation.get() as number;
     this.loadTransaction = this.db.transaction((tenant: string, recordIds: string[], create: boolean) =>
@@ -70,7 +77,19 @@ export class SqliteKeyVault implements KeyVault {
       }
       this.bumpGeneration();
     });
+    this.pseudonymTransaction = this.db.transaction((tenant: string, subjects: string[], create: boolean) =>
+      this.loadPseudonyms(tenant, subjects, create),
+    );
+    this.forgetTransaction = this.db.transaction((tenant: string, subject: string): string | undefined => {
+      const salt = this.statements.salt.get(tenant) as Buffer | undefined;
+      if (!salt) return undefined;
+      const mac = subjectMac(this.tenantKey(tenant, salt), subject);
+      const pseudonym = this.statements.pseudonym.get(tenant, mac) as string | undefined;
+      this.statements.deletePseudonym.run(tenant, mac);
+      return pseudonym;
+    });
     this.destroyTransaction = this.db.transaction((tenant: string) => {
+      this.statements.deleteTenantPseudonyms.run(tenant);
       this.statements.deleteTenantKeys.run(tenant);
       this.statements.deleteTenantShredded.run(tenant);
       this.statements.deleteTenant.run(tenant);
@@ -107,6 +126,35 @@ export class SqliteKeyVault implements KeyVault {
   async isShredded(tenant: string, recordId: string): Promise<boolean> {
     // A destroyed tenant's keys are all gone, so each of its records counts as shredded.
     return Boolean(this.statements.isDestroyed.get(tenant) || this.statements.isShredded.get(tenant, recordId));
+  }
+
+  async subjectPseudonyms(tenant: string, subjects: string[], options: { create: boolean }): Promise<Map<string, string>> {
+    const unique = [...new Set(subjects)];
+    if (unique.length === 0) return new Map();
+    // Known subjects (the common case) are read without the write lock.
+    const known = this.pseudonymTransaction.deferred(tenant, unique, false);
+    if (!options.create || known.size === unique.length) return known;
+    // IMMEDIATE: the look-up and the insert hold the write lock together, so two first writes get one pseudonym.
+    return this.pseudonymTransaction.immediate(tenant, unique, true);
+  }
+
+  async subjectsOfPseudonyms(tenant: string, pseudonyms: string[]): Promise<Map<string, string>> {
+    const subjects = new Map<string, string>();
+    if (pseudonyms.length === 0 || this.statements.isDestroyed.get(tenant)) return subjects;
+    const salt = this.statements.salt.get(tenant) as Buffer | undefined;
+    if (!salt) return subjects;
+    const tenantKey = this.tenantKey(tenant, salt);
+    for (const pseudonym of new Set(pseudonyms)) {
+      const sealed = this.statements.subjectOf.get(tenant, pseudonym) as Buffer | undefined;
+      if (sealed) subjects.set(pseudonym, openJson<string>(tenantKey, JSON.parse(sealed.toString('utf8')) as Sealed, pseudonymAad(tenant, pseudonym)));
+    }
+    return subjects;
+  }
+
+  async forgetSubject(tenant: string, subject: string): Promise<string | undefined> {
+    const pseudonym = this.forgetTransaction.immediate(tenant, subject);
+    if (pseudonym !== undefined) await this.truncateWal();
+    return pseudonym;
   }
 
   async destroyTenant(tenant: string): Promise<void> {
@@ -156,6 +204,33 @@ export class SqliteKeyVault implements KeyVault {
     return keys;
   }
 
+  /** Runs inside one transaction: either every missing pseudonym is created or none. */
+  private loadPseudonyms(tenant: string, subjects: string[], create: boolean): Map<string, string> {
+    const pseudonyms = new Map<string, string>();
+    if (this.statements.isDestroyed.get(tenant)) {
+      if (create) throw new TenantDestroyed(tenant);
+      return pseudonyms;
+    }
+    let salt = this.statements.salt.get(tenant) as Buffer | undefined;
+    if (!salt) {
+      if (!create) return pseudonyms;
+      salt = randomBytes(SALT_BYTES);
+      this.statements.insertTenant.run(tenant, salt);
+    }
+    const tenantKey = this.tenantKey(tenant, salt);
+    for (const subject of subjects) {
+      const mac = subjectMac(tenantKey, subject);
+      let pseudonym = this.statements.pseudonym.get(tenant, mac) as string | undefined;
+      if (!pseudonym && create) {
+        pseudonym = `${SUBJECT_PSEUDONYM_PREFIX}${randomBytes(16).toString('hex')}`;
+        const sealed = Buffer.from(JSON.stringify(sealJson(tenantKey, subject, pseudonymAad(tenant, pseudonym))), 'utf8');
+        this.statements.insertPseudonym.run(tenant, mac, pseudonym, sealed);
+      }
+      if (pseudonym) pseudonyms.set(subject, pseudonym);
+    }
+    return pseudonyms;
+  }
+
   private tenantKey(tenant: string, salt: Uint8Array): Uint8Array {
     let key = this.tenantKeyCache.get(tenant);
     if (!key) {
@@ -199,6 +274,15 @@ export class SqliteKeyVault implements KeyVault {
 
 function cacheKey(tenant: string, recordId: string): string {
   return `${tenant}\u0000${recordId}`;
+}
+
+/** Finds a subject's row without storing the id: a MAC under the tenant key. */
+function subjectMac(tenantKey: Uint8Array, subject: string): Buffer {
+  return createHmac('sha256', tenantKey).update('elma/subject-pseudonym/v1\u0000', 'utf8').update(subject, 'utf8').digest();
+}
+
+function pseudonymAad(tenant: string, pseudonym: string): string {
+  return `elma/subject/v1\u0000${tenant}\u0000${pseudonym}`;
 }
 
 function keyNotFound(tenant: string, recordIds: string[]): DomainError {
