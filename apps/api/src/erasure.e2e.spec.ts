@@ -5,7 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { Principal } from '@elma/domain';
 import { verifySignedCertificate } from '@elma/infra';
 import { bundleElmaWorkflows, ensureRetentionSchedule } from '@elma/worker';
-import { callApi, chatEvent, startTestApp, type TestApp } from './testing';
+import { callApi, changePolicy, chatEvent, startTestApp, type TestApp } from './testing';
 
 let t: TestApp;
 const tokens: Record<string, string> = {};
@@ -58,13 +58,7 @@ function filesContaining(root: string, needle: Buffer): string[] {
   return found;
 }
 
-async function setPolicy(change: (policy: any) => void) {
-  const current = await call('admin', 'GET', '/v1/policy');
-  const { version, ...document } = current.body;
-  change(document);
-  const put = await call('admin', 'PUT', `/v1/policy?expectedVersion=${version}`, document);
-  expect(put.status, put.text).toBe(200);
-}
+const setPolicy = (change: (policy: any) => void) => changePolicy(t.url, tokens.admin, change);
 
 beforeAll(async () => {
   const workflowBundle = await bundleElmaWorkflows();

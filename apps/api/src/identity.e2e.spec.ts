@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { KeyShredded, type Principal } from '@elma/domain';
-import { ErasureStore } from '@elma/infra';
+import { ErasureStore, deterministicUuid } from '@elma/infra';
 import { bundleElmaWorkflows } from '@elma/worker';
-import { callApi, chatEvent, dataEventCount, startTestApp, type TestApp } from './testing';
+import { callApi, changePolicy, chatEvent, dataEventCount, startTestApp, type TestApp } from './testing';
 
 let t: TestApp;
 const tokens: Record<string, string> = {};
@@ -33,22 +32,7 @@ async function erase(subject: string) {
   return response.body.requestId as string;
 }
 
-async function setPolicy(change: (policy: any) => void) {
-  const current = await call('admin', 'GET', '/v1/policy');
-  const { version, ...document } = current.body;
-  change(document);
-  const put = await call('admin', 'PUT', `/v1/policy?expectedVersion=${version}`, document);
-  expect(put.status, put.text).toBe(200);
-}
-
-/** The event id the service derived before event ids were keyed: plain SHA-256 of tenant and key. */
-function publicUuid(...parts: string[]) {
-  const hash = createHash('sha256').update(parts.join('\u0000')).digest();
-  hash[6] = (hash[6] & 0x0f) | 0x80;
-  hash[8] = (hash[8] & 0x3f) | 0x80;
-  const hex = hash.subarray(0, 16).toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
+const setPolicy = (change: (policy: any) => void) => changePolicy(t.url, tokens.admin, change);
 
 beforeAll(async () => {
   const workflowBundle = await bundleElmaWorkflows();
@@ -66,7 +50,7 @@ describe('the identity of an ingested event', () => {
     expect(response.status, response.text).toBe(202);
     const { id } = response.body.events[0];
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(id).not.toBe(publicUuid('acme', 'turn-0001'));
+    expect(id).not.toBe(deterministicUuid('acme', 'turn-0001'));
   });
 
   it('a retry with the same key, subject and content is a duplicate that writes nothing', async () => {
@@ -163,7 +147,7 @@ describe('the identity of an explicit memory', () => {
     const note = (text: string) => ({ content: { text }, sourceEventIds: [source.id], idempotencyKey: 'renewal-note' });
     const first = await call('agent', 'POST', '/v1/memories', note('Renewal terms confirmed'));
     expect(first.status, first.text).toBe(201);
-    expect(first.body.memory.id).not.toBe(`mem_${publicUuid('acme', 'memory', 'renewal-note')}`);
+    expect(first.body.memory.id).not.toBe(`mem_${deterministicUuid('acme', 'memory', 'renewal-note')}`);
     const retry = await call('agent', 'POST', '/v1/memories', note('Renewal terms confirmed'));
     expect(retry.body.memory.id).toBe(first.body.memory.id);
     // Another writer choosing the same key learns nothing of the first memory: its write is its own.

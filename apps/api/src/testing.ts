@@ -138,3 +138,12 @@ export async function callApi(url: string, token: string, method: string, path: 
   }
   return { status: response.status, text, bytes, body: json, contentType: response.headers.get('content-type') ?? '' };
 }
+
+/** Changes the tenant's policy as `adminToken` (read, change, write back with its version); expects 200. */
+export async function changePolicy(url: string, adminToken: string, change: (policy: any) => void): Promise<void> {
+  const current = await callApi(url, adminToken, 'GET', '/v1/policy');
+  const { version, ...document } = current.body;
+  change(document);
+  const put = await callApi(url, adminToken, 'PUT', `/v1/policy?expectedVersion=${version}`, document);
+  if (put.status !== 200) throw new Error(`policy change refused: HTTP ${put.status} ${put.text}`);
+}

@@ -1,14 +1,26 @@
-import type { FastifyInstance } from 'fastify';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { NotFoundException } from '@nestjs/common';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { toProblem } from '../http/problem';
 
 /**
- * A GraphQL explorer for the embedded mode: one self-contained page (no
- * script or style from elsewhere, so it works offline), with the schema read
- * by introspection, a query and variables editor and the bearer token kept in
- * the browser's local storage. Served at /graphiql, and at /graphql when a
- * browser opens it (GET, HTML accepted, no query).
+ * GraphiQL for the embedded mode, served from the installed `graphiql`,
+ * `react` and `react-dom` packages (their browser builds), so the page works
+ * offline: nothing is loaded from elsewhere. Served at /graphiql, and at
+ * /graphql when a browser opens it (GET, HTML accepted, no query). Requests
+ * carry the bearer token from the page's token field, kept in the browser's
+ * local storage.
  */
 export function registerExplorer(fastify: FastifyInstance): void {
+  const assets = explorerAssets();
   fastify.get('/graphiql', (_request, reply) => sendPage(reply));
+  fastify.get('/graphiql/assets/:name', (request, reply) => {
+    const asset = assets.get((request.params as { name: string }).name);
+    if (!asset) return reply.code(404).type('application/problem+json').send(toProblem(new NotFoundException(), undefined, String(request.id)));
+    return reply.header('content-type', asset.type).header('cache-control', 'public, max-age=86400').send(asset.body);
+  });
   fastify.addHook('onRequest', async (request, reply) => {
     if (request.method !== 'GET' || request.routeOptions.url !== '/graphql') return;
     const query = request.query as { query?: unknown } | undefined;
@@ -17,76 +29,65 @@ export function registerExplorer(fastify: FastifyInstance): void {
   });
 }
 
-function sendPage(reply: import('fastify').FastifyReply) {
+interface Asset {
+  type: string;
+  body: Buffer;
+}
+
+/** The browser builds the page loads, read once from node_modules (their `exports` do not list them, hence the package folders). */
+function explorerAssets(): Map<string, Asset> {
+  const require = createRequire(import.meta.url);
+  const folder = (name: string) => dirname(require.resolve(`${name}/package.json`));
+  const script = (path: string): Asset => ({ type: 'text/javascript; charset=utf-8', body: readFileSync(path) });
+  return new Map([
+    ['react.js', script(join(folder('react'), 'umd/react.production.min.js'))],
+    ['react-dom.js', script(join(folder('react-dom'), 'umd/react-dom.production.min.js'))],
+    ['graphiql.js', script(join(folder('graphiql'), 'graphiql.min.js'))],
+    ['graphiql.css', { type: 'text/css; charset=utf-8', body: readFileSync(join(folder('graphiql'), 'graphiql.min.css')) }],
+    ['elma.js', { type: 'text/javascript; charset=utf-8', body: Buffer.from(BOOT) }],
+  ]);
+}
+
+function sendPage(reply: FastifyReply) {
   return reply
     .header('content-type', 'text/html; charset=utf-8')
-    .header('content-security-policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'")
+    .header(
+      'content-security-policy',
+      "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'",
+    )
     .header('cache-control', 'no-store')
     .send(PAGE);
 }
 
 const PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>ELMA GraphQL explorer</title>
-<style>
-body{font:14px system-ui,sans-serif;margin:0;display:grid;grid-template-columns:1fr 1fr 22rem;grid-template-rows:auto 1fr 10rem;height:100vh}
-header{grid-column:1/4;padding:.5rem 1rem;background:#223;color:#fff;display:flex;gap:1rem;align-items:center}
-header input{flex:1;font:inherit}button{font:inherit;padding:.2rem 1rem}
-textarea,pre{font:13px ui-monospace,monospace;margin:0;padding:.5rem;border:1px solid #ccc;overflow:auto;white-space:pre-wrap}
-#query{grid-column:1;grid-row:2}#variables{grid-column:1;grid-row:3}#result{grid-column:2;grid-row:2/4}
-#schema{grid-column:3;grid-row:2/4;overflow:auto;padding:.5rem;border-left:1px solid #ccc}
-#schema a{cursor:pointer;color:#0645ad}#schema div{margin:.2rem 0}
-</style></head><body>
-<header><b>ELMA GraphQL</b><input id="token" placeholder="bearer token (npm run elma -- token --tenant acme --purposes support)"><button id="run" title="Ctrl-Enter">Run</button></header>
-<textarea id="query" spellcheck="false"># Ctrl-Enter runs the query
-query Recall($input: RecallInput!) {
-  recall(input: $input) { recallId items { id kind text } }
-}</textarea>
-<textarea id="variables" spellcheck="false">{ "input": { "query": "renewal", "purpose": "support" } }</textarea>
-<pre id="result"></pre>
-<div id="schema">Loading the schema...</div>
-<script>
-const $ = (id) => document.getElementById(id);
-$('token').value = localStorage.getItem('elma.token') || '';
-$('token').onchange = () => localStorage.setItem('elma.token', $('token').value.trim());
-async function call(query, variables) {
-  const headers = { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json' };
-  const token = $('token').value.trim();
-  if (token) headers.authorization = 'Bearer ' + token;
-  const response = await fetch(location.pathname.replace(/\\/graphiql$/, '/graphql'), { method: 'POST', headers, body: JSON.stringify({ query, variables }) });
-  return { status: response.status, body: await response.json().catch(() => null) };
-}
-async function run() {
-  let variables;
-  try { variables = $('variables').value.trim() ? JSON.parse($('variables').value) : undefined; }
-  catch { $('result').textContent = 'the variables are not valid JSON'; return; }
-  const { status, body } = await call($('query').value, variables);
-  $('result').textContent = 'HTTP ' + status + '\\n' + JSON.stringify(body, null, 2);
-}
-$('run').onclick = run;
-document.addEventListener('keydown', (e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) run(); });
-const typeName = (t) => t.kind === 'NON_NULL' ? typeName(t.ofType) + '!' : t.kind === 'LIST' ? '[' + typeName(t.ofType) + ']' : t.name;
-const baseName = (t) => t.ofType ? baseName(t.ofType) : t.name;
-let types = {};
-function show(name) {
-  const type = types[name]; const box = $('schema'); box.textContent = '';
-  const title = document.createElement('h3'); title.textContent = name; box.append(title);
-  if (name !== 'Query') { const back = document.createElement('a'); back.textContent = '< Query'; back.onclick = () => show('Query'); box.append(back); }
-  if (types.Mutation && name === 'Query') { const m = document.createElement('a'); m.textContent = ' Mutation >'; m.onclick = () => show('Mutation'); box.append(m); }
-  for (const f of type.fields || type.inputFields || []) {
-    const row = document.createElement('div');
-    const args = (f.args || []).map((a) => a.name + ': ' + typeName(a.type)).join(', ');
-    row.append(f.name + (args ? '(' + args + ')' : '') + ': ');
-    const link = document.createElement('a'); link.textContent = typeName(f.type);
-    const target = baseName(f.type); if (types[target] && (types[target].fields || types[target].inputFields)) link.onclick = () => show(target);
-    row.append(link);
-    for (const a of f.args || []) { const t = baseName(a.type); if (types[t] && types[t].inputFields) { const l = document.createElement('a'); l.textContent = ' ' + t; l.onclick = () => show(t); row.append(l); } }
-    if (f.description) { const d = document.createElement('div'); d.style.color = '#666'; d.textContent = f.description; row.append(d); }
-    box.append(row);
+<link rel="stylesheet" href="/graphiql/assets/graphiql.css">
+<style>body{margin:0;height:100vh;display:flex;flex-direction:column;font:14px system-ui,sans-serif}
+header{padding:.4rem 1rem;background:#223;color:#fff;display:flex;gap:1rem;align-items:center}
+header input{flex:1;font:inherit}#graphiql{flex:1;min-height:0}</style></head>
+<body><header><b>ELMA GraphQL</b><input id="token" placeholder="bearer token (npm run -s elma -- token --tenant acme --purposes support)"></header>
+<div id="graphiql">Loading GraphiQL...</div>
+<script src="/graphiql/assets/react.js"></script>
+<script src="/graphiql/assets/react-dom.js"></script>
+<script src="/graphiql/assets/graphiql.js"></script>
+<script src="/graphiql/assets/elma.js"></script>
+</body></html>`;
+
+/** Starts GraphiQL with a fetcher that sends the token field as a bearer token (an external file: the page's CSP allows no inline script). */
+const BOOT = `(function () {
+  var token = document.getElementById('token');
+  token.value = localStorage.getItem('elma.token') || '';
+  token.addEventListener('change', function () { localStorage.setItem('elma.token', token.value.trim()); });
+  var endpoint = location.pathname.replace(/\\/graphiql$/, '/graphql');
+  function fetcher(params) {
+    var headers = { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json' };
+    if (token.value.trim()) headers.authorization = 'Bearer ' + token.value.trim();
+    return fetch(endpoint, { method: 'POST', headers: headers, body: JSON.stringify(params) }).then(function (r) { return r.json(); });
   }
-  for (const v of type.enumValues || []) { const row = document.createElement('div'); row.textContent = v.name; box.append(row); }
-}
-const typeRef = 'kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name } } } }';
-call('{ __schema { types { name kind description fields { name description args { name type { ' + typeRef + ' } } type { ' + typeRef + ' } } inputFields { name description type { ' + typeRef + ' } } enumValues { name } } } }')
-  .then(({ body }) => { for (const t of body.data.__schema.types) types[t.name] = t; show('Query'); })
-  .catch(() => { $('schema').textContent = 'the schema could not be read'; });
-</script></body></html>`;
+  var query = '# Ctrl-Enter runs the query\\nquery Recall($input: RecallInput!) {\\n  recall(input: $input) { recallId items { id kind text } }\\n}\\n';
+  var variables = '{ "input": { "query": "renewal", "purpose": "support" } }';
+  ReactDOM.createRoot(document.getElementById('graphiql')).render(
+    React.createElement(GraphiQL, { fetcher: fetcher, defaultQuery: query, defaultVariableEditorOpen: true, variables: variables }),
+  );
+})();
+`;

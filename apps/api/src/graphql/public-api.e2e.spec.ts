@@ -174,6 +174,20 @@ describe('the GraphQL explorer', () => {
     }
   });
 
+  it('is GraphiQL, with every script and style the page names served by ELMA itself', async () => {
+    const html = await (await fetch(`${t.url}/graphiql`)).text();
+    const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map(([, path]) => path);
+    expect(assets).toEqual(expect.arrayContaining(['/graphiql/assets/react.js', '/graphiql/assets/graphiql.js', '/graphiql/assets/graphiql.css']));
+    for (const path of assets) {
+      const asset = await fetch(`${t.url}${path}`);
+      expect(asset.status, path).toBe(200);
+      expect(asset.headers.get('content-type'), path).toMatch(path.endsWith('.css') ? /^text\/css/ : /^text\/javascript/);
+      expect((await asset.text()).length, path).toBeGreaterThan(0);
+    }
+    expect(await (await fetch(`${t.url}/graphiql/assets/graphiql.js`)).text()).toContain('GraphiQL');
+    expect((await fetch(`${t.url}/graphiql/assets/nothing.js`)).status).toBe(404);
+  });
+
   it('is not served when turned off; a browser then gets a client error', async () => {
     const off = await startTestApp({ env: { ELMA_GRAPHIQL: 'false' } });
     try {

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { bundleElmaWorkflows } from '@elma/worker';
+import { deterministicUuid } from '@elma/infra';
 import { chatEvent, startTestApp, type TestApp } from '../testing';
 import { RedTeam, pool, type Secret } from './harness';
 
@@ -17,15 +17,6 @@ let red: RedTeam;
 const victims: (Secret & { subject: string; key: string; text: string })[] = [];
 
 const strong = async () => t.elma.runner.waitFor(await t.elma.log.headPosition());
-
-/** The event id a caller could compute when ids were a plain hash of tenant and idempotency key. */
-function publicUuid(...parts: string[]) {
-  const hash = createHash('sha256').update(parts.join('\u0000')).digest();
-  hash[6] = (hash[6] & 0x0f) | 0x80;
-  hash[8] = (hash[8] & 0x3f) | 0x80;
-  const hex = hash.subarray(0, 16).toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
 
 async function settle(token: string, id: string) {
   for (let i = 0; i < 600; i++) {
@@ -112,7 +103,7 @@ describe('red team: identity of what is written', () => {
   it('event ids cannot be guessed from the tenant and the idempotency key', async () => {
     const attacker = await red.token('acme', 'attacker', { roles: ['agent'], purposes: ['support'], clearance: 'restricted' });
     for (const [i, v] of victims.entries()) {
-      const guess = publicUuid('acme', v.key);
+      const guess = deterministicUuid('acme', v.key);
       expect(guess).not.toBe(v.id);
       const byId = await red.probe(`guessed memory id #${i}`, { token: attacker, method: 'GET', path: `/v1/memories/mem_ep_${guess}` }, victims);
       expect(byId.status).toBe(404);

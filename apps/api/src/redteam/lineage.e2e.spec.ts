@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
-import { startTestApp, type TestApp } from '../testing';
+import { chatEvent, startTestApp, type TestApp } from '../testing';
 import { RedTeam, pool, type Secret } from './harness';
 
 /**
@@ -26,16 +26,6 @@ async function ingest(events: unknown[]): Promise<string[]> {
   await t.elma.runner.waitFor(await t.elma.log.headPosition());
   return (JSON.parse(response.text).events as { id: string }[]).map((e) => e.id);
 }
-
-const chat = (subject: string, text: string, extra: Record<string, unknown> = {}) => ({
-  subject,
-  occurredAt: '2026-11-20T10:00:00Z',
-  activity: 'chat.turn',
-  content: { text },
-  source: { system: 'crm', channel: 'chat' },
-  purposes: ['support'],
-  ...extra,
-});
 
 /** The consolidation views that derive from an event, after consolidating its subject (the workflow's activity, called directly). */
 async function consolidatedViews(eventId: string): Promise<string[]> {
@@ -114,10 +104,10 @@ describe('derived records inherit the restrictions of their inputs', () => {
   it('a legal hold on a source record withholds the consolidation views quoting it, until it is lifted', async () => {
     const m = marker('quayflood');
     const [held, ...rest] = await ingest([
-      chat('cust-h1', `The ${m} warehouse in Ningbo flooded overnight and stock was lost.`, { occurredAt: '2026-11-20T10:00:00Z' }),
-      chat('cust-h1', 'I will send the signed contract by Monday.', { occurredAt: '2026-11-20T10:01:00Z' }),
-      chat('cust-h1', '我是华东区的销售经理，负责大客户。', { occurredAt: '2026-11-20T10:02:00Z' }),
-      chat('cust-h1', 'The shipment to Shanghai is delayed by two weeks.', { occurredAt: '2026-11-20T10:03:00Z' }),
+      chatEvent('cust-h1', `The ${m} warehouse in Ningbo flooded overnight and stock was lost.`, { occurredAt: '2026-11-20T10:00:00Z' }),
+      chatEvent('cust-h1', 'I will send the signed contract by Monday.', { occurredAt: '2026-11-20T10:01:00Z' }),
+      chatEvent('cust-h1', '我是华东区的销售经理，负责大客户。', { occurredAt: '2026-11-20T10:02:00Z' }),
+      chatEvent('cust-h1', 'The shipment to Shanghai is delayed by two weeks.', { occurredAt: '2026-11-20T10:03:00Z' }),
     ]);
     expect(rest).toHaveLength(3);
     const views = await consolidatedViews(held);
@@ -142,10 +132,10 @@ describe('derived records inherit the restrictions of their inputs', () => {
       const m = marker(`tidemark${i}x`);
       const chinese = i % 2 === 1;
       const [source] = await ingest([
-        chat(subject, chinese ? `仓库 ${m} 昨夜被淹，货物全部损失。` : `The ${m} depot was flooded last night and all goods were lost.`, { occurredAt: '2026-11-20T12:00:00Z' }),
-        chat(subject, chinese ? '我下周一会寄出签好的合同。' : 'I will send the signed contract by Monday.', { occurredAt: '2026-11-20T12:01:00Z' }),
-        chat(subject, chinese ? '我喜欢邮件联系，不要打电话。' : 'I prefer email over phone calls.', { occurredAt: '2026-11-20T12:02:00Z' }),
-        chat(subject, chinese ? '去上海的货运推迟了两周。' : 'The shipment to Shanghai is delayed by two weeks.', { occurredAt: '2026-11-20T12:03:00Z' }),
+        chatEvent(subject, chinese ? `仓库 ${m} 昨夜被淹，货物全部损失。` : `The ${m} depot was flooded last night and all goods were lost.`, { occurredAt: '2026-11-20T12:00:00Z' }),
+        chatEvent(subject, chinese ? '我下周一会寄出签好的合同。' : 'I will send the signed contract by Monday.', { occurredAt: '2026-11-20T12:01:00Z' }),
+        chatEvent(subject, chinese ? '我喜欢邮件联系，不要打电话。' : 'I prefer email over phone calls.', { occurredAt: '2026-11-20T12:02:00Z' }),
+        chatEvent(subject, chinese ? '去上海的货运推迟了两周。' : 'The shipment to Shanghai is delayed by two weeks.', { occurredAt: '2026-11-20T12:03:00Z' }),
       ]);
       planted.push({ subject, marker: m, source, views: await consolidatedViews(source) });
     }
@@ -163,7 +153,7 @@ describe('derived records inherit the restrictions of their inputs', () => {
 
   it('a hold on a subject withholds a memory another subject derived from that subject’s events', async () => {
     const m = marker('ledgerkite');
-    const [source] = await ingest([chat('cust-h2', `Our ${m} ledger shows an unpaid invoice of 40,000 yuan.`)]);
+    const [source] = await ingest([chatEvent('cust-h2', `Our ${m} ledger shows an unpaid invoice of 40,000 yuan.`)]);
     const written = await send('writer', 'POST', '/v1/memories', {
       subject: 'cust-other',
       kind: 'semantic',
@@ -183,7 +173,7 @@ describe('derived records inherit the restrictions of their inputs', () => {
 
   it('a hold on a record reaches what was promoted from a working memory citing it', async () => {
     const m = marker('pierlamp');
-    const [source] = await ingest([chat('cust-h3', `The ${m} pier crane is out of service until Friday.`)]);
+    const [source] = await ingest([chatEvent('cust-h3', `The ${m} pier crane is out of service until Friday.`)]);
     const working = await send('writer', 'POST', '/v1/memories', {
       kind: 'working',
       session: 'sess-1',
@@ -206,9 +196,9 @@ describe('derived records inherit the restrictions of their inputs', () => {
   it('a view over a restricted source is restricted: the summary is not shown to a confidential clearance', async () => {
     const m = marker('vaultpine');
     const [secret] = await ingest([
-      chat('cust-s1', `The ${m} board approved the layoff plan for the Suzhou plant.`, { sensitivity: 'restricted', occurredAt: '2026-11-20T11:00:00Z' }),
-      chat('cust-s1', 'Please call me back about the invoice.', { occurredAt: '2026-11-20T11:01:00Z' }),
-      chat('cust-s1', 'The delivery address changed to Hangzhou.', { occurredAt: '2026-11-20T11:02:00Z' }),
+      chatEvent('cust-s1', `The ${m} board approved the layoff plan for the Suzhou plant.`, { sensitivity: 'restricted', occurredAt: '2026-11-20T11:00:00Z' }),
+      chatEvent('cust-s1', 'Please call me back about the invoice.', { occurredAt: '2026-11-20T11:01:00Z' }),
+      chatEvent('cust-s1', 'The delivery address changed to Hangzhou.', { occurredAt: '2026-11-20T11:02:00Z' }),
     ]);
     const views = await consolidatedViews(secret);
     expect(views.length).toBeGreaterThan(0);
@@ -217,7 +207,7 @@ describe('derived records inherit the restrictions of their inputs', () => {
 
   it('a memory citing a source keeps to the purposes the source allows', async () => {
     const m = marker('salarymoth');
-    const [source] = await ingest([chat('cust-p1', `The ${m} salary review lowered the bonus pool.`, { purposes: ['hr'] })]);
+    const [source] = await ingest([chatEvent('cust-p1', `The ${m} salary review lowered the bonus pool.`, { purposes: ['hr'] })]);
     const widened = await send('writer', 'POST', '/v1/memories', {
       kind: 'semantic',
       content: { text: `Note: the ${m} salary review lowered the bonus pool.` },
@@ -231,7 +221,7 @@ describe('derived records inherit the restrictions of their inputs', () => {
 
   it('a memory citing a source expires with it', async () => {
     const m = marker('ferrydusk');
-    const [source] = await ingest([chat('cust-r1', `The ${m} ferry timetable changes next week.`, { retention: 'session' })]);
+    const [source] = await ingest([chatEvent('cust-r1', `The ${m} ferry timetable changes next week.`, { retention: 'session' })]);
     const written = await send('writer', 'POST', '/v1/memories', {
       kind: 'semantic',
       retention: 'long_term',

@@ -151,7 +151,7 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
         '',
         `ELMA is running (event log: ${config.eventLog}, index: ${config.index}${mode.worker ? ', with a worker' : ', API only'})`,
         `  API        ${api}/v1`,
-        `  GraphQL    ${api}/graphql`,
+        `  GraphQL    ${api}/graphql${config.graphql.explorer ? `  (GraphiQL ${api}/graphiql)` : ''}`,
         `  OpenAPI    ${api}/docs`,
         `  Health     ${api}/health`,
         `  Temporal   ${temporalAddress}${temporal?.uiUrl ? `  (Web UI ${temporal.uiUrl})` : ''}`,
