@@ -38,8 +38,12 @@ describe('the tenant graph file', () => {
     const damaged = readFileSync(graph);
 
     scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS });
-    // Among the first hits rather than first: HNSW over near-identical hashing vectors occasionally ranks a twin first.
-    for (let i = 0; i < texts.length; i += 20) expect(await searchIds(scratch.index, T, '', embed(texts[i]))).toContain(`m-${i}`);
+    // HNSW is approximate, and these hashing vectors are near twins: under load a rebuilt graph now and then misses
+    // one of them in the first ten. A graph kept from the damaged file would miss most (or fail to load at all).
+    const sampled = texts.map((text, i) => ({ text, id: `m-${i}` })).filter((_, i) => i % 20 === 0);
+    let found = 0;
+    for (const { text, id } of sampled) if ((await searchIds(scratch.index, T, '', embed(text))).includes(id)) found++;
+    expect(found).toBeGreaterThanOrEqual(sampled.length - 2);
     expect(readFileSync(graph).equals(damaged)).toBe(false);
   });
 
