@@ -79,6 +79,11 @@ export function claimDataDir(dataDir: string, info: Omit<DataDirOwnerInfo, 'pid'
   };
 }
 
+/** What the last owner of a data folder recorded about itself (it may have ended since: the lock is the truth). */
+export function lastDataDirOwner(dataDir: string): DataDirOwnerInfo | undefined {
+  return readOwner(join(dataDir, OWNER_INFO_FILE));
+}
+
 function readOwner(path: string): DataDirOwnerInfo | undefined {
   try {
     const parsed = JSON.parse(readFileSync(path, 'utf8')) as Partial<DataDirOwnerInfo>;
