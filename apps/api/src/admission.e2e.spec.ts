@@ -56,6 +56,22 @@ describe('admission control under a flood of requests', () => {
     }
   });
 
+  it('sheds GraphQL requests in the GraphQL response format, with the same code and Retry-After', async () => {
+    const query = { query: '{ recall(input: {query: "Harwick depot", purpose: "support"}) { items { text } } }' };
+    const held = Array.from({ length: 4 }, () => slowRequest(t.url, token, '/graphql', query));
+    await new Promise((r) => setTimeout(r, 300));
+    const flood = await Promise.all(Array.from({ length: 40 }, () => fetchWithHeaders(t.url, token, '/graphql', query)));
+    await Promise.all(held.map((h) => h.finish()));
+    const shed = flood.filter((r) => r.status === 503);
+    expect(shed.length).toBeGreaterThanOrEqual(28);
+    for (const r of shed) {
+      expect(r.contentType).toContain('application/json');
+      expect(r.body.data).toBeUndefined();
+      expect(r.body.errors[0].extensions).toMatchObject({ code: 'SERVER.OVERLOADED', status: 503 });
+      expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+    }
+  });
+
   it('keeps answering health while recalls are being shed', async () => {
     const held = await holdRecallSlots(4);
     const flood = Promise.all(Array.from({ length: 30 }, () => recall('Harwick invoices')));

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GraphQLError, GraphQLSchema } from 'graphql';
+import type { DomainError } from '@elma/domain';
 import { toProblem, type Problem } from '../http/problem';
 import { causeOf } from '../http/server-errors';
 
@@ -178,4 +179,15 @@ function schemaNames() {
     }
     return names;
   };
+}
+
+/**
+ * A request refused before GraphQL saw it (admission control), answered in
+ * the GraphQL response format: no `data`, one error with the stable code.
+ */
+export function sendGraphqlRequestError(request: FastifyRequest, reply: FastifyReply, error: DomainError, status: number): void {
+  void reply
+    .status(status)
+    .header('content-type', wantsGraphqlResponse(request) ? GRAPHQL_RESPONSE_TYPE : 'application/json; charset=utf-8')
+    .send({ errors: [{ message: error.message, extensions: { code: error.code, status, requestId: String(request.id) } }] });
 }

@@ -1,5 +1,6 @@
 import { DomainError } from '@elma/domain';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sendGraphqlRequestError } from '../graphql/errors';
 import { sendProblem } from './problem.filter';
 
 /** Work a request stands for; each class has its own bound, so a flood of recalls does not stop ingest. */
@@ -89,8 +90,8 @@ export class AdmissionGate {
 
 /**
  * Admission control for every route: the first hook of a request, before
- * its body is read. A shed request gets 503 problem+json `SERVER.OVERLOADED`
- * with `Retry-After`; a slot is released when the response is finished or
+ * its body is read. A shed request gets 503 `SERVER.OVERLOADED` with
+ * `Retry-After`, as problem+json (as a GraphQL response on /graphql); a slot is released when the response is finished or
  * the connection closes, whichever comes first.
  */
 export function registerAdmission(fastify: FastifyInstance, limits: AdmissionLimits): Record<RequestClass, AdmissionGate> {
@@ -103,7 +104,9 @@ export function registerAdmission(fastify: FastifyInstance, limits: AdmissionLim
     if (!release) {
       void reply.header('retry-after', String(retryAfterSeconds));
       // Not logged one by one: under overload that would add a write per refused request.
-      sendProblem(request, reply, new Overloaded(kind, retryAfterSeconds), () => undefined);
+      const overloaded = new Overloaded(kind, retryAfterSeconds);
+      if (request.routeOptions.url === '/graphql') sendGraphqlRequestError(request, reply, overloaded, 503);
+      else sendProblem(request, reply, overloaded, () => undefined);
       return reply;
     }
     if (reply.raw.destroyed) {
