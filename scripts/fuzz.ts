@@ -3,14 +3,14 @@
 // bounded time. Fails on any 5xx, any response that does not match /docs/openapi.json, and any status the
 // document does not list. Prints operations, cases and failures, then `fuzz: N passed, M failed` (operations).
 // Needs no network beyond the package registry that pip installs schemathesis from (once, into .tools/).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfig, mintToken } from '@elma/infra';
-import { embeddedStartEnv } from '../apps/cli/src/embedded-env';
+import { embeddedStartEnv, spawnElmaStart } from '../apps/cli/src/embedded-env';
 
 /** Pinned: a new release may add checks or change generation, which should be a reviewed change here. */
 const SCHEMATHESIS_PACKAGE = 'schemathesis==4.32.5';
@@ -158,37 +158,20 @@ interface Server {
 /** `elma start` on its own data folder, free ports and Temporal dev server, as an operator runs it. */
 async function startElma(dataDir: string): Promise<Server> {
   const { env, port } = await embeddedStartEnv(dataDir, 'error');
-  const main = join(repoRoot, 'apps', 'cli', 'src', 'main.ts');
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', main, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
   const serverErrors: string[] = [];
   let partial = '';
-  const keep = (chunk: Buffer) => {
-    output = (output + chunk.toString('utf8')).slice(-20_000);
-    const lines = (partial + chunk.toString('utf8')).split('\n');
-    partial = lines.pop()!;
-    for (const line of lines) if (line.includes('"request failed"') && serverErrors.length < 100) serverErrors.push(line);
-  };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  for (const deadline = Date.now() + 120_000; !output.includes('Press Ctrl-C to stop.'); ) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`elma start exited early:\n${output}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`elma start did not come up in 120 s:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  const elma = await spawnElmaStart(env, {
+    readyTimeoutMs: 120_000,
+    stopGraceMs: 30_000,
+    onOutput: (chunk) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) if (line.includes('"request failed"') && serverErrors.length < 100) serverErrors.push(line);
+    },
+  });
   return {
     url: `http://127.0.0.1:${port}`,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGINT');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => elma.stop(),
     serverErrors: () => serverErrors,
   };
 }

@@ -4,6 +4,7 @@
  */
 import { ErasureCertificate } from './erasure/certificate';
 import { ERASURE_STEPS } from './erasure/erasure';
+import type { EventIngested } from './ingest/schema';
 import { MemoryRecord, type MemoryKind } from './memory/record';
 
 export interface RecordOverrides extends Partial<Omit<MemoryRecord, 'policy' | 'retention' | 'content'>> {
@@ -99,3 +100,35 @@ export function makeCertificate(options: CertificateOptions): ErasureCertificate
     keyId,
   });
 }
+
+/** An ingested event as the log stores it; override only what the test is about. */
+export function makeIngested(overrides: Partial<EventIngested> = {}): EventIngested {
+  return {
+    eventId: '0b6c2f1e-1111-4222-8333-444455556666',
+    tenant: 'acme',
+    subject: 'cust-1',
+    occurredAt: '2026-11-20T10:00:00.000Z',
+    recordedAt: '2026-11-20T10:00:01.000Z',
+    activity: 'chat.turn',
+    content: { text: 'ACME moved its HQ to Berlin.' },
+    source: { system: 'crm', channel: 'chat' },
+    sensitivity: 'internal',
+    purposes: ['support'],
+    retention: 'standard',
+    expiresAt: null,
+    idempotencyKey: 'k1',
+    actor: 'agent-1',
+    ...overrides,
+  };
+}
+
+/** A chat event as a client sends it to `POST /v1/events`; `extra` overrides any field. */
+export const chatEvent = (subject: string, text: string, extra: Record<string, unknown> = {}) => ({
+  subject,
+  occurredAt: '2026-11-20T10:00:00Z',
+  activity: 'chat.turn',
+  content: { text },
+  source: { system: 'crm', channel: 'chat' },
+  purposes: ['support'],
+  ...extra,
+});

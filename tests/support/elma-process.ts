@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { afterAll, inject } from 'vitest';
 import { loadConfig, openElma, silentLogger, type Elma } from '../../infra/src';
-import { embeddedStartEnv } from '../../apps/cli/src/embedded-env';
+import { embeddedStartEnv, spawnElmaStart, type StartedElma } from '../../apps/cli/src/embedded-env';
 import { join } from 'node:path';
 
 const main = new URL('../../apps/cli/src/main.ts', import.meta.url).pathname;
@@ -77,40 +77,14 @@ export async function stopProcessGroups(children: ChildProcess[]): Promise<void>
 }
 
 /** A real `elma start` process on its own folder and ports. */
-export interface ElmaProcess {
-  child: ChildProcess;
+/** An `elma start` child (stopped with SIGINT, then SIGKILL after 15 s) and the URL of its API. */
+export interface ElmaProcess extends StartedElma {
   api: string;
-  output(): string;
-  /** SIGINT, then SIGKILL after 15 s; resolves once the process is gone. */
-  stop(): Promise<void>;
 }
 
 export async function startElma(env: NodeJS.ProcessEnv, readyTimeoutMs = 90_000): Promise<ElmaProcess> {
-  const child = spawn(process.execPath, elmaArgs('start'), { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  for (const deadline = Date.now() + readyTimeoutMs; !output.includes('Press Ctrl-C to stop.'); ) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`elma start exited early:\n${output}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`elma start did not come up:\n${output}`);
-    }
-    await sleep(200);
-  }
-  return {
-    child,
-    api: `http://127.0.0.1:${env.ELMA_PORT}`,
-    output: () => output,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGINT');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
+  const started = await spawnElmaStart(env, { readyTimeoutMs });
+  return { ...started, api: `http://127.0.0.1:${env.ELMA_PORT}` };
 }
 
 /** A token minted by `elma token` against the folder's own secret. */

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import type { MemoryRecord, Principal } from '@elma/domain';
-import { bundleElmaWorkflows } from '@elma/worker';
 import { callApi, chatEvent, startTestApp, type TestApp } from './testing';
 
 /** Issue 5 §4: ConsolidationWorkflow on a real Temporal server, triggered the ways the product triggers it. */
@@ -32,7 +31,7 @@ async function views(subject: string, atLeast: number): Promise<MemoryRecord[]> 
 }
 
 beforeAll(async () => {
-  t = await startTestApp({ temporal: { address: inject('temporalAddress'), workflowBundle: await bundleElmaWorkflows(), consolidateEveryEvents: 5 } });
+  t = await startTestApp({ temporal: { consolidateEveryEvents: 5 } });
   connection = await Connection.connect({ address: inject('temporalAddress') });
   const mint = (sub: string, claims: Partial<Principal>) => t.token({ sub, ...claims });
   tokens.agent = await mint('agent-1', { roles: ['agent'], purposes: ['support'], clearance: 'confidential' });

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import type { Principal } from '@elma/domain';
 import { verifySignedCertificate } from '@elma/infra';
-import { bundleElmaWorkflows, ensureRetentionSchedule } from '@elma/worker';
-import { callApi, changePolicy, chatEvent, startTestApp, type TestApp } from './testing';
+import { ensureRetentionSchedule } from '@elma/worker';
+import { callApi, changePolicy, chatEvent, roleTokens, startTestApp, type TestApp } from './testing';
 
 let t: TestApp;
 const tokens: Record<string, string> = {};
@@ -61,15 +61,10 @@ function filesContaining(root: string, needle: Buffer): string[] {
 const setPolicy = (change: (policy: any) => void) => changePolicy(t.url, tokens.admin, change);
 
 beforeAll(async () => {
-  const workflowBundle = await bundleElmaWorkflows();
-  t = await startTestApp({ temporal: { address: inject('temporalAddress'), workflowBundle } });
+  t = await startTestApp({ temporal: {} });
+  Object.assign(tokens, await roleTokens(t, ['agent', 'compliance', 'dpo', 'legal', 'admin']));
   const mint = (sub: string, claims: Partial<Principal>) => t.token({ sub, ...claims });
-  tokens.agent = await mint('agent-1', { roles: ['agent'], purposes: ['support'], clearance: 'restricted' });
-  tokens.compliance = await mint('compliance-1', { roles: ['compliance'], purposes: ['support'], clearance: 'restricted' });
-  tokens.dpo = await mint('dpo-1', { roles: ['dpo'], purposes: ['support'], clearance: 'restricted' });
   tokens.dpo2 = await mint('dpo-2', { roles: ['dpo'], purposes: ['support'], clearance: 'restricted' });
-  tokens.legal = await mint('legal-1', { roles: ['legal'], purposes: ['support'], clearance: 'restricted' });
-  tokens.admin = await mint('admin-1', { roles: ['admin'], purposes: ['support'], clearance: 'restricted' });
   tokens.auditor = await mint('auditor-1', { roles: ['auditor'], purposes: [], clearance: 'internal' });
   tokens.self = await mint('cust-self', { roles: [], purposes: ['support'], clearance: 'internal' });
 }, 120_000);

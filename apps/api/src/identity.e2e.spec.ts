@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyShredded, type Principal } from '@elma/domain';
 import { ErasureStore, deterministicUuid } from '@elma/infra';
-import { bundleElmaWorkflows } from '@elma/worker';
-import { callApi, changePolicy, chatEvent, dataEventCount, startTestApp, type TestApp } from './testing';
+import { callApi, changePolicy, chatEvent, dataEventCount, roleTokens, startTestApp, type TestApp } from './testing';
 
 let t: TestApp;
 const tokens: Record<string, string> = {};
@@ -35,12 +34,8 @@ async function erase(subject: string) {
 const setPolicy = (change: (policy: any) => void) => changePolicy(t.url, tokens.admin, change);
 
 beforeAll(async () => {
-  const workflowBundle = await bundleElmaWorkflows();
-  t = await startTestApp({ temporal: { address: inject('temporalAddress'), workflowBundle } });
-  const mint = (sub: string, claims: Partial<Principal>) => t.token({ sub, ...claims });
-  tokens.agent = await mint('agent-1', { roles: ['agent'], purposes: ['support'], clearance: 'restricted' });
-  tokens.compliance = await mint('compliance-1', { roles: ['compliance'], purposes: ['support'], clearance: 'restricted' });
-  tokens.admin = await mint('admin-1', { roles: ['admin'], purposes: ['support'], clearance: 'restricted' });
+  t = await startTestApp({ temporal: {} });
+  Object.assign(tokens, await roleTokens(t, ['agent', 'compliance', 'admin']));
 }, 120_000);
 afterAll(async () => t?.close());
 

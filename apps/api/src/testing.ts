@@ -7,7 +7,8 @@ import { loadConfig, mintToken, openElma, silentLogger, type Elma, type Logger }
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import type { WorkflowBundle } from '@temporalio/worker';
-import { createElmaWorker, startConsolidation, temporalErasureWorkflows } from '@elma/worker';
+import { bundleElmaWorkflows, createElmaWorker, startConsolidation, temporalErasureWorkflows } from '@elma/worker';
+import { inject } from 'vitest';
 import { createApi } from './app';
 import type { ErasureWorkflows } from './erasure/erasure-desk';
 
@@ -31,7 +32,7 @@ export interface TestAppOptions {
    * Erasure endpoints backed by the real Temporal server of the test run: an in-process worker on a task
    * queue of its own (test files share the server), plus the API's Temporal client.
    */
-  temporal?: { address: string; workflowBundle?: WorkflowBundle; consolidateEveryEvents?: number };
+  temporal?: { address?: string; workflowBundle?: WorkflowBundle; consolidateEveryEvents?: number };
   /** More configuration, as environment variables (e.g. `ELMA_MAX_INFLIGHT`). */
   env?: Record<string, string>;
   /** Where ELMA logs (default: nowhere), for tests of what is logged. */
@@ -56,15 +57,18 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   let erasures: ErasureWorkflows | undefined;
   let taskQueue: string | undefined;
   if (options.temporal) {
+    // The run's dev server (tests/temporal.global-setup.ts) and ELMA's workflows, unless the test names others.
+    const address = options.temporal.address ?? inject('temporalAddress');
+    const workflowBundle = options.temporal.workflowBundle ?? (await bundleElmaWorkflows());
     taskQueue = `elma-test-${randomUUID()}`;
     const worker = await createElmaWorker({
-      address: options.temporal.address,
+      address,
       taskQueue,
-      workflowBundle: options.temporal.workflowBundle,
+      workflowBundle,
       deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation },
     });
     const running = worker.run();
-    const connection = await Connection.connect({ address: options.temporal.address });
+    const connection = await Connection.connect({ address });
     stops.push(async () => {
       await connection.close();
       await worker.shutdown();
@@ -103,16 +107,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   };
 }
 
-/** A chat event as a client would send it; `extra` overrides any field. */
-export const chatEvent = (subject: string, text: string, extra: Record<string, unknown> = {}) => ({
-  subject,
-  occurredAt: '2026-11-20T10:00:00Z',
-  activity: 'chat.turn',
-  content: { text },
-  source: { system: 'crm', channel: 'chat' },
-  purposes: ['support'],
-  ...extra,
-});
+export { chatEvent } from '@elma/domain/testing';
 
 /** Events in a tenant's data streams (audit entries are written on every call, by design, so the log head moves). */
 export async function dataEventCount(elma: Elma, tenant: string): Promise<number> {
@@ -146,4 +141,24 @@ export async function changePolicy(url: string, adminToken: string, change: (pol
   change(document);
   const put = await callApi(url, adminToken, 'PUT', `/v1/policy?expectedVersion=${version}`, document);
   if (put.status !== 200) throw new Error(`policy change refused: HTTP ${put.status} ${put.text}`);
+}
+
+/** A logger that keeps every line, for tests that check what was (not) logged and at which level. */
+export function recordingLogger(): { logger: Logger; lines: LoggedLine[]; errors: () => LoggedLine[] } {
+  const lines: LoggedLine[] = [];
+  const keep = (level: LoggedLine['level']) => (message: string, fields?: Record<string, unknown>) => void lines.push({ level, message, fields });
+  return { logger: { info: keep('info'), warn: keep('warn'), error: keep('error') }, lines, errors: () => lines.filter((l) => l.level === 'error') };
+}
+
+export interface LoggedLine {
+  level: 'info' | 'warn' | 'error';
+  message: string;
+  fields?: Record<string, unknown>;
+}
+
+/** One token per role, for subject `<role>-1`, purpose support, clearance restricted. */
+export async function roleTokens(t: TestApp, roles: string[]): Promise<Record<string, string>> {
+  const tokens: Record<string, string> = {};
+  for (const role of roles) tokens[role] = await t.token({ sub: `${role}-1`, roles: [role], purposes: ['support'], clearance: 'restricted' });
+  return tokens;
 }

@@ -1,3 +1,5 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { freePort } from '@elma/infra';
 
 /**
@@ -20,4 +22,55 @@ export async function embeddedStartEnv(dataDir: string, logLevel = 'warn'): Prom
   delete env.TEMPORAL_ADDRESS;
   delete env.ELMA_TEMPORAL_DB_FILE;
   return { env, port, temporalPort };
+}
+
+export interface StartedElma {
+  child: ChildProcess;
+  /** What it printed (stdout and stderr), the last 100,000 characters. */
+  output(): string;
+  /** Ctrl-C, as a person would; SIGKILL if it has not ended after the grace period. */
+  stop(): Promise<void>;
+}
+
+const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
+
+/**
+ * Runs `elma start` in a child process with `env` (see embeddedStartEnv) and
+ * resolves once it serves (its banner's last line), or throws with what it
+ * printed when it exits or does not come up in time. `onOutput` sees every
+ * chunk as it arrives.
+ */
+export async function spawnElmaStart(
+  env: NodeJS.ProcessEnv,
+  options: { readyTimeoutMs?: number; stopGraceMs?: number; onOutput?: (chunk: string) => void } = {},
+): Promise<StartedElma> {
+  const { readyTimeoutMs = 90_000, stopGraceMs = 15_000, onOutput } = options;
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString('utf8')).slice(-100_000);
+    onOutput?.(chunk.toString('utf8'));
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  for (const deadline = Date.now() + readyTimeoutMs; !output.includes('Press Ctrl-C to stop.'); ) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`elma start exited early:\n${output}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`elma start did not come up in ${readyTimeoutMs / 1000} s:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return {
+    child,
+    output: () => output,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGINT');
+      const timer = setTimeout(() => child.kill('SIGKILL'), stopGraceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
 }

@@ -1,24 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EventAlreadyRecorded, writtenIdentity } from './idempotency';
-import type { EventIngested } from './schema';
-
-const event = (extra: Partial<EventIngested> = {}): EventIngested => ({
-  eventId: 'e1',
-  tenant: 'acme',
-  subject: 'cust-1',
-  occurredAt: '2026-11-20T10:00:00Z',
-  recordedAt: '2026-11-20T10:00:01Z',
-  activity: 'chat.turn',
-  content: { text: 'Ann prefers tea' },
-  source: { system: 'crm', channel: 'chat' },
-  sensitivity: 'internal',
-  purposes: ['support'],
-  retention: 'standard',
-  expiresAt: null,
-  idempotencyKey: 'k1',
-  actor: 'agent-1',
-  ...extra,
-});
+import { makeIngested as event } from '../testing';
 
 describe('what an idempotency key stands for', () => {
   it('is the same for a retry recorded later, by another agent, with keys in another order', () => {

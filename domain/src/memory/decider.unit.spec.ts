@@ -1,24 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { EventIngested } from '../ingest/schema';
+import { makeIngested as ingested } from '../testing';
 import { decide, evolve, initialMemoryState, MemoryAlreadyRecorded } from './decider';
 import { deriveMemories, episodicIdFor, semanticIdFor } from './derive';
-
-const ingested = (overrides: Partial<EventIngested> = {}): EventIngested => ({
-  eventId: '0b6c2f1e-1111-4222-8333-444455556666',
-  tenant: 'acme',
-  subject: 'cust-1',
-  occurredAt: '2026-11-20T10:00:00.000Z',
-  recordedAt: '2026-11-20T10:00:01.000Z',
-  activity: 'chat.turn',
-  content: { text: 'ACME moved its HQ to Berlin.' },
-  source: { system: 'crm', channel: 'chat' },
-  sensitivity: 'internal',
-  purposes: ['support'],
-  retention: 'standard',
-  idempotencyKey: 'k1',
-  actor: 'agent-1',
-  ...overrides,
-});
 
 describe('deriving memories from an ingested event', () => {
   it('gives one episodic memory that cites the event', () => {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { streams, type EventIngested, type EventLog, type Principal } from '@elma/domain';
+import { chatEvent } from '@elma/domain/testing';
 import { AuditLog } from '../audit/audit-log';
 import { ErasureFingerprints } from '../erasure/fingerprints';
 import { ErasureGuard } from '../erasure/guard';
@@ -18,15 +19,7 @@ import { deterministicUuid, eventIdKeyOf, keyedFingerprint } from './ids';
 import { IngestService } from './ingest-service';
 
 const agent: Principal = { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };
-const event = (subject: string, text: string, idempotencyKey?: string) => ({
-  subject,
-  occurredAt: '2026-11-20T10:00:00Z',
-  activity: 'chat.turn',
-  content: { text },
-  source: { system: 'crm', channel: 'chat' },
-  purposes: ['support'],
-  ...(idempotencyKey ? { idempotencyKey } : {}),
-});
+const event = (subject: string, text: string, idempotencyKey?: string) => chatEvent(subject, text, idempotencyKey ? { idempotencyKey } : {});
 
 /**
  * The identity rules of ingest hold on any event log, since they use only the

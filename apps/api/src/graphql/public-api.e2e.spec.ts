@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Logger } from '@elma/infra';
-import { startTestApp, type TestApp } from '../testing';
+import { recordingLogger, startTestApp, type TestApp } from '../testing';
 
 /**
  * GraphQL as a public API: client errors are client errors with stable
@@ -9,12 +8,7 @@ import { startTestApp, type TestApp } from '../testing';
  */
 let t: TestApp;
 let token: string;
-const lines: { level: string; message: string; fields?: Record<string, unknown> }[] = [];
-const logger: Logger = {
-  info: (message, fields) => lines.push({ level: 'info', message, fields }),
-  warn: (message, fields) => lines.push({ level: 'warn', message, fields }),
-  error: (message, fields) => lines.push({ level: 'error', message, fields }),
-};
+const { logger, lines, errors: errorLines } = recordingLogger();
 
 beforeAll(async () => {
   t = await startTestApp({ logger });
@@ -45,7 +39,6 @@ async function gql(body: unknown, options: { token?: string; accept?: string; me
   return { status: response.status, text, body: json, contentType: response.headers.get('content-type') ?? '', headers: response.headers };
 }
 
-const errorLines = () => lines.filter((l) => l.level === 'error');
 const codes = (body: { errors?: { extensions?: { code?: string } }[] }) => (body.errors ?? []).map((e) => e.extensions?.code);
 const recallAliases = (n: number) =>
   `{ ${Array.from({ length: n }, (_, i) => `r${i}: recall(input: {query: "lease", purpose: "support"}) { recallId }`).join(' ')} }`;

@@ -2,8 +2,8 @@ import { connect } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_POLICY } from '@elma/domain';
-import { policyStream, type Logger } from '@elma/infra';
-import { callApi, chatEvent, startTestApp, type TestApp } from '../testing';
+import { policyStream } from '@elma/infra';
+import { callApi, chatEvent, recordingLogger, startTestApp, type TestApp } from '../testing';
 
 /**
  * Every REST error, from whichever layer refuses the request (Node's HTTP
@@ -14,12 +14,7 @@ import { callApi, chatEvent, startTestApp, type TestApp } from '../testing';
 let t: TestApp;
 let admin: string;
 const MARKER = 'zq7marker';
-const lines: { level: string; message: string }[] = [];
-const logger: Logger = {
-  info: (message) => lines.push({ level: 'info', message }),
-  warn: (message) => lines.push({ level: 'warn', message }),
-  error: (message) => lines.push({ level: 'error', message }),
-};
+const { logger, lines, errors: errorLines } = recordingLogger();
 
 beforeAll(async () => {
   t = await startTestApp({ logger });
@@ -109,7 +104,7 @@ describe('errors of every layer are problem+json and echo no input', () => {
     await callApi(t.url, admin, 'GET', `/v1/${MARKER}`);
     await callApi(t.url, admin, 'GET', `/v1/memories/${'x'.repeat(300)}`);
     await raw(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'z'.repeat(40_000)}\r\n\r\n`);
-    expect(lines.filter((l) => l.level === 'error')).toEqual([]);
+    expect(errorLines()).toEqual([]);
   });
 });
 

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_POLICY } from '@elma/domain';
-import type { Logger } from '@elma/infra';
-import { chatEvent, startTestApp, type TestApp } from '../testing';
+import { chatEvent, recordingLogger, startTestApp, type TestApp } from '../testing';
 import { RedTeam, pool, type ProbeRequest } from './harness';
 
 /**
@@ -14,9 +13,8 @@ let t: TestApp;
 let red: RedTeam;
 const echoes: string[] = [];
 const notProblems: string[] = [];
-const errorLines: string[] = [];
 const unanswered: string[] = [];
-const logger: Logger = { info() {}, warn() {}, error: (message) => void errorLines.push(message) };
+const { logger, errors: errorLines } = recordingLogger();
 
 beforeAll(async () => {
   t = await startTestApp({ logger });
@@ -24,8 +22,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (red) process.stdout.write(`${red.report()}\n`);
-  await t?.close();
+  await (red ? red.close() : t?.close());
 });
 
 /** A probe carrying `echo` in its input: the answer must be problem+json (when an error) and must not contain it. */
@@ -90,7 +87,7 @@ describe('bad input over REST', () => {
     expect(red.serverErrors).toEqual([]);
     expect(echoes).toEqual([]);
     expect(notProblems).toEqual([]);
-    expect(errorLines).toEqual([]);
+    expect(errorLines()).toEqual([]);
   });
 
   it('refuses every hostile policy with 422 and a field path, and the tenant keeps ingesting', async () => {
@@ -108,6 +105,6 @@ describe('bad input over REST', () => {
       expect(ingest?.status, `${label}: ${ingest?.text.slice(0, 300)}`).toBe(202);
     }
     expect(red.serverErrors).toEqual([]);
-    expect(errorLines).toEqual([]);
+    expect(errorLines()).toEqual([]);
   });
 });

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Logger } from '@elma/infra';
-import { chatEvent, startTestApp, type TestApp } from '../testing';
+import { chatEvent, recordingLogger, startTestApp, type TestApp } from '../testing';
 import { RedTeam, pool, type ProbeRequest, type Secret } from './harness';
 
 /**
@@ -15,8 +14,7 @@ let secret: Secret;
 const echoes: string[] = [];
 /** GraphQL answers a fault with HTTP 200 and a 5xx status in `extensions`: counted here, as the harness counts HTTP 5xx. */
 const faults: string[] = [];
-const errorLines: string[] = [];
-const logger: Logger = { info() {}, warn() {}, error: (message) => void errorLines.push(message) };
+const { logger, errors: errorLines } = recordingLogger();
 
 beforeAll(async () => {
   t = await startTestApp({ logger });
@@ -30,8 +28,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (red) process.stdout.write(`${red.report()}\n`);
-  await t?.close();
+  await (red ? red.close() : t?.close());
 });
 
 /** A probe whose input carries `echo`: the answer must not contain it. */
@@ -98,7 +95,7 @@ describe('GraphQL under hostile documents', () => {
     expect(faults).toEqual([]);
     expect(red.leaks).toEqual([]);
     expect(echoes).toEqual([]);
-    expect(errorLines).toEqual([]);
+    expect(errorLines()).toEqual([]);
   });
 
   it('runs no resolver for a refused bomb: 100 aliased recalls record no recall', async () => {

@@ -105,6 +105,12 @@ export class RedTeam {
     return result;
   }
 
+  /** Prints the report (and any leak and 5xx in full), then closes the app under test. */
+  async close(): Promise<void> {
+    process.stdout.write(`${[this.report(), ...this.leaks, ...this.serverErrors].join('\n')}\n`);
+    await this.app.close();
+  }
+
   /** Probes, leaks and 5xx by surface, as a table; also left for the run's summary when one is collected. */
   report(): string {
     const dir = process.env[REDTEAM_DIR_ENV];

@@ -1,5 +1,4 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { bundleElmaWorkflows } from '@elma/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deterministicUuid } from '@elma/infra';
 import { chatEvent, startTestApp, type TestApp } from '../testing';
 import { RedTeam, pool, type Secret } from './harness';
@@ -29,8 +28,7 @@ async function settle(token: string, id: string) {
 }
 
 beforeAll(async () => {
-  const workflowBundle = await bundleElmaWorkflows();
-  t = await startTestApp({ temporal: { address: inject('temporalAddress'), workflowBundle } });
+  t = await startTestApp({ temporal: {} });
   red = new RedTeam(t, 'identity');
   const writer = await red.token('acme', 'writer', { roles: ['agent'], purposes: ['support'], clearance: 'restricted' });
   for (let i = 0; i < VICTIMS; i++) {
@@ -50,8 +48,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (red) console.log(red.report());
-  await t?.close();
+  await (red ? red.close() : t?.close());
 });
 
 describe('red team: identity of what is written', () => {

@@ -67,8 +67,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (red) process.stdout.write(`${red.report()}\n`);
-  await t?.close();
+  await (red ? red.close() : t?.close());
 });
 
 describe('tenant isolation and policy under hostile probes', () => {

@@ -96,8 +96,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  if (red) console.log([red.report(), ...red.leaks].join('\n'));
-  await t?.close();
+  await (red ? red.close() : t?.close());
 });
 
 describe('derived records inherit the restrictions of their inputs', () => {

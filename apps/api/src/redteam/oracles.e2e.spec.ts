@@ -73,8 +73,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (red) process.stdout.write(`${red.report()}\n`);
-  await t?.close();
+  await (red ? red.close() : t?.close());
 });
 
 describe('an explicit memory citing a source the caller may not read', () => {

@@ -5,7 +5,6 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { SUBJECT_PSEUDONYM, streams, type Principal } from '@elma/domain';
-import { bundleElmaWorkflows } from '@elma/worker';
 import { callApi, chatEvent, startTestApp, type TestApp } from '../testing';
 import { RedTeam, pool, type Secret } from './harness';
 
@@ -93,8 +92,7 @@ async function settle(requestId: string) {
 }
 
 beforeAll(async () => {
-  const workflowBundle = await bundleElmaWorkflows();
-  t = await startTestApp({ temporal: { address: inject('temporalAddress'), workflowBundle, consolidateEveryEvents: 1 } });
+  t = await startTestApp({ temporal: { consolidateEveryEvents: 1 } });
   temporal = await Connection.connect({ address: inject('temporalAddress') });
   red = new RedTeam(t, 'pseudonyms');
   const mint = (sub: string, claims: Partial<Principal>) => red.token('acme', sub, claims);
@@ -107,9 +105,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (red) console.log(red.report());
   await temporal?.close();
-  await t?.close();
+  await (red ? red.close() : t?.close());
 });
 
 describe('subject pseudonyms', () => {
@@ -255,7 +252,7 @@ describe('subject pseudonyms', () => {
   it('a folder made before pseudonyms is migrated on open, and its subjects are erased through the mapping', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'elma-migrated-'));
     cpSync(join(__dirname, '../../../../tests/fixtures/pre-pseudonyms'), dir, { recursive: true });
-    const old = await startTestApp({ dataDir: dir, temporal: { address: inject('temporalAddress'), workflowBundle: await bundleElmaWorkflows() } });
+    const old = await startTestApp({ dataDir: dir, temporal: {} });
     try {
       const subject = '夹具客户二';
       const pseudonym = (await old.elma.vault.subjectPseudonyms('acme', [subject], { create: false })).get(subject);

@@ -74,8 +74,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  if (red) process.stdout.write(`${red.report()}\n`);
-  await t?.close();
+  await (red ? red.close() : t?.close());
 });
 
 describe('HS256 tokens (the embedded default)', () => {
@@ -201,8 +200,7 @@ describe('asymmetric tokens from an identity provider (JWKS)', () => {
   }, 60_000);
 
   afterAll(async () => {
-    if (jwksRed) process.stdout.write(`${jwksRed.report()}\n`);
-    await jwksApp?.close();
+    await (jwksRed ? jwksRed.close() : jwksApp?.close());
     await new Promise((resolve) => idp?.close(resolve));
   });
 
