@@ -98,9 +98,11 @@ describe('admission control under a flood of requests', () => {
     const outcomes = await Promise.all(
       Array.from({ length: clients }, async (_, i) => {
         const own = await t.token({ sub: `agent-${i}` });
-        const text = `Harwick depot note ${i} about pallet shipments`;
+        // A reference word of its own: the check is read-your-writes, not how 200 near-identical notes rank.
+        const reference = `ref${i}x${Math.random().toString(36).slice(2, 8)}`;
+        const text = `Harwick depot note ${i} about pallet shipments, reference ${reference}`;
         const ingest = await fetchWithHeaders(t.url, own, '/v1/events', chatEvent(`cust-${i % 20}`, text));
-        const found = await fetchWithHeaders(t.url, own, '/v1/recall', { query: `Harwick depot note ${i}`, purpose: 'support', consistency: 'strong', budgetTokens: 400 });
+        const found = await fetchWithHeaders(t.url, own, '/v1/recall', { query: reference, purpose: 'support', consistency: 'strong', budgetTokens: 400 });
         return { text, ingest, found };
       }),
     );
