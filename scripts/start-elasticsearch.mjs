@@ -3,7 +3,7 @@
 // green/yellow health. Prints, on stdout, shell lines: ELMA_ELASTICSEARCH_URL=..., ELMA_ES_PID=..., ELMA_ES_DATA=...,
 // ELMA_ES_LOG=... (so `eval "$(node scripts/start-elasticsearch.mjs)"` works). Progress goes to stderr.
 //
-//   node scripts/start-elasticsearch.mjs [--port N] [--data DIR] [--heap 512m]
+//   node scripts/start-elasticsearch.mjs [--port N] [--data DIR] [--heap 512m] [--slow-leases]
 //   node scripts/start-elasticsearch.mjs --stop PID       # SIGTERM, then SIGKILL after 20 s
 //
 // Without --port it takes a free port from the OS (ELMA_ES_PORT also sets it); without --data a fresh folder
@@ -52,7 +52,21 @@ export async function stopElasticsearch(pid, graceMs = 20_000) {
   if (alive(pid)) process.kill(pid, 'SIGKILL');
 }
 
-export async function startElasticsearch({ port, data, heap = '512m', timeoutMs = 120_000 } = {}) {
+/**
+ * Test-node timing only: an index template (all patterns, lowest priority) that renews retention leases every
+ * second instead of every 30 s (`index.soft_deletes.retention_lease.sync_interval`, a test setting the stand-in
+ * plugin registers). Without it every purge waits about 30 s before its expunge (see `expungeDeletes`).
+ */
+async function putFastLeaseTemplate(url) {
+  const res = await fetch(`${url}/_index_template/elma-test-fast-leases`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ index_patterns: ['*'], priority: 0, template: { settings: { 'index.soft_deletes.retention_lease.sync_interval': '1s' } } }),
+  });
+  if (!res.ok) throw new Error(`could not put the fast-lease index template: ${res.status} ${await res.text()}`);
+}
+
+export async function startElasticsearch({ port, data, heap = '512m', timeoutMs = 120_000, fastLeases = true } = {}) {
   const home = ensureElasticsearch();
   const java = join(readFileSync(join(home, 'java-home'), 'utf8').trim(), 'bin', 'java');
   const httpPort = port ?? (process.env.ELMA_ES_PORT ? Number(process.env.ELMA_ES_PORT) : await freePort());
@@ -102,6 +116,7 @@ export async function startElasticsearch({ port, data, heap = '512m', timeoutMs 
       if (res.ok) {
         const body = await res.json();
         if (body.status === 'green' || body.status === 'yellow') {
+          if (fastLeases) await putFastLeaseTemplate(url);
           log(`Elasticsearch at ${url} (pid ${pid}, ${body.status}) in ${((Date.now() - started) / 1000).toFixed(1)} s; data ${dataDir}`);
           return { url, pid, dataDir, logFile };
         }
@@ -123,7 +138,7 @@ if (isMain) {
       await stopElasticsearch(Number(stop));
       log(`stopped ${stop}`);
     } else {
-      const node = await startElasticsearch({ port: arg('--port') ? Number(arg('--port')) : undefined, data: arg('--data'), heap: arg('--heap') });
+      const node = await startElasticsearch({ port: arg('--port') ? Number(arg('--port')) : undefined, data: arg('--data'), heap: arg('--heap') ?? '512m', fastLeases: !process.argv.includes('--slow-leases') });
       process.stdout.write(`ELMA_ELASTICSEARCH_URL=${node.url}\nELMA_ES_PID=${node.pid}\nELMA_ES_DATA=${node.dataDir}\nELMA_ES_LOG=${node.logFile}\n`);
     }
   } catch (err) {

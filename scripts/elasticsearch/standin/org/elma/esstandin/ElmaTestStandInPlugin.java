@@ -30,13 +30,24 @@ import org.elasticsearch.plugins.Plugin;
 /**
  * TEST-ONLY stand-in for what Maven Central lacks. (1) `GET /` and `HEAD /` (the rest-root module's main
  * action, which clients call as `info()`/`ping()`): name, cluster name, version number, Lucene version,
- * tagline; cluster_uuid is "_na_". (2) two analyzers of Elasticsearch's analysis-common module, which is not
+ * tagline; cluster_uuid is "_na_". (3) registers index.soft_deletes.retention_lease.sync_interval (see getSettings).
+ * (2) two analyzers of Elasticsearch's analysis-common module, which is not
  * published as a Maven artifact: `english` (Lucene EnglishAnalyzer: standard tokenizer, English
  * possessive filter, lowercase, English stop words, Porter stemmer) and `cjk` (Lucene CJKAnalyzer:
  * width folding, lowercase, CJK bigrams, its default stop set). No settings (stopwords,
  * stem_exclusion) are honoured. Never used outside tests; the compose file keeps the official image.
  */
 public class ElmaTestStandInPlugin extends Plugin implements AnalysisPlugin, ActionPlugin {
+  /**
+   * Registers the (otherwise test-framework-only) index setting `index.soft_deletes.retention_lease.sync_interval`
+   * (default 30 s), as Elasticsearch's own InternalSettingsPlugin does, so a test index can renew its retention
+   * leases sooner and a purge's expunge need not wait about 30 s for them.
+   */
+  @Override
+  public List<org.elasticsearch.common.settings.Setting<?>> getSettings() {
+    return List.of(org.elasticsearch.index.IndexService.RETENTION_LEASE_SYNC_INTERVAL_SETTING);
+  }
+
   @Override
   public Collection<RestHandler> getRestHandlers(RestHandlersServices services, Supplier<DiscoveryNodes> nodes, Predicate<NodeFeature> features) {
     Settings settings = services.settings();
