@@ -84,7 +84,7 @@ export async function startElasticsearch({ port, data, heap = '512m', timeoutMs 
     '-p',
     join(home, 'lib'),
     '--add-modules',
-    'ALL-MODULE-PATH',
+    'ALL-MODULE-PATH,jdk.incubator.vector', // the vector module as ES's own jvm options add it (SIMD for dense_vector)
     '-cp',
     join(home, 'launcher'),
     'org.elma.eslauncher.Launcher',

@@ -32,7 +32,7 @@ public final class Launcher {
     LogConfigurator.configureESLogging();
     Environment env = InternalSettingsPreparer.prepareEnvironment(settings, Map.of(), home.resolve("config"), () -> "elma-test");
     LogConfigurator.setNodeName("elma-test");
-    LogConfigurator.configure(env, false);
+    LogConfigurator.configure(env, true); // the flag is useConsole: false removes the console appender
     Set<PluginBundle> modules = PluginsLoader.loadModulesBundles(env.modulesDir(), false);
     Set<PluginBundle> plugins = Files.isDirectory(env.pluginsDir()) ? PluginsLoader.loadPluginsBundles(env.pluginsDir(), false) : Set.of();
     PluginsLoader loader = PluginsLoader.createPluginsLoader(modules, plugins, Map.of());
