@@ -28,14 +28,15 @@ import org.elasticsearch.xcontent.XContentBuilder;
 import org.elasticsearch.plugins.Plugin;
 
 /**
- * TEST-ONLY stand-in for what Maven Central lacks. (1) `GET /` and `HEAD /` (the rest-root module's main
- * action, which clients call as `info()`/`ping()`): name, cluster name, version number, Lucene version,
- * tagline; cluster_uuid is "_na_". (3) registers index.soft_deletes.retention_lease.sync_interval (see getSettings).
- * (2) two analyzers of Elasticsearch's analysis-common module, which is not
- * published as a Maven artifact: `english` (Lucene EnglishAnalyzer: standard tokenizer, English
- * possessive filter, lowercase, English stop words, Porter stemmer) and `cjk` (Lucene CJKAnalyzer:
- * width folding, lowercase, CJK bigrams, its default stop set). No settings (stopwords,
- * stem_exclusion) are honoured. Never used outside tests; the compose file keeps the official image.
+ * TEST-ONLY stand-in for what Maven Central lacks (the modules analysis-common, reindex and rest-root are not
+ * published). Never used outside tests; the compose file keeps the official image.
+ * (1) `english` and `cjk` analyzers: Lucene EnglishAnalyzer (standard tokenizer, English possessive filter,
+ *     lowercase, English stop words, Porter stemmer) and CJKAnalyzer (width folding, lowercase, CJK bigrams,
+ *     its default stop set). No settings (stopwords, stem_exclusion) are honoured.
+ * (2) `POST /{index}/_delete_by_query` (see DeleteByQueryHandler).
+ * (3) `GET /` and `HEAD /` (rest-root's main action, the client's info()/ping()): name, cluster name, version
+ *     number, Lucene version, tagline; cluster_uuid is "_na_".
+ * (4) registers the test setting index.soft_deletes.retention_lease.sync_interval (see getSettings).
  */
 public class ElmaTestStandInPlugin extends Plugin implements AnalysisPlugin, ActionPlugin {
   /**
