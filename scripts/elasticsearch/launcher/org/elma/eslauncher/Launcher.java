@@ -1,0 +1,49 @@
+package org.elma.eslauncher;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import org.elasticsearch.common.logging.LogConfigurator;
+import org.elasticsearch.common.settings.Settings;
+import org.elasticsearch.env.Environment;
+import org.elasticsearch.node.InternalSettingsPreparer;
+import org.elasticsearch.node.Node;
+import org.elasticsearch.plugins.PluginBundle;
+import org.elasticsearch.plugins.PluginsLoader;
+
+/**
+ * TEST-ONLY launcher: starts an Elasticsearch Node in-process, skipping org.elasticsearch.bootstrap.Elasticsearch
+ * (which needs the server CLI to pipe ServerArgs on stdin and the entitlement agent jar, neither on Maven Central).
+ * Usage: java -p lib --add-modules ALL-MODULE-PATH -cp launcher org.elma.eslauncher.Launcher <home> [-Ekey=value ...]
+ */
+public final class Launcher {
+  public static void main(String[] args) throws Exception {
+    Path home = Path.of(args[0]).toAbsolutePath();
+    Settings.Builder b = Settings.builder().put("path.home", home.toString());
+    for (int i = 1; i < args.length; i++) {
+      String a = args[i].startsWith("-E") ? args[i].substring(2) : args[i];
+      int eq = a.indexOf('=');
+      b.put(a.substring(0, eq), a.substring(eq + 1));
+    }
+    Settings settings = b.build();
+    LogConfigurator.registerErrorListener();
+    LogConfigurator.configureESLogging();
+    Environment env = InternalSettingsPreparer.prepareEnvironment(settings, Map.of(), home.resolve("config"), () -> "elma-test");
+    LogConfigurator.setNodeName("elma-test");
+    LogConfigurator.configure(env, true); // the flag is useConsole: false removes the console appender
+    Set<PluginBundle> modules = PluginsLoader.loadModulesBundles(env.modulesDir(), false);
+    Set<PluginBundle> plugins = Files.isDirectory(env.pluginsDir()) ? PluginsLoader.loadPluginsBundles(env.pluginsDir(), false) : Set.of();
+    PluginsLoader loader = PluginsLoader.createPluginsLoader(modules, plugins, Map.of());
+    Node node = new Node(env, loader);
+    CountDownLatch stop = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      try { node.close(); } catch (Exception e) { e.printStackTrace(); }
+      stop.countDown();
+    }));
+    node.start();
+    System.out.println("ELMA-ES-STARTED");
+    stop.await();
+  }
+}

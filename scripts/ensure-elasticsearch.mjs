@@ -1,0 +1,181 @@
+#!/usr/bin/env node
+// Builds a TEST-ONLY single-node Elasticsearch from Maven Central artifacts into .tools/elasticsearch/<version>/
+// (git-ignored), once; later runs reuse it. Prints the node's home folder on stdout, progress on stderr.
+//
+// What it assembles (see /work/notes/issue13-spike.md for the findings behind it):
+//   lib/                        org.elasticsearch:elasticsearch:<version> and its runtime dependencies (Lucene,
+//                               x-content with its embedded Jackson impl, log4j, ...), via `mvn dependency:copy-dependencies`
+//   modules/transport-netty4/   org.elasticsearch.plugin:transport-netty4:<version> + Netty (the HTTP layer)
+//   modules/elma-test-standin/  a small plugin compiled here from scripts/elasticsearch/standin, standing in for what
+//                               Maven Central does not carry: the `english`/`cjk` analyzers (analysis-common),
+//                               `_delete_by_query` (reindex) and `GET /` (rest-root). Never used outside tests.
+//   launcher/                   scripts/elasticsearch/launcher: starts the Node in-process, because the real entry point
+//                               needs the server CLI (ServerArgs on stdin) and the entitlement agent, neither published.
+//
+// Needs: `mvn` on PATH (Maven Central reachable) and a JDK 21+ (ELMA_ES_JAVA_HOME, JAVA_HOME, or one under /usr/lib/jvm).
+// Environment: ELMA_ES_VERSION (default 9.5.3), ELMA_ES_HOME (use this folder instead of building).
+
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, copyFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ES_VERSION = process.env.ELMA_ES_VERSION ?? '9.5.3';
+const repoRoot = fileURLToPath(new URL('../', import.meta.url));
+const sourcesDir = join(repoRoot, 'scripts', 'elasticsearch');
+export const ES_TOOLS_DIR = join(repoRoot, '.tools', 'elasticsearch');
+
+const log = (msg) => process.stderr.write(`[elma] ${msg}\n`);
+
+/** The major version of a JDK folder (from its `release` file), or 0. */
+function jdkMajor(home) {
+  try {
+    const release = readFileSync(join(home, 'release'), 'utf8');
+    const m = /JAVA_VERSION="(\d+)/.exec(release);
+    return m && existsSync(join(home, 'bin', 'javac')) ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** A JDK 21 or newer: ELMA_ES_JAVA_HOME, then JAVA_HOME, then the newest under /usr/lib/jvm. */
+export function findJdk(env = process.env) {
+  if (env.ELMA_ES_JAVA_HOME) {
+    if (jdkMajor(env.ELMA_ES_JAVA_HOME) >= 21) return env.ELMA_ES_JAVA_HOME;
+    throw new Error(`ELMA_ES_JAVA_HOME=${env.ELMA_ES_JAVA_HOME} is not a JDK 21 or newer`);
+  }
+  if (env.JAVA_HOME && jdkMajor(env.JAVA_HOME) >= 21) return env.JAVA_HOME;
+  const root = '/usr/lib/jvm';
+  const candidates = existsSync(root)
+    ? readdirSync(root)
+        .map((d) => join(root, d))
+        .map((d) => ({ d, major: jdkMajor(d) }))
+        .filter((c) => c.major >= 21)
+        .sort((a, b) => b.major - a.major)
+    : [];
+  if (candidates.length > 0) return candidates[0].d;
+  throw new Error('Elasticsearch 9 needs a JDK 21 or newer: set ELMA_ES_JAVA_HOME (or JAVA_HOME) to one');
+}
+
+function listFiles(dir) {
+  return readdirSync(dir, { recursive: true })
+    .map(String)
+    .filter((f) => statSync(join(dir, f)).isFile())
+    .sort();
+}
+
+/** A fingerprint of the recipe: the version and the Java sources compiled into the node. */
+function recipeHash() {
+  const h = createHash('sha256').update(`es=${ES_VERSION};layout=1`);
+  for (const f of listFiles(sourcesDir)) h.update(f).update(readFileSync(join(sourcesDir, f)));
+  return h.digest('hex').slice(0, 16);
+}
+
+function run(command, args, options = {}) {
+  const out = spawnSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...options });
+  if (out.error) throw new Error(`${command} failed to start: ${out.error.message}`);
+  if (out.status !== 0) {
+    const tail = `${out.stdout ?? ''}\n${out.stderr ?? ''}`.trim().split('\n').slice(-15).join('\n');
+    throw new Error(`${command} ${args.slice(0, 3).join(' ')} ... exited with ${out.status}:\n${tail}`);
+  }
+  return out.stdout;
+}
+
+const pom = (version) => `<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>elma.tmp</groupId><artifactId>elasticsearch-node</artifactId><version>1</version><packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.elasticsearch</groupId><artifactId>elasticsearch</artifactId><version>${version}</version></dependency>
+    <dependency><groupId>org.elasticsearch.plugin</groupId><artifactId>transport-netty4</artifactId><version>${version}</version></dependency>
+  </dependencies>
+</project>
+`;
+
+const LOG4J = `status = error
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d{ISO8601}][%-5p][%-25c{1.}] [%node_name]%marker %m%n
+rootLogger.level = info
+rootLogger.appenderRef.console.ref = console
+logger.deprecation.name = org.elasticsearch.deprecation
+logger.deprecation.level = error
+`;
+
+/** Returns the home folder of a ready node, building it first when missing or stale. */
+export function ensureElasticsearch(env = process.env) {
+  if (env.ELMA_ES_HOME) return env.ELMA_ES_HOME;
+  const home = join(ES_TOOLS_DIR, ES_VERSION);
+  const stamp = join(home, '.elma-recipe');
+  const hash = recipeHash();
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === hash) return home;
+
+  const started = Date.now();
+  const jdk = findJdk(env);
+  log(`building Elasticsearch ${ES_VERSION} (test-only node) into ${home} with the JDK at ${jdk}`);
+  mkdirSync(ES_TOOLS_DIR, { recursive: true });
+  const work = mkdtempSync(join(tmpdir(), 'elma-es-build-'));
+  try {
+    // 1. The artifacts, through Maven (its local repository caches them across builds).
+    writeFileSync(join(work, 'pom.xml'), pom(ES_VERSION));
+    const jars = join(work, 'jars');
+    run('mvn', ['-q', '-B', '-f', join(work, 'pom.xml'), 'dependency:copy-dependencies', `-DoutputDirectory=${jars}`, '-DincludeScope=runtime']);
+    const stage = join(ES_TOOLS_DIR, `.stage-${process.pid}`);
+    rmSync(stage, { recursive: true, force: true });
+    for (const d of ['lib', 'modules/transport-netty4', 'modules/elma-test-standin', 'config', 'plugins', 'launcher']) mkdirSync(join(stage, d), { recursive: true });
+    for (const jar of readdirSync(jars)) {
+      const http = jar.startsWith('netty-') || jar.startsWith('transport-netty4-');
+      copyFileSync(join(jars, jar), join(stage, http ? 'modules/transport-netty4' : 'lib', jar));
+    }
+    const nettyJar = join(stage, 'modules/transport-netty4', `transport-netty4-${ES_VERSION}.jar`);
+    const descriptor = run(join(jdk, 'bin', 'jar'), ['xf', nettyJar, 'META-INF/es-plugins/transport-netty4/plugin-descriptor.properties'], { cwd: work });
+    void descriptor;
+    copyFileSync(join(work, 'META-INF/es-plugins/transport-netty4/plugin-descriptor.properties'), join(stage, 'modules/transport-netty4/plugin-descriptor.properties'));
+
+    // 2. The stand-in plugin and the launcher, compiled against the server jars.
+    const classpath = readdirSync(join(stage, 'lib')).map((j) => join(stage, 'lib', j)).join(':');
+    const javac = join(jdk, 'bin', 'javac');
+    const standinSrc = join(sourcesDir, 'standin');
+    const standinOut = join(work, 'standin');
+    run(javac, ['--release', '21', '-nowarn', '-cp', classpath, '-d', standinOut, ...listFiles(standinSrc).filter((f) => f.endsWith('.java')).map((f) => join(standinSrc, f))]);
+    run(join(jdk, 'bin', 'jar'), ['cf', join(stage, 'modules/elma-test-standin/elma-test-standin.jar'), '-C', standinOut, '.']);
+    writeFileSync(
+      join(stage, 'modules/elma-test-standin/plugin-descriptor.properties'),
+      [
+        'description=TEST-ONLY stand-in for analysis-common (english, cjk analyzers), reindex (_delete_by_query) and rest-root (GET /)',
+        `version=${ES_VERSION}`,
+        'name=elma-test-standin',
+        'classname=org.elma.esstandin.ElmaTestStandInPlugin',
+        'java.version=21',
+        `elasticsearch.version=${ES_VERSION}`,
+        '',
+      ].join('\n'),
+    );
+    const launcherSrc = join(sourcesDir, 'launcher');
+    run(javac, ['--release', '21', '-nowarn', '-cp', classpath, '-d', join(stage, 'launcher'), ...listFiles(launcherSrc).filter((f) => f.endsWith('.java')).map((f) => join(launcherSrc, f))]);
+
+    // 3. Config, then the atomic swap into place.
+    writeFileSync(join(stage, 'config/elasticsearch.yml'), '# settings come from start-elasticsearch.mjs (-E)\n');
+    writeFileSync(join(stage, 'config/log4j2.properties'), LOG4J);
+    writeFileSync(join(stage, 'java-home'), `${jdk}\n`);
+    writeFileSync(join(stage, '.elma-recipe'), `${hash}\n`);
+    rmSync(home, { recursive: true, force: true });
+    mkdirSync(dirname(home), { recursive: true });
+    renameSync(stage, home);
+    log(`Elasticsearch ${ES_VERSION} ready at ${home} (built in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    return home;
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  try {
+    process.stdout.write(`${ensureElasticsearch()}\n`);
+  } catch (err) {
+    log(`error: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  }
+}
