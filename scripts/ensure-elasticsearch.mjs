@@ -11,6 +11,8 @@
 //                               `_delete_by_query` (reindex) and `GET /` (rest-root). Never used outside tests.
 //   launcher/                   scripts/elasticsearch/launcher: starts the Node in-process, because the real entry point
 //                               needs the server CLI (ServerArgs on stdin) and the entitlement agent, neither published.
+//   inspector/                  scripts/elasticsearch/inspector: reads a shard's Lucene index for the erasure proof
+//                               (tests/support/elasticsearch-files.ts); built by `ensureInspector`, Lucene 10 only.
 //
 // Needs: `mvn` on PATH (Maven Central reachable) and a JDK 21+ (ELMA_ES_JAVA_HOME, JAVA_HOME, or one under /usr/lib/jvm).
 // Environment: ELMA_ES_VERSION (default 9.5.3), ELMA_ES_HOME (use this folder instead of building).
@@ -110,7 +112,7 @@ export function ensureElasticsearch(env = process.env) {
   const home = join(ES_TOOLS_DIR, ES_VERSION);
   const stamp = join(home, '.elma-recipe');
   const hash = recipeHash();
-  if (existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === hash) return home;
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === hash) return ensureInspector(home);
 
   const started = Date.now();
   const jdk = findJdk(env);
@@ -165,10 +167,35 @@ export function ensureElasticsearch(env = process.env) {
     mkdirSync(dirname(home), { recursive: true });
     renameSync(stage, home);
     log(`Elasticsearch ${ES_VERSION} ready at ${home} (built in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
-    return home;
+    return ensureInspector(home);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * Compiles the TEST-ONLY index inspector (scripts/elasticsearch/inspector) into `<home>/inspector/` against the node's
+ * own jars, with the node's JDK, unless its stamp (a hash of its sources and the jars) is current. It reads Lucene 10
+ * indices (Elasticsearch 9); for an older Lucene it is left out, and the tests that need it say so. Returns `home`.
+ */
+export function ensureInspector(home) {
+  const source = join(sourcesDir, 'inspector');
+  const out = join(home, 'inspector');
+  const jars = readdirSync(join(home, 'lib')).filter((j) => j.endsWith('.jar')).sort();
+  if (!jars.some((j) => /^lucene-core-10\./.test(j))) return home;
+  const h = createHash('sha256').update(jars.join(','));
+  for (const f of listFiles(source)) h.update(f).update(readFileSync(join(source, f)));
+  const hash = h.digest('hex').slice(0, 16);
+  const stamp = join(out, '.elma-recipe');
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === hash) return home;
+  const jdk = readFileSync(join(home, 'java-home'), 'utf8').trim();
+  const stage = `${out}.stage-${process.pid}`;
+  run(join(jdk, 'bin', 'javac'), ['--release', '21', '-nowarn', '-cp', join(home, 'lib', '*'), '-d', stage, ...listFiles(source).filter((f) => f.endsWith('.java')).map((f) => join(source, f))]);
+  writeFileSync(join(stage, '.elma-recipe'), `${hash}\n`);
+  rmSync(out, { recursive: true, force: true });
+  renameSync(stage, out);
+  log(`index inspector built into ${out}`);
+  return home;
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -4,10 +4,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RECALLABLE_STATUSES, type HybridQuery } from '@elma/domain';
 import { memoryIndexContract } from '../contract';
 import { embed, indexed, searchIds } from '../fixtures';
+import { filesContaining, inspectIndices, localNode, segmentCounts } from '../../../../tests/support/elasticsearch-files';
 import { ElasticsearchMemoryIndex } from './elasticsearch-memory-index';
 import { aliasName } from './mapping';
 
 const URL = process.env.ELMA_ELASTICSEARCH_URL;
+/** The node's folder (start-elasticsearch.mjs prints it as ELMA_ES_DATA), known only when the node runs on this machine. */
+const DATA = process.env.ELMA_ELASTICSEARCH_DATA;
 const DIMENSIONS = 384;
 const T = 'tenant-a';
 
@@ -100,6 +103,59 @@ if (URL) {
       expect(stats._all.primaries?.docs?.deleted).toBe(0);
       const usage = await client.count({ index: `${namespace}-${T}-usage`, query: { term: { id: 'victim' } } });
       expect(usage.count).toBe(0);
+    });
+
+    it('purges down to the files: no segment keeps a live or deleted document of the records, which a plain delete leaves behind', async (context) => {
+      if (!DATA) return context.skip('ELMA_ELASTICSEARCH_DATA is not set (the node\'s folder is not on this machine): get/BM25/kNN and stats only, above');
+      const node = await localNode(URL, DATA);
+      const english = indexed({ id: 'erase-en', tenant: T, text: 'Quorvath Ellingsworth hides the vault code ZQXMARKER4417 in his glovebox.' });
+      const chinese = indexed({ id: 'erase-zh', tenant: T, text: '患者欧阳鸮鹦的病历编号是七三一，放在二号柜。' });
+      const ids = ['erase-en', 'erase-zh'];
+      const neighbours = Array.from({ length: 50 }, (_, i) => indexed({ id: `n-${i}`, tenant: T, text: `routine note ${i} about the patient portal 门诊 ${i}` }));
+      await index.upsert(T, [english, chinese, ...neighbours]);
+      await index.recordUsage(T, ids, 'retrieved', '2026-01-01T00:00:00.000Z');
+      const indices = [`${namespace}-*`];
+      // Words as the analyzers keep them (lower case; CJK bigrams), so the terms dictionary is searched too.
+      const needles = { texts: ['zqxmarker4417', 'quorvath', '鸮鹦', '病历编号', ...ids], vectors: [english.vector, chinese.vector] };
+      const places = (hits: { needle: string; in: string; field: string }[]) => [...new Set(hits.map((h) => `${h.needle} ${h.in} ${h.field}`))];
+
+      // A plain delete: gone for queries, still in the segments (soft deletes) and, raw, in the translog.
+      await client.deleteByQuery({ index: indices, query: { terms: { id: ids } }, refresh: true });
+      expect(await search(index, 'Quorvath vault code ZQXMARKER4417', english.vector)).not.toContain('erase-en');
+      expect(filesContaining(node.folder, Buffer.from('ZQXMARKER4417')).length).toBeGreaterThan(0);
+      const before = await inspectIndices(node, indices, needles);
+      expect(before.hits.every((h) => h.deleted)).toBe(true);
+      expect(places(before.hits)).toEqual(
+        expect.arrayContaining([
+          'zqxmarker4417 stored _source',
+          'zqxmarker4417 terms text',
+          '鸮鹦 stored _source',
+          '鸮鹦 terms text.cjk',
+          '病历编号 stored _source',
+          'erase-en stored _id',
+          'erase-en terms id',
+          'erase-en docValues id',
+          'erase-zh stored _id',
+          'vector #0 vectors vector',
+          'vector #1 vectors vector',
+        ]),
+      );
+      expect(Object.values(await segmentCounts(URL, indices)).some((c) => c.deleted > 0)).toBe(true);
+
+      await index.purge(T, ids);
+
+      for (const [name, counts] of Object.entries(await segmentCounts(URL, indices))) expect({ name, deleted: counts.deleted }).toEqual({ name, deleted: 0 });
+      for (const needle of [english.record.content.text, chinese.record.content.text, 'ZQXMARKER4417', '鸮鹦', ...ids]) {
+        expect({ needle, files: filesContaining(node.folder, Buffer.from(needle)) }).toEqual({ needle, files: [] });
+      }
+      const after = await inspectIndices(node, indices, needles);
+      expect(after.hits).toEqual([]);
+      expect(after.segments.filter((s) => s.deleted > 0)).toEqual([]);
+      expect(after.segments.reduce((n, s) => n + s.maxDoc, 0)).toBeGreaterThanOrEqual(50);
+      for (const id of ids) expect(await index.get(T, id)).toBeUndefined();
+      expect(await search(index, 'Quorvath vault code ZQXMARKER4417', english.vector)).not.toContain('erase-en');
+      expect(await search(index, '鸮鹦 病历编号', chinese.vector)).not.toContain('erase-zh');
+      expect(await index.count(T)).toBe(50);
     });
 
     it('reindexes into a new index and swaps the alias in one step, keeping search results and usage counts', async () => {
