@@ -1,10 +1,11 @@
-import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import type { Principal } from '@elma/domain';
 import { verifySignedCertificate } from '@elma/infra';
 import { ensureRetentionSchedule } from '@elma/worker';
+import { filesContaining, inspectIndices, localNode, shardFolders } from '../../../tests/support/elasticsearch-files';
 import { callApi, changePolicy, chatEvent, roleTokens, startTestApp, type TestApp } from './testing';
 
 let t: TestApp;
@@ -43,21 +44,6 @@ async function erase(scope: unknown, who = 'compliance', reason = 'subject_reque
   return response.body.requestId as string;
 }
 
-/** Every file under the data folder, read raw: an independent check of what erasure left on disk. */
-function filesContaining(root: string, needle: Buffer): string[] {
-  const found: string[] = [];
-  const walk = (dir: string) => {
-    for (const name of readdirSync(dir)) {
-      const path = join(dir, name);
-      const stat = statSync(path);
-      if (stat.isDirectory()) walk(path);
-      else if (readFileSync(path).includes(needle)) found.push(path);
-    }
-  };
-  walk(root);
-  return found;
-}
-
 const setPolicy = (change: (policy: any) => void) => changePolicy(t.url, tokens.admin, change);
 
 beforeAll(async () => {
@@ -75,6 +61,7 @@ describe('erasure of a data subject, end to end on Temporal', () => {
   const secretZh = '张伟的护照放在书房第三个抽屉里，密码箱编号七二九';
   let requestId: string;
   let closureIds: string[];
+  let subjectPseudonym: string | undefined;
 
   beforeAll(async () => {
     const [e1, e2] = await ingest([
@@ -140,6 +127,7 @@ describe('erasure of a data subject, end to end on Temporal', () => {
 
     const c = certificate.body.certificate;
     closureIds = c.closure.records.map((r: { id: string }) => r.id);
+    subjectPseudonym = c.request.scope.subjectPseudonym;
     expect(c.request.scope.type).toBe('subject');
     expect(certificate.text).not.toContain('cust-7');
     expect(certificate.text).not.toContain('Zephyrine');
@@ -149,7 +137,7 @@ describe('erasure of a data subject, end to end on Temporal', () => {
     expect(c.verification.decrypt.failed).toBe(0);
     // The embedded log deletes in place; the certificate says so (EventStoreDB would report its scavenge).
     expect(c.verification.logCompaction).toEqual({ engine: 'sqlite', method: 'in_place', requested: false, completed: true });
-    // The embedded index's files are scanned too; an Elasticsearch index lives on its own nodes.
+    // The embedded index's files are scanned too; an Elasticsearch index lives on its own nodes (checked below when local).
     const indexFiles = t.elma.config.index === 'sqlite' ? ['index/tenant-acme.db', 'index/tenant-acme.usearch'] : [];
     expect(c.verification.byteScan.paths).toEqual(expect.arrayContaining(['events.db', 'keys.db', ...indexFiles]));
     expect(c.verification.byteScan.paths.some((p: string) => p.endsWith('temporal.db'))).toBe(true);
@@ -179,6 +167,27 @@ describe('erasure of a data subject, end to end on Temporal', () => {
     await t.elma.index.flush();
     for (const needle of [secretEn, secretZh, 'postal mail to Quillfeather Lane']) {
       expect(filesContaining(t.dataDir, Buffer.from(needle))).toEqual([]);
+    }
+    const es = t.elma.config.elasticsearch;
+    const esFolder = process.env.ELMA_E2E_ELASTICSEARCH_DATA;
+    if (es && esFolder) {
+      // The node's files, on this machine: raw bytes (translog included), and what its Lucene indices hold in live
+      // or deleted documents, since stored fields are compressed (stored fields, terms, doc values).
+      const node = await localNode(es.url, esFolder);
+      const indices = [`${es.namespace}-*`];
+      const ids = [...closureIds, ...(subjectPseudonym ? [subjectPseudonym] : [])];
+      for (const needle of [secretEn, secretZh, 'postal mail to Quillfeather Lane', ...ids]) {
+        expect({ needle, files: filesContaining(node.folder, Buffer.from(needle)) }).toEqual({ needle, files: [] });
+      }
+      // Other suites on the same node may name a cust-7 too: the subject is looked for in this app's shards only.
+      for (const { folder } of await shardFolders(node, indices)) expect(filesContaining(folder, Buffer.from('cust-7'))).toEqual([]);
+      const words = ['zephyrine', 'quillfeather', '张伟', '护照', '密码箱'];
+      const inspection = await inspectIndices(node, indices, { texts: [secretEn, secretZh, ...words, 'cust-7', ...ids, 'bartholomew'] });
+      // The other subject's record, read by the same inspection, shows it sees what the indices hold.
+      expect(inspection.hits.filter((h) => h.needle !== 'bartholomew')).toEqual([]);
+      expect(inspection.hits.some((h) => h.needle === 'bartholomew' && !h.deleted && h.in === 'stored')).toBe(true);
+    } else if (es) {
+      console.log('erasure e2e: ELMA_E2E_ELASTICSEARCH_DATA is not set, so the Elasticsearch node\'s files are not checked (get/recall probes only)');
     }
     // Another subject's record that shares words is untouched.
     expect((await recallTexts('Bartholomew Finchley morning calls')).join('\n')).toContain('Bartholomew');
