@@ -246,7 +246,7 @@ public final class Inspector {
 
   /** `_id` terms and stored values are encoded (Uid.encodeId: numeric, base64 or UTF-8 forms); anything else read as UTF-8. */
   private static String decode(String field, BytesRef bytes) {
-    if (field.equals("_id")) return Uid.decodeId(bytes);
+    if (field.equals("_id")) return Uid.decodeId(bytes.bytes, bytes.offset, bytes.length);
     return new String(bytes.bytes, bytes.offset, bytes.length, StandardCharsets.UTF_8);
   }
 
