@@ -59,6 +59,7 @@ afterAll(async () => t?.close());
 describe('erasure of a data subject, end to end on Temporal', () => {
   const secretEn = 'Zephyrine Quillfeather keeps her spare house key under the blue ceramic frog';
   const secretZh = '张伟的护照放在书房第三个抽屉里，密码箱编号七二九';
+  const bystander = 'Bartholomew Finchley prefers morning calls about the blue ceramic frog order';
   let requestId: string;
   let closureIds: string[];
   let subjectPseudonym: string | undefined;
@@ -70,7 +71,7 @@ describe('erasure of a data subject, end to end on Temporal', () => {
       chatEvent('cust-7', 'Customer asked about invoice delivery', {
         content: { text: 'Customer asked about invoice delivery', fact: { entity: 'cust-7', attribute: 'invoice_channel', value: 'postal mail to Quillfeather Lane' } },
       }),
-      chatEvent('cust-8', 'Bartholomew Finchley prefers morning calls about the blue ceramic frog order'),
+      chatEvent('cust-8', bystander),
     ]);
     const derived = await call('agent', 'POST', '/v1/memories', {
       kind: 'semantic',
@@ -172,7 +173,7 @@ describe('erasure of a data subject, end to end on Temporal', () => {
     const esFolder = process.env.ELMA_E2E_ELASTICSEARCH_DATA;
     if (es && esFolder) {
       // The node's files, on this machine: raw bytes (translog included), and what its Lucene indices hold in live
-      // or deleted documents, since stored fields are compressed (stored fields, terms, doc values).
+      // or deleted documents, since stored fields are compressed (stored fields, terms, doc values, vectors).
       const node = await localNode(es.url, esFolder);
       const indices = [`${es.namespace}-*`];
       const ids = [...closureIds, ...(subjectPseudonym ? [subjectPseudonym] : [])];
@@ -184,10 +185,15 @@ describe('erasure of a data subject, end to end on Temporal', () => {
       const words = ['zephyrine', 'quillfeather', '张伟', '护照', '密码箱'];
       // The force-merge left no deleted document in the records' segments (usage counts are rewritten by the recalls above).
       expect(Object.values(await segmentCounts(es.url, [`${es.namespace}-acme-memories`])).map((c) => c.deleted)).toEqual([0]);
-      const inspection = await inspectIndices(node, indices, { texts: [secretEn, secretZh, ...words, 'cust-7', ...ids, 'bartholomew'] });
+      // The projection embeds a record's text: the vectors of the two secrets, and of the other subject's record.
+      const vectors = await t.elma.embedder.embed([secretEn, secretZh, bystander]);
+      const inspection = await inspectIndices(node, indices, { texts: [secretEn, secretZh, ...words, 'cust-7', ...ids, 'bartholomew'], vectors });
       // The other subject's record, read by the same inspection, shows it sees what the indices hold.
-      expect(inspection.hits.filter((h) => h.needle !== 'bartholomew')).toEqual([]);
-      expect(inspection.hits.some((h) => h.needle === 'bartholomew' && !h.deleted && h.in === 'stored')).toBe(true);
+      const control = (h: { needle: string }) => h.needle === 'bartholomew' || h.needle === 'vector #2';
+      expect(inspection.hits.filter((h) => !control(h))).toEqual([]);
+      expect(new Set(inspection.hits.filter((h) => control(h) && !h.deleted).map((h) => `${h.needle} ${h.in}`))).toEqual(
+        new Set(['bartholomew stored', 'bartholomew terms', 'vector #2 vectors']),
+      );
     } else if (es) {
       console.log('erasure e2e: ELMA_E2E_ELASTICSEARCH_DATA is not set, so the Elasticsearch node\'s files are not checked (get/recall probes only)');
     }
