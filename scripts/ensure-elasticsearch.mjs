@@ -12,7 +12,7 @@
 //   launcher/                   scripts/elasticsearch/launcher: starts the Node in-process, because the real entry point
 //                               needs the server CLI (ServerArgs on stdin) and the entitlement agent, neither published.
 //   inspector/                  scripts/elasticsearch/inspector: reads a shard's Lucene index for the erasure proof
-//                               (tests/support/elasticsearch-files.ts); built by `ensureInspector`, Lucene 10 only.
+//                               (tests/support/elasticsearch-files.ts); built by `ensureInspector`.
 //
 // Needs: `mvn` on PATH (Maven Central reachable) and a JDK 21+ (ELMA_ES_JAVA_HOME, JAVA_HOME, or one under /usr/lib/jvm).
 // Environment: ELMA_ES_VERSION (default 9.5.3), ELMA_ES_HOME (use this folder instead of building).
@@ -174,23 +174,28 @@ export function ensureElasticsearch(env = process.env) {
 }
 
 /**
- * Compiles the TEST-ONLY index inspector (scripts/elasticsearch/inspector) into `<home>/inspector/` against the node's
- * own jars, with the node's JDK, unless its stamp (a hash of its sources and the jars) is current. It reads Lucene 10
- * indices (Elasticsearch 9); for an older Lucene it is left out, and the tests that need it say so. Returns `home`.
+ * Compiles the TEST-ONLY index inspector (scripts/elasticsearch/inspector: common/ plus lucene9/ or lucene10/, the one
+ * class whose Lucene API differs) into `<home>/inspector/` against the node's own jars, with the node's JDK, unless
+ * its stamp (a hash of its sources and the jars) is current. Returns `home`.
  */
 export function ensureInspector(home) {
-  const source = join(sourcesDir, 'inspector');
+  const root = join(sourcesDir, 'inspector');
   const out = join(home, 'inspector');
   const jars = readdirSync(join(home, 'lib')).filter((j) => j.endsWith('.jar')).sort();
-  if (!jars.some((j) => /^lucene-core-10\./.test(j))) return home;
+  const lucene = Number(/^lucene-core-(\d+)\./.exec(jars.find((j) => j.startsWith('lucene-core-')) ?? '')?.[1]);
+  const folders = ['common', `lucene${lucene}`].map((d) => join(root, d));
+  if (!existsSync(folders[1])) throw new Error(`the index inspector has no sources for Lucene ${lucene} (${folders[1]})`);
+  const sources = folders.flatMap((d) => listFiles(d).map((f) => join(d, f)));
   const h = createHash('sha256').update(jars.join(','));
-  for (const f of listFiles(source)) h.update(f).update(readFileSync(join(source, f)));
+  for (const f of sources) h.update(f.slice(root.length)).update(readFileSync(f));
   const hash = h.digest('hex').slice(0, 16);
   const stamp = join(out, '.elma-recipe');
   if (existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === hash) return home;
   const jdk = readFileSync(join(home, 'java-home'), 'utf8').trim();
   const stage = `${out}.stage-${process.pid}`;
-  run(join(jdk, 'bin', 'javac'), ['--release', '21', '-nowarn', '-cp', join(home, 'lib', '*'), '-d', stage, ...listFiles(source).filter((f) => f.endsWith('.java')).map((f) => join(source, f))]);
+  // Lucene 10 (Elasticsearch 9) is built for Java 21, Lucene 9 (Elasticsearch 8) for 17.
+  const release = lucene >= 10 ? '21' : '17';
+  run(join(jdk, 'bin', 'javac'), ['--release', release, '-nowarn', '-cp', join(home, 'lib', '*'), '-d', stage, ...sources.filter((f) => f.endsWith('.java'))]);
   writeFileSync(join(stage, '.elma-recipe'), `${hash}\n`);
   rmSync(out, { recursive: true, force: true });
   renameSync(stage, out);

@@ -90,7 +90,7 @@ export async function segmentCounts(url: string, names: string[]): Promise<Recor
  */
 export async function inspectIndices(node: LocalNode, names: string[], needles: { texts: string[]; vectors?: Float32Array[] }): Promise<Inspection> {
   const inspector = join(node.home, 'inspector');
-  if (!existsSync(inspector)) throw new Error(`the node at ${node.home} has no index inspector (ensure-elasticsearch.mjs builds it for Elasticsearch 9)`);
+  if (!existsSync(inspector)) throw new Error(`the node at ${node.home} has no index inspector (ensure-elasticsearch.mjs builds it)`);
   const flush = await fetch(new URL(`/${names.join(',')}/_flush?force=true&wait_if_ongoing=true&expand_wildcards=all`, node.url), { method: 'POST' });
   if (!flush.ok) throw new Error(`flush failed: ${flush.status} ${await flush.text()}`);
   const shards = await shardFolders(node, names);

@@ -13,10 +13,8 @@ import org.apache.lucene.index.BinaryDocValues;
 import org.apache.lucene.index.DirectoryReader;
 import org.apache.lucene.index.DocValuesType;
 import org.apache.lucene.index.FieldInfo;
-import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.IndexCommit;
 import org.apache.lucene.index.IndexOptions;
-import org.apache.lucene.index.KnnVectorValues;
 import org.apache.lucene.index.LeafReader;
 import org.apache.lucene.index.LeafReaderContext;
 import org.apache.lucene.index.NumericDocValues;
@@ -46,6 +44,9 @@ import org.elasticsearch.index.mapper.Uid;
  *   stored fields (decompressed by Lucene: _source, _id, _recovery_source, ...), the terms dictionary of every
  *   indexed field, sorted / sorted-set / binary doc values, and float vectors pointing the way of a given vector.
  * Only what the last flush committed is read: flush the index first.
+ *
+ * FloatVectors, the one part whose Lucene API differs between Lucene 9 (Elasticsearch 8) and 10 (Elasticsearch 9),
+ * comes from lucene9/ or lucene10/ beside this folder.
  *
  * Usage: java -cp inspector:lib/* org.elma.esinspector.Inspector <shard>/index ...
  * Needles on stdin, one a line: "text <needle>" (matched case-insensitively as a substring; _id values decoded
@@ -212,15 +213,11 @@ public final class Inspector {
     }
 
     private void vectors(String field) throws IOException {
-      FloatVectorValues values = leaf.getFloatVectorValues(field);
-      if (values == null) return;
-      KnnVectorValues.DocIndexIterator it = values.iterator();
-      for (int doc; (doc = it.nextDoc()) != DocIdSetIterator.NO_MORE_DOCS; ) {
-        float[] stored = values.vectorValue(it.index());
+      FloatVectors.forEach(leaf, field, (doc, stored) -> {
         for (int n = 0; n < vectors.size(); n++) {
           if (vectors.get(n) != null && cosine(vectors.get(n), stored) >= 0.9999) hit(n, "vectors", field, doc, deleted.get(doc));
         }
-      }
+      });
     }
 
     private void match(String where, String field, String value, int doc, boolean deleted) {
