@@ -11,7 +11,8 @@ import org.elasticsearch.node.Node;
 
 /**
  * TEST-ONLY launcher: starts an Elasticsearch Node in-process, skipping org.elasticsearch.bootstrap.Elasticsearch
- * (which needs the server CLI to pipe ServerArgs on stdin and the entitlement agent jar, neither on Maven Central).
+ * (which needs the server CLI to pipe ServerArgs on stdin and, on 9, the entitlement agent jar; neither is on Maven
+ * Central). Natives init, the security manager (8) or entitlements (9), bootstrap checks and the pid file are skipped.
  * Usage: java -p lib --add-modules ALL-MODULE-PATH -cp launcher org.elma.eslauncher.Launcher <home> [-Ekey=value ...]
  * How the Node is built differs by major version: see NodeFactory under scripts/elasticsearch/<major>/launcher.
  */
