@@ -2,7 +2,7 @@
 // Builds a TEST-ONLY single-node Elasticsearch from Maven Central artifacts into .tools/elasticsearch/<version>/
 // (git-ignored), once; later runs reuse it. Prints the node's home folder on stdout, progress on stderr.
 //
-//   node scripts/ensure-elasticsearch.mjs [--version 9.5.3|8.15.3]
+//   node scripts/ensure-elasticsearch.mjs [--version 9.5.3|8.15.3 | --all]
 //
 // What it assembles (see /work/notes/issue13-spike.md for the findings behind it):
 //   lib/                        org.elasticsearch:elasticsearch:<version> and its runtime dependencies (Lucene,
@@ -243,7 +243,8 @@ export function ensureElasticsearch(version = DEFAULT_ES_VERSION, env = process.
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   try {
-    process.stdout.write(`${ensureElasticsearch(requestedVersion())}\n`);
+    const versions = process.argv.includes('--all') ? Object.keys(RECIPES) : [requestedVersion()];
+    for (const version of versions) process.stdout.write(`${ensureElasticsearch(version)}\n`);
   } catch (err) {
     log(`error: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);

@@ -3,11 +3,13 @@
  * adapters always and against the production adapters whose URL variables
  * are set (ELMA_EVENTSTORE_URL, ELMA_ELASTICSEARCH_URL). Prints which engines
  * ran and how each fared, and fails when any ran test failed.
+ * `--engine Elasticsearch` (repeatable) keeps the suites of the engines named.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import type { EngineTestResult } from './engines-reporter';
 
 interface Suite {
@@ -20,7 +22,7 @@ interface Suite {
   match?: string;
 }
 
-const suites: Suite[] = [
+const allSuites: Suite[] = [
   { engine: 'SQLite (embedded)', port: 'EventLog', file: 'infra/src/event-log/sqlite/sqlite-event-log.int.spec.ts' },
   { engine: 'EventStoreDB', port: 'EventLog', file: 'infra/src/event-log/eventstoredb/eventstoredb-event-log.int.spec.ts', variable: 'ELMA_EVENTSTORE_URL' },
   { engine: 'SQLite (embedded)', port: 'MemoryIndex', file: 'infra/src/memory-index/sqlite/sqlite-memory-index.int.spec.ts' },
@@ -46,6 +48,14 @@ const suites: Suite[] = [
     variable: 'ELMA_EVENTSTORE_URL',
   },
 ];
+
+const { values } = parseArgs({ options: { engine: { type: 'string', multiple: true } } });
+const wanted = values.engine?.map((e) => e.toLowerCase());
+const suites = allSuites.filter((s) => !wanted || wanted.some((e) => s.engine.toLowerCase().startsWith(e)));
+if (suites.length === 0) {
+  console.error(`no engine suite matches --engine ${values.engine?.join(', ')}; engines: ${[...new Set(allSuites.map((s) => s.engine))].join(', ')}`);
+  process.exit(2);
+}
 
 const redact = (url: string) => url.replace(/\/\/[^@/]*@/, '//***@');
 
