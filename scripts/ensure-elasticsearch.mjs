@@ -2,20 +2,25 @@
 // Builds a TEST-ONLY single-node Elasticsearch from Maven Central artifacts into .tools/elasticsearch/<version>/
 // (git-ignored), once; later runs reuse it. Prints the node's home folder on stdout, progress on stderr.
 //
+//   node scripts/ensure-elasticsearch.mjs [--version 9.5.3|8.15.3 | --all]
+//
 // What it assembles (see /work/notes/issue13-spike.md for the findings behind it):
 //   lib/                        org.elasticsearch:elasticsearch:<version> and its runtime dependencies (Lucene,
 //                               x-content with its embedded Jackson impl, log4j, ...), via `mvn dependency:copy-dependencies`
 //   modules/transport-netty4/   org.elasticsearch.plugin:transport-netty4:<version> + Netty (the HTTP layer)
-//   modules/elma-test-standin/  a small plugin compiled here from scripts/elasticsearch/standin, standing in for what
-//                               Maven Central does not carry: the `english`/`cjk` analyzers (analysis-common),
-//                               `_delete_by_query` (reindex) and `GET /` (rest-root). Never used outside tests.
-//   launcher/                   scripts/elasticsearch/launcher: starts the Node in-process, because the real entry point
-//                               needs the server CLI (ServerArgs on stdin) and the entitlement agent, neither published.
+//   modules/elma-test-standin/  a small plugin compiled here from scripts/elasticsearch/standin (+ <major>/standin),
+//                               standing in for what Maven Central does not carry: the `english`/`cjk` analyzers
+//                               (analysis-common), `_delete_by_query` (reindex) and `GET /` (rest-root). Never used
+//                               outside tests.
+//   launcher/                   scripts/elasticsearch/launcher (+ <major>/launcher): starts the Node in-process, because
+//                               the real entry point needs the server CLI (ServerArgs on stdin), which is not published.
 //   inspector/                  scripts/elasticsearch/inspector: reads a shard's Lucene index for the erasure proof
 //                               (tests/support/elasticsearch-files.ts); built by `ensureInspector`.
 //
-// Needs: `mvn` on PATH (Maven Central reachable) and a JDK 21+ (ELMA_ES_JAVA_HOME, JAVA_HOME, or one under /usr/lib/jvm).
-// Environment: ELMA_ES_VERSION (default 9.5.3), ELMA_ES_HOME (use this folder instead of building).
+// What differs by version (API, Lucene, JDK) is in RECIPES below.
+// Needs: `mvn` on PATH (Maven Central reachable) and a JDK the version runs on (ELMA_ES_JAVA_HOME, JAVA_HOME, or one
+// under /usr/lib/jvm). Environment: ELMA_ES_VERSION (default 9.5.3; --version wins), ELMA_ES_HOME (use this folder
+// instead of building).
 
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -24,7 +29,53 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const ES_VERSION = process.env.ELMA_ES_VERSION ?? '9.5.3';
+export const DEFAULT_ES_VERSION = '9.5.3';
+
+/**
+ * The versions the test node can be built for, and what differs between them:
+ * - `sources`: the Java source folders (under scripts/elasticsearch) compiled into the stand-in plugin and the
+ *   launcher; the shared ones first, then the major version's own (its plugin API and Node constructor differ);
+ * - `jdk`: the JDKs it is built and run with (`release` is javac's --release, the jars' X-Compile-Target-JDK;
+ *   the newest installed JDK from `min` to `max` is taken);
+ * - `nettyDescriptor`: where transport-netty4's plugin descriptor comes from (9 ships it in the jar, 8 does not);
+ * - `jvmArgs`: what start-elasticsearch.mjs adds to the java command line.
+ */
+export const RECIPES = {
+  '9.5.3': {
+    major: 9,
+    sources: { standin: ['standin', '9/standin'], launcher: ['launcher', '9/launcher'] },
+    jdk: { release: 21, min: 21 },
+    nettyDescriptor: 'jar',
+    // The vector module as ES's own jvm options add it (SIMD for dense_vector); native access for Lucene's and ES's own.
+    jvmArgs: ['--enable-native-access=ALL-UNNAMED,org.apache.lucene.core,org.elasticsearch.nativeaccess', '--add-modules', 'ALL-MODULE-PATH,jdk.incubator.vector'],
+  },
+  '8.15.3': {
+    major: 8,
+    sources: { standin: ['standin', '8/standin'], launcher: ['launcher', '8/launcher'] },
+    // Built for 17; ES 8.15 supports 17 to 21 (and the JDK 22/23 it bundles); Lucene 9.11 vectorises only on 20-22.
+    jdk: { release: 17, min: 17, max: 21 },
+    nettyDescriptor: {
+      description: 'Netty 4 based transport implementation',
+      classname: 'org.elasticsearch.transport.netty4.Netty4Plugin',
+      modulename: 'org.elasticsearch.transport.netty4',
+    },
+    jvmArgs: ['--add-modules', 'ALL-MODULE-PATH'],
+  },
+};
+
+/** The recipe of a version, or an error naming the versions there are. */
+export function recipeOf(version) {
+  const recipe = RECIPES[version];
+  if (!recipe) throw new Error(`no test-node recipe for Elasticsearch ${version}; known: ${Object.keys(RECIPES).join(', ')}`);
+  return recipe;
+}
+
+/** The version asked for: `--version V` on the command line, then ELMA_ES_VERSION, then the default. */
+export function requestedVersion(argv = process.argv, env = process.env) {
+  const i = argv.indexOf('--version');
+  return (i >= 0 ? argv[i + 1] : undefined) ?? env.ELMA_ES_VERSION ?? DEFAULT_ES_VERSION;
+}
+
 const repoRoot = fileURLToPath(new URL('../', import.meta.url));
 const sourcesDir = join(repoRoot, 'scripts', 'elasticsearch');
 export const ES_TOOLS_DIR = join(repoRoot, '.tools', 'elasticsearch');
@@ -42,23 +93,28 @@ function jdkMajor(home) {
   }
 }
 
-/** A JDK 21 or newer: ELMA_ES_JAVA_HOME, then JAVA_HOME, then the newest under /usr/lib/jvm. */
-export function findJdk(env = process.env) {
+/**
+ * A JDK in the range `{ min, max }` (max open when absent): ELMA_ES_JAVA_HOME (only its minimum is checked, so a
+ * newer JDK can be tried on purpose), then JAVA_HOME, then the newest in range under /usr/lib/jvm.
+ */
+export function findJdk({ min, max = Infinity }, env = process.env) {
+  const range = max === Infinity ? `${min} or newer` : `${min} to ${max}`;
   if (env.ELMA_ES_JAVA_HOME) {
-    if (jdkMajor(env.ELMA_ES_JAVA_HOME) >= 21) return env.ELMA_ES_JAVA_HOME;
-    throw new Error(`ELMA_ES_JAVA_HOME=${env.ELMA_ES_JAVA_HOME} is not a JDK 21 or newer`);
+    if (jdkMajor(env.ELMA_ES_JAVA_HOME) >= min) return env.ELMA_ES_JAVA_HOME;
+    throw new Error(`ELMA_ES_JAVA_HOME=${env.ELMA_ES_JAVA_HOME} is not a JDK ${range}`);
   }
-  if (env.JAVA_HOME && jdkMajor(env.JAVA_HOME) >= 21) return env.JAVA_HOME;
+  const inRange = (major) => major >= min && major <= max;
+  if (env.JAVA_HOME && inRange(jdkMajor(env.JAVA_HOME))) return env.JAVA_HOME;
   const root = '/usr/lib/jvm';
   const candidates = existsSync(root)
     ? readdirSync(root)
         .map((d) => join(root, d))
         .map((d) => ({ d, major: jdkMajor(d) }))
-        .filter((c) => c.major >= 21)
+        .filter((c) => inRange(c.major))
         .sort((a, b) => b.major - a.major)
     : [];
   if (candidates.length > 0) return candidates[0].d;
-  throw new Error('Elasticsearch 9 needs a JDK 21 or newer: set ELMA_ES_JAVA_HOME (or JAVA_HOME) to one');
+  throw new Error(`this Elasticsearch needs a JDK ${range}: set ELMA_ES_JAVA_HOME (or JAVA_HOME) to one`);
 }
 
 function listFiles(dir) {
@@ -68,10 +124,13 @@ function listFiles(dir) {
     .sort();
 }
 
-/** A fingerprint of the recipe: the version and the Java sources compiled into the node. */
-function recipeHash() {
-  const h = createHash('sha256').update(`es=${ES_VERSION};layout=1`);
-  for (const f of listFiles(sourcesDir)) h.update(f).update(readFileSync(join(sourcesDir, f)));
+/** The .java files of these source folders (under scripts/elasticsearch), as absolute paths. */
+const javaFiles = (folders) => folders.flatMap((d) => listFiles(join(sourcesDir, d)).filter((f) => f.endsWith('.java')).map((f) => join(sourcesDir, d, f)));
+
+/** A fingerprint of the recipe: the version, its recipe entry and the Java sources compiled into the node. */
+function recipeHash(version, recipe) {
+  const h = createHash('sha256').update(`es=${version};layout=2;${JSON.stringify(recipe)}`);
+  for (const f of javaFiles([...recipe.sources.standin, ...recipe.sources.launcher])) h.update(f.slice(sourcesDir.length)).update(readFileSync(f));
   return h.digest('hex').slice(0, 16);
 }
 
@@ -106,22 +165,27 @@ logger.deprecation.name = org.elasticsearch.deprecation
 logger.deprecation.level = error
 `;
 
-/** Returns the home folder of a ready node, building it first when missing or stale. */
-export function ensureElasticsearch(env = process.env) {
+/** A plugin descriptor file's text. */
+const descriptorText = (fields) => `${Object.entries(fields).map(([k, v]) => `${k}=${v}`).join('\n')}\n`;
+
+/** Returns the home folder of a ready node of this version, building it first when missing or stale. */
+export function ensureElasticsearch(version = DEFAULT_ES_VERSION, env = process.env) {
   if (env.ELMA_ES_HOME) return env.ELMA_ES_HOME;
-  const home = join(ES_TOOLS_DIR, ES_VERSION);
+  const recipe = recipeOf(version);
+  const home = join(ES_TOOLS_DIR, version);
   const stamp = join(home, '.elma-recipe');
-  const hash = recipeHash();
+  const hash = recipeHash(version, recipe);
   if (existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === hash) return ensureInspector(home);
 
   const started = Date.now();
-  const jdk = findJdk(env);
-  log(`building Elasticsearch ${ES_VERSION} (test-only node) into ${home} with the JDK at ${jdk}`);
+  const jdk = findJdk(recipe.jdk, env);
+  const release = String(recipe.jdk.release);
+  log(`building Elasticsearch ${version} (test-only node) into ${home} with the JDK at ${jdk}`);
   mkdirSync(ES_TOOLS_DIR, { recursive: true });
   const work = mkdtempSync(join(tmpdir(), 'elma-es-build-'));
   try {
     // 1. The artifacts, through Maven (its local repository caches them across builds).
-    writeFileSync(join(work, 'pom.xml'), pom(ES_VERSION));
+    writeFileSync(join(work, 'pom.xml'), pom(version));
     const jars = join(work, 'jars');
     run('mvn', ['-q', '-B', '-f', join(work, 'pom.xml'), 'dependency:copy-dependencies', `-DoutputDirectory=${jars}`, '-DincludeScope=runtime']);
     const stage = join(ES_TOOLS_DIR, `.stage-${process.pid}`);
@@ -131,32 +195,38 @@ export function ensureElasticsearch(env = process.env) {
       const http = jar.startsWith('netty-') || jar.startsWith('transport-netty4-');
       copyFileSync(join(jars, jar), join(stage, http ? 'modules/transport-netty4' : 'lib', jar));
     }
-    const nettyJar = join(stage, 'modules/transport-netty4', `transport-netty4-${ES_VERSION}.jar`);
-    const descriptor = run(join(jdk, 'bin', 'jar'), ['xf', nettyJar, 'META-INF/es-plugins/transport-netty4/plugin-descriptor.properties'], { cwd: work });
-    void descriptor;
-    copyFileSync(join(work, 'META-INF/es-plugins/transport-netty4/plugin-descriptor.properties'), join(stage, 'modules/transport-netty4/plugin-descriptor.properties'));
+    const nettyDescriptor = join(stage, 'modules/transport-netty4/plugin-descriptor.properties');
+    if (recipe.nettyDescriptor === 'jar') {
+      const nettyJar = join(stage, 'modules/transport-netty4', `transport-netty4-${version}.jar`);
+      run(join(jdk, 'bin', 'jar'), ['xf', nettyJar, 'META-INF/es-plugins/transport-netty4/plugin-descriptor.properties'], { cwd: work });
+      copyFileSync(join(work, 'META-INF/es-plugins/transport-netty4/plugin-descriptor.properties'), nettyDescriptor);
+    } else {
+      // The descriptor the distribution ships beside the module (the jar has none in 8.x).
+      const { description, classname, modulename } = recipe.nettyDescriptor;
+      writeFileSync(
+        nettyDescriptor,
+        descriptorText({ description, version, name: 'transport-netty4', classname, 'java.version': release, 'elasticsearch.version': version, 'extended.plugins': '', 'has.native.controller': false, licensed: false, modulename }),
+      );
+    }
 
     // 2. The stand-in plugin and the launcher, compiled against the server jars.
     const classpath = readdirSync(join(stage, 'lib')).map((j) => join(stage, 'lib', j)).join(':');
     const javac = join(jdk, 'bin', 'javac');
-    const standinSrc = join(sourcesDir, 'standin');
     const standinOut = join(work, 'standin');
-    run(javac, ['--release', '21', '-nowarn', '-cp', classpath, '-d', standinOut, ...listFiles(standinSrc).filter((f) => f.endsWith('.java')).map((f) => join(standinSrc, f))]);
+    run(javac, ['--release', release, '-nowarn', '-cp', classpath, '-d', standinOut, ...javaFiles(recipe.sources.standin)]);
     run(join(jdk, 'bin', 'jar'), ['cf', join(stage, 'modules/elma-test-standin/elma-test-standin.jar'), '-C', standinOut, '.']);
     writeFileSync(
       join(stage, 'modules/elma-test-standin/plugin-descriptor.properties'),
-      [
-        'description=TEST-ONLY stand-in for analysis-common (english, cjk analyzers), reindex (_delete_by_query) and rest-root (GET /)',
-        `version=${ES_VERSION}`,
-        'name=elma-test-standin',
-        'classname=org.elma.esstandin.ElmaTestStandInPlugin',
-        'java.version=21',
-        `elasticsearch.version=${ES_VERSION}`,
-        '',
-      ].join('\n'),
+      descriptorText({
+        description: 'TEST-ONLY stand-in for analysis-common (english, cjk analyzers), reindex (_delete_by_query) and rest-root (GET /)',
+        version,
+        name: 'elma-test-standin',
+        classname: 'org.elma.esstandin.ElmaTestStandInPlugin',
+        'java.version': release,
+        'elasticsearch.version': version,
+      }),
     );
-    const launcherSrc = join(sourcesDir, 'launcher');
-    run(javac, ['--release', '21', '-nowarn', '-cp', classpath, '-d', join(stage, 'launcher'), ...listFiles(launcherSrc).filter((f) => f.endsWith('.java')).map((f) => join(launcherSrc, f))]);
+    run(javac, ['--release', release, '-nowarn', '-cp', classpath, '-d', join(stage, 'launcher'), ...javaFiles(recipe.sources.launcher)]);
 
     // 3. Config, then the atomic swap into place.
     writeFileSync(join(stage, 'config/elasticsearch.yml'), '# settings come from start-elasticsearch.mjs (-E)\n');
@@ -166,7 +236,7 @@ export function ensureElasticsearch(env = process.env) {
     rmSync(home, { recursive: true, force: true });
     mkdirSync(dirname(home), { recursive: true });
     renameSync(stage, home);
-    log(`Elasticsearch ${ES_VERSION} ready at ${home} (built in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    log(`Elasticsearch ${version} ready at ${home} (built in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
     return ensureInspector(home);
   } finally {
     rmSync(work, { recursive: true, force: true });
@@ -205,7 +275,8 @@ export function ensureInspector(home) {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   try {
-    process.stdout.write(`${ensureElasticsearch()}\n`);
+    const versions = process.argv.includes('--all') ? Object.keys(RECIPES) : [requestedVersion()];
+    for (const version of versions) process.stdout.write(`${ensureElasticsearch(version)}\n`);
   } catch (err) {
     log(`error: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);

@@ -1,7 +1,7 @@
 // `npm run fuzz [-- --duration SECONDS]`: schemathesis, a schema-based fuzzer nobody here wrote, against a
 // freshly started embedded ELMA (own temporary data folder, free ports, own Temporal dev server), for a
 // bounded time. Fails on any 5xx, any response that does not match /docs/openapi.json, and any status the
-// document does not list. Prints operations, cases and failures, then `fuzz: N passed, M failed` (operations).
+// document does not list. Prints operations, cases and failures, then `fuzz result: N operations ok, M operations failing`, which .ci/run counts.
 // Needs no network beyond the package registry that pip installs schemathesis from (once, into .tools/).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -79,7 +79,7 @@ async function main(): Promise<number> {
     console.log(`fuzz: ${summary.operations} tests (each operation, and the stateful phase), ${cases} cases, ${summary.failures} failing${summary.failedOperations.length ? ` (${summary.failedOperations.join('; ')})` : ''}`);
     // A non-zero exit with no failed operation (a crash, an unreachable schema) still fails the run.
     const failed = summary.failedOperations.length || (status === 0 ? 0 : 1);
-    console.log(`fuzz: ${summary.operations - summary.failedOperations.length} passed, ${failed} failed`);
+    console.log(`fuzz result: ${summary.operations - summary.failedOperations.length} operations ok, ${failed} operations failing`);
     if (values['keep-report']) log(`report kept in ${reportDir}`);
     return status === 0 && failed === 0 ? 0 : 1;
   } finally {

@@ -3,18 +3,20 @@
 // green/yellow health. Prints, on stdout, shell lines: ELMA_ELASTICSEARCH_URL=..., ELMA_ES_PID=..., ELMA_ES_DATA=...,
 // ELMA_ES_LOG=... (so `eval "$(node scripts/start-elasticsearch.mjs)"` works). Progress goes to stderr.
 //
-//   node scripts/start-elasticsearch.mjs [--port N] [--data DIR] [--heap 512m] [--slow-leases]
+//   node scripts/start-elasticsearch.mjs [--version 9.5.3|8.15.3] [--port N] [--transport-port N] [--data DIR] [--heap 512m] [--slow-leases]
 //   node scripts/start-elasticsearch.mjs --stop PID       # SIGTERM, then SIGKILL after 20 s
 //
-// Without --port it takes a free port from the OS (ELMA_ES_PORT also sets it); without --data a fresh folder
-// under the temp dir. The node binds 127.0.0.1 only, security is off (there is no x-pack at all), single-node discovery.
+// Without --port it takes a free port from the OS (ELMA_ES_PORT also sets it), likewise the transport port
+// (--transport-port, ELMA_ES_TRANSPORT_PORT); without --data a fresh folder
+// under the temp dir; without --version ELMA_ES_VERSION, else 9.5.3 (the versions: RECIPES in
+// ensure-elasticsearch.mjs). The node binds 127.0.0.1 only, security is off (there is no x-pack at all), single-node discovery.
 
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureElasticsearch } from './ensure-elasticsearch.mjs';
+import { DEFAULT_ES_VERSION, ensureElasticsearch, recipeOf, requestedVersion } from './ensure-elasticsearch.mjs';
 
 const log = (msg) => process.stderr.write(`[elma] ${msg}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -66,11 +68,11 @@ async function putFastLeaseTemplate(url) {
   if (!res.ok) throw new Error(`could not put the fast-lease index template: ${res.status} ${await res.text()}`);
 }
 
-export async function startElasticsearch({ port, data, heap = '512m', timeoutMs = 120_000, fastLeases = true } = {}) {
-  const home = ensureElasticsearch();
+export async function startElasticsearch({ version = DEFAULT_ES_VERSION, port, transportPort: transport, data, heap = '512m', timeoutMs = 120_000, fastLeases = true } = {}) {
+  const home = ensureElasticsearch(version);
   const java = join(readFileSync(join(home, 'java-home'), 'utf8').trim(), 'bin', 'java');
   const httpPort = port ?? (process.env.ELMA_ES_PORT ? Number(process.env.ELMA_ES_PORT) : await freePort());
-  const transportPort = await freePort();
+  const transportPort = transport ?? (process.env.ELMA_ES_TRANSPORT_PORT ? Number(process.env.ELMA_ES_TRANSPORT_PORT) : await freePort());
   const dataDir = data ?? mkdtempSync(join(tmpdir(), 'elma-es-'));
   mkdirSync(join(dataDir, 'logs'), { recursive: true });
   const logFile = join(dataDir, 'node.log');
@@ -80,11 +82,9 @@ export async function startElasticsearch({ port, data, heap = '512m', timeoutMs 
     `-Xmx${heap}`,
     '-XX:+UseSerialGC',
     '-Djava.io.tmpdir=' + join(dataDir, 'tmp'),
-    '--enable-native-access=ALL-UNNAMED,org.apache.lucene.core,org.elasticsearch.nativeaccess',
+    ...recipeOf(version).jvmArgs,
     '-p',
     join(home, 'lib'),
-    '--add-modules',
-    'ALL-MODULE-PATH,jdk.incubator.vector', // the vector module as ES's own jvm options add it (SIMD for dense_vector)
     '-cp',
     join(home, 'launcher'),
     'org.elma.eslauncher.Launcher',
@@ -117,7 +117,7 @@ export async function startElasticsearch({ port, data, heap = '512m', timeoutMs 
         const body = await res.json();
         if (body.status === 'green' || body.status === 'yellow') {
           if (fastLeases) await putFastLeaseTemplate(url);
-          log(`Elasticsearch at ${url} (pid ${pid}, ${body.status}) in ${((Date.now() - started) / 1000).toFixed(1)} s; data ${dataDir}`);
+          log(`Elasticsearch ${version} at ${url} (pid ${pid}, ${body.status}) in ${((Date.now() - started) / 1000).toFixed(1)} s; data ${dataDir}`);
           return { url, pid, dataDir, logFile };
         }
       }
@@ -138,7 +138,7 @@ if (isMain) {
       await stopElasticsearch(Number(stop));
       log(`stopped ${stop}`);
     } else {
-      const node = await startElasticsearch({ port: arg('--port') ? Number(arg('--port')) : undefined, data: arg('--data'), heap: arg('--heap') ?? '512m', fastLeases: !process.argv.includes('--slow-leases') });
+      const node = await startElasticsearch({ version: requestedVersion(), port: arg('--port') ? Number(arg('--port')) : undefined, transportPort: arg('--transport-port') ? Number(arg('--transport-port')) : undefined, data: arg('--data'), heap: arg('--heap') ?? '512m', fastLeases: !process.argv.includes('--slow-leases') });
       process.stdout.write(`ELMA_ELASTICSEARCH_URL=${node.url}\nELMA_ES_PID=${node.pid}\nELMA_ES_DATA=${node.dataDir}\nELMA_ES_LOG=${node.logFile}\n`);
     }
   } catch (err) {

@@ -3,11 +3,14 @@
  * adapters always and against the production adapters whose URL variables
  * are set (ELMA_EVENTSTORE_URL, ELMA_ELASTICSEARCH_URL). Prints which engines
  * ran and how each fared, and fails when any ran test failed.
+ * `--engine Elasticsearch` (repeatable) keeps the suites of the engines named.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { EngineTestResult } from './engines-reporter';
 
 interface Suite {
   engine: string;
@@ -15,9 +18,11 @@ interface Suite {
   file: string;
   /** The variable that points the suite at a server; absent for embedded engines, which always run. */
   variable?: string;
+  /** Only the tests whose full name contains this, when one file holds the suite of several engines. */
+  match?: string;
 }
 
-const suites: Suite[] = [
+const allSuites: Suite[] = [
   { engine: 'SQLite (embedded)', port: 'EventLog', file: 'infra/src/event-log/sqlite/sqlite-event-log.int.spec.ts' },
   { engine: 'EventStoreDB', port: 'EventLog', file: 'infra/src/event-log/eventstoredb/eventstoredb-event-log.int.spec.ts', variable: 'ELMA_EVENTSTORE_URL' },
   { engine: 'SQLite (embedded)', port: 'MemoryIndex', file: 'infra/src/memory-index/sqlite/sqlite-memory-index.int.spec.ts' },
@@ -34,32 +39,62 @@ const suites: Suite[] = [
     variable: 'ELMA_ELASTICSEARCH_URL',
   },
   { engine: 'SQLite (embedded)', port: 'KeyVault', file: 'infra/src/key-vault/sqlite/sqlite-key-vault.int.spec.ts' },
+  { engine: 'SQLite (embedded)', port: 'Ingest identity', file: 'infra/src/ingest/ingest-service.int.spec.ts', match: 'ingest identity on SQLite' },
+  {
+    engine: 'EventStoreDB',
+    port: 'Ingest identity',
+    file: 'infra/src/ingest/ingest-service.int.spec.ts',
+    match: 'ingest identity on EventStoreDB',
+    variable: 'ELMA_EVENTSTORE_URL',
+  },
 ];
 
-interface JsonReport {
-  testResults: { name: string; assertionResults: { status: string }[] }[];
+const { values } = parseArgs({ options: { engine: { type: 'string', multiple: true } } });
+const wanted = values.engine?.map((e) => e.toLowerCase());
+const suites = allSuites.filter((s) => !wanted || wanted.some((e) => s.engine.toLowerCase().startsWith(e)));
+if (suites.length === 0) {
+  console.error(`no engine suite matches --engine ${values.engine?.join(', ')}; engines: ${[...new Set(allSuites.map((s) => s.engine))].join(', ')}`);
+  process.exit(2);
 }
 
 const redact = (url: string) => url.replace(/\/\/[^@/]*@/, '//***@');
 
+/** What the server behind a URL says it is (`Elasticsearch 9.5.3`), or nothing when it does not answer `GET /`. */
+async function serverVersion(suite: Suite, url: string): Promise<string | undefined> {
+  if (suite.variable !== 'ELMA_ELASTICSEARCH_URL') return undefined;
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+    const body = (await response.json()) as { version?: { number?: string } };
+    return body.version?.number ? `Elasticsearch ${body.version.number}` : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why a test was skipped: its `context.skip(note)`, else the `(skipped: …)` its suite's title carries. */
+function skipReason(test: EngineTestResult): string {
+  return test.note ?? /\(skipped: ([^)]*)\)/.exec(test.name)?.[1] ?? 'no reason given';
+}
+
 console.log('Engine contract suites:');
 for (const suite of suites) {
   const url = suite.variable ? process.env[suite.variable] : undefined;
-  const target = !suite.variable ? 'always' : url ? `${suite.variable}=${redact(url)}` : `skipped: ${suite.variable} is not set`;
-  console.log(`  ${suite.port.padEnd(14)} ${suite.engine.padEnd(18)} ${target}`);
+  const version = url ? await serverVersion(suite, url) : undefined;
+  const target = !suite.variable ? 'always' : url ? `${suite.variable}=${redact(url)}${version ? ` (${version})` : ''}` : `skipped: ${suite.variable} is not set`;
+  console.log(`  ${suite.port.padEnd(16)} ${suite.engine.padEnd(18)} ${target}`);
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'elma-engines-'));
 const output = join(dir, 'report.json');
-const run = spawnSync(
-  'npx',
-  ['vitest', 'run', ...suites.map((s) => s.file), '--reporter=default', '--reporter=json', `--outputFile.json=${output}`],
-  { stdio: 'inherit', env: process.env },
-);
+const files = [...new Set(suites.map((s) => s.file))];
+const run = spawnSync('npx', ['vitest', 'run', ...files, '--reporter=default', '--reporter=./scripts/engines-reporter.ts'], {
+  stdio: 'inherit',
+  env: { ...process.env, ELMA_ENGINES_REPORT: output },
+});
 
-let report: JsonReport | undefined;
+let report: EngineTestResult[] = [];
 try {
-  report = JSON.parse(readFileSync(output, 'utf8')) as JsonReport;
+  report = JSON.parse(readFileSync(output, 'utf8')) as EngineTestResult[];
 } catch {
   console.error('no test report was written');
 }
@@ -68,15 +103,16 @@ rmSync(dir, { recursive: true, force: true });
 let failedTotal = 0;
 console.log('\nEngines the contract suites ran against:');
 for (const suite of suites) {
-  const result = report?.testResults.find((r) => relative(process.cwd(), r.name) === suite.file);
-  const count = (status: string) => result?.assertionResults.filter((a) => a.status === status).length ?? 0;
-  const passed = count('passed');
-  const failed = count('failed');
-  const skipped = count('skipped') + count('pending') + count('todo');
+  const tests = report.filter((t) => t.file === suite.file && (!suite.match || t.name.includes(suite.match)));
+  const of = (...states: string[]) => tests.filter((t) => states.includes(t.state));
+  const passed = of('passed').length;
+  const failed = of('failed').length;
+  const skipped = of('skipped', 'pending');
   failedTotal += failed;
+  const reasons = [...new Set(skipped.map(skipReason))];
   // A production suite runs against its engine only with its URL; without it only the checks that need no server run.
   const ran = suite.variable ? Boolean(process.env[suite.variable]) : passed + failed > 0;
-  const figures = `${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
-  console.log(`  ${suite.port.padEnd(14)} ${suite.engine.padEnd(18)} ${ran ? `ran: ${figures}` : `did not run against a server (${suite.variable} not set; ${figures})`}`);
+  const figures = `passed ${passed} · failed ${failed} · skipped ${skipped.length}${reasons.length ? ` (${reasons.join('; ')})` : ''}`;
+  console.log(`  ${suite.port.padEnd(16)} ${suite.engine.padEnd(18)} ${ran ? `ran: ${figures}` : `did not run against a server (${suite.variable} not set; ${figures})`}`);
 }
-process.exit(run.status !== 0 || failedTotal > 0 ? 1 : 0);
+process.exit(run.status !== 0 || failedTotal > 0 || report.length === 0 ? 1 : 0);

@@ -42,6 +42,14 @@ async function textAnalyzer(node: string): Promise<'english' | 'standard'> {
 const ANALYZER = URL ? await textAnalyzer(URL) : 'english';
 const analyzerNote = ANALYZER === 'english' ? '' : ' (server lacks the english analyzer: text analysed with standard)';
 
+/** The server's version as `GET /` gives it (what the adapter checks on open), so a run's output names the engine it ran on. */
+async function serverVersion(node: string): Promise<string> {
+  const response = await fetch(new globalThis.URL('/', node));
+  const info = (await response.json().catch(() => ({}))) as { version?: { number?: string; lucene_version?: string } };
+  return `Elasticsearch ${info.version?.number ?? `unknown (GET / answered ${response.status})`}${info.version?.lucene_version ? ` (Lucene ${info.version.lucene_version})` : ''}`;
+}
+if (URL) console.log(`Elasticsearch contract suite: the server is ${await serverVersion(URL)}`);
+
 const open = (node: string, namespace: string, extra: { serverRrf?: boolean } = {}) =>
   ElasticsearchMemoryIndex.open({ node, dimensions: DIMENSIONS, namespace, refresh: true, ...(ANALYZER === 'english' ? {} : { textAnalyzer: ANALYZER }), ...extra });
 

@@ -1,22 +1,20 @@
 package org.elma.eslauncher;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import org.elasticsearch.common.logging.LogConfigurator;
 import org.elasticsearch.common.settings.Settings;
 import org.elasticsearch.env.Environment;
 import org.elasticsearch.node.InternalSettingsPreparer;
 import org.elasticsearch.node.Node;
-import org.elasticsearch.plugins.PluginBundle;
-import org.elasticsearch.plugins.PluginsLoader;
 
 /**
  * TEST-ONLY launcher: starts an Elasticsearch Node in-process, skipping org.elasticsearch.bootstrap.Elasticsearch
- * (which needs the server CLI to pipe ServerArgs on stdin and the entitlement agent jar, neither on Maven Central).
+ * (which needs the server CLI to pipe ServerArgs on stdin and, on 9, the entitlement agent jar; neither is on Maven
+ * Central). Natives init, the security manager (8) or entitlements (9), bootstrap checks and the pid file are skipped.
  * Usage: java -p lib --add-modules ALL-MODULE-PATH -cp launcher org.elma.eslauncher.Launcher <home> [-Ekey=value ...]
+ * How the Node is built differs by major version: see NodeFactory under scripts/elasticsearch/<major>/launcher.
  */
 public final class Launcher {
   public static void main(String[] args) throws Exception {
@@ -33,10 +31,7 @@ public final class Launcher {
     Environment env = InternalSettingsPreparer.prepareEnvironment(settings, Map.of(), home.resolve("config"), () -> "elma-test");
     LogConfigurator.setNodeName("elma-test");
     LogConfigurator.configure(env, true); // the flag is useConsole: false removes the console appender
-    Set<PluginBundle> modules = PluginsLoader.loadModulesBundles(env.modulesDir(), false);
-    Set<PluginBundle> plugins = Files.isDirectory(env.pluginsDir()) ? PluginsLoader.loadPluginsBundles(env.pluginsDir(), false) : Set.of();
-    PluginsLoader loader = PluginsLoader.createPluginsLoader(modules, plugins, Map.of());
-    Node node = new Node(env, loader);
+    Node node = NodeFactory.create(env);
     CountDownLatch stop = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       try { node.close(); } catch (Exception e) { e.printStackTrace(); }

@@ -1,7 +1,7 @@
 package org.elma.esstandin;
 
 import java.util.List;
-import java.util.Map;
+import java.util.function.ToLongFunction;
 import org.elasticsearch.action.bulk.BulkItemResponse;
 import org.elasticsearch.action.bulk.BulkRequest;
 import org.elasticsearch.action.bulk.BulkResponse;
@@ -21,6 +21,7 @@ import org.elasticsearch.rest.RestRequest;
 import org.elasticsearch.rest.RestResponse;
 import org.elasticsearch.rest.RestStatus;
 import org.elasticsearch.search.SearchHit;
+import org.elasticsearch.search.SearchHits;
 import org.elasticsearch.search.builder.SearchSourceBuilder;
 import org.elasticsearch.xcontent.XContentBuilder;
 import org.elasticsearch.xcontent.XContentParser;
@@ -34,6 +35,13 @@ import org.elasticsearch.xcontent.XContentParser;
  */
 final class DeleteByQueryHandler extends BaseRestHandler {
   private static final int BATCH = 1000;
+
+  /** A search's total hit count (read differently on Lucene 9 and 10). */
+  private final ToLongFunction<SearchHits> totalHits;
+
+  DeleteByQueryHandler(ToLongFunction<SearchHits> totalHits) {
+    this.totalHits = totalHits;
+  }
 
   @Override
   public String getName() {
@@ -80,7 +88,7 @@ final class DeleteByQueryHandler extends BaseRestHandler {
           SearchResponse found = client.search(search).actionGet();
           try {
             SearchHit[] hits = found.getHits().getHits();
-            if (round == 0 && found.getHits().getTotalHits() != null) total = found.getHits().getTotalHits().value();
+            if (round == 0) total = totalHits.applyAsLong(found.getHits());
             if (hits.length == 0) break;
             batches++;
             BulkRequest bulk = new BulkRequest();

@@ -1,0 +1,95 @@
+/**
+ * `npm run test:elasticsearch`: the production-index suites in one command. For each pinned Elasticsearch
+ * version it builds (or reuses) the test-only node in `.tools/elasticsearch/`, starts it on a free port with a
+ * data folder under the temp dir, runs the Elasticsearch contract suites against it (`npm run test:engines --
+ * --engine Elasticsearch`; the embedded engines' suites run in `npm test`) and the
+ * API end-to-end suites chosen for the production index (`npm run test:e2e:elasticsearch`), then stops it.
+ * Prints how long each part took and exits non-zero when any part failed.
+ *
+ *   npm run test:elasticsearch                        # every pinned version
+ *   npm run test:elasticsearch -- --version 9.5.3     # one of them
+ *   npm run test:elasticsearch -- --no-e2e            # the contract suites only
+ */
+import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { RECIPES, ensureElasticsearch } from './ensure-elasticsearch.mjs';
+import { startElasticsearch, stopElasticsearch } from './start-elasticsearch.mjs';
+
+interface Part {
+  name: string;
+  seconds: number;
+  status: number;
+}
+
+const { values } = parseArgs({
+  options: { version: { type: 'string', multiple: true }, 'no-e2e': { type: 'boolean', default: false }, keep: { type: 'boolean', default: false } },
+});
+const versions: string[] = values.version ?? Object.keys(RECIPES);
+const parts: Part[] = [];
+let running: { pid: number; dataDir: string } | undefined;
+
+const log = (message: string) => console.log(`[test:elasticsearch] ${message}`);
+
+/** Runs `npm run <script>` with `env` added, its output passed through; resolves with its exit status. */
+function npmRun(script: string, env: Record<string, string>, args: string[] = []): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn('npm', ['run', '--silent', script, ...(args.length ? ['--', ...args] : [])], { stdio: 'inherit', env: { ...process.env, ...env } });
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+    child.on('error', () => resolve(1));
+  });
+}
+
+async function timed(name: string, fn: () => Promise<number>): Promise<number> {
+  const started = Date.now();
+  let status = 1;
+  try {
+    status = await fn();
+  } catch (error) {
+    log(`${name}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  parts.push({ name, seconds: (Date.now() - started) / 1000, status });
+  return status;
+}
+
+async function stopNode(): Promise<void> {
+  if (!running) return;
+  const { pid, dataDir } = running;
+  running = undefined;
+  await stopElasticsearch(pid);
+  if (!values.keep) rmSync(dataDir, { recursive: true, force: true });
+}
+
+// An interrupted run still stops its node.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    void stopNode().finally(() => process.exit(130));
+  });
+}
+
+for (const version of versions) {
+  if ((await timed(`build ${version}`, async () => (ensureElasticsearch(version), 0))) !== 0) continue;
+  let node: Awaited<ReturnType<typeof startElasticsearch>> | undefined;
+  await timed(`start ${version}`, async () => {
+    node = await startElasticsearch({ version });
+    running = { pid: node.pid, dataDir: node.dataDir };
+    log(`Elasticsearch ${version} at ${node.url}, data ${node.dataDir}`);
+    return 0;
+  });
+  if (!node) continue;
+  try {
+    const env = { ELMA_ELASTICSEARCH_URL: node.url, ELMA_ELASTICSEARCH_DATA: `${node.dataDir}/data` };
+    await timed(`contract suites ${version}`, () => npmRun('test:engines', env, ['--engine', 'Elasticsearch']));
+    if (!values['no-e2e']) {
+      await timed(`API e2e ${version}`, () =>
+        npmRun('test:e2e:elasticsearch', { ELMA_E2E_ELASTICSEARCH_URL: node!.url, ELMA_E2E_ELASTICSEARCH_DATA: `${node!.dataDir}/data` }),
+      );
+    }
+  } finally {
+    await stopNode();
+  }
+}
+
+console.log('\n[test:elasticsearch] parts:');
+for (const part of parts) console.log(`  ${part.name.padEnd(26)} ${part.seconds.toFixed(1).padStart(7)} s  ${part.status === 0 ? 'ok' : 'FAILED'}`);
+process.exit(parts.length > 0 && parts.every((p) => p.status === 0) ? 0 : 1);
