@@ -3,10 +3,11 @@
 // green/yellow health. Prints, on stdout, shell lines: ELMA_ELASTICSEARCH_URL=..., ELMA_ES_PID=..., ELMA_ES_DATA=...,
 // ELMA_ES_LOG=... (so `eval "$(node scripts/start-elasticsearch.mjs)"` works). Progress goes to stderr.
 //
-//   node scripts/start-elasticsearch.mjs [--port N] [--data DIR] [--heap 512m] [--slow-leases]
+//   node scripts/start-elasticsearch.mjs [--port N] [--transport-port N] [--data DIR] [--heap 512m] [--slow-leases]
 //   node scripts/start-elasticsearch.mjs --stop PID       # SIGTERM, then SIGKILL after 20 s
 //
-// Without --port it takes a free port from the OS (ELMA_ES_PORT also sets it); without --data a fresh folder
+// Without --port it takes a free port from the OS (ELMA_ES_PORT also sets it), likewise for --transport-port (for
+// machines where each user keeps to a port range); without --data a fresh folder
 // under the temp dir. The node binds 127.0.0.1 only, security is off (there is no x-pack at all), single-node discovery.
 
 import { spawn } from 'node:child_process';
@@ -66,11 +67,11 @@ async function putFastLeaseTemplate(url) {
   if (!res.ok) throw new Error(`could not put the fast-lease index template: ${res.status} ${await res.text()}`);
 }
 
-export async function startElasticsearch({ port, data, heap = '512m', timeoutMs = 120_000, fastLeases = true } = {}) {
+export async function startElasticsearch({ port, transportPort: wantedTransportPort, data, heap = '512m', timeoutMs = 120_000, fastLeases = true } = {}) {
   const home = ensureElasticsearch();
   const java = join(readFileSync(join(home, 'java-home'), 'utf8').trim(), 'bin', 'java');
   const httpPort = port ?? (process.env.ELMA_ES_PORT ? Number(process.env.ELMA_ES_PORT) : await freePort());
-  const transportPort = await freePort();
+  const transportPort = wantedTransportPort ?? (await freePort());
   const dataDir = data ?? mkdtempSync(join(tmpdir(), 'elma-es-'));
   mkdirSync(join(dataDir, 'logs'), { recursive: true });
   const logFile = join(dataDir, 'node.log');
@@ -138,7 +139,7 @@ if (isMain) {
       await stopElasticsearch(Number(stop));
       log(`stopped ${stop}`);
     } else {
-      const node = await startElasticsearch({ port: arg('--port') ? Number(arg('--port')) : undefined, data: arg('--data'), heap: arg('--heap') ?? '512m', fastLeases: !process.argv.includes('--slow-leases') });
+      const node = await startElasticsearch({ port: arg('--port') ? Number(arg('--port')) : undefined, transportPort: arg('--transport-port') ? Number(arg('--transport-port')) : undefined, data: arg('--data'), heap: arg('--heap') ?? '512m', fastLeases: !process.argv.includes('--slow-leases') });
       process.stdout.write(`ELMA_ELASTICSEARCH_URL=${node.url}\nELMA_ES_PID=${node.pid}\nELMA_ES_DATA=${node.dataDir}\nELMA_ES_LOG=${node.logFile}\n`);
     }
   } catch (err) {
