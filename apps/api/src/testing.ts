@@ -39,6 +39,12 @@ export interface TestAppOptions {
   logger?: Logger;
 }
 
+/**
+ * The memory index this run's apps use: Elasticsearch when ELMA_E2E_ELASTICSEARCH_URL is set, else the
+ * embedded one (SQLite files in the app's data folder). For the few checks that only one engine can make.
+ */
+export const e2eIndex: 'elasticsearch' | 'sqlite' = process.env.ELMA_E2E_ELASTICSEARCH_URL ? 'elasticsearch' : 'sqlite';
+
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'elma-test-'));
   const config = loadConfig({
