@@ -19,6 +19,7 @@ describe('admission control under a flood of requests', () => {
     });
     expect(ingest.status).toBe(202);
   });
+  afterAll(async () => t?.close());
 
   const timed = async (call: () => ReturnType<typeof fetchWithHeaders>) => {
     const started = performance.now();

@@ -39,16 +39,21 @@ export interface TestAppOptions {
   logger?: Logger;
 }
 
+/**
+ * The memory index this run's apps use: Elasticsearch when ELMA_E2E_ELASTICSEARCH_URL is set, else the
+ * embedded one (SQLite files in the app's data folder). For the few checks that only one engine can make.
+ */
+export const e2eIndex: 'elasticsearch' | 'sqlite' = process.env.ELMA_E2E_ELASTICSEARCH_URL ? 'elasticsearch' : 'sqlite';
+
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'elma-test-'));
+  const elasticsearch = process.env.ELMA_E2E_ELASTICSEARCH_URL;
   const config = loadConfig({
     ELMA_DATA_DIR: dataDir,
     ELMA_PORT: '0',
     ELMA_TEMPORAL_DB_FILE: process.env.ELMA_TEMPORAL_DB_FILE,
     // Opt-in: the API suites on Elasticsearch instead of the embedded index, each app in a namespace of its own.
-    ...(process.env.ELMA_E2E_ELASTICSEARCH_URL
-      ? { ELMA_ELASTICSEARCH_URL: process.env.ELMA_E2E_ELASTICSEARCH_URL, ELMA_ES_NAMESPACE: `e2e${randomUUID().replaceAll('-', '').slice(0, 12)}` }
-      : {}),
+    ...(elasticsearch ? { ELMA_ELASTICSEARCH_URL: elasticsearch, ELMA_ES_NAMESPACE: `e2e${randomUUID().replaceAll('-', '').slice(0, 12)}` } : {}),
     ...options.env,
   });
   const elma = await openElma(config, { logger: options.logger ?? silentLogger, clock: options.clock });
@@ -100,11 +105,26 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     async close() {
       await app.close();
       for (const stop of stops.reverse()) await stop();
-      if (process.env.ELMA_E2E_ELASTICSEARCH_URL && !options.keep) for (const tenant of await elma.index.tenants()) await elma.index.dropTenant(tenant);
       await elma.close();
+      if (config.elasticsearch && !options.keep) await deleteNamespace(config.elasticsearch.url, config.elasticsearch.namespace);
       if (!options.keep) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Deletes every index of an app's namespace on the test node, checkpoints and usage counts included, once the
+ * app is closed (so no projection or usage write recreates one behind it): a suite leaves nothing on a node it
+ * shares with later runs. A namespace has no hyphen, so `{namespace}-*` reaches no other; the names are
+ * resolved first, as a wildcard delete may be refused (`action.destructive_requires_name`).
+ */
+async function deleteNamespace(url: string, namespace: string): Promise<void> {
+  const resolved = await fetch(`${url}/_resolve/index/${namespace}-*?expand_wildcards=all`);
+  if (!resolved.ok) throw new Error(`could not list the test indices of ${namespace}: HTTP ${resolved.status}`);
+  const names = ((await resolved.json()) as { indices: { name: string }[] }).indices.map((i) => i.name);
+  if (names.length === 0) return;
+  const deleted = await fetch(`${url}/${names.join(',')}`, { method: 'DELETE' });
+  if (!deleted.ok) throw new Error(`could not delete the test indices of ${namespace}: HTTP ${deleted.status}`);
 }
 
 export { chatEvent } from '@elma/domain/testing';

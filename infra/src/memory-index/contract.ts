@@ -80,6 +80,18 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       expect(await index.count(A)).toBe(1);
     });
 
+    it('takes an id longer than any record can have (a caller’s input) as unknown: get, usage and purge find nothing', async () => {
+      await index.upsert(A, [mem({ id: 'm-1', text: 'The customer prefers email over phone calls.' })]);
+      // Past Lucene's largest term (32,766 UTF-8 bytes), in ASCII and in Chinese (3 bytes a character).
+      for (const long of [`m-1${'x'.repeat(40_000)}`, `m-1${'长'.repeat(11_000)}`]) {
+        expect(await index.get(A, long)).toBeUndefined();
+        await index.recordUsage(A, [long, 'm-1'], 'retrieved', '2026-12-01T10:00:00.000Z');
+        await index.purge(A, [long]);
+      }
+      expect((await index.get(A, 'm-1'))?.record.usage.retrieved).toBe(2);
+      expect(await index.count(A)).toBe(1);
+    });
+
     it('replaces a record upserted again with the same id, without duplicating it', async () => {
       await index.upsert(A, [mem({ id: 'm-1', text: 'budget approved for the falcon project' })]);
       await index.upsert(A, [mem({ id: 'm-1', text: 'budget rejected for the eagle project', version: 2 })]);

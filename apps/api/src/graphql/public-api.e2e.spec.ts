@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { recordingLogger, startTestApp, type TestApp } from '../testing';
+import { e2eIndex, recordingLogger, startTestApp, type TestApp } from '../testing';
 
 /**
  * GraphQL as a public API: client errors are client errors with stable
@@ -154,9 +154,23 @@ describe('GraphQL limits', () => {
 });
 
 describe('the GraphQL explorer', () => {
-  it('is served, self-contained, when a browser opens /graphql in the embedded mode', async () => {
+  // On by default in the embedded mode only: with the index on Elasticsearch (a production engine) it is off
+  // unless turned on, so the page is checked on an app that turns it on.
+  let explorer: TestApp;
+  beforeAll(async () => {
+    explorer = e2eIndex === 'sqlite' ? t : await startTestApp({ env: { ELMA_GRAPHIQL: 'true' } });
+  });
+  afterAll(async () => {
+    if (explorer && explorer !== t) await explorer.close();
+  });
+
+  it.runIf(e2eIndex === 'elasticsearch')('is off by default with a production engine (runs with the index on Elasticsearch only)', async () => {
+    expect((await fetch(`${t.url}/graphiql`)).status).toBe(404);
+  });
+
+  it(`is served, self-contained, when a browser opens /graphql ${e2eIndex === 'sqlite' ? 'in the embedded mode' : 'with it turned on'}`, async () => {
     for (const path of ['/graphql', '/graphiql']) {
-      const response = await fetch(`${t.url}${path}`, { headers: { accept: 'text/html,application/xhtml+xml' } });
+      const response = await fetch(`${explorer.url}${path}`, { headers: { accept: 'text/html,application/xhtml+xml' } });
       const html = await response.text();
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toContain('text/html');
@@ -168,17 +182,17 @@ describe('the GraphQL explorer', () => {
   });
 
   it('is GraphiQL, with every script and style the page names served by ELMA itself', async () => {
-    const html = await (await fetch(`${t.url}/graphiql`)).text();
+    const html = await (await fetch(`${explorer.url}/graphiql`)).text();
     const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map(([, path]) => path);
     expect(assets).toEqual(expect.arrayContaining(['/graphiql/assets/react.js', '/graphiql/assets/graphiql.js', '/graphiql/assets/graphiql.css']));
     for (const path of assets) {
-      const asset = await fetch(`${t.url}${path}`);
+      const asset = await fetch(`${explorer.url}${path}`);
       expect(asset.status, path).toBe(200);
       expect(asset.headers.get('content-type'), path).toMatch(path.endsWith('.css') ? /^text\/css/ : /^text\/javascript/);
       expect((await asset.text()).length, path).toBeGreaterThan(0);
     }
-    expect(await (await fetch(`${t.url}/graphiql/assets/graphiql.js`)).text()).toContain('GraphiQL');
-    expect((await fetch(`${t.url}/graphiql/assets/nothing.js`)).status).toBe(404);
+    expect(await (await fetch(`${explorer.url}/graphiql/assets/graphiql.js`)).text()).toContain('GraphiQL');
+    expect((await fetch(`${explorer.url}/graphiql/assets/nothing.js`)).status).toBe(404);
   });
 
   it('is not served when turned off; a browser then gets a client error', async () => {

@@ -162,6 +162,7 @@ describe('derived records inherit the restrictions of their inputs', () => {
     expect(written.status, written.text).toBe(201);
     const derived = JSON.parse(written.text).memory.id as string;
     expect(JSON.parse(written.text).memory.provenance.ancestry).toBeUndefined();
+    await t.elma.runner.waitFor(await t.elma.log.headPosition());
     expect(await recalled('agent', m)).toContain(derived);
 
     const hold = await placeHold({ subjects: ['cust-h2'] });

@@ -12,7 +12,8 @@ export async function rebuildCommand(argv: string[]): Promise<number> {
   const config = loadConfig();
   const address = temporalAddressOf(config, process.env, lastDataDirOwner(config.dataDir));
   try {
-    const result = await runReindex({ address, tls: config.temporal.tls, namespace: config.temporal.namespace }, values.tenant);
+    // On the task queue the workers poll (TEMPORAL_TASK_QUEUE), as `elma start` and `elma worker` do.
+    const result = await runReindex({ address, tls: config.temporal.tls, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue }, values.tenant);
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (error) {

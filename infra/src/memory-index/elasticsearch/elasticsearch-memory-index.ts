@@ -47,6 +47,7 @@ import {
   planUpsert,
   routeBodies,
   serverRrfBody,
+  storableId,
   usageDocId,
   usageConflicts,
   usageOperations,
@@ -164,6 +165,7 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
 
   async get(tenant: string, id: string): Promise<IndexedMemory | undefined> {
     const alias = this.memoriesOf(tenant);
+    if (!storableId(id)) return undefined;
     const [hit] = await this.searchHits<MemoryDocument>(alias, getQuery(id), 'get');
     if (!hit?._source) return undefined;
     const usage = await this.usageOf(tenant, [id]);
@@ -243,9 +245,10 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
    */
   async purge(tenant: string, ids: string[]): Promise<void> {
     const alias = aliasName(tenant, this.namespace);
-    if (ids.length === 0) return;
+    // An id no record can have has nothing to purge.
+    const unique = [...new Set(ids)].filter(storableId);
+    if (unique.length === 0) return;
     const targets = [alias, ...(this.reindexing.has(tenant) ? [this.reindexing.get(tenant)!] : [])];
-    const unique = [...new Set(ids)];
     for (let attempt = 1; ; attempt++) {
       for (const chunk of chunks(unique, TERMS_CHUNK)) {
         await this.call('purge', alias, () =>
@@ -349,10 +352,11 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     const alias = this.memoriesOf(tenant);
     const atMs = Date.parse(at);
     if (Number.isNaN(atMs)) throw new RangeError('at is not a valid ISO date-time');
-    if (ids.length === 0) return;
     // Unknown ids are ignored: only ids with a stored version get a usage document.
+    const candidates = [...new Set(ids)].filter(storableId);
+    if (candidates.length === 0) return;
     const known: string[] = [];
-    for (const chunk of chunks([...new Set(ids)], TERMS_CHUNK)) {
+    for (const chunk of chunks(candidates, TERMS_CHUNK)) {
       const response = await this.call('recordUsage', alias, () =>
         this.client.search({
           index: alias,

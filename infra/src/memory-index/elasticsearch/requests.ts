@@ -31,6 +31,15 @@ export const versionDocId = (id: string, version: number): string => safeId(`${i
 /** One usage document per record id. */
 export const usageDocId = (id: string): string => safeId(id);
 
+/** Lucene's largest term, in UTF-8 bytes. */
+const MAX_TERM_BYTES = 32_766;
+
+/**
+ * Whether a record can have this id: a longer one cannot be indexed in the keyword `id` field, and a `term`
+ * query on it is refused (HTTP 400), so a lookup by a caller's over-long id must not reach the server.
+ */
+export const storableId = (id: string): boolean => Buffer.byteLength(id) <= MAX_TERM_BYTES;
+
 /** A stored version as the upsert planner needs to see it. */
 export interface StoredVersion {
   _id: string;
