@@ -4,7 +4,7 @@
 //
 //   node scripts/ensure-elasticsearch.mjs [--version 9.5.3|8.15.3 | --all]
 //
-// What it assembles (see /work/notes/issue13-spike.md for the findings behind it):
+// What it assembles (README, "Testing the production engines", says why a node is assembled this way):
 //   lib/                        org.elasticsearch:elasticsearch:<version> and its runtime dependencies (Lucene,
 //                               x-content with its embedded Jackson impl, log4j, ...), via `mvn dependency:copy-dependencies`
 //   modules/transport-netty4/   org.elasticsearch.plugin:transport-netty4:<version> + Netty (the HTTP layer)

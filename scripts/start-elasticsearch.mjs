@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Starts the TEST-ONLY Elasticsearch node built by ensure-elasticsearch.mjs (building it if needed) and waits for
-// green/yellow health. Prints, on stdout, shell lines: ELMA_ELASTICSEARCH_URL=..., ELMA_ES_PID=..., ELMA_ES_DATA=...,
-// ELMA_ES_LOG=... (so `eval "$(node scripts/start-elasticsearch.mjs)"` works). Progress goes to stderr.
+// green/yellow health. Prints, on stdout, shell lines: export ELMA_ELASTICSEARCH_URL=..., ELMA_ES_PID, ELMA_ES_DATA,
+// ELMA_ES_LOG (so `eval "$(node scripts/start-elasticsearch.mjs)"` works). Progress goes to stderr.
 //
 //   node scripts/start-elasticsearch.mjs [--version 9.5.3|8.15.3] [--port N] [--transport-port N] [--data DIR] [--heap 512m] [--slow-leases]
 //   node scripts/start-elasticsearch.mjs --stop PID       # SIGTERM, then SIGKILL after 20 s
@@ -139,7 +139,7 @@ if (isMain) {
       log(`stopped ${stop}`);
     } else {
       const node = await startElasticsearch({ version: requestedVersion(), port: arg('--port') ? Number(arg('--port')) : undefined, transportPort: arg('--transport-port') ? Number(arg('--transport-port')) : undefined, data: arg('--data'), heap: arg('--heap') ?? '512m', fastLeases: !process.argv.includes('--slow-leases') });
-      process.stdout.write(`ELMA_ELASTICSEARCH_URL=${node.url}\nELMA_ES_PID=${node.pid}\nELMA_ES_DATA=${node.dataDir}\nELMA_ES_LOG=${node.logFile}\n`);
+      process.stdout.write(`export ELMA_ELASTICSEARCH_URL=${node.url}\nexport ELMA_ES_PID=${node.pid}\nexport ELMA_ES_DATA=${node.dataDir}\nexport ELMA_ES_LOG=${node.logFile}\n`);
     }
   } catch (err) {
     log(`error: ${err instanceof Error ? err.message : String(err)}`);
