@@ -10,7 +10,7 @@
  *   npm run test:elasticsearch -- --version 9.5.3     # one of them
  *   npm run test:elasticsearch -- --no-e2e            # the contract suites only
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { RECIPES, ensureElasticsearch } from './ensure-elasticsearch.mjs';
@@ -28,15 +28,22 @@ const { values } = parseArgs({
 const versions: string[] = values.version ?? Object.keys(RECIPES);
 const parts: Part[] = [];
 let running: { pid: number; dataDir: string } | undefined;
+let child: ChildProcess | undefined;
 
 const log = (message: string) => console.log(`[test:elasticsearch] ${message}`);
 
 /** Runs `npm run <script>` with `env` added, its output passed through; resolves with its exit status. */
 function npmRun(script: string, env: Record<string, string>, args: string[] = []): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn('npm', ['run', '--silent', script, ...(args.length ? ['--', ...args] : [])], { stdio: 'inherit', env: { ...process.env, ...env } });
-    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
-    child.on('error', () => resolve(1));
+    const started = spawn('npm', ['run', '--silent', script, ...(args.length ? ['--', ...args] : [])], {
+      stdio: 'inherit',
+      env: { ...process.env, ...env },
+      // A process group of its own, so that an interrupt reaches every process under it (npm, tsx, vitest, its workers).
+      detached: true,
+    });
+    child = started;
+    started.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+    started.on('error', () => resolve(1));
   });
 }
 
@@ -60,9 +67,16 @@ async function stopNode(): Promise<void> {
   if (!values.keep) rmSync(dataDir, { recursive: true, force: true });
 }
 
-// An interrupted run still stops its node.
+// An interrupted run passes the signal on to the suite that runs and still stops its node.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
+    if (child?.pid && child.exitCode === null) {
+      try {
+        process.kill(-child.pid, signal);
+      } catch {
+        // already gone
+      }
+    }
     void stopNode().finally(() => process.exit(130));
   });
 }
