@@ -4,7 +4,7 @@
  * reporter drops the note.
  */
 import { writeFileSync } from 'node:fs';
-import type { Reporter, TestModule } from 'vitest/node';
+import type { Reporter, TestCase, TestModule } from 'vitest/node';
 
 export interface EngineTestResult {
   file: string;
@@ -21,14 +21,23 @@ export default class EnginesReporter implements Reporter {
     for (const module of modules) {
       for (const test of module.children.allTests()) {
         const result = test.result();
+        // A test that never ran because a hook of its suite (or its file) failed is not skipped: it failed.
+        const broken = result.state === 'skipped' && !result.note && suiteFailed(test);
         results.push({
           file: module.relativeModuleId,
           name: test.fullName,
-          state: result.state,
-          note: result.state === 'skipped' ? result.note : undefined,
+          state: broken ? 'failed' : result.state,
+          note: broken ? 'a hook of its suite failed before it ran' : result.state === 'skipped' ? result.note : undefined,
         });
       }
     }
     writeFileSync(target, JSON.stringify(results));
+  }
+}
+
+function suiteFailed(test: TestCase): boolean {
+  for (let parent = test.parent; ; parent = parent.parent) {
+    if (parent.errors().length > 0) return true;
+    if (parent.type === 'module') return false;
   }
 }

@@ -87,8 +87,8 @@ if (URL) {
       client = new Client({ node: URL });
     });
     afterEach(async () => {
-      await index.close();
-      await client.close();
+      await index?.close();
+      await client?.close();
       await deleteNamespace(URL, namespace);
     });
 
