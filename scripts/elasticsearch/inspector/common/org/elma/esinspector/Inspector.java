@@ -13,6 +13,7 @@ import org.apache.lucene.index.BinaryDocValues;
 import org.apache.lucene.index.DirectoryReader;
 import org.apache.lucene.index.DocValuesType;
 import org.apache.lucene.index.FieldInfo;
+import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.IndexCommit;
 import org.apache.lucene.index.IndexOptions;
 import org.apache.lucene.index.LeafReader;
@@ -45,7 +46,7 @@ import org.elasticsearch.index.mapper.Uid;
  *   indexed field, sorted / sorted-set / binary doc values, and float vectors pointing the way of a given vector.
  * Only what the last flush committed is read: flush the index first.
  *
- * FloatVectors, the one part whose Lucene API differs between Lucene 9 (Elasticsearch 8) and 10 (Elasticsearch 9),
+ * FloatVectors, the one loop whose Lucene API differs between Lucene 9 (Elasticsearch 8) and 10 (Elasticsearch 9),
  * comes from lucene9/ or lucene10/ beside this folder.
  *
  * Usage: java -cp inspector:lib/* org.elma.esinspector.Inspector <shard>/index ...
@@ -213,7 +214,9 @@ public final class Inspector {
     }
 
     private void vectors(String field) throws IOException {
-      FloatVectors.forEach(leaf, field, (doc, stored) -> {
+      FloatVectorValues values = leaf.getFloatVectorValues(field);
+      if (values == null) return;
+      FloatVectors.forEach(values, (doc, stored) -> {
         for (int n = 0; n < vectors.size(); n++) {
           if (vectors.get(n) != null && cosine(vectors.get(n), stored) >= 0.9999) hit(n, "vectors", field, doc, deleted.get(doc));
         }
