@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { ensureTemporalCli } from '../../infra/src/temporal/cli-binary';
+import { bundleElmaWorkflows } from '../../apps/worker/src/worker';
+import { ElmaReason, ElmaRequestId, ElmaStatus, ElmaTenant } from '../../workflows/src/search-attributes';
+
+/** Activities as a worker registers them: named async functions. */
+type Activities = Record<string, (...args: never[]) => Promise<unknown>>;
+
+export interface WorkflowTestEnv {
+  /**
+   * Runs `body` while a worker on a task queue of its own serves ELMA's bundled workflows with `activities`
+   * (stubs standing in for the real ones at the activity boundary); the worker stops when `body` settles.
+   */
+  withWorker<T>(activities: Activities, body: (client: Client, taskQueue: string) => Promise<T>): Promise<T>;
+  teardown(): Promise<void>;
+}
+
+/**
+ * A Temporal test environment for workflow-level tests: `TestWorkflowEnvironment.createLocal` running the
+ * project's own `temporal` CLI (the one `ensureTemporalCli` finds or installs, never the SDK's download),
+ * with ELMA's search attributes registered, and the workflows bundled once as the worker bundles them.
+ * Real time: the time-skipping server is a separate Java download, and the workflows take their waits
+ * (approval timeout, retries) from the stubbed activities or in seconds.
+ */
+export async function createWorkflowTestEnv(): Promise<WorkflowTestEnv> {
+  const logger = new DefaultLogger('ERROR');
+  try {
+    // Stubs fail on purpose: keep the worker's warnings about failed attempts out of the test output.
+    Runtime.install({ logger, telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+  } catch {
+    // Another suite in this process installed the runtime already.
+  }
+  const path = await ensureTemporalCli();
+  const [env, workflowBundle] = await Promise.all([
+    TestWorkflowEnvironment.createLocal({
+      server: {
+        executable: { type: 'existing-path', path },
+        searchAttributes: [ElmaTenant, ElmaStatus, ElmaRequestId, ElmaReason],
+        log: { format: 'pretty', level: 'error' },
+      },
+    }),
+    bundleElmaWorkflows({ logger }) as Promise<WorkflowBundle>,
+  ]);
+  return {
+    async withWorker(activities, body) {
+      const taskQueue = `wf-test-${randomUUID()}`;
+      const worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle, activities });
+      return worker.runUntil(() => body(env.client, taskQueue));
+    },
+    teardown: () => env.teardown(),
+  };
+}
+
+/** One activity call as the stub saw it. */
+export interface Call {
+  name: string;
+  args: unknown[];
+}
+
+/** The same activities, each recording its name and arguments in `calls` before it runs. */
+export function recording<T extends Activities>(activities: T): { activities: T; calls: Call[] } {
+  const calls: Call[] = [];
+  const wrapped = Object.fromEntries(
+    Object.entries(activities).map(([name, fn]) => [
+      name,
+      (...args: never[]) => {
+        calls.push({ name, args });
+        return fn(...args);
+      },
+    ]),
+  ) as T;
+  return { activities: wrapped, calls };
+}
+
+/** Resolves `until()` is true, polling; fails after `timeoutMs`. */
+export async function eventually(until: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; !(await until()); ) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
