@@ -1,4 +1,4 @@
-// What each file of infra/src is, and where issue 14's split would put it.
+// What each file of infra/src is, and where the split into layer packages would put it.
 // One source for scripts/layers/wrong-imports.ts (the report) and for the
 // interim folder rule in eslint.config.mjs. Delete this file once infra/ holds
 // adapters only and the Nx tags say the same thing.
@@ -48,6 +48,7 @@ export const INFRA_FILES = [
   ['infra/src/storage/storage-health.ts', 'adapter', '(stays)'],
   ['infra/src/storage/index.ts', 'adapter', '(stays, re-exports shared storage-full until callers move)'],
   ['infra/src/runtime/data-dir-owner.ts', 'adapter', 'infra/src/files/data-dir-owner.ts'],
+  ['infra/src/erasure/byte-scan-process.mjs', 'adapter', 'infra/src/raw-scan/byte-scan-process.mjs'],
   [
     'infra/src/erasure/byte-scan.ts',
     'adapter',
