@@ -11,9 +11,18 @@ import { beforeAll, describe, expect, it } from 'vitest';
 const root = join(import.meta.dirname, '..');
 let eslint: ESLint;
 
-async function rulesFiredFor(path: string, source: string): Promise<string[]> {
+async function lint(path: string, source: string) {
   const [result] = await eslint.lintText(source, { filePath: join(root, path) });
-  return result.messages.map((m) => m.ruleId ?? m.message);
+  return result.messages;
+}
+
+async function rulesFiredFor(path: string, source: string): Promise<string[]> {
+  return (await lint(path, source)).map((m) => m.ruleId ?? m.message);
+}
+
+/** The Nx rule's message: a lower package importing a higher one closes a cycle; anything else breaks a tag constraint. */
+async function boundaryMessages(path: string, source: string): Promise<string[]> {
+  return (await lint(path, source)).filter((m) => m.ruleId === '@nx/enforce-module-boundaries').map((m) => m.message);
 }
 
 beforeAll(async () => {
@@ -43,6 +52,18 @@ describe('lint boundaries', () => {
       "import { RecallService } from '../../recall/recall-service';\nexport const x = RecallService;\n",
     );
     expect(rules).toContain('elma/infra-layers');
+  });
+
+  it('names the cycle when a lower package imports a higher one, and the tags when no cycle is closed', async () => {
+    expect(
+      await boundaryMessages('domain/src/wrong.ts', "import { loadConfig } from '@elma/infra';\nexport const x = loadConfig;\n"),
+    ).toEqual([expect.stringContaining('Circular dependency between "@elma/domain" and "@elma/infra"')]);
+    expect(
+      await boundaryMessages(
+        'workflows/src/erasure/wrong.ts',
+        "import { silentLogger } from '@elma/infra';\nexport const x = silentLogger;\n",
+      ),
+    ).toEqual([expect.stringContaining('A project tagged with "type:workflow" can only depend on libs tagged with')]);
   });
 
   it('fails when a workflow imports a value (not a type) of ours', async () => {
