@@ -1,0 +1,105 @@
+// Lint configuration (ESLint flat config). Two jobs:
+// 1. Layer boundaries between packages, read from the Nx project graph and the
+//    `tags` in each project.json (@nx/enforce-module-boundaries), plus, inside
+//    infra/ until the use cases move out of it, a file-level rule that keeps
+//    adapters from importing use cases (scripts/layers/eslint-plugin.mjs).
+// 2. typescript-eslint's recommended rules. Formatting is Prettier's job
+//    (`npm run format:check`); eslint-config-prettier turns off the rules that
+//    would fight it.
+import js from '@eslint/js';
+import globals from 'globals';
+import nx from '@nx/eslint-plugin';
+import prettier from 'eslint-config-prettier';
+import tseslint from 'typescript-eslint';
+import elma from './scripts/layers/eslint-plugin.mjs';
+
+/**
+ * Which project (by tag) may import which. The tags live in each project.json.
+ * The target layout (DESIGN.md, "Layout") adds `type:application` between
+ * infra and activities; until that package exists, activities still import
+ * the use cases from infra.
+ */
+const depConstraints = [
+  { sourceTag: 'type:domain', onlyDependOnLibsWithTags: ['type:domain'] },
+  { sourceTag: 'type:infra', onlyDependOnLibsWithTags: ['type:domain', 'type:infra'] },
+  { sourceTag: 'type:application', onlyDependOnLibsWithTags: ['type:domain', 'type:application'] },
+  {
+    sourceTag: 'type:activities',
+    onlyDependOnLibsWithTags: ['type:domain', 'type:infra', 'type:application', 'type:activities'],
+  },
+  // Workflows run in Temporal's deterministic sandbox: the Temporal workflow
+  // packages and, as types only (checked below), domain and activities.
+  {
+    sourceTag: 'type:workflow',
+    onlyDependOnLibsWithTags: ['type:domain', 'type:activities', 'type:workflow'],
+    allowedExternalImports: ['@temporalio/workflow', '@temporalio/common'],
+  },
+  { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['*'] },
+];
+
+/** Files that wire things for tests; like tests/layers.unit.spec.ts, they may import across layers. */
+const TEST_FILES = [
+  '**/*.spec.ts',
+  '**/*.testing.ts',
+  '**/testing.ts',
+  '**/testing/**',
+  '**/contract.ts',
+  '**/fixtures.ts',
+  'tests/**',
+  'scripts/**',
+];
+
+export default tseslint.config(
+  {
+    ignores: ['**/node_modules/**', '**/dist/**', '**/.nx/**', '.tools/**', '.elma/**', 'coverage/**', 'tests/fixtures/**', '**/*.d.mts'],
+  },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts', '**/*.mts', '**/*.mjs'],
+    languageOptions: {
+      ecmaVersion: 2023,
+      sourceType: 'module',
+      globals: { ...globals.node },
+    },
+    plugins: { '@nx': nx },
+    rules: {
+      '@nx/enforce-module-boundaries': ['error', { depConstraints, allow: [] }],
+      // `_exhaustive: never` and `_unused` parameters are the repo's idiom.
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    files: TEST_FILES,
+    rules: { '@nx/enforce-module-boundaries': 'off' },
+  },
+  // Workflows: anything of ours only as a type (the sandbox must not load it).
+  {
+    files: ['workflows/src/**/*.ts'],
+    ignores: TEST_FILES,
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['@elma/*'], allowTypeImports: true, message: 'Workflows import only types from our packages.' },
+            { group: ['node:*'], message: 'Workflows run in the deterministic sandbox: no Node modules.' },
+          ],
+        },
+      ],
+    },
+  },
+  // Inside infra, until it holds adapters only.
+  {
+    files: ['infra/src/**/*.ts'],
+    ignores: TEST_FILES,
+    plugins: { elma },
+    rules: { 'elma/infra-layers': 'error' },
+  },
+  // TypeScript checks undefined names itself (typescript-eslint's advice).
+  {
+    files: ['**/*.ts', '**/*.mts'],
+    rules: { 'no-undef': 'off' },
+  },
+  prettier,
+);
