@@ -24,6 +24,7 @@ ENV ELMA_SKIP_TEMPORAL_CLI=1
 # Manifests first, so the dependency layer is cached until one of them changes.
 COPY package.json package-lock.json ./
 COPY domain/package.json domain/
+COPY shared/package.json shared/
 COPY infra/package.json infra/
 COPY activities/package.json activities/
 COPY workflows/package.json workflows/

@@ -21,7 +21,8 @@ import elma from './scripts/layers/eslint-plugin.mjs';
  */
 const depConstraints = [
   { sourceTag: 'type:domain', onlyDependOnLibsWithTags: ['type:domain'] },
-  { sourceTag: 'type:infra', onlyDependOnLibsWithTags: ['type:domain', 'type:infra'] },
+  { sourceTag: 'type:shared', onlyDependOnLibsWithTags: ['type:domain', 'type:shared'] },
+  { sourceTag: 'type:infra', onlyDependOnLibsWithTags: ['type:domain', 'type:shared', 'type:infra'] },
   { sourceTag: 'type:application', onlyDependOnLibsWithTags: ['type:domain', 'type:application'] },
   {
     sourceTag: 'type:activities',

@@ -9,6 +9,8 @@ export default defineConfig({
     alias: [
       { find: /^@elma\/domain\/testing$/, replacement: here('./domain/src/testing.ts') },
       { find: /^@elma\/domain$/, replacement: here('./domain/src/index.ts') },
+      { find: /^@elma\/shared\/testing$/, replacement: here('./shared/src/testing.ts') },
+      { find: /^@elma\/shared$/, replacement: here('./shared/src/index.ts') },
       { find: /^@elma\/infra$/, replacement: here('./infra/src/index.ts') },
       { find: /^@elma\/activities$/, replacement: here('./activities/src/index.ts') },
       { find: /^@elma\/workflows$/, replacement: here('./workflows/src/index.ts') },
@@ -17,7 +19,7 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['{domain,infra,activities,workflows,apps/*}/src/**/*.spec.ts', 'tests/**/*.spec.ts'],
+    include: ['{domain,shared,infra,activities,workflows,apps/*}/src/**/*.spec.ts', 'tests/**/*.spec.ts'],
     // Fault scenarios (kill -9, full disk, corrupt files, Temporal down) run in `npm run test:faults`.
     exclude: ['**/node_modules/**', '**/*.faults.spec.ts'],
     globalSetup: ['./tests/temporal.global-setup.ts', './tests/redteam.global-setup.ts'],

@@ -49,8 +49,12 @@ describe('layering', () => {
     expect(offending).toEqual([]);
   });
 
-  it('lets infra depend on domain only', () => {
-    expect(imports('infra').filter((i) => ours(i) && i.from !== '@elma/domain')).toEqual([]);
+  it('lets shared depend on domain only', () => {
+    expect(imports('shared').filter((i) => ours(i) && i.from !== '@elma/domain')).toEqual([]);
+  });
+
+  it('lets infra depend on domain and shared only', () => {
+    expect(imports('infra').filter((i) => ours(i) && !['@elma/domain', '@elma/shared'].includes(i.from))).toEqual([]);
   });
 
   it('lets activities depend on domain and infra only', () => {
@@ -65,7 +69,7 @@ describe('layering', () => {
   });
 
   it('never lets a lower layer import an app', () => {
-    const lower = ['domain', 'infra', 'activities', 'workflows'].flatMap(imports);
+    const lower = ['domain', 'shared', 'infra', 'activities', 'workflows'].flatMap(imports);
     expect(lower.filter((i) => /^@elma\/(api|worker|cli)$/.test(i.from))).toEqual([]);
   });
 });

@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { afterAll, inject } from 'vitest';
-import { loadConfig, openElma, silentLogger, type Elma } from '../../infra/src';
+import { loadConfig, openElma, type Elma } from '../../infra/src';
+import { silentLogger } from '../../shared/src';
 import { embeddedStartEnv, spawnElmaStart, type StartedElma } from '../../apps/cli/src/embedded-env';
 import { join } from 'node:path';
 

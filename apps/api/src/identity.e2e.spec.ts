@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyShredded, type Principal } from '@elma/domain';
-import { ErasureStore, deterministicUuid } from '@elma/infra';
+import { ErasureStore } from '@elma/infra';
+import { deterministicUuid } from '@elma/shared';
 import { callApi, changePolicy, chatEvent, dataEventCount, roleTokens, startTestApp, type TestApp } from './testing';
 
 let t: TestApp;

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
-import { freePort, loadConfig, openElma, silentLogger, startTemporalDevServer, type TemporalDevServer } from '@elma/infra';
+import { freePort, loadConfig, openElma, startTemporalDevServer, type TemporalDevServer } from '@elma/infra';
+import { silentLogger } from '@elma/shared';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 import { devServersOn, isRunning, mintToken, ownElmaEnv, recordedTemporalPid, startElma, waitFor, type ElmaProcess } from '../../../tests/support/elma-process';
 

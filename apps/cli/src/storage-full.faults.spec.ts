@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { SqliteEventLog, eventIdKeyOf, eventIdOf, freePort, loadConfig, mintToken } from '@elma/infra';
+import { SqliteEventLog, freePort, loadConfig, mintToken } from '@elma/infra';
+import { eventIdKeyOf, eventIdOf } from '@elma/shared';
 import { fillVolume, mountSmallVolume, smallVolumesUnsupported } from '../../../tests/faults/small-volume';
 import { prng, sentence } from './bench/corpus';
 

@@ -13,7 +13,7 @@ import {
   type ChainHead,
   type ChainVerification,
 } from '@elma/domain';
-import { deterministicUuid } from '../ingest/ids';
+import { deterministicUuid } from '@elma/shared';
 
 /** What a caller records; the log stamps time and chains it. */
 export type RecordAuditEntry = Omit<AuditDraft, 'time'>;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
 import { loadConfig } from '../config/config';
-import { silentLogger } from '../runtime/logger';
+import { silentLogger } from '@elma/shared';
 import { openElma, type Elma } from '../runtime/elma';
 
 /**

@@ -12,7 +12,7 @@ import {
   type MemoryRecord,
 } from '@elma/domain';
 import type { ErasureGuard } from '../erasure/guard';
-import { deterministicUuid } from '../ingest/ids';
+import { deterministicUuid } from '@elma/shared';
 import { memoryVersionAppends } from '../memory/memory-events';
 import type { EventSealer } from '../sealing/sealed-events';
 

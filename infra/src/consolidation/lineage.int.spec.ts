@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
 import { loadConfig } from '../config/config';
-import { silentLogger } from '../runtime/logger';
+import { silentLogger } from '@elma/shared';
 import { openElma, type Elma } from '../runtime/elma';
 
 /**

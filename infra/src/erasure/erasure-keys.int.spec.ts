@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyShredded, type EventIngested, type Principal } from '@elma/domain';
 import { loadConfig } from '../config/config';
-import { silentLogger } from '../runtime/logger';
+import { silentLogger } from '@elma/shared';
 import { openElma, type Elma } from '../runtime/elma';
 
 const SUBJECTS = ['ann', 'bo', 'cy'];

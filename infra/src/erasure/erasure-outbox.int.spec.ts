@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
 import { loadConfig } from '../config/config';
 import { openElma, type Elma } from '../runtime/elma';
-import { silentLogger } from '../runtime/logger';
+import { silentLogger } from '@elma/shared';
 import type { ErasureStart } from './erasure-outbox';
 
 const dpo: Principal = { tenant: 'acme', sub: 'dpo-1', roles: ['dpo'], purposes: ['support'], clearance: 'restricted' };

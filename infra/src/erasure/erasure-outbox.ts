@@ -1,5 +1,5 @@
 import { ErasureReason, type EventLog } from '@elma/domain';
-import { deterministicUuid } from '../ingest/ids';
+import { deterministicUuid } from '@elma/shared';
 
 /** One erasure whose workflow must be started: ids and the reason only (the scope stays sealed in its stream). */
 export interface ErasureStart {

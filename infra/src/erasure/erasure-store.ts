@@ -11,7 +11,7 @@ import {
   type RecordedEvent,
   type StepRecord,
 } from '@elma/domain';
-import { deterministicUuid } from '../ingest/ids';
+import { deterministicUuid } from '@elma/shared';
 import type { EventSealer } from '../sealing/sealed-events';
 
 /** Who asked, as the token said (ids and roles only). */

@@ -1,5 +1,5 @@
 import { normalizeForFingerprint } from '@elma/domain';
-import { keyedFingerprint } from '../ingest/ids';
+import { keyedFingerprint } from '@elma/shared';
 
 /**
  * Keyed fingerprints (HMAC-SHA256 under a key derived from the master key) of

@@ -1,5 +1,5 @@
 import { streams, type EventLog } from '@elma/domain';
-import { deterministicUuid } from '../ingest/ids';
+import { deterministicUuid } from '@elma/shared';
 
 export const TOMBSTONES_WRITTEN = 'TombstonesWritten';
 

@@ -15,7 +15,7 @@ import { SqliteKeyVault } from '../key-vault';
 import { PolicyStore } from '../policy/policy-store';
 import { WriteTracker } from '../projection/write-tracker';
 import { EventSealer } from '../sealing/sealed-events';
-import { deterministicUuid, eventIdKeyOf, keyedFingerprint } from './ids';
+import { deterministicUuid, eventIdKeyOf, keyedFingerprint } from '@elma/shared';
 import { IngestService } from './ingest-service';
 
 const agent: Principal = { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };

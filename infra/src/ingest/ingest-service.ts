@@ -21,7 +21,7 @@ import {
   writtenIdentity,
 } from '@elma/domain';
 import type { EventSealer } from '../sealing/sealed-events';
-import { eventIdOf, keyedFingerprint, keyedUuid } from './ids';
+import { eventIdOf, keyedFingerprint, keyedUuid } from '@elma/shared';
 import type { WriteTracker } from '../projection/write-tracker';
 import type { PolicyStore } from '../policy/policy-store';
 import type { AuditLog } from '../audit/audit-log';

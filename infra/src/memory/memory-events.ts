@@ -1,5 +1,5 @@
 import { streams, type AppendRequest, type ExpectedRevision, type MemoryRecord } from '@elma/domain';
-import { deterministicUuid } from '../ingest/ids';
+import { deterministicUuid } from '@elma/shared';
 import type { EventSealer } from '../sealing/sealed-events';
 
 /** Metadata of a memory event, in clear, so the projection can skip what it already has without decrypting. */

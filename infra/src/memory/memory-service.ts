@@ -39,7 +39,7 @@ import {
   visibleInSession,
   type LegalHold,
 } from '@elma/domain';
-import { keyedFingerprint, keyedUuid } from '../ingest/ids';
+import { keyedFingerprint, keyedUuid } from '@elma/shared';
 import type { AuditLog } from '../audit/audit-log';
 import type { ErasureGuard } from '../erasure/guard';
 import type { LegalHolds } from '../legal-hold/legal-holds';

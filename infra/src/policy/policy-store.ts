@@ -8,7 +8,7 @@ import {
   storedPolicy,
   type EventLog,
 } from '@elma/domain';
-import { deterministicUuid } from '../ingest/ids';
+import { deterministicUuid } from '@elma/shared';
 
 export const policyStream = (tenant: string) => `policy-${tenant}`;
 

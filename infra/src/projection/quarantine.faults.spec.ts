@@ -2,7 +2,7 @@ import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { killChild, runChild, startChild } from '../testing/child-process';
+import { killChild, runChild, startChild } from '@elma/shared/testing';
 
 const child = new URL('./testing/elma.child.ts', import.meta.url);
 

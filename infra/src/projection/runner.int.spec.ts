@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { streams, type EventLog, type Principal, type Subscription } from '@elma/domain';
 import { loadConfig } from '../config/config';
 import { openElma, type Elma } from '../runtime/elma';
-import { silentLogger } from '../runtime/logger';
+import { silentLogger } from '@elma/shared';
 import { ProjectionRunner, VIEWS_CHECKPOINT } from './runner';
 
 const who: Principal = { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };

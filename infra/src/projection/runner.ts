@@ -1,8 +1,8 @@
 import type { CheckpointStore, EventLog, RecordedEvent, Subscription } from '@elma/domain';
 import { DomainError, groupBy, IndexPartitionCorrupt } from '@elma/domain';
-import type { Logger } from '../runtime/logger';
+import type { Logger } from '@elma/shared';
 import { tenantOf } from '../sealing/sealed-events';
-import { StorageFull, storageFullOf } from '../storage/storage-full';
+import { StorageFull, storageFullOf } from '@elma/shared';
 import { VIEW_SOURCE_PREFIXES, type Projection } from './projection';
 
 export const VIEWS_CHECKPOINT = 'views';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RECALLABLE_STATUSES, type Principal } from '@elma/domain';
 import { loadConfig } from '../config/config';
 import { openElma, type Elma } from '../runtime/elma';
-import { silentLogger } from '../runtime/logger';
+import { silentLogger } from '@elma/shared';
 
 const url = process.env.ELMA_ELASTICSEARCH_URL;
 const who: Principal = { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };

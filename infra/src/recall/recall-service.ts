@@ -34,7 +34,7 @@ import type { WriteTracker } from '../projection/write-tracker';
 import type { AuditLog } from '../audit/audit-log';
 import type { LegalHolds } from '../legal-hold/legal-holds';
 import type { PolicyStore } from '../policy/policy-store';
-import { countTokens } from './token-counter';
+import { countTokens } from '@elma/shared';
 
 export class PurposeNotPermitted extends DomainError {
   constructor(purpose: string) {

@@ -8,7 +8,7 @@ import { SUBJECT_PSEUDONYM } from '@elma/domain';
 import { loadConfig } from '../config/config';
 import { SqliteEventLog } from '../event-log';
 import { openElma } from './elma';
-import { silentLogger } from './logger';
+import { silentLogger } from '@elma/shared';
 
 const FIXTURE = join(__dirname, '../../../tests/fixtures/pre-pseudonyms');
 const CHILD = new URL('./testing/open.child.ts', import.meta.url).pathname;

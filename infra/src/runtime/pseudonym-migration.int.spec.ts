@@ -10,7 +10,7 @@ import { SqliteKeyVault } from '../key-vault';
 import { ErasureStore } from '../erasure/erasure-store';
 import { EventSealer } from '../sealing/sealed-events';
 import { openElma } from './elma';
-import { silentLogger } from './logger';
+import { silentLogger } from '@elma/shared';
 import { migrateByCopy, migrateToPseudonyms, MIGRATION_STREAM } from './pseudonym-migration';
 
 /**

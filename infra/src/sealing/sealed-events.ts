@@ -1,5 +1,5 @@
 import type { EventData, KeyVault, RecordedEvent } from '@elma/domain';
-import { openJson, sealJson, type Sealed } from '../crypto/envelope';
+import { openJson, sealJson, type Sealed } from '@elma/shared';
 
 /**
  * Encrypts the content-bearing field of an event payload under the data key

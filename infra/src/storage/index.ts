@@ -1,2 +1,1 @@
-export * from './storage-full';
 export * from './storage-health';

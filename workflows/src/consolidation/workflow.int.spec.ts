@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Principal } from '@elma/domain';
-import { loadConfig, openElma, silentLogger, type Elma } from '@elma/infra';
+import { loadConfig, openElma, type Elma } from '@elma/infra';
+import { silentLogger } from '@elma/shared';
 import { createElmaWorker, runConsolidationSweep, startConsolidation, type ElmaWorker } from '@elma/worker';
 import { consolidationTaskQueue } from '../task-queue';
 

@@ -6,7 +6,8 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { TenantViews } from '@elma/activities';
 import type { Principal } from '@elma/domain';
-import { loadConfig, openElma, silentLogger, type Elma } from '@elma/infra';
+import { loadConfig, openElma, type Elma } from '@elma/infra';
+import { silentLogger } from '@elma/shared';
 import { bundleElmaWorkflows, createElmaWorker, runReindex, type ElmaWorker } from '@elma/worker';
 import { INVALID_TENANT } from './messages';
 

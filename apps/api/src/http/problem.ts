@@ -1,5 +1,5 @@
 import { DomainError } from '@elma/domain';
-import { storageFullOf } from '@elma/infra';
+import { storageFullOf } from '@elma/shared';
 
 /** HTTP status for each stable error code (`AREA.CODE`). Codes not listed are server errors. */
 const STATUS: Record<string, number> = {

@@ -1,4 +1,4 @@
-import type { Logger } from '@elma/infra';
+import type { Logger } from '@elma/shared';
 import type { Problem } from './problem';
 
 /**

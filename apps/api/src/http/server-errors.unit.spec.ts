@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Logger } from '@elma/infra';
+import type { Logger } from '@elma/shared';
 import { toProblem } from './problem';
 import { serverErrorLog } from './server-errors';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deterministicUuid } from '@elma/infra';
+import { deterministicUuid } from '@elma/shared';
 import { chatEvent, startTestApp, type TestApp } from '../testing';
 import { RedTeam, pool, type Secret } from './harness';
 

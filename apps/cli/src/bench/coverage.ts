@@ -6,7 +6,7 @@
  */
 import { packByMarginalUtility, packProfile, type MemoryKind, type PackCandidate, type SourceTrust } from '@elma/domain';
 import { makeRecord } from '@elma/domain/testing';
-import { countTokens } from '@elma/infra';
+import { countTokens } from '@elma/shared';
 import { prng, sentence } from './corpus';
 
 export interface CoverageRow {

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { createApi } from '@elma/api';
-import { createLogger, loadConfig, openElma, startTemporalDevServer, type Elma, type ElmaConfig, type TemporalDevServer } from '@elma/infra';
+import { createLogger } from '@elma/shared';
+import { loadConfig, openElma, startTemporalDevServer, type Elma, type ElmaConfig, type TemporalDevServer } from '@elma/infra';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createElmaWorker, ensureConsolidationSchedule, ensureRetentionSchedule, startConsolidation, temporalErasureWorkflows } from '@elma/worker';

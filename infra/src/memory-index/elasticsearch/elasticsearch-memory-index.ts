@@ -8,7 +8,7 @@ import {
   type MemoryIndex,
   type SearchHit,
 } from '@elma/domain';
-import { countTokens } from '../../recall/token-counter';
+import { countTokens } from '@elma/shared';
 import { cosine, norm } from '../sqlite/vectors';
 import { ElasticsearchIndexError, displayUrl, isAlreadyExists, isIndexNotFound } from './errors';
 import {

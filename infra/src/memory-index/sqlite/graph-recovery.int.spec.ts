@@ -7,7 +7,7 @@ import { embed, indexed, searchIds } from '../fixtures';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
 import { scratchIndex } from './scratch.testing';
 import { COMPACT_SHARE } from './tenant-partition';
-import { runChild } from '../../testing/child-process';
+import { runChild } from '@elma/shared/testing';
 
 const DIMENSIONS = 384;
 const T = 'acme';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { embed } from '../fixtures';
-import { killChild, runChild, startChild } from '../../testing/child-process';
+import { killChild, runChild, startChild } from '@elma/shared/testing';
 
 const VICTIM_TEXT = 'Patient ZQXMARKER9731 was diagnosed with 糖尿病 in March.';
 

@@ -8,7 +8,7 @@ import { factKeyOf, lineageSet, migrateTenantSchema, purposeSet, TENANT_SCHEMA }
 import { VectorGraph, type VectorGraphOptions } from './vector-graph';
 import { cosine, fromBlob, norm, toBlob } from './vectors';
 import { scanFiles } from '../../erasure/byte-scan';
-import { countTokens } from '../../recall/token-counter';
+import { countTokens } from '@elma/shared';
 
 export interface PartitionFiles {
   db: string;

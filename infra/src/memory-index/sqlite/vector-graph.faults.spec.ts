@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fillVolume, mountSmallVolume, smallVolumesUnsupported } from '../../../../tests/faults/small-volume';
-import { storageFullOf } from '../../storage/storage-full';
+import { storageFullOf } from '@elma/shared';
 import { VectorGraph } from './vector-graph';
 
 const unsupported = smallVolumesUnsupported('a vector graph saved onto a full volume');

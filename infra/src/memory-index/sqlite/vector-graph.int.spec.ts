@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { VectorGraph } from './vector-graph';
-import { runChild } from '../../testing/child-process';
+import { runChild } from '@elma/shared/testing';
 
 /** A deterministic pseudo-random vector (mulberry32), for graph tests. */
 function prngVector(dimensions: number, seed: number): Float32Array {

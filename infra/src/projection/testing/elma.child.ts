@@ -14,7 +14,7 @@
 import type { Principal } from '@elma/domain';
 import { loadConfig } from '../../config/config';
 import { openElma } from '../../runtime/elma';
-import { silentLogger } from '../../runtime/logger';
+import { silentLogger } from '@elma/shared';
 
 const principal = (tenant: string): Principal => ({ tenant, sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' });
 const events = (tenant: string, from: number, count: number) => ({

@@ -5,7 +5,7 @@
  */
 import { loadConfig } from '../../config/config';
 import { openElma } from '../elma';
-import { silentLogger } from '../logger';
+import { silentLogger } from '@elma/shared';
 
 const [dir] = process.argv.slice(2);
 process.stdout.write('opening\n');

@@ -1,0 +1,5 @@
+export * from './ids';
+export * from './logger';
+export * from './token-counter';
+export * from './storage-full';
+export * from './crypto';
