@@ -106,3 +106,9 @@ export const SignedCertificate = z.strictObject({
   signature: z.strictObject({ alg: z.literal('EdDSA'), kid: z.string(), value: z.string().regex(/^[A-Za-z0-9_-]+$/) }),
 });
 export type SignedCertificate = z.infer<typeof SignedCertificate>;
+
+/** Signs erasure certificates (the port; infra's CertificateSigner signs with Ed25519). */
+export interface CertificateSigner {
+  readonly keyId: string;
+  sign(certificate: ErasureCertificate): SignedCertificate;
+}

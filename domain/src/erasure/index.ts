@@ -1,3 +1,4 @@
 export * from './erasure';
 export * from './closure';
 export * from './certificate';
+export * from './raw-scan';

@@ -1,6 +1,6 @@
 import { createHash, createPrivateKey, createPublicKey, hkdfSync, sign, verify, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
-import { canonicalJson, ErasureCertificate, SignedCertificate } from '@elma/domain';
+import { canonicalJson, ErasureCertificate, SignedCertificate, type CertificateSigner as CertificateSigning } from '@elma/domain';
 
 /** DER prefix of a PKCS#8 Ed25519 private key; the 32-byte seed follows it (RFC 8410). */
 const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
@@ -25,7 +25,7 @@ export type CertificateVerification =
  * so every node holding the same master key signs with (and publishes) the
  * same key, and nothing else has to be stored or rotated separately.
  */
-export class CertificateSigner {
+export class CertificateSigner implements CertificateSigning {
   readonly keyId: string;
   private readonly privateKey: KeyObject;
   private readonly publicKey: KeyObject;

@@ -38,7 +38,7 @@ import {
   type Verification,
 } from '@elma/domain';
 import type { AuditLog } from '../audit/audit-log';
-import type { CertificateSigner } from '../certificate/signing';
+import type { CertificateSigner, RawStoreScan } from '@elma/domain';
 import type { LegalHolds } from '../legal-hold/legal-holds';
 import type { PolicyStore } from '../policy/policy-store';
 import type { Projection } from '../projection/projection';
@@ -112,7 +112,8 @@ export class ErasureService {
       signer: CertificateSigner;
       clock: Clock;
       ids: IdSource;
-      /** Folders and files the byte scan covers (data folder, Temporal database). */
+      /** The byte scan over the raw store files, and the folders and files it covers (data folder, Temporal database). */
+      rawScan: RawStoreScan;
       scanRoots: string[];
       /** The event log's engine, as the certificate names it. */
       logEngine: string;
@@ -122,7 +123,7 @@ export class ErasureService {
   ) {
     this.store = new ErasureStore({ log: deps.log, sealer: deps.sealer });
     this.outbox = new ErasureOutbox({ log: deps.log });
-    this.verifier = new ErasureVerifier({ index: deps.index, vault: deps.vault, scanRoots: deps.scanRoots });
+    this.verifier = new ErasureVerifier({ index: deps.index, vault: deps.vault, rawScan: deps.rawScan, scanRoots: deps.scanRoots });
   }
 
   // ---- requests (API side) ----------------------------------------------------------------------------

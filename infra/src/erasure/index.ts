@@ -4,5 +4,4 @@ export * from './fingerprints';
 export * from './tombstones';
 export * from './guard';
 export * from './verification';
-export * from './byte-scan';
 export * from './erasure-outbox';

@@ -1,6 +1,5 @@
 import { basename, relative } from 'node:path';
-import { KeyShredded, MemoryStatus, TenantDestroyed, type IndexFilter, type KeyVault, type MemoryIndex, type Verification } from '@elma/domain';
-import { listFiles, scanFiles, type Needle } from './byte-scan';
+import { KeyShredded, MemoryStatus, TenantDestroyed, type IndexFilter, type KeyVault, type MemoryIndex, type Needle, type RawStoreScan, type Verification } from '@elma/domain';
 import type { WorksetRecord } from './erasure-store';
 
 /** A kNN hit at least this similar to an erased record's own vector counts as the record still being there. */
@@ -18,7 +17,7 @@ const EVERYTHING: IndexFilter = { statuses: MemoryStatus.options, maxSensitivity
  * database) for its plaintext and its raw vector bytes.
  */
 export class ErasureVerifier {
-  constructor(private readonly deps: { index: MemoryIndex; vault: KeyVault; scanRoots: string[] }) {}
+  constructor(private readonly deps: { index: MemoryIndex; vault: KeyVault; rawScan: RawStoreScan; scanRoots: string[] }) {}
 
   async verify(tenant: string, records: WorksetRecord[], keyIds: string[], round: number): Promise<Verification> {
     const erased = new Set(records.map((r) => r.id));
@@ -81,8 +80,8 @@ export class ErasureVerifier {
       const name = basename(path);
       return name.startsWith('tenant-') && !name.startsWith(`tenant-${tenant}.`);
     };
-    const paths = await listFiles(this.deps.scanRoots, { exclude: otherTenantIndex });
-    const report = await scanFiles(paths, needles);
+    const paths = await this.deps.rawScan.listFiles(this.deps.scanRoots, { exclude: otherTenantIndex });
+    const report = await this.deps.rawScan.scanFiles(paths, needles);
     const failedIds = new Set(report.findings.map((f) => f.needleId));
     const root = this.deps.scanRoots[0] ?? '';
     return {

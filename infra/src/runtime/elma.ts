@@ -29,6 +29,7 @@ import { ErasureGuard } from '../erasure/guard';
 import { ErasureService } from '../erasure/erasure-service';
 import { Tombstones } from '../erasure/tombstones';
 import { volumeHealth } from '../storage/storage-health';
+import { rawStoreScan } from '../raw-scan';
 import { migrateToPseudonyms } from './pseudonym-migration';
 
 export const systemClock: Clock = { now: () => new Date() };
@@ -156,6 +157,7 @@ export async function openElma(
       signer,
       clock,
       ids,
+      rawScan: rawStoreScan,
       scanRoots,
       logEngine: config.eventLog,
       ...(compaction ? { compaction: { port: compaction, waitMs: config.eventStore!.scavengeWaitMs } } : {}),

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { ownerOnlyDatabaseFile } from '../../runtime/owner-only';
+import { ownerOnlyDatabaseFile } from '../../files/owner-only';
 import {
   NO_STREAM,
   StreamDeleted,

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { ownerOnlyDatabaseFile } from '../../runtime/owner-only';
+import { ownerOnlyDatabaseFile } from '../../files/owner-only';
 import { DomainError, KeyShredded, SUBJECT_PSEUDONYM_PREFIX, TenantDestroyed, type KeyVault } from '@elma/domain';
 import { deriveTenantKey, openJson, sealJson, unwrapKey, wrapKey, type Sealed } from '@elma/shared';
 import { Lru } from '../lru';

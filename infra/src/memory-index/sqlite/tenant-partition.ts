@@ -7,7 +7,7 @@ import { millis } from './filter-sql';
 import { factKeyOf, lineageSet, migrateTenantSchema, purposeSet, TENANT_SCHEMA } from './schema';
 import { VectorGraph, type VectorGraphOptions } from './vector-graph';
 import { cosine, fromBlob, norm, toBlob } from './vectors';
-import { scanFiles } from '../../erasure/byte-scan';
+import { scanFiles } from '../../raw-scan/byte-scan';
 import { countTokens } from '@elma/shared';
 
 export interface PartitionFiles {

@@ -3,30 +3,9 @@ import { readdir, stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 
-/** A byte sequence that must not remain on disk; `id` is the record it belongs to. */
-export interface Needle {
-  id: string;
-  bytes: Uint8Array;
-}
+import type { Needle, ScanReport } from '@elma/domain';
 
-export interface ScanFinding {
-  needleId: string;
-  path: string;
-  /** Byte offset of the first occurrence of the needle in the file. */
-  offset: number;
-}
-
-export interface ScanReport {
-  /** Files scanned to the end; files that vanished or could not be opened are not counted. */
-  files: number;
-  /** Total bytes scanned. */
-  bytes: number;
-  /** The paths scanned, as given; a listed path missing here was skipped. */
-  paths: string[];
-  findings: ScanFinding[];
-  /** Ids of needles too short to search for without drowning in false positives. */
-  tooShort: string[];
-}
+export type { Needle, ScanFinding, ScanReport } from '@elma/domain';
 
 /**
  * Shorter needles are not searched: below 8 bytes a random match in a few MB
