@@ -31,6 +31,7 @@ COPY workflows/package.json workflows/
 COPY apps/api/package.json apps/api/
 COPY apps/cli/package.json apps/cli/
 COPY apps/worker/package.json apps/worker/
+COPY apps/runtime/package.json apps/runtime/
 COPY scripts/ensure-temporal.mjs scripts/
 # tsx is a runtime dependency (the services run TypeScript through it); dev tools are left out.
 RUN npm ci --omit=dev --no-audit --no-fund \

@@ -16,6 +16,7 @@ export default defineConfig({
       { find: /^@elma\/workflows$/, replacement: here('./workflows/src/index.ts') },
       { find: /^@elma\/api$/, replacement: here('./apps/api/src/index.ts') },
       { find: /^@elma\/worker$/, replacement: here('./apps/worker/src/index.ts') },
+      { find: /^@elma\/runtime$/, replacement: here('./apps/runtime/src/index.ts') },
     ],
   },
   test: {

@@ -4,8 +4,9 @@ import { describe, expect, it } from 'vitest';
 
 /**
  * The dependency direction of DESIGN.md §3, checked by a tool rather than by
- * memory: apps -> workflows/activities -> infra -> domain. Spec files are
- * exempt (tests may wire anything).
+ * memory: apps -> workflows/activities -> infra -> domain. Spec files and test
+ * support (contract suites, fixtures, testing/ folders) are exempt: tests may
+ * wire anything.
  */
 const root = join(import.meta.dirname, '..');
 
@@ -13,7 +14,8 @@ function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) return sources(path);
-    return path.endsWith('.ts') && !path.endsWith('.spec.ts') && !name.includes('contract') && !name.includes('fixtures') ? [path] : [];
+    const testSupport = name.includes('contract') || name.includes('fixtures') || path.includes('/testing/');
+    return path.endsWith('.ts') && !path.endsWith('.spec.ts') && !testSupport ? [path] : [];
   });
 }
 
@@ -70,6 +72,6 @@ describe('layering', () => {
 
   it('never lets a lower layer import an app', () => {
     const lower = ['domain', 'shared', 'infra', 'activities', 'workflows'].flatMap(imports);
-    expect(lower.filter((i) => /^@elma\/(api|worker|cli)$/.test(i.from))).toEqual([]);
+    expect(lower.filter((i) => /^@elma\/(api|worker|cli|runtime)$/.test(i.from))).toEqual([]);
   });
 });

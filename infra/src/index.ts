@@ -1,6 +1,5 @@
 export * from './config/config';
 export * from './auth/tokens';
-export * from './runtime/elma';
 export * from './files/data-dir-owner';
 export * from './files/owner-only';
 export * from './raw-scan';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
 import { loadConfig } from '../config/config';
 import { silentLogger } from '@elma/shared';
-import { openElma, type Elma } from '../runtime/elma';
+import { openElma, type Elma } from '@elma/runtime';
 
 /**
  * Consolidation shares its process with the API (`elma start`): however

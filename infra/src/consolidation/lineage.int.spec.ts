@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
 import { loadConfig } from '../config/config';
 import { silentLogger } from '@elma/shared';
-import { openElma, type Elma } from '../runtime/elma';
+import { openElma, type Elma } from '@elma/runtime';
 
 /**
  * Legal holds reach consolidation views through lineage, on the real

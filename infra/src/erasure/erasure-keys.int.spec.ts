@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyShredded, type EventIngested, type Principal } from '@elma/domain';
 import { loadConfig } from '../config/config';
 import { silentLogger } from '@elma/shared';
-import { openElma, type Elma } from '../runtime/elma';
+import { openElma, type Elma } from '@elma/runtime';
 
 const SUBJECTS = ['ann', 'bo', 'cy'];
 const KEYS = ['k1', 'k2', 'k3', undefined];

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
 import { loadConfig } from '../config/config';
-import { openElma, type Elma } from '../runtime/elma';
+import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
 import type { ErasureStart } from './erasure-outbox';
 

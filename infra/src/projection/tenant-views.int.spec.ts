@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RECALLABLE_STATUSES, type Principal } from '@elma/domain';
 import { loadConfig } from '../config/config';
-import { openElma, type Elma } from '../runtime/elma';
+import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
 
 const url = process.env.ELMA_ELASTICSEARCH_URL;

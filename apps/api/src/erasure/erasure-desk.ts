@@ -7,7 +7,8 @@ import {
   type Principal,
   type SignedCertificate,
 } from '@elma/domain';
-import { Forbidden, renderCertificatePdf, TemporalUnavailable, type Elma } from '@elma/infra';
+import { Forbidden, renderCertificatePdf, TemporalUnavailable } from '@elma/infra';
+import { type Elma } from '@elma/runtime';
 import { initialErasureProgress } from '@elma/workflows';
 
 /** How the API reaches the erasure workflows (Temporal), injected by the process that runs the API. */

@@ -1,7 +1,7 @@
 import { Inject, UseGuards } from '@nestjs/common';
 import { Args, ID, Mutation, Query, Resolver } from '@nestjs/graphql';
 import type { MemoryRecord, Principal } from '@elma/domain';
-import type { Elma } from '@elma/infra';
+import type { Elma } from '@elma/runtime';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
 import { ParamTypes } from './param-types';

@@ -1,7 +1,8 @@
 import { Inject, Injectable, createParamDecorator, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { GqlExecutionContext } from '@nestjs/graphql';
 import { TenantMismatch, type Principal } from '@elma/domain';
-import { TokenVerifier, Unauthenticated, type Elma } from '@elma/infra';
+import { TokenVerifier, Unauthenticated } from '@elma/infra';
+import { type Elma } from '@elma/runtime';
 import { ELMA } from './tokens';
 
 type WithPrincipal = {

@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Inject, Post, UseGuards } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { IngestRequest, type Principal } from '@elma/domain';
-import type { Elma } from '@elma/infra';
+import type { Elma } from '@elma/runtime';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
 import { ApiAuthenticated, ApiJsonBody, ApiOk, ApiProblems, IngestResultSchema } from './openapi';

@@ -3,7 +3,7 @@ import { ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { AuditOperation, PlaceLegalHold, PolicyDocument, TenantPolicy, parseOrThrow, type Principal } from '@elma/domain';
-import type { Elma } from '@elma/infra';
+import type { Elma } from '@elma/runtime';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
 import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, ApiQueryOf, jsonSchema, LegalHoldSchema, linksFrom } from './openapi';

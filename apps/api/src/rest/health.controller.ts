@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
 import { ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import type { Elma } from '@elma/infra';
+import type { Elma } from '@elma/runtime';
 import { ELMA } from '../http/tokens';
 import { ApiProblems } from './openapi';
 

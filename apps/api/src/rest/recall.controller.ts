@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { RecallFeedback, RecallRequest, type Principal } from '@elma/domain';
-import type { Elma } from '@elma/infra';
+import type { Elma } from '@elma/runtime';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ELMA } from '../http/tokens';
 import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, linksFrom, RecallResultSchema } from './openapi';

@@ -4,7 +4,8 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { DEFAULT_POLICY, MAX_BATCH, episodicIdFor, type IndexFilter, type Principal } from '@elma/domain';
-import { loadConfig, openElma, type Elma } from '@elma/infra';
+import { loadConfig } from '@elma/infra';
+import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
 import { MAX_DEPTH, parseSessionDateTime, scoreRetrieval, summarise, type ScoredQuestion, type SummaryRow } from '../eval/locomo-metrics';
 

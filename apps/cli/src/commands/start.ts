@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { createApi } from '@elma/api';
 import { createLogger } from '@elma/shared';
-import { loadConfig, openElma, startTemporalDevServer, type Elma, type ElmaConfig, type TemporalDevServer } from '@elma/infra';
+import { loadConfig, startTemporalDevServer, type ElmaConfig, type TemporalDevServer } from '@elma/infra';
+import { openElma, type Elma } from '@elma/runtime';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createElmaWorker, ensureConsolidationSchedule, ensureRetentionSchedule, startConsolidation, temporalErasureWorkflows } from '@elma/worker';

@@ -1,4 +1,5 @@
-import { loadConfig, openElma } from '@elma/infra';
+import { loadConfig } from '@elma/infra';
+import { openElma } from '@elma/runtime';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createElmaWorker } from '@elma/worker';
 import { claimEmbeddedEngines } from '../ownership';

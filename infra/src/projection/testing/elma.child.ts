@@ -13,7 +13,7 @@
  */
 import type { Principal } from '@elma/domain';
 import { loadConfig } from '../../config/config';
-import { openElma } from '../../runtime/elma';
+import { openElma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
 
 const principal = (tenant: string): Principal => ({ tenant, sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' });

@@ -3,7 +3,7 @@
  * `opening`, opens ELMA on the data folder given (which migrates it), prints
  * `opened` and closes.
  */
-import { loadConfig } from '../../config/config';
+import { loadConfig } from '@elma/infra';
 import { openElma } from '../elma';
 import { silentLogger } from '@elma/shared';
 

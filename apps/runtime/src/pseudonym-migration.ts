@@ -1,7 +1,5 @@
 import { isLegacySubjectStream, parseStreamName, streams, type EventLog, type KeyVault, type RecordedEvent } from '@elma/domain';
-import { SqliteEventLog } from '../event-log';
-import type { LayoutFile } from '../event-log/sqlite/sqlite-event-log';
-import { legalHoldStream, storedHold, type StoredLegalHold } from '../legal-hold/legal-holds';
+import { SqliteEventLog, type LayoutFile, legalHoldStream, storedHold, type StoredLegalHold } from '@elma/infra';
 
 /** The data-folder layout in which subjects are named by pseudonyms only. */
 export const PSEUDONYM_LAYOUT = 1;

@@ -5,8 +5,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SUBJECT_PSEUDONYM } from '@elma/domain';
-import { loadConfig } from '../config/config';
-import { SqliteEventLog } from '../event-log';
+import { loadConfig, SqliteEventLog } from '@elma/infra';
 import { openElma } from './elma';
 import { silentLogger } from '@elma/shared';
 

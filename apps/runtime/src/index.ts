@@ -1,0 +1,2 @@
+export * from './elma';
+export * from './pseudonym-migration';
