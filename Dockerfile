@@ -26,6 +26,7 @@ COPY package.json package-lock.json ./
 COPY domain/package.json domain/
 COPY shared/package.json shared/
 COPY infra/package.json infra/
+COPY application/package.json application/
 COPY activities/package.json activities/
 COPY workflows/package.json workflows/
 COPY apps/api/package.json apps/api/

@@ -1,8 +1,6 @@
 // Lint configuration (ESLint flat config). Two jobs:
 // 1. Layer boundaries between packages, read from the Nx project graph and the
-//    `tags` in each project.json (@nx/enforce-module-boundaries), plus, inside
-//    infra/ until the use cases move out of it, a file-level rule that keeps
-//    adapters from importing use cases (scripts/layers/eslint-plugin.mjs).
+//    `tags` in each project.json (@nx/enforce-module-boundaries).
 // 2. typescript-eslint's recommended rules. Formatting is Prettier's job
 //    (`npm run format:check`); eslint-config-prettier turns off the rules that
 //    would fight it.
@@ -11,22 +9,20 @@ import globals from 'globals';
 import nx from '@nx/eslint-plugin';
 import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
-import elma from './scripts/layers/eslint-plugin.mjs';
 
 /**
  * Which project (by tag) may import which. The tags live in each project.json.
- * The target layout (DESIGN.md, "Layout") adds `type:application` between
- * infra and activities; until that package exists, activities still import
- * the use cases from infra.
+ * Use cases (application) see adapters only through the ports in domain; the
+ * composition root (apps/runtime) is the one place that wires both.
  */
 const depConstraints = [
   { sourceTag: 'type:domain', onlyDependOnLibsWithTags: ['type:domain'] },
   { sourceTag: 'type:shared', onlyDependOnLibsWithTags: ['type:domain', 'type:shared'] },
   { sourceTag: 'type:infra', onlyDependOnLibsWithTags: ['type:domain', 'type:shared', 'type:infra'] },
-  { sourceTag: 'type:application', onlyDependOnLibsWithTags: ['type:domain', 'type:application'] },
+  { sourceTag: 'type:application', onlyDependOnLibsWithTags: ['type:domain', 'type:shared', 'type:application'] },
   {
     sourceTag: 'type:activities',
-    onlyDependOnLibsWithTags: ['type:domain', 'type:infra', 'type:application', 'type:activities'],
+    onlyDependOnLibsWithTags: ['type:domain', 'type:shared', 'type:application', 'type:activities'],
   },
   // Workflows run in Temporal's deterministic sandbox: the Temporal workflow
   // packages and, as types only (checked below), domain and activities.
@@ -89,13 +85,6 @@ export default tseslint.config(
         },
       ],
     },
-  },
-  // Inside infra, until it holds adapters only.
-  {
-    files: ['infra/src/**/*.ts'],
-    ignores: TEST_FILES,
-    plugins: { elma },
-    rules: { 'elma/infra-layers': 'error' },
   },
   // TypeScript checks undefined names itself (typescript-eslint's advice).
   {

@@ -12,6 +12,7 @@ export default defineConfig({
       { find: /^@elma\/shared\/testing$/, replacement: here('./shared/src/testing.ts') },
       { find: /^@elma\/shared$/, replacement: here('./shared/src/index.ts') },
       { find: /^@elma\/infra$/, replacement: here('./infra/src/index.ts') },
+      { find: /^@elma\/application$/, replacement: here('./application/src/index.ts') },
       { find: /^@elma\/activities$/, replacement: here('./activities/src/index.ts') },
       { find: /^@elma\/workflows$/, replacement: here('./workflows/src/index.ts') },
       { find: /^@elma\/api$/, replacement: here('./apps/api/src/index.ts') },
@@ -20,7 +21,7 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['{domain,shared,infra,activities,workflows,apps/*}/src/**/*.spec.ts', 'tests/**/*.spec.ts'],
+    include: ['{domain,shared,infra,application,activities,workflows,apps/*}/src/**/*.spec.ts', 'tests/**/*.spec.ts'],
     // Fault scenarios (kill -9, full disk, corrupt files, Temporal down) run in `npm run test:faults`.
     exclude: ['**/node_modules/**', '**/*.faults.spec.ts'],
     globalSetup: ['./tests/temporal.global-setup.ts', './tests/redteam.global-setup.ts'],

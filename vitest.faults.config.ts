@@ -11,7 +11,7 @@ export default defineConfig({
   ...base,
   test: {
     ...base.test,
-    include: ['{domain,shared,infra,activities,workflows,apps/*}/src/**/*.faults.spec.ts', 'tests/**/*.faults.spec.ts'],
+    include: ['{domain,shared,infra,application,activities,workflows,apps/*}/src/**/*.faults.spec.ts', 'tests/**/*.faults.spec.ts'],
     exclude: ['**/node_modules/**'],
     fileParallelism: false,
     testTimeout: 180_000,

@@ -35,15 +35,15 @@ const allSuites: Suite[] = [
   {
     engine: 'Elasticsearch',
     port: 'Views rebuild',
-    file: 'infra/src/projection/tenant-views.int.spec.ts',
+    file: 'application/src/views/tenant-views.int.spec.ts',
     variable: 'ELMA_ELASTICSEARCH_URL',
   },
   { engine: 'SQLite (embedded)', port: 'KeyVault', file: 'infra/src/key-vault/sqlite/sqlite-key-vault.int.spec.ts' },
-  { engine: 'SQLite (embedded)', port: 'Ingest identity', file: 'infra/src/ingest/ingest-service.int.spec.ts', match: 'ingest identity on SQLite' },
+  { engine: 'SQLite (embedded)', port: 'Ingest identity', file: 'application/src/ingest/ingest-service.int.spec.ts', match: 'ingest identity on SQLite' },
   {
     engine: 'EventStoreDB',
     port: 'Ingest identity',
-    file: 'infra/src/ingest/ingest-service.int.spec.ts',
+    file: 'application/src/ingest/ingest-service.int.spec.ts',
     match: 'ingest identity on EventStoreDB',
     variable: 'ELMA_EVENTSTORE_URL',
   },

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 
 /**
  * The dependency direction of DESIGN.md §3, checked by a tool rather than by
- * memory: apps -> workflows/activities -> infra -> domain. Spec files and test
+ * memory: apps -> workflows -> activities -> application -> shared -> domain,
+ * and apps -> infra -> shared -> domain. Spec files and test
  * support (contract suites, fixtures, testing/ folders) are exempt: tests may
  * wire anything.
  */
@@ -59,8 +60,12 @@ describe('layering', () => {
     expect(imports('infra').filter((i) => ours(i) && !['@elma/domain', '@elma/shared'].includes(i.from))).toEqual([]);
   });
 
-  it('lets activities depend on domain and infra only', () => {
-    expect(imports('activities').filter((i) => ours(i) && !['@elma/domain', '@elma/infra'].includes(i.from))).toEqual([]);
+  it('lets the use cases depend on domain and shared only (adapters come in through domain ports)', () => {
+    expect(imports('application').filter((i) => ours(i) && !['@elma/domain', '@elma/shared'].includes(i.from))).toEqual([]);
+  });
+
+  it('lets activities depend on domain, shared and the use cases only', () => {
+    expect(imports('activities').filter((i) => ours(i) && !['@elma/domain', '@elma/shared', '@elma/application'].includes(i.from))).toEqual([]);
   });
 
   it('lets workflows import the deterministic Temporal packages and only types of anything else', () => {
@@ -71,7 +76,7 @@ describe('layering', () => {
   });
 
   it('never lets a lower layer import an app', () => {
-    const lower = ['domain', 'shared', 'infra', 'activities', 'workflows'].flatMap(imports);
+    const lower = ['domain', 'shared', 'infra', 'application', 'activities', 'workflows'].flatMap(imports);
     expect(lower.filter((i) => /^@elma\/(api|worker|cli|runtime)$/.test(i.from))).toEqual([]);
   });
 });

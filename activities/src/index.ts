@@ -1,4 +1,4 @@
-import type { ConsolidationService, ErasureService } from '@elma/infra';
+import type { ConsolidationService, ErasureService } from '@elma/application';
 import { createConsolidationActivities, type ConsolidationActivities } from './consolidation/activities';
 import { createErasureActivities, type ErasureActivities } from './erasure/activities';
 import { createReindexActivities, type TenantViews } from './reindex/activities';

@@ -1,4 +1,4 @@
-import type { ConsolidationResult, ConsolidationService } from '@elma/infra';
+import type { ConsolidationResult, ConsolidationService } from '@elma/application';
 import { withDomainFailures } from '../shared/failures';
 
 /**

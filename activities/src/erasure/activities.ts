@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import type { ErasureService, EraseSet, HeldRecord, StepAttempt } from '@elma/infra';
+import type { ErasureService, EraseSet, HeldRecord, StepAttempt } from '@elma/application';
 import type { Verification } from '@elma/domain';
 import { withDomainFailures } from '../shared/failures';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyShredded, type Principal } from '@elma/domain';
-import { ErasureStore } from '@elma/infra';
+import { ErasureStore } from '@elma/application';
 import { deterministicUuid } from '@elma/shared';
 import { callApi, changePolicy, chatEvent, dataEventCount, roleTokens, startTestApp, type TestApp } from './testing';
 

@@ -2,7 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { CheckpointStore, Clock, Embedder, EventLog, IdSource, KeyVault, MemoryIndex } from '@elma/domain';
-import { type ElmaConfig, HashingEmbedder, OpenAiCompatibleEmbedder, EventStoreDbCheckpointStore, EventStoreDbEventLog, EventStoreDbScavenger, SqliteEventLog, IngestService, SqliteKeyVault, ElasticsearchMemoryIndex, SqliteMemoryIndex, MemoryService, Adjudication, ConsolidationService, Projection, ProjectionRunner, TenantViewsService, WriteTracker, RecallService, AuditLog, LegalHolds, PolicyStore, GovernanceService, EventSealer, CertificateSigner, ErasureFingerprints, ErasureGuard, ErasureService, Tombstones, volumeHealth, rawStoreScan } from '@elma/infra';
+import { type ElmaConfig, HashingEmbedder, OpenAiCompatibleEmbedder, EventStoreDbCheckpointStore, EventStoreDbEventLog, EventStoreDbScavenger, SqliteEventLog, SqliteKeyVault, ElasticsearchMemoryIndex, SqliteMemoryIndex, CertificateSigner, volumeHealth, rawStoreScan } from '@elma/infra';
+import { IngestService, MemoryService, Adjudication, ConsolidationService, Projection, ProjectionRunner, TenantViewsService, WriteTracker, RecallService, AuditLog, LegalHolds, PolicyStore, GovernanceService, EventSealer, ErasureFingerprints, ErasureGuard, ErasureService, Tombstones } from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
 

@@ -1,5 +1,6 @@
 import { isLegacySubjectStream, parseStreamName, streams, type EventLog, type KeyVault, type RecordedEvent } from '@elma/domain';
-import { SqliteEventLog, type LayoutFile, legalHoldStream, storedHold, type StoredLegalHold } from '@elma/infra';
+import { SqliteEventLog, type LayoutFile } from '@elma/infra';
+import { legalHoldStream, storedHold, type StoredLegalHold } from '@elma/application';
 
 /** The data-folder layout in which subjects are named by pseudonyms only. */
 export const PSEUDONYM_LAYOUT = 1;

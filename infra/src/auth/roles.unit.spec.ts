@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BUILT_IN_ROLES, DEFAULT_POLICY, unknownRoles } from '@elma/domain';
-import { CORRECTOR_ROLES } from '../memory/adjudication';
-import { ERASURE_ROLES } from '../erasure/erasure-service';
+import { CORRECTOR_ROLES, ERASURE_ROLES } from '@elma/application';
 
 describe('the built-in roles', () => {
   it('include every role the default policy and the services check', () => {

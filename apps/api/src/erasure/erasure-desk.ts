@@ -7,7 +7,8 @@ import {
   type Principal,
   type SignedCertificate,
 } from '@elma/domain';
-import { Forbidden, renderCertificatePdf, TemporalUnavailable } from '@elma/infra';
+import { Forbidden } from '@elma/application';
+import { renderCertificatePdf, TemporalUnavailable } from '@elma/infra';
 import { type Elma } from '@elma/runtime';
 import { initialErasureProgress } from '@elma/workflows';
 

@@ -9,7 +9,7 @@ import { INTERNAL, STATUS_OF_CODE } from './problem';
 const FORM = /^[A-Z][A-Z0-9_]*\.[A-Z][A-Z0-9_]*$/;
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
-const SOURCES = ['domain/src', 'shared/src', 'infra/src', 'activities/src', 'workflows/src', 'apps'];
+const SOURCES = ['domain/src', 'shared/src', 'infra/src', 'application/src', 'activities/src', 'workflows/src', 'apps'];
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {

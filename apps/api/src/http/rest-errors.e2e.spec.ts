@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_POLICY } from '@elma/domain';
-import { policyStream } from '@elma/infra';
+import { policyStream } from '@elma/application';
 import { callApi, chatEvent, recordingLogger, startTestApp, type TestApp } from '../testing';
 
 /**

@@ -13,8 +13,8 @@ import { z } from 'zod';
 import type { AuditLog } from '../audit/audit-log';
 import { Forbidden } from '../governance/governance-service';
 import { memoryVersionAppends } from './memory-events';
-import type { ProjectionRunner } from '../projection/runner';
-import type { WriteTracker } from '../projection/write-tracker';
+import type { ProjectionRunner } from '../views/runner';
+import type { WriteTracker } from '../views/write-tracker';
 import type { EventSealer } from '../sealing/sealed-events';
 import type { MemoryService } from './memory-service';
 

@@ -1,7 +1,7 @@
 import { DomainError, type AuditEntry, type AuditOperation, type LegalHold, type Principal, type TenantPolicy } from '@elma/domain';
 import type { AuditLog } from '../audit/audit-log';
-import type { LegalHolds } from '../legal-hold/legal-holds';
-import type { PolicyStore } from '../policy/policy-store';
+import type { LegalHolds } from './legal-holds';
+import type { PolicyStore } from './policy-store';
 
 export class Forbidden extends DomainError {
   constructor(role: string) {

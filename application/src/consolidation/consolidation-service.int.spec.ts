@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
-import { loadConfig } from '../config/config';
+import { loadConfig } from '@elma/infra';
 import { silentLogger } from '@elma/shared';
 import { openElma, type Elma } from '@elma/runtime';
 

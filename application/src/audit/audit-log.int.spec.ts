@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { WrongExpectedVersion, type EventLog } from '@elma/domain';
-import { SqliteEventLog } from '../event-log';
+import { SqliteEventLog } from '@elma/infra';
 import { AuditLog, type RecordAuditEntry } from './audit-log';
 
 const T0 = Date.parse('2025-03-01T00:00:00.000Z');

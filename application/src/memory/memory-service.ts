@@ -42,11 +42,11 @@ import {
 import { keyedFingerprint, keyedUuid } from '@elma/shared';
 import type { AuditLog } from '../audit/audit-log';
 import type { ErasureGuard } from '../erasure/guard';
-import type { LegalHolds } from '../legal-hold/legal-holds';
-import type { PolicyStore } from '../policy/policy-store';
+import type { LegalHolds } from '../governance/legal-holds';
+import type { PolicyStore } from '../governance/policy-store';
 import { memoryVersionAppends } from './memory-events';
-import type { ProjectionRunner } from '../projection/runner';
-import type { WriteTracker } from '../projection/write-tracker';
+import type { ProjectionRunner } from '../views/runner';
+import type { WriteTracker } from '../views/write-tracker';
 import type { EventSealer } from '../sealing/sealed-events';
 import { requireCorrector } from './adjudication';
 

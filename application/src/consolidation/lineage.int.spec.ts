@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
-import { loadConfig } from '../config/config';
+import { loadConfig } from '@elma/infra';
 import { silentLogger } from '@elma/shared';
 import { openElma, type Elma } from '@elma/runtime';
 

@@ -22,8 +22,8 @@ import {
 } from '@elma/domain';
 import type { EventSealer } from '../sealing/sealed-events';
 import { eventIdOf, keyedFingerprint, keyedUuid } from '@elma/shared';
-import type { WriteTracker } from '../projection/write-tracker';
-import type { PolicyStore } from '../policy/policy-store';
+import type { WriteTracker } from '../views/write-tracker';
+import type { PolicyStore } from '../governance/policy-store';
 import type { AuditLog } from '../audit/audit-log';
 import type { ErasureGuard } from '../erasure/guard';
 

@@ -39,10 +39,10 @@ import {
 } from '@elma/domain';
 import type { AuditLog } from '../audit/audit-log';
 import type { CertificateSigner, RawStoreScan } from '@elma/domain';
-import type { LegalHolds } from '../legal-hold/legal-holds';
-import type { PolicyStore } from '../policy/policy-store';
-import type { Projection } from '../projection/projection';
-import type { ProjectionRunner } from '../projection/runner';
+import type { LegalHolds } from '../governance/legal-holds';
+import type { PolicyStore } from '../governance/policy-store';
+import type { Projection } from '../views/projection';
+import type { ProjectionRunner } from '../views/runner';
 import { ErasureStore, type ErasureRequestRecord, type Requester, type Workset } from './erasure-store';
 import { ErasureOutbox, type ErasureStart } from './erasure-outbox';
 import type { ErasureFingerprints } from './fingerprints';

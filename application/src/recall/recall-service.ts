@@ -29,11 +29,11 @@ import {
   visibleInSession,
   type IdSource,
 } from '@elma/domain';
-import type { ProjectionRunner } from '../projection/runner';
-import type { WriteTracker } from '../projection/write-tracker';
+import type { ProjectionRunner } from '../views/runner';
+import type { WriteTracker } from '../views/write-tracker';
 import type { AuditLog } from '../audit/audit-log';
-import type { LegalHolds } from '../legal-hold/legal-holds';
-import type { PolicyStore } from '../policy/policy-store';
+import type { LegalHolds } from '../governance/legal-holds';
+import type { PolicyStore } from '../governance/policy-store';
 import { countTokens } from '@elma/shared';
 
 export class PurposeNotPermitted extends DomainError {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { streams, type EventLog, type Principal, type Subscription } from '@elma/domain';
-import { loadConfig } from '../config/config';
+import { loadConfig } from '@elma/infra';
 import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
 import { ProjectionRunner, VIEWS_CHECKPOINT } from './runner';

@@ -12,7 +12,7 @@
  * replay of its log) gives. Runs until killed.
  */
 import type { Principal } from '@elma/domain';
-import { loadConfig } from '../../config/config';
+import { loadConfig } from '@elma/infra';
 import { openElma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
 

@@ -1,5 +1,5 @@
 import { ContentErased, factText, type MemoryContent } from '@elma/domain';
-import type { PolicyStore } from '../policy/policy-store';
+import type { PolicyStore } from '../governance/policy-store';
 import type { ErasureFingerprints } from './fingerprints';
 import type { Tombstones } from './tombstones';
 
