@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callApi, chatEvent, startTestApp, type TestApp } from './testing';
+import { callApi, chatEvent, startTestApp, type Json, type TestApp } from './testing';
 
 /**
  * Overload over real HTTP: far more concurrent requests than the bounds let
@@ -131,7 +131,7 @@ function slowRequest(url: string, token: string, path: string, body: unknown) {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) },
   });
-  const response = new Promise<{ status: number; body: any }>((resolve, reject) => {
+  const response = new Promise<{ status: number; body: Json }>((resolve, reject) => {
     request.on('error', reject);
     request.on('response', (res) => {
       let text = '';

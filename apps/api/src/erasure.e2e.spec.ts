@@ -6,7 +6,7 @@ import type { Principal } from '@elma/domain';
 import { verifySignedCertificate } from '@elma/infra';
 import { ensureRetentionSchedule } from '@elma/worker';
 import { filesContaining, inspectIndices, localNode, segmentCounts, shardFolders } from '../../../tests/support/elasticsearch-files';
-import { callApi, changePolicy, chatEvent, roleTokens, startTestApp, type TestApp } from './testing';
+import { callApi, changePolicy, chatEvent, roleTokens, startTestApp, type Json, type TestApp } from './testing';
 
 let t: TestApp;
 const tokens: Record<string, string> = {};
@@ -44,7 +44,7 @@ async function erase(scope: unknown, who = 'compliance', reason = 'subject_reque
   return response.body.requestId as string;
 }
 
-const setPolicy = (change: (policy: any) => void) => changePolicy(t.url, tokens.admin, change);
+const setPolicy = (change: (policy: Json) => void) => changePolicy(t.url, tokens.admin, change);
 
 beforeAll(async () => {
   t = await startTestApp({ temporal: {} });

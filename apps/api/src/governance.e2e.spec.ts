@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
-import { chatEvent, dataEventCount, startTestApp, type TestApp } from './testing';
+import { chatEvent, dataEventCount, startTestApp, type Json, type TestApp } from './testing';
 
 /** A clock the test can move, so retention can be seen to expire. */
 const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
@@ -16,7 +16,7 @@ async function call(who: string, method: string, path: string, body?: unknown) {
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await response.text();
-  let json: any;
+  let json: Json;
   try {
     json = text ? JSON.parse(text) : undefined;
   } catch {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyShredded, type Principal } from '@elma/domain';
 import { ErasureStore } from '@elma/application';
 import { deterministicUuid } from '@elma/shared';
-import { callApi, changePolicy, chatEvent, dataEventCount, roleTokens, startTestApp, type TestApp } from './testing';
+import { callApi, changePolicy, chatEvent, dataEventCount, roleTokens, startTestApp, type Json, type TestApp } from './testing';
 
 let t: TestApp;
 const tokens: Record<string, string> = {};
@@ -32,7 +32,7 @@ async function erase(subject: string) {
   return response.body.requestId as string;
 }
 
-const setPolicy = (change: (policy: any) => void) => changePolicy(t.url, tokens.admin, change);
+const setPolicy = (change: (policy: Json) => void) => changePolicy(t.url, tokens.admin, change);
 
 beforeAll(async () => {
   t = await startTestApp({ temporal: {} });

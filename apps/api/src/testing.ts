@@ -15,6 +15,10 @@ import { createApi } from './app';
 import type { ErasureWorkflows } from './erasure/erasure-desk';
 
 /** A real ELMA on real SQLite files in a temporary folder, served over real HTTP on a free port. */
+/** A parsed JSON response body: tests read whichever fields they assert on. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON of any shape, read field by field by the assertions
+export type Json = any;
+
 export interface TestApp {
   url: string;
   elma: Elma;
@@ -147,7 +151,7 @@ export async function callApi(url: string, token: string, method: string, path: 
   });
   const bytes = Buffer.from(await response.arrayBuffer());
   const text = bytes.toString('utf8');
-  let json: any;
+  let json: Json;
   try {
     json = text ? JSON.parse(text) : undefined;
   } catch {
@@ -157,7 +161,7 @@ export async function callApi(url: string, token: string, method: string, path: 
 }
 
 /** Changes the tenant's policy as `adminToken` (read, change, write back with its version); expects 200. */
-export async function changePolicy(url: string, adminToken: string, change: (policy: any) => void): Promise<void> {
+export async function changePolicy(url: string, adminToken: string, change: (policy: Json) => void): Promise<void> {
   const current = await callApi(url, adminToken, 'GET', '/v1/policy');
   const { version, ...document } = current.body;
   change(document);

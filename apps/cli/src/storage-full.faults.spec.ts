@@ -66,7 +66,7 @@ describe.skipIf(unsupported !== undefined)('a full disk under a running ELMA', (
     else refused.push(request.events.map((e) => eventIdOf(eventIdKey, 'acme', e.idempotencyKey)));
     return response;
   };
-  const health = async () => (await call('GET', '/health')).body as { status: string; engines: Record<string, { up: boolean; detail?: any }> };
+  const health = async () => (await call('GET', '/health')).body as { status: string; engines: Record<string, { up: boolean; detail: { error?: string; volumes: Record<string, { freeBytes: number; lowWaterBytes: number }> } }> };
   const alive = () => child.exitCode === null && child.signalCode === null;
 
   beforeAll(async () => {

@@ -99,7 +99,7 @@ describe('a read policy compiled to index clauses', () => {
 
   it('never admits a record above the caller’s clearance, whatever the rules', () => {
     fc.assert(
-      fc.property(rules, subject, env, record, (rs, s, e, r) => {
+      fc.property(rules, subject, env, record, (rs, s, e, _r) => {
         for (const clause of compileRead({ rules: rs }, s, e)) {
           expect(Sensitivity.options.indexOf(clause.maxSensitivity)).toBeLessThanOrEqual(Sensitivity.options.indexOf(s.clearance));
         }

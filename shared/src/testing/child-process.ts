@@ -27,7 +27,10 @@ export async function startChild(script: URL, args: string[], ready: RegExp, tim
     child.stdout!.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
       const match = stdout.split('\n').find((l) => ready.test(l));
-      if (match) (clearTimeout(timer), resolve(match));
+      if (match) {
+        clearTimeout(timer);
+        resolve(match);
+      }
     });
     child.on('exit', (code, signal) => (clearTimeout(timer), reject(new Error(`child exited (${code ?? signal}) before it was ready: ${stderr.slice(0, 500)}`))));
   });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { e2eIndex, recordingLogger, startTestApp, type TestApp } from '../testing';
+import { e2eIndex, recordingLogger, startTestApp, type Json, type TestApp } from '../testing';
 
 /**
  * GraphQL as a public API: client errors are client errors with stable
@@ -30,7 +30,7 @@ async function gql(body: unknown, options: { token?: string; accept?: string; me
     body: options.method === 'GET' ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await response.text();
-  let json: any;
+  let json: Json;
   try {
     json = JSON.parse(text);
   } catch {
@@ -58,7 +58,7 @@ describe('GraphQL client errors', () => {
       const response = await gql(body, { token: caller });
       expect(response.status, response.text).toBe(200);
       expect(codes(response.body)).toContain(code);
-      expect(response.body.errors.every((e: any) => e.extensions.status === 400)).toBe(true);
+      expect(response.body.errors.every((e: { extensions: { status: number } }) => e.extensions.status === 400)).toBe(true);
       // GraphQL spec, Response: an error raised before execution begins leaves no `data` entry.
       expect(response.body).not.toHaveProperty('data');
       expect(response.text).not.toContain(MARKER);
@@ -202,7 +202,7 @@ describe('the GraphQL explorer', () => {
       expect(page.status).toBe(404);
       const browser = await fetch(`${off.url}/graphql`, { headers: { accept: 'text/html' } });
       expect(browser.status).toBe(400);
-      expect(((await browser.json()) as any).errors[0].extensions.code).toBe('GRAPHQL.BAD_REQUEST');
+      expect(((await browser.json()) as { errors: { extensions: { code: string } }[] }).errors[0].extensions.code).toBe('GRAPHQL.BAD_REQUEST');
     } finally {
       await off.close();
     }

@@ -237,9 +237,10 @@ async function startServer(dataDir: string): Promise<Server> {
 
 /**
  * One POST over a keep-alive connection of the bench's own agent (one socket
- * per client at most, reused), with a time limit.
+ * per client at most, reused), with a time limit. The bench reads only the
+ * position of an accepted ingest (202); other answers only by their status.
  */
-function post(url: string, token: string, path: string, body: unknown, timeoutMs = REQUEST_TIMEOUT_MS): Promise<{ status: number; body: any; retryAfterSeconds: number }> {
+function post(url: string, token: string, path: string, body: unknown, timeoutMs = REQUEST_TIMEOUT_MS): Promise<{ status: number; body: { position: string }; retryAfterSeconds: number }> {
   const payload = Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
     const request = httpRequest(`${url}${path}`, {

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { AppendRequest, EventData, SubscriptionItem } from '@elma/domain';
+import type { EventData, SubscriptionItem } from '@elma/domain';
 import { eventLogContract } from '../contract';
 import Database from 'better-sqlite3';
 import { SqliteEventLog } from './sqlite-event-log';

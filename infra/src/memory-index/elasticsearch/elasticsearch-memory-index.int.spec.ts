@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from '@elastic/elasticsearch';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RECALLABLE_STATUSES, type HybridQuery } from '@elma/domain';
 import { memoryIndexContract } from '../contract';
 import { embed, indexed, searchIds } from '../fixtures';
 import { filesContaining, inspectIndices, localNode, segmentCounts } from '../../../../tests/support/elasticsearch-files';

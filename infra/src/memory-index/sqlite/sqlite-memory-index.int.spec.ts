@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
-import { RECALLABLE_STATUSES, type HybridQuery, type ReadClause } from '@elma/domain';
+import { RECALLABLE_STATUSES, type ReadClause } from '@elma/domain';
 import { memoryIndexContract } from '../contract';
 import { embed, indexed, searchIds } from '../fixtures';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
