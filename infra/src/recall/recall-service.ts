@@ -57,7 +57,7 @@ type Candidate = SearchHit & { hop?: number };
 const MIN_DENSE_ONLY_COSINE = 0.2;
 
 /**
- * Recall (§5.3): policy compiled into the index filter (pushdown), hybrid
+ * Recall (paper, section 5.3 'Retrieval and context packing'): policy compiled into the index filter (pushdown), hybrid
  * retrieval, a re-check of every hit (defence in depth), optionally the
  * relations one or two edges out from what was found, then budgeted packing
  * with citations. Working memories are recalled only within their session.
