@@ -3,7 +3,7 @@ import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 /**
- * The dependency direction of DESIGN.md §3, checked by a tool rather than by
+ * The dependency direction of docs/architecture.md#layers-and-packages, checked by a tool rather than by
  * memory: apps -> workflows -> activities -> application -> shared -> domain,
  * and apps -> infra -> shared -> domain. Spec files and test
  * support (contract suites, fixtures, testing/ folders) are exempt: tests may

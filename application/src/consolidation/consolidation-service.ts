@@ -64,7 +64,7 @@ export interface ConsolidationResult {
 }
 
 /**
- * Consolidation (issue 5 §4, paper §5.2): near-duplicate merges, extractive
+ * Consolidation (paper, section 5.2 'Consolidation'): near-duplicate merges, extractive
  * session summaries and pattern-extracted facts for one subject. Every
  * output is a view that registers its whole input set (lineage), its rule
  * and version; its id is the fingerprint of (inputs, rule version, model

@@ -85,7 +85,7 @@ export class ErasureForbidden extends DomainError {
 }
 
 /**
- * The work behind each step of `ErasureWorkflow` (issue 4). Every method is
+ * The work behind each step of `ErasureWorkflow` (docs/architecture.md#erasure). Every method is
  * idempotent: it may run again after a crash or a retry and converges to the
  * same state, and records its step in the erasure stream (plus one audit
  * entry) only the first time. Arguments and results are ids and counts only:

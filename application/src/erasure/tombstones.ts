@@ -10,7 +10,7 @@ interface TenantTombstones {
 }
 
 /**
- * Re-derivation tombstones (paper §5.4 step 5): keyed fingerprints of erased
+ * Re-derivation tombstones (paper, section 5.4 'Forgetting and deletion', step 5): keyed fingerprints of erased
  * content in `tombstone-{tenant}`, consulted by ingest, explicit writes and
  * consolidation so that the same content cannot be stored again from a
  * leftover copy. Each check first reads what other processes appended since

@@ -10,7 +10,7 @@ const EVERYTHING: IndexFilter = { statuses: MemoryStatus.options, maxSensitivity
 
 /**
  * Step 11 of the erasure: proves, per erased record, that it cannot be found
- * or read any more (issue 4 §3). Probes: get-by-id; BM25 with its most
+ * or read any more (docs/architecture.md#erasure). Probes: get-by-id; BM25 with its most
  * distinctive words; kNN with its own vector; decryption of its events (the
  * data keys must be shredded); and a byte scan of every file under the scan
  * roots (event log, index, key vault, their WAL files, the Temporal

@@ -52,7 +52,7 @@ export interface IngestResult {
 export const IDEMPOTENCY_CLAIMED = 'IdempotencyKeyClaimed';
 
 /**
- * The fast write path (§5.1 step 1): validate, derive idempotent ids, seal the
+ * The fast write path (paper, section 5.1 'Write path', stage one): validate, derive idempotent ids, seal the
  * content, append. A batch is validated whole before anything is written and
  * appended in one atomic unit, so it is all or nothing. No model call here.
  *

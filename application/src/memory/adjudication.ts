@@ -18,7 +18,7 @@ import type { WriteTracker } from '../views/write-tracker';
 import type { EventSealer } from '../sealing/sealed-events';
 import type { MemoryService } from './memory-service';
 
-/** Who may correct facts or settle disputes (an explicit correction by an authorised subject, §5.2 rule 4). */
+/** Who may correct facts or settle disputes (an explicit correction by an authorised subject: paper, section 5.2 'Consolidation', rule 4). */
 export const CORRECTOR_ROLES = ['admin', 'dpo', 'reviewer'] as const;
 
 export const AdjudicateRequest = z.strictObject({

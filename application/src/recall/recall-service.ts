@@ -57,7 +57,7 @@ type Candidate = SearchHit & { hop?: number };
 const MIN_DENSE_ONLY_COSINE = 0.2;
 
 /**
- * Recall (§5.3): policy compiled into the index filter (pushdown), hybrid
+ * Recall (paper, section 5.3 'Retrieval and context packing'): policy compiled into the index filter (pushdown), hybrid
  * retrieval, a re-check of every hit (defence in depth), optionally the
  * relations one or two edges out from what was found, then budgeted packing
  * with citations. Working memories are recalled only within their session.
@@ -100,8 +100,11 @@ export class RecallService {
     },
   ) {}
 
-  /** What each recent recall packed, for its caller's feedback (bounded: feedback comes soon or not at all). */
-  private readonly recent = new Map<string, { tenant: string; sub: string; ids: Set<string> }>();
+  /**
+   * What each recent recall packed, for its caller's feedback (bounded: feedback comes soon or not at all), and
+   * its usage count still being written: feedback waits for it, so that a read after the feedback sees both.
+   */
+  private readonly recent = new Map<string, { tenant: string; sub: string; ids: Set<string>; counted: Promise<void> }>();
   private static readonly RECENT_MAX = 10_000;
 
   /**
@@ -115,6 +118,7 @@ export class RecallService {
     if (!recall || recall.tenant !== principal.tenant || recall.sub !== principal.sub) throw new RecallNotFound(recallId);
     const unknown = adopted.filter((id) => !recall.ids.has(id));
     if (unknown.length > 0) throw new ValidationFailed(unknown.map((id) => ({ path: 'adopted', message: `${id} was not in this recall` })));
+    await recall.counted;
     await this.deps.index.recordUsage(principal.tenant, adopted, 'adopted', this.deps.clock.now().toISOString());
     await this.deps.audit.record({
       tenant: principal.tenant,
@@ -185,11 +189,14 @@ export class RecallService {
     const result = this.pack(candidates, request, base.asOf!);
     const packedIds = result.items.map((item) => item.id);
     // Usage is a statistic, not part of the answer: counted right after the response, on the next turn.
-    if (packedIds.length > 0) {
-      setImmediate(() => void this.deps.index.recordUsage(principal.tenant, packedIds, 'retrieved', now.toISOString()).catch(() => undefined));
-    }
+    const counted =
+      packedIds.length === 0
+        ? Promise.resolve()
+        : new Promise<void>((resolve) =>
+            setImmediate(() => void this.deps.index.recordUsage(principal.tenant, packedIds, 'retrieved', now.toISOString()).then(resolve, () => resolve())),
+          );
     if (this.recent.size >= RecallService.RECENT_MAX) this.recent.delete(this.recent.keys().next().value as string);
-    this.recent.set(result.recallId, { tenant: principal.tenant, sub: principal.sub, ids: new Set(packedIds) });
+    this.recent.set(result.recallId, { tenant: principal.tenant, sub: principal.sub, ids: new Set(packedIds), counted });
     const recordOf = new Map(candidates.map((hit) => [hit.record.id, hit.record]));
     const rules = new Set(result.items.map((item) => clauses.find((c) => matchesClauses(recordOf.get(item.id)!, [c]))!.ruleId));
     await audit(

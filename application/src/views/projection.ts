@@ -38,7 +38,7 @@ export interface ApplyOptions {
 }
 
 /**
- * Turns log events into index views (§5.1 step 2). Ingested events become
+ * Turns log events into index views (paper, section 5.1 'Write path', stage two). Ingested events become
  * episodic memories, and semantic ones when they carry a fact; explicit
  * memory events are indexed as they are. Everything is idempotent by
  * deterministic ids, so replaying any part of the log changes nothing.
@@ -62,7 +62,7 @@ export class Projection {
 
   /**
    * Asks for consolidation of a subject after `everyEvents` new events, and
-   * at once on a `session.end` event (issue 5 §4 triggers). The trigger must
+   * at once on a `session.end` event (triggers: docs/architecture.md#consolidation). The trigger must
    * not block: it starts a workflow and returns.
    */
   setConsolidationTrigger(trigger: ConsolidationTrigger, everyEvents: number): void {
@@ -129,7 +129,7 @@ export class Projection {
       for (const trigger of triggers) trigger();
       return 0;
     }
-    // Contradiction check (§5.2 rule 4) on the live path only: a rebuild replays the decisions from the log.
+    // Contradiction check (paper, section 5.2 'Consolidation', rule 4) on the live path only: a rebuild replays the decisions from the log.
     if (options.appendDerived) {
       const revisions = await this.settleConflicts(tenant, records);
       if (revisions.length > 0) {

@@ -3,7 +3,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { MemoryRecord, Principal } from '@elma/domain';
 import { callApi, chatEvent, startTestApp, type TestApp } from './testing';
 
-/** Issue 5 §4: ConsolidationWorkflow on a real Temporal server, triggered the ways the product triggers it. */
+/** ConsolidationWorkflow (docs/architecture.md#consolidation) on a real Temporal server, triggered the ways the product triggers it. */
 let t: TestApp;
 let connection: Connection;
 const tokens: Record<string, string> = {};

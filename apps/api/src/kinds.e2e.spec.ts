@@ -3,7 +3,7 @@ import type { Principal } from '@elma/domain';
 import { callApi, chatEvent, startTestApp, type TestApp } from './testing';
 
 /**
- * Issue 5 §1, the five kinds beyond their text: working memories live in one
+ * The five kinds beyond their text: working memories live in one
  * session for a while, procedures have versions, relations are followed. The
  * server's clock is moved, so TTLs run out and "yesterday" is a real
  * transaction time.

@@ -3,7 +3,7 @@ import type { Principal } from '@elma/domain';
 import { callApi, chatEvent, startTestApp, type TestApp } from './testing';
 
 /**
- * Issue 5 §2 and §3: conflicts are state, not overwrites, and recall is
+ * Conflicts are state, not overwrites, and recall is
  * bitemporal. The server's clock is moved so that "yesterday" and "today"
  * are real transaction times.
  */

@@ -6,7 +6,7 @@ import { approveErasure, erasureProgress, erasureResult, startErasure } from '@e
 import { workerSuite } from '../../../tests/support/elma-process';
 
 /**
- * Issue 4 §2: kill the worker in the middle of an erasure; a new worker
+ * Kill the worker in the middle of an erasure; a new worker
  * finishes it, with no step done twice in effect and the same certificate.
  * The workers are real `elma worker` processes; the first one dies by SIGKILL
  * while the workflow waits for approval, after four steps have run.

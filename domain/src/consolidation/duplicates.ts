@@ -9,7 +9,7 @@ export interface DuplicateCandidate {
 }
 
 /**
- * Near-duplicate groups (issue 5 §4): records whose cosine similarity is at
+ * Near-duplicate groups (docs/architecture.md#consolidation): records whose cosine similarity is at
  * least `threshold`, or that state the same fact, linked transitively
  * (union-find). Singletons are left out. Each group lists ids in input order,
  * so the first is the oldest when the input is in recording order.

@@ -1,6 +1,6 @@
 /**
  * Fact extraction from episodic text for simple, explicit patterns in English
- * and Chinese (issue 5 §4): preferences, commitments with dates, and role
+ * and Chinese (docs/architecture.md#consolidation): preferences, commitments with dates, and role
  * statements, said by the speaker about themselves. Deliberately narrow: a
  * pattern that fires must be right, because what it extracts becomes a
  * semantic memory (with lower confidence than the event it came from).

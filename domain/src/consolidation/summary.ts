@@ -19,7 +19,7 @@ export interface ExtractiveSummary {
 const SENTENCE = /[^.!?。！？\n]+[.!?。！？]*/gu;
 
 /**
- * Extractive session summary (issue 5 §4): greedily picks the sentence that
+ * Extractive session summary (docs/architecture.md#consolidation): greedily picks the sentence that
  * adds the most words not yet covered, per word of its own length, until
  * `maxSentences` are chosen or nothing new is added. No model: the summary
  * only ever repeats what was said, and cites where.

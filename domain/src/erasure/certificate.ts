@@ -59,7 +59,7 @@ export const Verification = z.strictObject({
 });
 export type Verification = z.infer<typeof Verification>;
 
-/** A signed statement that an erasure happened, what it covered and how it was checked (issue 4 §4). */
+/** A signed statement that an erasure happened, what it covered and how it was checked (docs/architecture.md#erasure). */
 export const ErasureCertificate = z.strictObject({
   type: z.literal('elma.erasure-certificate'),
   version: z.literal(1),

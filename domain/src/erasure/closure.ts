@@ -24,7 +24,7 @@ export interface DeletionClosure {
 }
 
 /**
- * The deletion closure D*(m) (paper §5.4): the smallest set holding the seeds
+ * The deletion closure D*(m) (paper, section 5.4 'Forgetting and deletion'): the smallest set holding the seeds
  * and every record whose lineage inputs meet the set, to any depth. Lineage
  * inputs are a record's parent records and its source events; an event is
  * erased with the records extracted from it, so everything derived from that

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DomainError } from '../shared/errors';
 
 /**
- * Erasure (paper §5.4, §6.2; DESIGN §9). An erasure request names a scope;
+ * Erasure (docs/architecture.md#erasure; paper, sections 5.4 'Forgetting and deletion' and 6.2 'Completeness of the deletion closure'). An erasure request names a scope;
  * the workflow locates the records in it, computes their deletion closure
  * over lineage, and purges, shreds, deletes, tombstones and verifies every
  * record of the closure before it signs a certificate.
@@ -51,7 +51,7 @@ export const CreateErasureRequest = z.strictObject({
 });
 export type CreateErasureRequest = z.infer<typeof CreateErasureRequest>;
 
-/** The steps of `ErasureWorkflow`, in order (issue 4 §2). */
+/** The steps of `ErasureWorkflow`, in order (docs/architecture.md#erasure). */
 export const ERASURE_STEPS = [
   'authorize',
   'locate',

@@ -12,7 +12,7 @@ export interface CleanedEvent {
 }
 
 /**
- * Ingest hygiene (§5.5) for one event, before anything is written: secrets
+ * Ingest hygiene (paper, section 5.6 'Security and poisoning defence') for one event, before anything is written: secrets
  * are rejected or redacted to a keyed fingerprint as the tenant's policy
  * says, sensitivity is raised to what the rules find (a caller may raise it,
  * never lower it), and the source's trust tier is resolved.

@@ -1,7 +1,7 @@
 import { type ConflictRule, type MemoryRecord, type MemoryStatus, SOURCE_TRUST_RANK, transactionTime } from './record';
 
 /**
- * Conflicting facts (paper §5.2 rule 4, issue 5 §2): two semantic memories
+ * Conflicting facts (paper, section 5.2 'Consolidation', rule 4): two semantic memories
  * that give different values for the same entity and attribute over
  * overlapping valid time. A conflict is settled by a fixed order of rules, or
  * else left as state (`disputed`); it never overwrites a record. Every change

@@ -30,7 +30,7 @@ export function trustForChannel(channel: string | undefined): SourceTrust {
 /**
  * What memories an ingested event yields: always one episodic memory (the
  * event as remembered), plus a semantic memory when the event carries a
- * structured fact. Each points at its source event (lineage, §6.2 condition 1).
+ * structured fact. Each points at its source event (lineage, paper, section 6.2 'Completeness of the deletion closure', condition 1).
  */
 export function deriveMemories(event: EventIngested): RecordMemory[] {
   const trust = event.sourceTrust ?? trustForChannel(event.source.channel);

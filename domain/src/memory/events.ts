@@ -7,7 +7,7 @@ export type MemoryRecorded = z.infer<typeof MemoryRecorded>;
 
 export type MemoryEvent = MemoryRecorded;
 
-/** The command that records a memory. Time and id come from outside (see STYLE.md §4). */
+/** The command that records a memory. Time and id come from outside (see docs/architecture.md#conventions-the-code-keeps). */
 export interface RecordMemory {
   type: 'RecordMemory';
   record: MemoryRecord;

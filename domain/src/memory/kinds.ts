@@ -3,7 +3,7 @@ import { factKey } from './conflicts';
 import { EntityType, type EntityRef, type MemoryRecord, type MemoryStatus } from './record';
 
 /**
- * The five kinds, beyond their text (issue 5 §1): working memories live in
+ * The five kinds, beyond their text (paper, section 3.2 'Formal definition of memory'): working memories live in
  * one session for a short while, procedures have versions, relations are
  * edges between entities. Pure rules; the services apply them.
  */

@@ -2,7 +2,7 @@ import type { ReadExclusions } from '../policy/clause';
 import { SENSITIVITY_RANK, type Ancestry, type MemoryRecord, type Sensitivity } from './record';
 
 /**
- * Restrictions flow along lineage (§6.2): a derived record is never easier to
+ * Restrictions flow along lineage (paper, section 6.2 'Completeness of the deletion closure'): a derived record is never easier to
  * read than any of its inputs. Static restrictions are combined once, when
  * the record is derived (`inheritedRestrictions`); legal holds, which come
  * and go, are resolved when the record is read, against the keys of every

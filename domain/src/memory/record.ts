@@ -18,7 +18,7 @@ export const SENSITIVITY_RANK: Record<Sensitivity, number> = { public: 0, intern
 export const SourceTrust = z.enum(['authoritative', 'certified', 'user', 'external', 'model']);
 export type SourceTrust = z.infer<typeof SourceTrust>;
 
-/** How far a source is believed when two facts disagree (issue 5 §2): higher wins. */
+/** How far a source is believed when two facts disagree: higher wins. */
 export const SOURCE_TRUST_RANK: Record<SourceTrust, number> = { authoritative: 4, certified: 3, user: 2, external: 1, model: 0 };
 
 export const RetentionClass = z.enum(['session', 'standard', 'long_term', 'legal_hold']);
@@ -111,9 +111,9 @@ export const MemoryPolicy = z.object({
 export type MemoryPolicy = z.infer<typeof MemoryPolicy>;
 
 /**
- * The rule that settled a conflict between two facts (issue 5 §2), in order of
+ * The rule that settled a conflict between two facts, in order of
  * precedence. `adjudication` is a decision no rule could make: a tie is left
- * disputed for an authorised subject to adjudicate (paper §5.2 rule 4), and
+ * disputed for an authorised subject to adjudicate (paper, section 5.2 'Consolidation', rule 4), and
  * that subject's verdict is recorded under the same name, with `by`.
  * `procedure_version` is not about facts: a procedure's higher version
  * supersedes its earlier ones.
@@ -121,7 +121,7 @@ export type MemoryPolicy = z.infer<typeof MemoryPolicy>;
 export const ConflictRule = z.enum(['explicit_correction', 'source_authority', 'later_valid_time', 'confidence', 'adjudication', 'procedure_version']);
 export type ConflictRule = z.infer<typeof ConflictRule>;
 
-/** A memory record (paper §3.2). Times are ISO strings so the record round-trips through JSON unchanged. */
+/** A memory record (paper, section 3.2 'Formal definition of memory'). Times are ISO strings so the record round-trips through JSON unchanged. */
 export const MemoryRecord = z.object({
   id: z.string(),
   tenant: z.string(),

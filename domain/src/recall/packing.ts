@@ -1,7 +1,7 @@
 import type { MemoryKind, MemoryRecord, SourceTrust } from '../memory/record';
 
 /**
- * Weights of the single-memory utility of §5.3,
+ * Weights of the single-memory utility of the paper, section 5.3 'Retrieval and context packing',
  * U(m) = α·sim + β·rec + δ·imp + ε·γ + ζ·freq − κ·stale,
  * and of the redundancy penalty μ. Every term is scaled to [0, 1], so the
  * weights compare directly.
@@ -36,7 +36,7 @@ const DEFAULT_WEIGHTS: PackWeights = {
 };
 
 /**
- * Weight profiles per purpose (§5.3: weights are configured per task type,
+ * Weight profiles per purpose (paper, section 5.3: weights are configured per task type,
  * not fixed globally). Purposes without a profile use `default`.
  */
 export const PACK_PROFILES: Record<string, PackWeights> = {
@@ -69,7 +69,7 @@ export const PACK_PROFILES: Record<string, PackWeights> = {
   },
   compliance: {
     ...DEFAULT_WEIGHTS,
-    // §5.3: compliance answers weigh timeliness and authority up.
+    // Paper, section 5.3: compliance answers weigh timeliness and authority up.
     recency: 0.3,
     recencyHalfLifeDays: 90,
     importance: 0.6,
@@ -137,7 +137,7 @@ export function utilityTerms(record: MemoryRecord, relevance: number, at: string
   };
 }
 
-/** U(m) of §5.3 for the given terms and weights. */
+/** U(m) of the paper's section 5.3 for the given terms and weights. */
 export function utilityOf(terms: UtilityTerms, weights: PackWeights): number {
   return (
     weights.similarity * terms.similarity +
@@ -178,14 +178,14 @@ export interface Packed {
 }
 
 /**
- * Budgeted packing (§5.3, §6.1): repeatedly takes the candidate with the
+ * Budgeted packing (paper, section 5.3, and section 6.1 'Submodularity and greedy packing'): repeatedly takes the candidate with the
  * highest marginal gain per token (utility minus μ times its highest cosine
  * to what is already packed) that still fits; stops when nothing fits or the
  * best gain is not positive. As in the classic cost-effective greedy, the
  * result is the better of that pack and the best single item that fits, so a
  * few cheap items cannot crowd out one item worth more than all of them.
  *
- * The redundancy penalty makes the objective non-submodular, so §6.1's
+ * The redundancy penalty makes the objective non-submodular, so section 6.1's
  * approximation bound does not carry over: this is a heuristic.
  *
  * Never exceeds the budget; every item costs at least one token, so a zero
@@ -271,7 +271,7 @@ export function promptGroup(record: MemoryRecord, at: string): PromptGroup {
  * The order in which packed items go into the prompt: current authoritative
  * facts, then support, then history and disputes, each group by gain (highest
  * first); then the single highest-gain item is moved to the very end, next to
- * the query, because models use the middle of a long context least (§4.5,
+ * the query, because models use the middle of a long context least (paper, section 4.5 'Orchestration plane',
  * Lost in the Middle). Stable: equal gains keep their input order.
  */
 export function orderForPrompt<T extends { record: MemoryRecord; gain: number }>(items: readonly T[], at: string): T[] {

@@ -5,7 +5,7 @@ import { z } from 'zod';
 
 /**
  * Configuration is parsed from the environment once, here, into a typed
- * object; nothing else reads `process.env` (STYLE.md §10).
+ * object; nothing else reads `process.env` (docs/architecture.md#conventions-the-code-keeps).
  */
 const Env = z.object({
   ELMA_DATA_DIR: z.string().default('./.elma'),

@@ -32,7 +32,7 @@ const activities = proxyActivities<ErasureActivities>({
 });
 
 /**
- * ErasureWorkflow (issue 4, DESIGN §9): authorize → locate → closure D*(m) →
+ * ErasureWorkflow (docs/architecture.md#erasure): authorize → locate → closure D*(m) →
  * legal-hold check → approval above the tenant's threshold → purge index →
  * purge caches → shred keys → delete streams → tombstones → verify → certify.
  * Each step is an idempotent activity; domain refusals (policy, validation)

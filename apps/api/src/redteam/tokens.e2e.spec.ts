@@ -17,6 +17,11 @@ import { RedTeam, type Secret } from './harness';
 type KeyPair = Awaited<ReturnType<typeof generateKeyPair>>;
 const NOW = () => Math.floor(Date.now() / 1000);
 const HOUR = 3600;
+/** `iat` now and `exp` that many seconds after it, read from one clock tick (two reads can straddle a second). */
+const lasting = (seconds: number) => {
+  const iat = NOW();
+  return { iat, exp: iat + seconds };
+};
 /** Planted in the token's subject: an answer that shows it echoes the token. */
 const MARKER = 'tokmarker7f3q';
 
@@ -82,7 +87,7 @@ describe('HS256 tokens (the embedded default)', () => {
     await accepted('helper', await t.token());
     await accepted('by hand', await hs256(claims({ iat: NOW(), exp: NOW() + HOUR })));
     // Exactly the maximum lifetime, and no iat: exp is measured from now.
-    await accepted('max lifetime', await hs256(claims({ iat: NOW(), exp: NOW() + 24 * HOUR })));
+    await accepted('max lifetime', await hs256(claims(lasting(24 * HOUR))));
     await accepted('no iat', await hs256(claims({ exp: NOW() + HOUR })));
   });
 
@@ -163,13 +168,14 @@ describe('issuer, audience and lifetime are configurable', () => {
       return { status: response.status, body: (await response.json()) as { code?: string } };
     };
     expect((await recall(await custom.token())).status).toBe(200);
-    const own = claims({ iss: 'https://id.example.test/', aud: 'memory', iat: NOW() });
-    expect(await recall(await hs256({ ...own, exp: NOW() + HOUR }, key))).toMatchObject({ status: 200 });
-    expect(await recall(await hs256({ ...own, exp: NOW() + 2 * HOUR }, key))).toMatchObject({ status: 401, body: { code: 'AUTH.TOKEN_LIFETIME_TOO_LONG' } });
-    expect(await recall(await hs256({ ...own, iss: 'elma', exp: NOW() + HOUR }, key))).toMatchObject({ status: 401, body: { code: 'AUTH.TOKEN_INVALID' } });
-    expect(await recall(await hs256({ ...own, aud: 'elma-api', exp: NOW() + HOUR }, key))).toMatchObject({ status: 401, body: { code: 'AUTH.TOKEN_INVALID' } });
+    const issued = NOW();
+    const own = claims({ iss: 'https://id.example.test/', aud: 'memory', iat: issued });
+    expect(await recall(await hs256({ ...own, exp: issued + HOUR }, key))).toMatchObject({ status: 200 });
+    expect(await recall(await hs256({ ...own, exp: issued + 2 * HOUR }, key))).toMatchObject({ status: 401, body: { code: 'AUTH.TOKEN_LIFETIME_TOO_LONG' } });
+    expect(await recall(await hs256({ ...own, iss: 'elma', exp: issued + HOUR }, key))).toMatchObject({ status: 401, body: { code: 'AUTH.TOKEN_INVALID' } });
+    expect(await recall(await hs256({ ...own, aud: 'elma-api', exp: issued + HOUR }, key))).toMatchObject({ status: 401, body: { code: 'AUTH.TOKEN_INVALID' } });
     // One of several audiences is enough.
-    expect(await recall(await hs256({ ...own, aud: ['other', 'memory'], exp: NOW() + HOUR }, key))).toMatchObject({ status: 200 });
+    expect(await recall(await hs256({ ...own, aud: ['other', 'memory'], exp: issued + HOUR }, key))).toMatchObject({ status: 200 });
   });
 });
 

@@ -5,7 +5,7 @@ import { z } from 'zod';
 type SchemaObject = NonNullable<Extract<ApiBodyOptions, { schema?: unknown }>['schema']>;
 
 /**
- * The OpenAPI document shows the same zod schemas the handlers validate with (schemas once, STYLE.md §5),
+ * The OpenAPI document shows the same zod schemas the handlers validate with (schemas once, docs/architecture.md#conventions-the-code-keeps),
  * in OpenAPI 3.0's dialect (boolean `exclusiveMinimum`, `nullable`), with patterns any regex engine reads.
  */
 export function jsonSchema(schema: z.ZodType, io: 'input' | 'output' = 'input'): SchemaObject {

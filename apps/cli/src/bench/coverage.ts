@@ -1,5 +1,5 @@
 /**
- * Context coverage (issue 5 §6): on a seeded synthetic workload whose
+ * Context coverage (packing, docs/architecture.md#read-path-recall): on a seeded synthetic workload whose
  * questions each have known aspects, the share of aspects that make it into
  * the packed context at a token budget, for the marginal-utility packer and
  * for plain top-k truncation of the same candidates.

@@ -7,7 +7,7 @@
  * Each version of a record is a row, with the transaction time it was
  * current: from `tx_from` until `tx_to` (NULL while it is the current
  * version). Queries see current rows, or with `knownAsOf` the rows current
- * then (bitemporal recall, paper §6.4).
+ * then (bitemporal recall, paper, section 6.4 'Consistency and visibility').
  */
 import type Database from 'better-sqlite3';
 import { indexKeyOf, restrictionKeys, type MemoryRecord } from '@elma/domain';
