@@ -1,3 +1,6 @@
 export * from './erasure';
 export * from './closure';
 export * from './certificate';
+export * from './decider';
+export * from './tombstone-decider';
+export * from './outbox-decider';
