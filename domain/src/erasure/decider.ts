@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { eventParser, type Decider } from '../shared/decider';
 import { MemoryKind, Sensitivity } from '../memory/record';
 import { SignedCertificate } from './certificate';
-import { ERASURE_STEPS, ErasureNotFound, ErasureReason, type ErasureStep, type StepRecord } from './erasure';
+import { ERASURE_STEPS, ErasureNotFound, ErasureReason, type ErasureScope, type ErasureStep, type StepRecord } from './erasure';
 
 /**
  * The erasure stream `erasure-{tenant}-{requestId}`: the request, the
@@ -34,6 +34,15 @@ export const ErasureRequestRecord = z.object({
   requestedAt: z.string(),
 });
 export type ErasureRequestRecord = z.infer<typeof ErasureRequestRecord>;
+
+/** The scope as sealed in the request (read back once opened). */
+export const StoredErasureScope = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('records'), recordIds: z.array(z.string()) }),
+  z.object({ type: z.literal('subject'), subject: z.string() }),
+  z.object({ type: z.literal('time_range'), from: z.string(), to: z.string(), subject: z.string().optional() }),
+  z.object({ type: z.literal('fingerprint'), fingerprint: z.string() }),
+  z.object({ type: z.literal('expired'), asOf: z.string() }),
+]) satisfies z.ZodType<ErasureScope>;
 
 /** What verification needs once the records are gone; sealed under the request key. */
 export const WorksetRecord = z.object({

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { BUILT_IN_ROLES, DEFAULT_POLICY, unknownRoles } from '@elma/domain';
 import { CORRECTOR_ROLES } from '../memory/adjudication';
-import { ERASURE_ROLES } from '../erasure/erasure-service';
+import { ERASURE_ROLES } from '../erasure/erasure-requests';
 
 describe('the built-in roles', () => {
   it('include every role the default policy and the services check', () => {

@@ -15,7 +15,7 @@ import {
 import { SqliteEventLog } from '../event-log/sqlite/sqlite-event-log';
 import { deterministicUuid } from '../ingest/ids';
 import { foldStream, handleCommand } from './handle-command';
-import { countingReads } from './testing';
+import { countStreamReads } from './testing';
 
 const { version: base, ...document } = DEFAULT_POLICY;
 const tombstoneData = (event: TombstoneEvent) => ({ id: deterministicUuid('tombstones', 't', event.data.requestId), type: event.type, data: event.data });
@@ -59,16 +59,16 @@ describe('handleCommand on a real SQLite log', () => {
   });
 
   it('decides on the state it is given without reading, and re-reads and decides afresh when that state was stale', async () => {
-    const counted = countingReads(log);
-    const stale = await foldStream(counted.log, 'tombstone-t', tombstoneDecider);
+    const stale = await foldStream(log, 'tombstone-t', tombstoneDecider);
     await write('era_1', ['a']);
-    counted.reset();
+    const counted = countStreamReads(log);
     // The stale state says nothing is written: the append conflicts, the retry reads era_1 and writes era_2 after it.
-    const second = await handleCommand(counted.log, 'tombstone-t', tombstoneDecider, { type: 'WriteTombstones', requestId: 'era_2', fingerprints: ['b'] }, {
+    const second = await handleCommand(log, 'tombstone-t', tombstoneDecider, { type: 'WriteTombstones', requestId: 'era_2', fingerprints: ['b'] }, {
       toEventData: tombstoneData,
       from: stale,
     });
     expect(counted.reads()).toBe(1);
+    counted.restore();
     expect(second.revision).toBe(1n);
     expect([...second.state.requests]).toEqual(['era_1', 'era_2']);
     // The same stale state for a command already done: the retry finds it done.

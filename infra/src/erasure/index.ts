@@ -1,4 +1,7 @@
+export * from './erasure-common';
+export * from './erasure-requests';
 export * from './erasure-service';
+export * from './erasure-certification';
 export * from './erasure-store';
 export * from './fingerprints';
 export * from './tombstones';

@@ -26,7 +26,10 @@ import { createLogger, type Logger } from './logger';
 import { CertificateSigner } from '../certificate/signing';
 import { ErasureFingerprints } from '../erasure/fingerprints';
 import { ErasureGuard } from '../erasure/guard';
-import { ErasureService } from '../erasure/erasure-service';
+import { ErasureSteps } from '../erasure/erasure-service';
+import { ErasureRequests } from '../erasure/erasure-requests';
+import { ErasureCertification } from '../erasure/erasure-certification';
+import { ErasureStore } from '../erasure/erasure-store';
 import { Tombstones } from '../erasure/tombstones';
 import { volumeHealth } from '../storage/storage-health';
 import { migrateToPseudonyms } from './pseudonym-migration';
@@ -49,6 +52,14 @@ export interface EngineHealth {
 export type ViewIndex = MemoryIndex & CheckpointStore & { flush(): Promise<void>; quarantined?(): Promise<string[]> };
 
 /** Everything one ELMA process holds: engines, services and the projection. Built once, closed once. */
+/** Erasure as three use cases over one store: requests (API, retention sweep), the workflow's steps, and its end. */
+export interface Erasures {
+  requests: ErasureRequests;
+  steps: ErasureSteps;
+  certification: ErasureCertification;
+  store: ErasureStore;
+}
+
 export interface Elma {
   config: ElmaConfig;
   logger: Logger;
@@ -67,7 +78,7 @@ export interface Elma {
   ingest: IngestService;
   memories: MemoryService;
   recall: RecallService;
-  erasure: ErasureService;
+  erasure: Erasures;
   adjudication: Adjudication;
   consolidation: ConsolidationService;
   signer: CertificateSigner;
@@ -119,6 +130,7 @@ export async function openElma(
   const fingerprints = new ErasureFingerprints(Buffer.from(keyedFingerprint(config.masterKey, 'elma.erasure.v1'), 'hex'));
   const tombstones = new Tombstones({ log });
   const erased = new ErasureGuard({ tombstones, fingerprints, policies });
+  const erasureStore = new ErasureStore({ log, sealer });
   const signer = new CertificateSigner({ masterKey: config.masterKey });
   const audit = new AuditLog({ log, clock, pseudonymize: (tenant, subject) => `sfp_${fingerprints.subject(tenant, subject)}` });
   const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
@@ -141,25 +153,28 @@ export async function openElma(
     governance: new GovernanceService({ policies, holds, audit }),
     ingest: new IngestService({ log, sealer, clock, fingerprintKey, eventIdKey, writes, policies, audit, erased, vault }),
     memories,
-    erasure: new ErasureService({
-      log,
-      index,
-      vault,
-      sealer,
-      projection,
-      runner,
-      holds,
-      policies,
-      audit,
-      tombstones,
-      fingerprints,
-      signer,
-      clock,
-      ids,
-      scanRoots,
-      logEngine: config.eventLog,
-      ...(compaction ? { compaction: { port: compaction, waitMs: config.eventStore!.scavengeWaitMs } } : {}),
-    }),
+    erasure: {
+      store: erasureStore,
+      requests: new ErasureRequests({ log, store: erasureStore, index, holds, audit, fingerprints, clock, ids }),
+      steps: new ErasureSteps({
+        log,
+        store: erasureStore,
+        index,
+        vault,
+        projection,
+        runner,
+        holds,
+        policies,
+        audit,
+        tombstones,
+        fingerprints,
+        clock,
+        scanRoots,
+        logEngine: config.eventLog,
+        ...(compaction ? { compaction: { port: compaction, waitMs: config.eventStore!.scavengeWaitMs } } : {}),
+      }),
+      certification: new ErasureCertification({ store: erasureStore, index, vault, holds, policies, audit, fingerprints, signer, clock }),
+    },
     signer,
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
     consolidation: new ConsolidationService({ log, index, sealer, erased }),
