@@ -1,11 +1,11 @@
-import type { ConsolidationService, ErasureService } from '@elma/application';
+import type { ConsolidationService } from '@elma/application';
 import { createConsolidationActivities, type ConsolidationActivities } from './consolidation/activities';
-import { createErasureActivities, type ErasureActivities } from './erasure/activities';
+import { createErasureActivities, type ErasureActivities, type ErasureActivityDeps } from './erasure/activities';
 import { createReindexActivities, type TenantViews } from './reindex/activities';
 
 export type { TenantViews } from './reindex/types';
 export { createReindexActivities, type ReindexActivities } from './reindex/activities';
-export { createErasureActivities, type ErasureActivities, type Attempted } from './erasure/activities';
+export { createErasureActivities, type ErasureActivities, type ErasureActivityDeps, type Attempted } from './erasure/activities';
 export { createConsolidationActivities, type ConsolidationActivities } from './consolidation/activities';
 export { withDomainFailures } from './shared/failures';
 
@@ -13,7 +13,7 @@ export { withDomainFailures } from './shared/failures';
 export interface ActivityDeps {
   views: TenantViews;
   /** Omitted by workers that only rebuild views (tests of the reindex workflow). */
-  erasure?: ErasureService;
+  erasure?: ErasureActivityDeps;
   consolidation?: ConsolidationService;
 }
 
@@ -23,7 +23,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createReindexActivities({ views: deps.views }),
     ...(deps.erasure ? createErasureActivities({ erasure: deps.erasure }) : {}),
     ...(deps.consolidation && deps.erasure
-      ? createConsolidationActivities({ consolidation: deps.consolidation, tenants: () => deps.erasure!.tenants() })
+      ? createConsolidationActivities({ consolidation: deps.consolidation, tenants: () => deps.erasure!.requests.tenants() })
       : {}),
   };
 }

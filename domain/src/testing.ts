@@ -6,6 +6,16 @@ import { ErasureCertificate } from './erasure/certificate';
 import { ERASURE_STEPS } from './erasure/erasure';
 import type { EventIngested } from './ingest/schema';
 import { MemoryRecord, type MemoryKind } from './memory/record';
+import { fold, type Decider, type StreamEvent } from './shared/decider';
+
+/**
+ * Given/when/then for a decider: `given(decider, ...events).when(command)`
+ * folds the events and returns what the command decides (or throws the
+ * decider's error), for `expect(...).toEqual(events)` / `.toThrow(Error)`.
+ */
+export function given<Command, Event extends StreamEvent, State>(decider: Decider<Command, Event, State>, ...events: Event[]) {
+  return { when: (command: Command): Event[] => decider.decide(command, fold(decider, events)) };
+}
 
 export interface RecordOverrides extends Partial<Omit<MemoryRecord, 'policy' | 'retention' | 'content'>> {
   text?: string;

@@ -1,15 +1,22 @@
 import { Context } from '@temporalio/activity';
-import type { ErasureService, EraseSet, HeldRecord, StepAttempt } from '@elma/application';
+import type { ErasureCertification, ErasureRequests, ErasureSteps, EraseSet, HeldRecord, StepAttempt } from '@elma/application';
 import type { Verification } from '@elma/domain';
 import { withDomainFailures } from '../shared/failures';
 
+/** What the erasure activities call: the workflow's steps, its end, and the retention sweep's requests. */
+export interface ErasureActivityDeps {
+  steps: ErasureSteps;
+  certification: ErasureCertification;
+  requests: Pick<ErasureRequests, 'tenants' | 'countExpired' | 'requestRetention'>;
+}
+
 /**
  * The steps of `erasureWorkflow` and `retentionSweepWorkflow`. Thin on purpose: the work (and its
- * idempotency) is in `ErasureService`; this adds the attempt Temporal is on, for the certificate.
+ * idempotency) is in `ErasureSteps` and `ErasureCertification`; this adds the attempt Temporal is on, for the certificate.
  * Arguments and results are ids, counts and keyed hashes: they are kept in workflow histories.
  */
-export function createErasureActivities(deps: { erasure: ErasureService }) {
-  const e = deps.erasure;
+export function createErasureActivities(deps: { erasure: ErasureActivityDeps }) {
+  const { steps: e, certification: c, requests: r } = deps.erasure;
   return {
     erasureAuthorize: (tenant: string, requestId: string) => step((at) => e.authorize(tenant, requestId, at)),
     erasureLocate: (tenant: string, requestId: string, perRecord: boolean) => step((at) => e.locate(tenant, requestId, perRecord, at)),
@@ -30,17 +37,17 @@ export function createErasureActivities(deps: { erasure: ErasureService }) {
       tenant: string,
       requestId: string,
       outcome: { set: EraseSet; held: HeldRecord[]; verification: Verification; approvedBy: string | null; approvedAt: string | null; streamsDeleted: number; tombstones: number },
-    ) => step((at) => e.certify(tenant, requestId, outcome, at)),
+    ) => step((at) => c.certify(tenant, requestId, outcome, at)),
     /** Shreds the scope and workset of a request that ends without a certificate; `outcome` is a failure code. */
-    erasureAbandon: (tenant: string, requestId: string, outcome: string) => withDomainFailures(() => e.abandon(tenant, requestId, outcome)),
+    erasureAbandon: (tenant: string, requestId: string, outcome: string) => withDomainFailures(() => c.abandon(tenant, requestId, outcome)),
     /** Abandons the requests whose workset outlived the tenant's retention window. */
-    erasureExpireWorksets: (asOf: string) => withDomainFailures(() => e.expireWorksets(asOf)),
-    retentionTenants: () => withDomainFailures(() => e.tenants()),
+    erasureExpireWorksets: (asOf: string) => withDomainFailures(() => c.expireWorksets(asOf)),
+    retentionTenants: () => withDomainFailures(() => r.tenants()),
     /** Opens the tenant's retention erasure for this run when it has expired records; false when there is nothing to do. */
     retentionOpen: (tenant: string, requestId: string, asOf: string) =>
       withDomainFailures(async () => {
-        if ((await e.countExpired(tenant, asOf)) === 0) return false;
-        await e.requestRetention(tenant, requestId, asOf);
+        if ((await r.countExpired(tenant, asOf)) === 0) return false;
+        await r.requestRetention(tenant, requestId, asOf);
         return true;
       }),
   };

@@ -116,18 +116,18 @@ describe('the keys an erasure destroys', () => {
         await settle();
 
         const erasedSubject = SUBJECTS[erasedIndex];
-        const { requestId } = await elma.erasure.request(dpo, { scope: { type: 'subject', subject: erasedSubject }, reason: 'subject_request' }, 'req');
+        const { requestId } = await elma.erasure.requests.request(dpo, { scope: { type: 'subject', subject: erasedSubject }, reason: 'subject_request' }, 'req');
         const at = { attempt: 1, startedAt: new Date().toISOString() };
-        const { perRecord } = await elma.erasure.authorize(tenant, requestId, at);
-        const { seeds } = await elma.erasure.locate(tenant, requestId, perRecord, at);
-        const closure = await elma.erasure.closure(tenant, requestId, seeds, at);
-        const set = await elma.erasure.legalHoldCheck(tenant, requestId, closure, at);
+        const { perRecord } = await elma.erasure.steps.authorize(tenant, requestId, at);
+        const { seeds } = await elma.erasure.steps.locate(tenant, requestId, perRecord, at);
+        const closure = await elma.erasure.steps.closure(tenant, requestId, seeds, at);
+        const set = await elma.erasure.steps.legalHoldCheck(tenant, requestId, closure, at);
 
         const recordIds: string[] = [];
         for await (const entry of elma.index.lineage(tenant)) recordIds.push(entry.id);
         const everyKey = [...new Set([...recordIds, ...owner.keys()])];
         expect(await elma.vault.shreddedAmong(tenant, everyKey)).toEqual(new Set());
-        await elma.erasure.shredKeys(tenant, requestId, { recordIds: set.recordIds, eventIds: set.eventIds }, at);
+        await elma.erasure.steps.shredKeys(tenant, requestId, { recordIds: set.recordIds, eventIds: set.eventIds }, at);
 
         const shredded = await elma.vault.shreddedAmong(tenant, everyKey);
         expect(shredded).toEqual(new Set([...set.recordIds, ...set.eventIds]));

@@ -24,24 +24,24 @@ describe('the erasure outbox', () => {
   });
 
   it('a stored request whose start failed is started by a later drain, and only once', async () => {
-    const { requestId } = await elma.erasure.request(dpo, body, 'req-1');
-    const unreachable = await elma.erasure.startPending(async () => {
+    const { requestId } = await elma.erasure.requests.request(dpo, body, 'req-1');
+    const unreachable = await elma.erasure.requests.startPending(async () => {
       throw new Error('Temporal is down');
     });
     expect(unreachable).toEqual({ started: 0, pending: 1 });
 
     const started: ErasureStart[] = [];
-    expect(await elma.erasure.startPending(async (entry) => void started.push(entry))).toEqual({ started: 1, pending: 0 });
+    expect(await elma.erasure.requests.startPending(async (entry) => void started.push(entry))).toEqual({ started: 1, pending: 0 });
     expect(started).toEqual([{ tenant: 'acme', requestId, reason: 'subject_request' }]);
-    expect(await elma.erasure.startPending(async (entry) => void started.push(entry))).toEqual({ started: 0, pending: 0 });
+    expect(await elma.erasure.requests.startPending(async (entry) => void started.push(entry))).toEqual({ started: 0, pending: 0 });
     expect(started).toHaveLength(1);
   });
 
   it('a request whose workflow was started leaves nothing to drain', async () => {
-    const { requestId } = await elma.erasure.request(dpo, body, 'req-1');
-    await elma.erasure.workflowStarted('acme', requestId);
+    const { requestId } = await elma.erasure.requests.request(dpo, body, 'req-1');
+    await elma.erasure.requests.workflowStarted('acme', requestId);
     const started: ErasureStart[] = [];
-    expect(await elma.erasure.startPending(async (entry) => void started.push(entry))).toEqual({ started: 0, pending: 0 });
+    expect(await elma.erasure.requests.startPending(async (entry) => void started.push(entry))).toEqual({ started: 0, pending: 0 });
     expect(started).toEqual([]);
   });
 });

@@ -1,20 +1,14 @@
-import { ErasureReason, type EventLog } from '@elma/domain';
+import { decideErasureOutbox, erasureOutboxDecider, type ErasureOutboxCommand, type ErasureStart, type EventLog } from '@elma/domain';
 import { deterministicUuid } from '@elma/shared';
+import { foldStream } from '../command/handle-command';
 
-/** One erasure whose workflow must be started: ids and the reason only (the scope stays sealed in its stream). */
-export interface ErasureStart {
-  tenant: string;
-  requestId: string;
-  reason: ErasureReason;
-}
+export type { ErasureStart } from '@elma/domain';
 
 /**
  * Outside every tenant: `_system` cannot be a tenant id (they start with a
  * letter or digit), so no tenant operation reaches this stream.
  */
 export const ERASURE_OUTBOX_STREAM = 'outbox-_system-erasures';
-
-const TYPES = { queued: 'ErasureStartQueued', started: 'ErasureStarted' } as const;
 
 /**
  * The erasure requests whose workflow has not been seen started. An entry is
@@ -23,39 +17,28 @@ const TYPES = { queued: 'ErasureStartQueued', started: 'ErasureStarted' } as con
  * whose process dies before the start, is found and started later (`elma
  * start` drains it) instead of staying stored without a workflow. Entries
  * carry ids only; event ids are deterministic, so repeats write nothing.
+ * Nothing decided here depends on the stream's state, and the stream is
+ * shared by every tenant and grows with every erasure: commands append
+ * without reading it (expected revision `any`); only `pending` folds it.
  */
 export class ErasureOutbox {
   constructor(private readonly deps: { log: EventLog }) {}
 
   async queue(entry: ErasureStart): Promise<void> {
-    await this.deps.log.append(
-      ERASURE_OUTBOX_STREAM,
-      [{ id: deterministicUuid('erasure-outbox-queued', entry.tenant, entry.requestId), type: TYPES.queued, data: { ...entry }, metadata: {} }],
-      { expectedRevision: 'any' },
-    );
+    await this.append({ type: 'QueueStart', entry }, deterministicUuid('erasure-outbox-queued', entry.tenant, entry.requestId));
   }
 
   async started(tenant: string, requestId: string): Promise<void> {
-    await this.deps.log.append(
-      ERASURE_OUTBOX_STREAM,
-      [{ id: deterministicUuid('erasure-outbox-started', tenant, requestId), type: TYPES.started, data: { tenant, requestId }, metadata: {} }],
-      { expectedRevision: 'any' },
-    );
+    await this.append({ type: 'MarkStarted', tenant, requestId }, deterministicUuid('erasure-outbox-started', tenant, requestId));
   }
 
   /** Queued and not yet started, oldest first. */
   async pending(): Promise<ErasureStart[]> {
-    const open = new Map<string, ErasureStart>();
-    for await (const event of this.deps.log.readStream(ERASURE_OUTBOX_STREAM)) {
-      const data = event.data as Partial<ErasureStart>;
-      const key = `${data.tenant}/${data.requestId}`;
-      if (event.type === TYPES.queued) {
-        const reason = ErasureReason.safeParse(data.reason);
-        if (typeof data.tenant === 'string' && typeof data.requestId === 'string' && reason.success) {
-          open.set(key, { tenant: data.tenant, requestId: data.requestId, reason: reason.data });
-        }
-      } else if (event.type === TYPES.started) open.delete(key);
-    }
-    return [...open.values()];
+    return [...(await foldStream(this.deps.log, ERASURE_OUTBOX_STREAM, erasureOutboxDecider)).state.pending.values()];
+  }
+
+  private async append(command: ErasureOutboxCommand, id: string): Promise<void> {
+    const events = decideErasureOutbox(command).map((event) => ({ id, type: event.type, data: event.data, metadata: {} }));
+    await this.deps.log.append(ERASURE_OUTBOX_STREAM, events, { expectedRevision: 'any' });
   }
 }

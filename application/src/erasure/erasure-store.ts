@@ -1,74 +1,98 @@
 import {
+  ERASURE_EVENT_TYPES,
   ErasureNotFound,
-  SignedCertificate,
+  StoredErasureScope,
+  Workset,
+  erasureDecider,
+  erasureSteps,
   parseStreamName,
   streams,
-  type ErasureReason,
+  type AuditAnchor,
+  type ErasureAbandonment,
+  type ErasureCommand,
+  type ErasureEvent,
+  type ErasureRequestRecord,
   type ErasureScope,
+  type ErasureState,
   type ErasureStep,
+  type EventData,
   type EventLog,
-  type MemoryKind,
-  type RecordedEvent,
+  type SignedCertificate,
   type StepRecord,
 } from '@elma/domain';
 import { deterministicUuid } from '@elma/shared';
+import { foldStream, handleCommand, type Folded } from '../command/handle-command';
 import type { EventSealer } from '../sealing/sealed-events';
 
-/** Who asked, as the token said (ids and roles only). */
-export interface Requester {
-  sub: string;
-  roles: string[];
-  clearance: 'public' | 'internal' | 'confidential' | 'restricted';
-  project?: string;
-  department?: string;
-}
-
-export interface ErasureRequestRecord {
-  requestId: string;
-  tenant: string;
-  reason: ErasureReason;
-  requestedBy: Requester;
-  requestedAt: string;
-}
-
-/** What verification needs once the records are gone; sealed under the request key. */
-export interface WorksetRecord {
-  id: string;
-  kind: MemoryKind;
-  subject: string;
-  text: string;
-  /** The record's most distinctive words, for the BM25 probe. */
-  terms: string[];
-  /** The stored vector, base64 of its float32 bytes. */
-  vector: string;
-}
-
-export interface Workset {
-  records: WorksetRecord[];
-  /** Stream of each ingested event of the closure. */
-  eventStreams: Record<string, string>;
-}
-
-const TYPES = {
-  requested: 'ErasureRequested',
-  workset: 'ErasureWorksetCaptured',
-  step: 'ErasureStepCompleted',
-  auditClosed: 'ErasureAuditClosed',
-  certified: 'ErasureCertified',
-  abandoned: 'ErasureAbandoned',
-} as const;
-
-/** Why an erasure ended without a certificate: a failure code, ids only. */
-export interface ErasureAbandonment {
-  outcome: string;
-  at: string;
-}
+export type { ErasureAbandonment, ErasureRequestRecord, Requester, Workset, WorksetRecord } from '@elma/domain';
 
 /** A captured workset, as the log lists it (no content). */
 export interface CapturedWorkset {
   tenant: string;
   requestId: string;
   capturedAt: Date;
+}
+
+/**
+ * One erasure as its stream stood when a step read it: the fold of
+ * `erasure-{tenant}-{requestId}`, read once per step and passed along.
+ * Writes through the store move it forward, so the step decides on what it
+ * wrote itself without reading again. Sealed parts are opened on demand
+ * (once each).
+ */
+export class Erasure {
+  private openedScope?: Promise<ErasureScope>;
+  private openedWorkset?: Promise<Workset | undefined>;
+
+  constructor(
+    readonly tenant: string,
+    readonly requestId: string,
+    public folded: Folded<ErasureState>,
+    private readonly sealer: EventSealer,
+  ) {}
+
+  get exists(): boolean {
+    return this.folded.state.request !== null;
+  }
+
+  /** The request without its scope (readable for the stream's whole life); throws `ErasureNotFound`. */
+  get request(): ErasureRequestRecord {
+    const { request } = this.folded.state;
+    if (!request) throw new ErasureNotFound(this.requestId);
+    return request;
+  }
+
+  /** The scope; throws `KeyShredded` once the erasure is certified or abandoned. */
+  scope(): Promise<ErasureScope> {
+    const sealed = this.folded.state.sealedScope;
+    if (!sealed) return Promise.reject(new ErasureNotFound(this.requestId));
+    this.openedScope ??= this.sealer.openValue(this.tenant, ErasureStore.keyId(this.requestId), sealed).then((v) => StoredErasureScope.parse(v));
+    return this.openedScope;
+  }
+
+  workset(): Promise<Workset | undefined> {
+    const sealed = this.folded.state.sealedWorkset;
+    if (!sealed) return Promise.resolve(undefined);
+    this.openedWorkset ??= this.sealer.openValue(this.tenant, ErasureStore.keyId(this.requestId), sealed).then((v) => Workset.parse(v));
+    return this.openedWorkset;
+  }
+
+  /** Finished steps in the order they were recorded; the first record of a step wins. */
+  get steps(): Map<ErasureStep, StepRecord> {
+    return erasureSteps(this.folded.state);
+  }
+
+  get auditAnchor(): AuditAnchor | undefined {
+    return this.folded.state.auditAnchor ?? undefined;
+  }
+
+  get certificate(): SignedCertificate | undefined {
+    return this.folded.state.certificate ?? undefined;
+  }
+
+  get abandonment(): ErasureAbandonment | undefined {
+    return this.folded.state.abandonment ?? undefined;
+  }
 }
 
 /**
@@ -79,6 +103,7 @@ export interface CapturedWorkset {
  * or once the request is abandoned without one (`ErasureAbandoned`): what
  * stays readable afterwards is ids, counts, times and the certificate.
  * Every append has a deterministic event id, so a retried step writes nothing twice.
+ * Writes go through `handleCommand` with the erasure decider.
  */
 export class ErasureStore {
   constructor(private readonly deps: { log: EventLog; sealer: EventSealer }) {}
@@ -87,137 +112,127 @@ export class ErasureStore {
     return `erasure:${requestId}`;
   }
 
+  /** Reads the stream once (a dozen small events) and folds it. */
+  async load(tenant: string, requestId: string): Promise<Erasure> {
+    return new Erasure(tenant, requestId, await foldStream(this.deps.log, streams.erasure(tenant, requestId), erasureDecider), this.deps.sealer);
+  }
+
+  /** `load`, for a step that needs the request: throws `ErasureNotFound` when there is none. */
+  async loadRequest(tenant: string, requestId: string): Promise<Erasure> {
+    const erasure = await this.load(tenant, requestId);
+    if (!erasure.exists) throw new ErasureNotFound(requestId);
+    return erasure;
+  }
+
   async create(request: ErasureRequestRecord, scope: ErasureScope): Promise<void> {
-    await this.appendSealed(request.tenant, request.requestId, TYPES.requested, { ...request, scope }, 'no_stream');
-  }
-
-  /** The request without its scope (readable for the stream's whole life); throws `ErasureNotFound`. */
-  async request(tenant: string, requestId: string): Promise<ErasureRequestRecord> {
-    const event = await this.first(tenant, requestId, TYPES.requested);
-    if (!event) throw new ErasureNotFound(requestId);
-    const { scope: _sealed, ...request } = event.data as ErasureRequestRecord & { scope: unknown };
-    return request;
-  }
-
-  /** The scope; throws `KeyShredded` once the erasure is certified. */
-  async scope(tenant: string, requestId: string): Promise<ErasureScope> {
-    const event = await this.first(tenant, requestId, TYPES.requested);
-    if (!event) throw new ErasureNotFound(requestId);
-    const [opened] = await this.deps.sealer.open<{ scope: ErasureScope }>(tenant, [event]);
-    return opened.scope;
-  }
-
-  async exists(tenant: string, requestId: string): Promise<boolean> {
-    return (await this.first(tenant, requestId, TYPES.requested)) !== undefined;
+    const erasure = new Erasure(request.tenant, request.requestId, { state: erasureDecider.initialState(), revision: -1n }, this.deps.sealer);
+    const sealed = await this.deps.sealer.sealValue(request.tenant, ErasureStore.keyId(request.requestId), scope);
+    await this.handle(erasure, { type: 'RequestErasure', request, scope: sealed });
   }
 
   /** Stores the workset once; a retry keeps the first capture (the index no longer holds what it came from). */
-  async saveWorkset(tenant: string, requestId: string, workset: Workset): Promise<void> {
-    if (await this.first(tenant, requestId, TYPES.workset)) return;
-    await this.appendSealed(tenant, requestId, TYPES.workset, { workset }, 'any');
-  }
-
-  async workset(tenant: string, requestId: string): Promise<Workset | undefined> {
-    const event = await this.first(tenant, requestId, TYPES.workset);
-    if (!event) return undefined;
-    const [opened] = await this.deps.sealer.open<{ workset: Workset }>(tenant, [event]);
-    return opened.workset;
+  async saveWorkset(erasure: Erasure, workset: Workset): Promise<void> {
+    if (erasure.folded.state.sealedWorkset) return;
+    const sealed = await this.deps.sealer.sealValue(erasure.tenant, ErasureStore.keyId(erasure.requestId), workset);
+    await this.handle(erasure, { type: 'CaptureWorkset', requestId: erasure.requestId, workset: sealed });
   }
 
   /** Records a finished step; the first record of a step wins (a retry after a crash does not move its times). */
-  async completeStep(tenant: string, requestId: string, record: StepRecord): Promise<boolean> {
-    const result = await this.deps.log.append(
-      streams.erasure(tenant, requestId),
-      [{ id: deterministicUuid('erasure-step', tenant, requestId, record.step), type: TYPES.step, data: record, metadata: { tenant } }],
-      { expectedRevision: 'any' },
-    );
-    return !result.duplicate;
+  async completeStep(erasure: Erasure, record: StepRecord): Promise<boolean> {
+    return (await this.handle(erasure, { type: 'CompleteStep', requestId: erasure.requestId, record })) > 0;
   }
 
-  async steps(tenant: string, requestId: string): Promise<Map<ErasureStep, StepRecord>> {
-    const steps = new Map<ErasureStep, StepRecord>();
-    for (const event of await this.all(tenant, requestId)) {
-      if (event.type !== TYPES.step) continue;
-      const record = event.data as StepRecord;
-      if (!steps.has(record.step)) steps.set(record.step, record);
-    }
-    return steps;
+  async saveAuditAnchor(erasure: Erasure, anchor: AuditAnchor): Promise<void> {
+    await this.handle(erasure, { type: 'CloseAudit', requestId: erasure.requestId, anchor });
   }
 
-  async auditAnchor(tenant: string, requestId: string): Promise<{ seq: number; hash: string } | undefined> {
-    return (await this.first(tenant, requestId, TYPES.auditClosed))?.data as { seq: number; hash: string } | undefined;
-  }
-
-  async saveAuditAnchor(tenant: string, requestId: string, anchor: { seq: number; hash: string }): Promise<void> {
-    await this.deps.log.append(
-      streams.erasure(tenant, requestId),
-      [{ id: deterministicUuid('erasure-audit', tenant, requestId), type: TYPES.auditClosed, data: anchor, metadata: { tenant } }],
-      { expectedRevision: 'any' },
-    );
-  }
-
-  async certificate(tenant: string, requestId: string): Promise<SignedCertificate | undefined> {
-    const event = await this.first(tenant, requestId, TYPES.certified);
-    return event ? SignedCertificate.parse(event.data) : undefined;
-  }
-
-  async saveCertificate(tenant: string, requestId: string, signed: SignedCertificate): Promise<void> {
-    await this.deps.log.append(
-      streams.erasure(tenant, requestId),
-      [{ id: deterministicUuid('erasure-certificate', tenant, requestId), type: TYPES.certified, data: signed, metadata: { tenant } }],
-      { expectedRevision: 'any' },
-    );
-  }
-
-  async abandonment(tenant: string, requestId: string): Promise<ErasureAbandonment | undefined> {
-    return (await this.first(tenant, requestId, TYPES.abandoned))?.data as ErasureAbandonment | undefined;
+  async saveCertificate(erasure: Erasure, signed: SignedCertificate): Promise<void> {
+    await this.handle(erasure, { type: 'Certify', requestId: erasure.requestId, certificate: signed });
   }
 
   /** Records the end of a request without certificate; the first record wins. */
-  async saveAbandonment(tenant: string, requestId: string, abandonment: ErasureAbandonment): Promise<void> {
-    await this.deps.log.append(
-      streams.erasure(tenant, requestId),
-      [{ id: deterministicUuid('erasure-abandoned', tenant, requestId), type: TYPES.abandoned, data: abandonment, metadata: { tenant } }],
-      { expectedRevision: 'any' },
-    );
+  async saveAbandonment(erasure: Erasure, abandonment: ErasureAbandonment): Promise<void> {
+    await this.handle(erasure, { type: 'Abandon', requestId: erasure.requestId, abandonment });
+  }
+
+  // Reads of one fact, each a read of the stream: for callers outside the workflow's steps (the API, tests).
+
+  async request(tenant: string, requestId: string): Promise<ErasureRequestRecord> {
+    return (await this.load(tenant, requestId)).request;
+  }
+
+  async scope(tenant: string, requestId: string): Promise<ErasureScope> {
+    return (await this.load(tenant, requestId)).scope();
+  }
+
+  async exists(tenant: string, requestId: string): Promise<boolean> {
+    return (await this.load(tenant, requestId)).exists;
+  }
+
+  async workset(tenant: string, requestId: string): Promise<Workset | undefined> {
+    return (await this.load(tenant, requestId)).workset();
+  }
+
+  async steps(tenant: string, requestId: string): Promise<Map<ErasureStep, StepRecord>> {
+    return (await this.load(tenant, requestId)).steps;
+  }
+
+  async certificate(tenant: string, requestId: string): Promise<SignedCertificate | undefined> {
+    return (await this.load(tenant, requestId)).certificate;
+  }
+
+  async abandonment(tenant: string, requestId: string): Promise<ErasureAbandonment | undefined> {
+    return (await this.load(tenant, requestId)).abandonment;
   }
 
   /** Every workset captured and not yet closed by a certificate or an abandonment, oldest first. */
   async *openWorksets(): AsyncIterable<CapturedWorkset> {
     const open = new Map<string, CapturedWorkset>();
     const closed = new Set<string>();
-    for await (const event of this.deps.log.readAll({
-      filter: { streamNamePrefix: ['erasure-'], eventType: [TYPES.workset, TYPES.certified, TYPES.abandoned] },
-    })) {
+    const { workset, certified, abandoned } = ERASURE_EVENT_TYPES;
+    for await (const event of this.deps.log.readAll({ filter: { streamNamePrefix: ['erasure-'], eventType: [workset, certified, abandoned] } })) {
       const name = parseStreamName(event.streamId);
       if (!name) continue;
-      if (event.type === TYPES.workset) open.set(event.streamId, { tenant: name.tenant, requestId: name.id, capturedAt: event.created });
+      if (event.type === workset) open.set(event.streamId, { tenant: name.tenant, requestId: name.id, capturedAt: event.created });
       else closed.add(event.streamId);
     }
-    for (const [stream, workset] of open) if (!closed.has(stream)) yield workset;
+    for (const [stream, captured] of open) if (!closed.has(stream)) yield captured;
   }
 
-  private async appendSealed(
-    tenant: string,
-    requestId: string,
-    type: string,
-    data: Record<string, unknown>,
-    expectedRevision: 'no_stream' | 'any',
-  ): Promise<void> {
-    const sealed = await this.deps.sealer.seal(tenant, [
-      { id: deterministicUuid(type, tenant, requestId), type, keyId: ErasureStore.keyId(requestId), data },
-    ]);
-    await this.deps.log.append(streams.erasure(tenant, requestId), sealed, { expectedRevision });
+  /** Runs one command on the erasure's stream and moves the erasure forward; the number of events it recorded. */
+  private async handle(erasure: Erasure, command: ErasureCommand): Promise<number> {
+    const { tenant, requestId } = erasure;
+    const handled = await handleCommand(this.deps.log, streams.erasure(tenant, requestId), erasureDecider, command, {
+      from: erasure.folded,
+      toEventData: (event) => this.toEventData(tenant, requestId, event),
+    });
+    erasure.folded = { state: handled.state, revision: handled.revision };
+    return handled.events.length;
   }
 
-  private async first(tenant: string, requestId: string, type: string): Promise<RecordedEvent | undefined> {
-    return (await this.all(tenant, requestId)).find((e) => e.type === type);
-  }
-
-  /** An erasure stream holds a dozen small events, so it is read whole. */
-  private async all(tenant: string, requestId: string): Promise<RecordedEvent[]> {
-    const events: RecordedEvent[] = [];
-    for await (const event of this.deps.log.readStream(streams.erasure(tenant, requestId))) events.push(event);
-    return events;
+  /** Ids as before the decider: per request and type, per step for steps; sealed events name their key. */
+  private toEventData(tenant: string, requestId: string, event: ErasureEvent): EventData {
+    switch (event.type) {
+      case 'ErasureRequested':
+      case 'ErasureWorksetCaptured':
+        return {
+          id: deterministicUuid(event.type, tenant, requestId),
+          type: event.type,
+          data: event.data,
+          metadata: { tenant, keyId: ErasureStore.keyId(requestId) },
+        };
+      case 'ErasureStepCompleted':
+        return { id: deterministicUuid('erasure-step', tenant, requestId, event.data.step), type: event.type, data: event.data, metadata: { tenant } };
+      case 'ErasureAuditClosed':
+        return { id: deterministicUuid('erasure-audit', tenant, requestId), type: event.type, data: event.data, metadata: { tenant } };
+      case 'ErasureCertified':
+        return { id: deterministicUuid('erasure-certificate', tenant, requestId), type: event.type, data: event.data, metadata: { tenant } };
+      case 'ErasureAbandoned':
+        return { id: deterministicUuid('erasure-abandoned', tenant, requestId), type: event.type, data: event.data, metadata: { tenant } };
+      default: {
+        const _exhaustive: never = event;
+        return _exhaustive;
+      }
+    }
   }
 }

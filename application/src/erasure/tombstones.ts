@@ -1,12 +1,14 @@
-import { streams, type EventLog } from '@elma/domain';
+import { streams, tombstoneDecider, type EventLog, type TombstoneState } from '@elma/domain';
 import { deterministicUuid } from '@elma/shared';
+import { handleCommand, type Folded } from '../command/handle-command';
 
-export const TOMBSTONES_WRITTEN = 'TombstonesWritten';
+export { TOMBSTONES_WRITTEN } from '@elma/domain';
 
 interface TenantTombstones {
+  /** The stream folded up to its last event read (-1n before the first). */
+  folded: Folded<TombstoneState>;
+  /** Every fingerprint of those events: the read model the checks consult. */
   fingerprints: Set<string>;
-  /** Last revision of the tombstone stream folded in; -1n before the first. */
-  revision: bigint;
 }
 
 /**
@@ -25,36 +27,34 @@ export class Tombstones {
   /** Idempotent per erasure request: a retried write appends nothing. */
   async write(tenant: string, requestId: string, fingerprints: string[]): Promise<void> {
     if (fingerprints.length === 0) return;
-    await this.deps.log.append(
-      streams.tombstones(tenant),
-      [
-        {
-          id: deterministicUuid('tombstones', tenant, requestId),
-          type: TOMBSTONES_WRITTEN,
-          data: { requestId, fingerprints: [...new Set(fingerprints)].sort() },
-          metadata: { tenant },
-        },
-      ],
-      { expectedRevision: 'any' },
-    );
+    const { folded } = await this.refresh(tenant);
+    await handleCommand(this.deps.log, streams.tombstones(tenant), tombstoneDecider, { type: 'WriteTombstones', requestId, fingerprints }, {
+      from: folded,
+      toEventData: (event) => ({ id: deterministicUuid('tombstones', tenant, requestId), type: event.type, data: event.data, metadata: { tenant } }),
+    });
   }
 
   /** The fingerprints among these that are tombstoned. */
   async matching(tenant: string, fingerprints: string[]): Promise<Set<string>> {
-    const known = await this.refresh(tenant);
+    const known = (await this.refresh(tenant)).fingerprints;
     return new Set(fingerprints.filter((f) => known.has(f)));
   }
 
-  private async refresh(tenant: string): Promise<Set<string>> {
-    let state = this.tenants.get(tenant);
-    if (!state) {
-      state = { fingerprints: new Set(), revision: -1n };
-      this.tenants.set(tenant, state);
+  private async refresh(tenant: string): Promise<TenantTombstones> {
+    let cached = this.tenants.get(tenant);
+    if (!cached) {
+      cached = { folded: { state: tombstoneDecider.initialState(), revision: -1n }, fingerprints: new Set() };
+      this.tenants.set(tenant, cached);
     }
-    for await (const event of this.deps.log.readStream(streams.tombstones(tenant), { fromRevision: state.revision + 1n })) {
-      for (const fingerprint of (event.data as { fingerprints: string[] }).fingerprints) state.fingerprints.add(fingerprint);
-      state.revision = event.revision;
+    for await (const recorded of this.deps.log.readStream(streams.tombstones(tenant), { fromRevision: cached.folded.revision + 1n })) {
+      const event = tombstoneDecider.parse(recorded);
+      let { state } = cached.folded;
+      if (event) {
+        for (const fingerprint of event.data.fingerprints) cached.fingerprints.add(fingerprint);
+        state = tombstoneDecider.evolve(state, event);
+      }
+      cached.folded = { state, revision: recorded.revision };
     }
-    return state.fingerprints;
+    return cached;
   }
 }

@@ -1,7 +1,7 @@
 import {
-  DomainError,
   PlaceLegalHold,
   holdExclusions,
+  legalHoldDecider,
   parseOrThrow,
   type Clock,
   type EventLog,
@@ -9,25 +9,14 @@ import {
   type KeyVault,
   type LegalHold,
   type ReadExclusions,
+  type StoredLegalHold,
 } from '@elma/domain';
+import { foldStream, handleCommand } from '../command/handle-command';
+
+export { LegalHoldNotFound, type StoredLegalHold } from '@elma/domain';
 
 /** Holds name subjects by pseudonym; `legalhold-{tenant}`, which named them in clear, is migrated here when a data folder is opened. */
 export const legalHoldStream = (tenant: string) => `legalholds-${tenant}`;
-
-export class LegalHoldNotFound extends DomainError {
-  constructor(id: string) {
-    super('LEGAL_HOLD.NOT_FOUND', `legal hold ${id} not found`, { holdId: id });
-  }
-}
-
-/**
- * A hold as the log keeps it: subjects by their pseudonyms
- * (`scope.subjectPseudonyms`), never their ids. Holds stored before
- * pseudonyms name `scope.subjects`; opening the data folder rewrites them.
- */
-export type StoredLegalHold = Omit<LegalHold, 'scope'> & {
-  scope: Omit<LegalHold['scope'], 'subjects'> & { subjects?: string[]; subjectPseudonyms?: string[] };
-};
 
 /** The stored form of a hold, its subjects replaced by their pseudonyms (`pseudonyms` maps every one of them). */
 export function storedHold(hold: StoredLegalHold, pseudonyms: Map<string, string>): StoredLegalHold {
@@ -53,23 +42,20 @@ export class LegalHolds {
     const hold: LegalHold = { ...request, id: `hold_${this.deps.ids.next()}`, placedBy: actor, placedAt: this.deps.clock.now().toISOString() };
     // A held subject keeps its pseudonym while the hold is active (a subject erasure does not forget it then).
     const pseudonyms = await this.deps.vault.subjectPseudonyms(tenant, hold.scope.subjects ?? [], { create: true });
-    const data = storedHold(hold, pseudonyms);
-    await this.deps.log.append(legalHoldStream(tenant), [{ id: this.deps.ids.next(), type: 'LegalHoldPlaced', data, metadata: { tenant } }], {
-      expectedRevision: 'any',
+    await handleCommand(this.deps.log, legalHoldStream(tenant), legalHoldDecider, { type: 'PlaceHold', hold: storedHold(hold, pseudonyms) }, {
+      toEventData: (event) => ({ id: this.deps.ids.next(), type: event.type, data: event.data, metadata: { tenant } }),
     });
     (await this.holds(tenant)).set(hold.id, hold);
     return hold;
   }
 
+  /** Decided on the stream as it is (not this process's cache): a hold released elsewhere is not found. */
   async release(tenant: string, actor: string, id: string): Promise<void> {
-    const holds = await this.holds(tenant);
-    if (!holds.has(id)) throw new LegalHoldNotFound(id);
-    await this.deps.log.append(
-      legalHoldStream(tenant),
-      [{ id: this.deps.ids.next(), type: 'LegalHoldReleased', data: { id, releasedBy: actor, releasedAt: this.deps.clock.now().toISOString() }, metadata: { tenant } }],
-      { expectedRevision: 'any' },
-    );
-    holds.delete(id);
+    const releasedAt = this.deps.clock.now().toISOString();
+    await handleCommand(this.deps.log, legalHoldStream(tenant), legalHoldDecider, { type: 'ReleaseHold', id, releasedBy: actor, releasedAt }, {
+      toEventData: (event) => ({ id: this.deps.ids.next(), type: event.type, data: event.data, metadata: { tenant } }),
+    });
+    (await this.holds(tenant)).delete(id);
   }
 
   /** The active holds; `fresh` re-reads the log, for a decision that must see holds placed by other processes. */
@@ -85,15 +71,7 @@ export class LegalHolds {
   private async holds(tenant: string): Promise<Map<string, LegalHold>> {
     let holds = this.active.get(tenant);
     if (holds) return holds;
-    const stored = new Map<string, StoredLegalHold>();
-    for await (const event of this.deps.log.readStream(legalHoldStream(tenant))) {
-      if (event.type === 'LegalHoldPlaced') {
-        const hold = event.data as StoredLegalHold;
-        stored.set(hold.id, hold);
-      } else if (event.type === 'LegalHoldReleased') {
-        stored.delete((event.data as { id: string }).id);
-      }
-    }
+    const stored = (await foldStream(this.deps.log, legalHoldStream(tenant), legalHoldDecider)).state.active;
     const subjects = await this.deps.vault.subjectsOfPseudonyms(tenant, [...stored.values()].flatMap((h) => h.scope.subjectPseudonyms ?? []));
     holds = new Map([...stored].map(([id, hold]) => [id, heldSubjects(hold, subjects)]));
     this.active.set(tenant, holds);
@@ -104,7 +82,7 @@ export class LegalHolds {
 /** The hold with its subjects named again; a pseudonym with no subject left (forgotten) names nobody. */
 function heldSubjects(hold: StoredLegalHold, subjects: Map<string, string>): LegalHold {
   const { subjectPseudonyms, ...scope } = hold.scope;
-  if (!subjectPseudonyms) return hold as LegalHold;
+  if (!subjectPseudonyms) return { ...hold, scope };
   const named = [...(scope.subjects ?? []), ...subjectPseudonyms.flatMap((p) => subjects.get(p) ?? [])];
   return { ...hold, scope: { ...scope, ...(named.length > 0 ? { subjects: named } : {}) } };
 }

@@ -1,14 +1,17 @@
 import {
-  DEFAULT_POLICY,
-  DomainError,
   PolicyDocument,
-  TenantPolicy,
   WrongExpectedVersion,
   parseOrThrow,
-  storedPolicy,
+  policyDecider,
+  PolicyVersionConflict,
   type EventLog,
+  type PolicyState,
+  type TenantPolicy,
 } from '@elma/domain';
 import { deterministicUuid } from '@elma/shared';
+import { handleCommand, type Folded } from '../command/handle-command';
+
+export { PolicyVersionConflict } from '@elma/domain';
 
 export const policyStream = (tenant: string) => `policy-${tenant}`;
 
@@ -19,64 +22,53 @@ export const policyStream = (tenant: string) => `policy-${tenant}`;
  * believe they replaced version n.
  */
 export class PolicyStore {
-  private readonly cache = new Map<string, { policy: TenantPolicy; revision: bigint }>();
+  private readonly cache = new Map<string, Folded<PolicyState>>();
 
   constructor(private readonly deps: { log: EventLog }) {}
 
   async get(tenant: string): Promise<TenantPolicy> {
-    return (await this.current(tenant)).policy;
+    return (await this.current(tenant)).state.policy;
   }
 
   /**
    * Stores a new version. `expectedVersion`, when given, must be the current
-   * version (optimistic concurrency); the new version is current + 1.
+   * version (optimistic concurrency); the new version is current + 1. A
+   * concurrent change is a conflict, never retried: the caller decided on the version it saw.
    */
   async put(tenant: string, body: unknown, actor: string, expectedVersion?: number): Promise<TenantPolicy> {
     const document = parseOrThrow(PolicyDocument, body);
-    const { policy: current, revision } = await this.current(tenant, true);
-    if (expectedVersion !== undefined && expectedVersion !== current.version) {
-      throw new PolicyVersionConflict(expectedVersion, current.version);
-    }
-    const next = parseOrThrow(TenantPolicy, { ...document, version: current.version + 1 });
+    const current = await this.current(tenant, true);
     try {
-      const result = await this.deps.log.append(
-        policyStream(tenant),
-        [
-          {
-            id: deterministicUuid('policy', tenant, String(next.version)),
-            type: 'PolicyChanged',
-            data: { policy: next },
-            metadata: { tenant, actor },
-          },
-        ],
-        { expectedRevision: revision < 0n ? 'no_stream' : revision },
-      );
-      this.cache.set(tenant, { policy: next, revision: result.nextExpectedRevision });
-      return next;
+      const handled = await handleCommand(this.deps.log, policyStream(tenant), policyDecider, { type: 'ChangePolicy', document, expectedVersion }, {
+        from: current,
+        maxAttempts: 1,
+        toEventData: (event) => ({
+          id: deterministicUuid('policy', tenant, String(event.data.policy.version)),
+          type: event.type,
+          data: event.data,
+          metadata: { tenant, actor },
+        }),
+      });
+      this.cache.set(tenant, { state: handled.state, revision: handled.revision });
+      return handled.state.policy;
     } catch (error) {
+      if (error instanceof PolicyVersionConflict) throw error;
       this.cache.delete(tenant);
-      if (error instanceof WrongExpectedVersion) throw new PolicyVersionConflict(expectedVersion ?? current.version, -1);
+      if (error instanceof WrongExpectedVersion) throw new PolicyVersionConflict(expectedVersion ?? current.state.policy.version, -1);
       throw error;
     }
   }
 
-  private async current(tenant: string, fresh = false): Promise<{ policy: TenantPolicy; revision: bigint }> {
+  /** The newest version is the whole policy: only the last event is read. */
+  private async current(tenant: string, fresh = false): Promise<Folded<PolicyState>> {
     const cached = this.cache.get(tenant);
     if (cached && !fresh) return cached;
-    let found: { policy: TenantPolicy; revision: bigint } = { policy: DEFAULT_POLICY, revision: -1n };
-    for await (const event of this.deps.log.readStream(policyStream(tenant), { direction: 'backwards', maxCount: 1 })) {
-      found = { policy: storedPolicy((event.data as { policy: unknown }).policy), revision: event.revision };
+    let found: Folded<PolicyState> = { state: policyDecider.initialState(), revision: -1n };
+    for await (const recorded of this.deps.log.readStream(policyStream(tenant), { direction: 'backwards', maxCount: 1 })) {
+      const event = policyDecider.parse(recorded);
+      found = { state: event ? policyDecider.evolve(found.state, event) : found.state, revision: recorded.revision };
     }
     this.cache.set(tenant, found);
     return found;
-  }
-}
-
-export class PolicyVersionConflict extends DomainError {
-  constructor(expected: number, actual: number) {
-    super('POLICY.VERSION_CONFLICT', `expected policy version ${expected}, but it is ${actual < 0 ? 'newer' : actual}`, {
-      expected,
-      actual,
-    });
   }
 }

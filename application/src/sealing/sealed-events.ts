@@ -49,6 +49,18 @@ export class EventSealer {
     });
   }
 
+  /** Seals one value as `seal` seals an event's content field (same key, same AAD). */
+  async sealValue(tenant: string, keyId: string, value: unknown): Promise<Sealed> {
+    const keys = await this.vault.dataKeys(tenant, [keyId], { create: true });
+    return sealJson(keys.get(keyId)!, value, aad(tenant, keyId));
+  }
+
+  /** Opens one value sealed under `keyId`; throws `KeyShredded` once that key is shredded. */
+  async openValue(tenant: string, keyId: string, sealed: Sealed): Promise<unknown> {
+    const keys = await this.vault.dataKeys(tenant, [keyId], { create: false });
+    return openJson(keys.get(keyId)!, sealed, aad(tenant, keyId));
+  }
+
   /** The key ids among these whose records were erased (data key shredded). */
   erasedAmong(tenant: string, keyIds: string[]): Promise<Set<string>> {
     return this.vault.shreddedAmong(tenant, keyIds);

@@ -222,23 +222,23 @@ describe('the workset of an erasure that gets no certificate', () => {
     await strong();
     const dpo: Principal = { tenant: 'acme', sub: 'dpo-9', roles: ['dpo'], purposes: ['support'], clearance: 'restricted' };
     // The steps the workflow would run up to the capture, called directly: no workflow will ever end this request.
-    const { requestId } = await t.elma.erasure.request(dpo, { scope: { type: 'subject', subject: 'cust-k1' }, reason: 'subject_request' }, 'req');
+    const { requestId } = await t.elma.erasure.requests.request(dpo, { scope: { type: 'subject', subject: 'cust-k1' }, reason: 'subject_request' }, 'req');
     const at = { attempt: 1, startedAt: new Date().toISOString() };
-    const { perRecord } = await t.elma.erasure.authorize('acme', requestId, at);
-    const { seeds } = await t.elma.erasure.locate('acme', requestId, perRecord, at);
-    await t.elma.erasure.closure('acme', requestId, seeds, at);
+    const { perRecord } = await t.elma.erasure.steps.authorize('acme', requestId, at);
+    const { seeds } = await t.elma.erasure.steps.locate('acme', requestId, perRecord, at);
+    await t.elma.erasure.steps.closure('acme', requestId, seeds, at);
     expect((await t.elma.erasure.store.workset('acme', requestId))?.records.length).toBe(1);
 
     const { erasure } = (await call('admin', 'GET', '/v1/policy')).body;
     const windowMs = (erasure.approvalTimeoutHours + erasure.worksetRetentionDays * 24) * 3_600_000;
-    await t.elma.erasure.expireWorksets(new Date(Date.now() + windowMs - 3_600_000).toISOString());
+    await t.elma.erasure.certification.expireWorksets(new Date(Date.now() + windowMs - 3_600_000).toISOString());
     expect(await t.elma.vault.isShredded('acme', ErasureStore.keyId(requestId))).toBe(false);
-    const later = await t.elma.erasure.expireWorksets(new Date(Date.now() + windowMs + 60_000).toISOString());
+    const later = await t.elma.erasure.certification.expireWorksets(new Date(Date.now() + windowMs + 60_000).toISOString());
     expect(later.expired).toBeGreaterThanOrEqual(1);
     expect(await t.elma.vault.isShredded('acme', ErasureStore.keyId(requestId))).toBe(true);
     await expect(t.elma.erasure.store.workset('acme', requestId)).rejects.toBeInstanceOf(KeyShredded);
     expect(await t.elma.erasure.store.abandonment('acme', requestId)).toMatchObject({ outcome: 'ERASURE.WORKSET_EXPIRED' });
     // A certified erasure is not an open workset: the sweep leaves it alone and counts it no more.
-    expect((await t.elma.erasure.expireWorksets(new Date(Date.now() + windowMs + 60_000).toISOString())).expired).toBe(0);
+    expect((await t.elma.erasure.certification.expireWorksets(new Date(Date.now() + windowMs + 60_000).toISOString())).expired).toBe(0);
   });
 });

@@ -46,7 +46,7 @@ describe('an erasure whose worker dies inside purge_index', () => {
       const { version, ...policy } = await elma.policies.get('acme');
       // No approval step: the workflow goes straight from the closure to the purge.
       await elma.policies.put('acme', { ...policy, erasure: { approvalThreshold: 1_000_000, approvalTimeoutHours: 1 } }, 'admin', version);
-      const request = await elma.erasure.request({ ...principal, sub: 'compliance-1', roles: ['compliance'] }, { scope: { type: 'subject', subject: 'cust-purge' }, reason: 'subject_request' }, 'test');
+      const request = await elma.erasure.requests.request({ ...principal, sub: 'compliance-1', roles: ['compliance'] }, { scope: { type: 'subject', subject: 'cust-purge' }, reason: 'subject_request' }, 'test');
       return { requestId: request.requestId, jwks: elma.signer.jwks() };
     });
     connection = await Connection.connect({ address });

@@ -34,7 +34,7 @@ describe('an erasure survives the death of its worker', () => {
       await elma.runner.waitFor(BigInt(position));
       const { version, ...policy } = await elma.policies.get('acme');
       await elma.policies.put('acme', { ...policy, erasure: { approvalThreshold: 0, approvalTimeoutHours: 1 } }, 'admin', version);
-      return (await elma.erasure.request({ ...principal, sub: 'compliance-1', roles: ['compliance'] }, { scope: { type: 'subject', subject: 'cust-kill' }, reason: 'subject_request' }, 'test')).requestId;
+      return (await elma.erasure.requests.request({ ...principal, sub: 'compliance-1', roles: ['compliance'] }, { scope: { type: 'subject', subject: 'cust-kill' }, reason: 'subject_request' }, 'test')).requestId;
     });
     connection = await Connection.connect({ address });
     const client = { connection, taskQueue };
@@ -75,7 +75,7 @@ describe('an erasure survives the death of its worker', () => {
       expect([...perStep.values()].every((n) => n === 1)).toBe(true);
       expect(perStep.size).toBe(12);
       // Running the last step again (a retry after a crash) returns the same certificate.
-      const again = await elma.erasure.certify(
+      const again = await elma.erasure.certification.certify(
         'acme',
         requestId,
         { set: { recordIds: [], eventIds: [] }, held: [], verification: stored.certificate.verification, approvedBy: null, approvedAt: null, streamsDeleted: 0, tombstones: 0 },

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { CheckpointStore, Clock, Embedder, EventLog, IdSource, KeyVault, MemoryIndex } from '@elma/domain';
 import { type ElmaConfig, HashingEmbedder, OpenAiCompatibleEmbedder, EventStoreDbCheckpointStore, EventStoreDbEventLog, EventStoreDbScavenger, SqliteEventLog, SqliteKeyVault, ElasticsearchMemoryIndex, SqliteMemoryIndex, CertificateSigner, volumeHealth, rawStoreScan } from '@elma/infra';
-import { IngestService, MemoryService, Adjudication, ConsolidationService, Projection, ProjectionRunner, TenantViewsService, WriteTracker, RecallService, AuditLog, LegalHolds, PolicyStore, GovernanceService, EventSealer, ErasureFingerprints, ErasureGuard, ErasureService, Tombstones } from '@elma/application';
+import { IngestService, MemoryService, Adjudication, ConsolidationService, Projection, ProjectionRunner, TenantViewsService, WriteTracker, RecallService, AuditLog, LegalHolds, PolicyStore, GovernanceService, EventSealer, ErasureFingerprints, ErasureGuard, ErasureSteps, ErasureRequests, ErasureCertification, ErasureStore, Tombstones } from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
 
@@ -25,6 +25,14 @@ export interface EngineHealth {
 export type ViewIndex = MemoryIndex & CheckpointStore & { flush(): Promise<void>; quarantined?(): Promise<string[]> };
 
 /** Everything one ELMA process holds: engines, services and the projection. Built once, closed once. */
+/** Erasure as three use cases over one store: requests (API, retention sweep), the workflow's steps, and its end. */
+export interface Erasures {
+  requests: ErasureRequests;
+  steps: ErasureSteps;
+  certification: ErasureCertification;
+  store: ErasureStore;
+}
+
 export interface Elma {
   config: ElmaConfig;
   logger: Logger;
@@ -43,7 +51,7 @@ export interface Elma {
   ingest: IngestService;
   memories: MemoryService;
   recall: RecallService;
-  erasure: ErasureService;
+  erasure: Erasures;
   adjudication: Adjudication;
   consolidation: ConsolidationService;
   signer: CertificateSigner;
@@ -95,6 +103,7 @@ export async function openElma(
   const fingerprints = new ErasureFingerprints(Buffer.from(keyedFingerprint(config.masterKey, 'elma.erasure.v1'), 'hex'));
   const tombstones = new Tombstones({ log });
   const erased = new ErasureGuard({ tombstones, fingerprints, policies });
+  const erasureStore = new ErasureStore({ log, sealer });
   const signer = new CertificateSigner({ masterKey: config.masterKey });
   const audit = new AuditLog({ log, clock, pseudonymize: (tenant, subject) => `sfp_${fingerprints.subject(tenant, subject)}` });
   const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
@@ -117,26 +126,29 @@ export async function openElma(
     governance: new GovernanceService({ policies, holds, audit }),
     ingest: new IngestService({ log, sealer, clock, fingerprintKey, eventIdKey, writes, policies, audit, erased, vault }),
     memories,
-    erasure: new ErasureService({
-      log,
-      index,
-      vault,
-      sealer,
-      projection,
-      runner,
-      holds,
-      policies,
-      audit,
-      tombstones,
-      fingerprints,
-      signer,
-      clock,
-      ids,
-      rawScan: rawStoreScan,
-      scanRoots,
-      logEngine: config.eventLog,
-      ...(compaction ? { compaction: { port: compaction, waitMs: config.eventStore!.scavengeWaitMs } } : {}),
-    }),
+    erasure: {
+      store: erasureStore,
+      requests: new ErasureRequests({ log, store: erasureStore, index, holds, audit, fingerprints, clock, ids }),
+      steps: new ErasureSteps({
+        log,
+        store: erasureStore,
+        index,
+        vault,
+        projection,
+        runner,
+        holds,
+        policies,
+        audit,
+        tombstones,
+        fingerprints,
+        clock,
+        rawScan: rawStoreScan,
+        scanRoots,
+        logEngine: config.eventLog,
+        ...(compaction ? { compaction: { port: compaction, waitMs: config.eventStore!.scavengeWaitMs } } : {}),
+      }),
+      certification: new ErasureCertification({ store: erasureStore, index, vault, holds, policies, audit, fingerprints, signer, clock }),
+    },
     signer,
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
     consolidation: new ConsolidationService({ log, index, sealer, erased }),

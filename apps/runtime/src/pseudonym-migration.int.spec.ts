@@ -160,11 +160,12 @@ describe('a data folder made before subject pseudonyms', () => {
     const [legacy] = rows(dir).filter((r) => r.stream === legacyStream);
     // Captured by the old code: the workset names the stream by the subject's id.
     const raw = rawOpen(dir);
-    await new ErasureStore({ log: raw.log, sealer: new EventSealer(raw.vault) }).create(
+    const store = new ErasureStore({ log: raw.log, sealer: new EventSealer(raw.vault) });
+    await store.create(
       { requestId: 'era_inflight', tenant: 'acme', reason: 'subject_request', requestedBy: { sub: 'dpo-1', roles: ['dpo'], clearance: 'restricted' }, requestedAt: '2026-12-01T00:00:00Z' },
       { type: 'subject', subject: '夹具客户二' },
     );
-    await new ErasureStore({ log: raw.log, sealer: new EventSealer(raw.vault) }).saveWorkset('acme', 'era_inflight', {
+    await store.saveWorkset(await store.load('acme', 'era_inflight'), {
       records: [],
       eventStreams: { [legacy.id]: legacyStream },
     });
@@ -175,7 +176,7 @@ describe('a data folder made before subject pseudonyms', () => {
     try {
       const pseudonym = (await elma.vault.subjectPseudonyms('acme', ['夹具客户二'], { create: false })).get('夹具客户二')!;
       expect(rows(dir).filter((r) => r.stream === streams.events('acme', pseudonym))).toHaveLength(1);
-      const result = await elma.erasure.deleteStreams('acme', 'era_inflight', { recordIds: [], eventIds: [legacy.id] }, { attempt: 1, startedAt: new Date().toISOString() });
+      const result = await elma.erasure.steps.deleteStreams('acme', 'era_inflight', { recordIds: [], eventIds: [legacy.id] }, { attempt: 1, startedAt: new Date().toISOString() });
       expect(result.deleted).toBe(1);
       expect(rows(dir).filter((r) => r.stream === streams.events('acme', pseudonym))).toEqual([]);
     } finally {

@@ -196,7 +196,7 @@ async function measureErasure(line: (what: string, figure: string, target: strin
       }
       await elma.runner.waitFor(await elma.log.headPosition(), 10 * 60_000);
       const start = performance.now();
-      const { requestId, reason } = await elma.erasure.request(
+      const { requestId, reason } = await elma.erasure.requests.request(
         { ...principal(tenant), roles: ['compliance'] },
         { scope: { type: 'subject', subject }, reason: 'subject_request' },
         'bench',

@@ -130,7 +130,7 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     // Erasure requests stored while Temporal was unreachable, or by a process that died before starting them.
     let draining: Promise<void> | undefined;
     const drain = () =>
-      (draining ??= elma.erasure
+      (draining ??= elma.erasure.requests
         .startPending((entry) => erasures.start(entry))
         .then(({ started, pending }) => {
           if (started > 0 || pending > 0) elma.logger.info('erasure outbox drained', { started, pending });

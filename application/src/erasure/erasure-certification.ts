@@ -1,0 +1,218 @@
+import {
+  ERASURE_STEPS,
+  ErasureCertificate,
+  type CertifiedScope,
+  type Clock,
+  type ErasureScope,
+  type KeyVault,
+  type MemoryIndex,
+  type MemoryKind,
+  type Verification,
+} from '@elma/domain';
+import type { AuditLog } from '../audit/audit-log';
+import type { CertificateSigner } from '@elma/domain';
+import type { LegalHolds } from '../governance/legal-holds';
+import type { PolicyStore } from '../governance/policy-store';
+import { inScope, recordStep, requireWorkset, type EraseSet, type HeldRecord, type StepAttempt } from './erasure-common';
+import { ErasureStore } from './erasure-store';
+import type { ErasureFingerprints } from './fingerprints';
+
+/**
+ * The end of an erasure: the signed certificate (step 12), or the
+ * abandonment of a request that gets none, and the sweep that abandons
+ * worksets left behind. Each reads the erasure stream once.
+ */
+export class ErasureCertification {
+  constructor(
+    private readonly deps: {
+      store: ErasureStore;
+      index: MemoryIndex;
+      vault: KeyVault;
+      holds: LegalHolds;
+      policies: PolicyStore;
+      audit: AuditLog;
+      fingerprints: ErasureFingerprints;
+      signer: CertificateSigner;
+      clock: Clock;
+    },
+  ) {}
+
+  /**
+   * Step 12: the closing audit entry, the certificate (signed with Ed25519 and
+   * anchored to that entry), and last the request key's shredding, which
+   * makes the scope and workset unreadable. Idempotent: a stored certificate
+   * is returned as it is.
+   */
+  async certify(
+    tenant: string,
+    requestId: string,
+    outcome: { set: EraseSet; held: HeldRecord[]; verification: Verification; approvedBy: string | null; approvedAt: string | null; streamsDeleted: number; tombstones: number },
+    at: StepAttempt,
+  ): Promise<{ keyId: string; signature: string }> {
+    const erasure = await this.deps.store.load(tenant, requestId);
+    const existing = erasure.certificate;
+    if (existing) {
+      // A retry after the certificate was saved: finish what followed it. The scope is readable until the request key goes.
+      if (!(await this.deps.vault.isShredded(tenant, ErasureStore.keyId(requestId)))) {
+        await this.forgetErasedSubject(tenant, await erasure.scope(), outcome.held);
+      }
+      await this.deps.vault.shred(tenant, [ErasureStore.keyId(requestId)]);
+      return { keyId: existing.signature.kid, signature: existing.signature.value };
+    }
+    const { request } = erasure;
+    const scope = await erasure.scope();
+    const workset = await requireWorkset(erasure);
+    await recordStep(this.deps, erasure, 'certify', at, { records: outcome.set.recordIds.length });
+
+    let anchor = erasure.auditAnchor;
+    if (!anchor) {
+      const entry = await this.deps.audit.record({
+        tenant,
+        actor: request.requestedBy.sub,
+        subject: null,
+        operation: 'erase',
+        resourceIds: [`erasure/${requestId}`, 'certificate'],
+        decision: { effect: 'allow', rule: `erasure:${request.reason}` },
+        requestId,
+      });
+      anchor = { seq: entry.seq, hash: entry.hash };
+      await this.deps.store.saveAuditAnchor(erasure, anchor);
+    }
+
+    const erased = new Set(outcome.set.recordIds);
+    const records = workset.records
+      .filter((r) => erased.has(r.id))
+      .map((r) => ({ id: r.id, kind: r.kind, contentFingerprint: this.deps.fingerprints.content(tenant, r.text) }));
+    const byKind: Partial<Record<MemoryKind, number>> = {};
+    for (const r of records) byKind[r.kind] = (byKind[r.kind] ?? 0) + 1;
+    const steps = erasure.steps;
+    const certifiedScope = await this.certifiedScope(tenant, scope);
+    // A data subject erasing their own records is named by the pseudonym too, not by their token's subject.
+    const selfService = scope.type === 'subject' && certifiedScope.type === 'subject' && request.requestedBy.sub === scope.subject;
+    const certificate = ErasureCertificate.parse({
+      type: 'elma.erasure-certificate',
+      version: 1,
+      tenant,
+      requestId,
+      request: {
+        requestedBy: selfService ? certifiedScope.subjectPseudonym : request.requestedBy.sub,
+        requestedAt: request.requestedAt,
+        reason: request.reason,
+        scope: certifiedScope,
+        approvedBy: outcome.approvedBy,
+        approvedAt: outcome.approvedAt,
+      },
+      closure: {
+        size: records.length,
+        byKind,
+        records,
+        events: outcome.set.eventIds.length,
+        streamsDeleted: outcome.streamsDeleted,
+        keysShredded: outcome.set.recordIds.length + outcome.set.eventIds.length,
+        tombstones: outcome.tombstones,
+      },
+      legalHoldExceptions: outcome.held,
+      steps: ERASURE_STEPS.flatMap((step) => {
+        const record = steps.get(step);
+        return record ? [{ step, startedAt: record.startedAt, finishedAt: record.finishedAt, attempts: record.attempts }] : [];
+      }),
+      verification: outcome.verification,
+      auditAnchor: anchor,
+      issuedAt: steps.get('certify')!.finishedAt,
+      keyId: this.deps.signer.keyId,
+    });
+    const signed = this.deps.signer.sign(certificate);
+    await this.deps.store.saveCertificate(erasure, signed);
+    await this.forgetErasedSubject(tenant, scope, outcome.held);
+    await this.deps.vault.shred(tenant, [ErasureStore.keyId(requestId)]);
+    return { keyId: signed.signature.kid, signature: signed.signature.value };
+  }
+
+  /**
+   * The end of a request that gets no certificate (approval timeout, failed
+   * verification, a refusal, a step that failed for good): the request key is
+   * shredded at once, so its scope and its workset (texts and vectors kept for
+   * verification) become unreadable like the records they came from. Recorded
+   * once with one audit entry; a certified request is left as it is.
+   */
+  async abandon(tenant: string, requestId: string, outcome: string): Promise<{ shredded: boolean }> {
+    const erasure = await this.deps.store.load(tenant, requestId);
+    if (erasure.certificate) return { shredded: false };
+    const { request } = erasure;
+    if (!erasure.abandonment) {
+      await this.deps.audit.record({
+        tenant,
+        actor: request.requestedBy.sub,
+        subject: null,
+        operation: 'erase',
+        resourceIds: [`erasure/${requestId}`, 'abandoned'],
+        decision: { effect: 'deny', rule: `erasure:abandoned` },
+        requestId,
+      });
+      // A failure code names no content; anything else is recorded as a plain failure.
+      await this.deps.store.saveAbandonment(erasure, { outcome: /^[A-Z_]+\.[A-Z_]+$/.test(outcome) ? outcome : 'ERASURE.FAILED', at: this.now() });
+    }
+    await this.deps.vault.shred(tenant, [ErasureStore.keyId(requestId)]);
+    return { shredded: true };
+  }
+
+  /**
+   * Abandons every request whose workset has waited longer than its tenant's
+   * approval timeout plus `erasure.worksetRetentionDays` without a
+   * certificate: a workflow that was terminated, or lost, leaves no live key
+   * behind. The approval timeout is added so a request still awaiting approval
+   * keeps what it needs.
+   */
+  async expireWorksets(asOf: string): Promise<{ expired: number }> {
+    let expired = 0;
+    for await (const workset of this.deps.store.openWorksets()) {
+      const { erasure } = await this.deps.policies.get(workset.tenant);
+      const keepMs = (erasure.approvalTimeoutHours + erasure.worksetRetentionDays * 24) * 3_600_000;
+      if (workset.capturedAt.getTime() + keepMs > Date.parse(asOf)) continue;
+      await this.abandon(workset.tenant, workset.requestId, 'ERASURE.WORKSET_EXPIRED');
+      expired++;
+    }
+    return { expired };
+  }
+
+  /**
+   * A subject is named by its pseudonym, never its id. One is created for a
+   * subject that never wrote, so that every certificate reads alike and
+   * says nothing about whether the subject had records.
+   */
+  private async certifiedScope(tenant: string, scope: ErasureScope): Promise<CertifiedScope> {
+    const pseudonymOf = async (subject: string) => (await this.deps.vault.subjectPseudonyms(tenant, [subject], { create: true })).get(subject)!;
+    switch (scope.type) {
+      case 'subject':
+        return { type: 'subject', subjectPseudonym: await pseudonymOf(scope.subject) };
+      case 'time_range':
+        return {
+          type: 'time_range',
+          from: scope.from,
+          to: scope.to,
+          ...(scope.subject ? { subjectPseudonym: await pseudonymOf(scope.subject) } : {}),
+        };
+      default:
+        return scope;
+    }
+  }
+
+  /**
+   * A subject erased whole loses its pseudonym: after this nobody can tell
+   * which streams, holds or certificate were theirs, and a later write starts
+   * a fresh pseudonym. Kept while any record of the subject is left (held,
+   * or not the caller's to erase), or while an active hold names the subject
+   * (the hold must still find them). A time range erases part of a subject: kept too.
+   */
+  private async forgetErasedSubject(tenant: string, scope: ErasureScope, held: HeldRecord[]): Promise<void> {
+    if (scope.type !== 'subject' || held.length > 0) return;
+    const holds = await this.deps.holds.list(tenant, { fresh: true });
+    if (holds.some((hold) => hold.scope.subjects?.includes(scope.subject))) return;
+    for await (const entry of this.deps.index.lineage(tenant)) if (inScope(entry, scope)) return;
+    await this.deps.vault.forgetSubject(tenant, scope.subject);
+  }
+
+  private now(): string {
+    return this.deps.clock.now().toISOString();
+  }
+}

@@ -1,0 +1,89 @@
+import { DomainError, type Clock, type ErasureScope, type ErasureStep, type HoldTarget, type LineageEntry, type StepRecord, type Workset } from '@elma/domain';
+import type { AuditLog } from '../audit/audit-log';
+import type { Erasure, ErasureStore } from './erasure-store';
+
+/** The actor of erasures the system starts itself (the retention sweep). */
+export const RETENTION_ACTOR = 'system:retention';
+
+/** How a step's activity attempt went, as Temporal reports it. */
+export interface StepAttempt {
+  attempt: number;
+  /** When the step was first scheduled (ISO). */
+  startedAt: string;
+}
+
+export interface ErasureSettings {
+  approvalThreshold: number;
+  approvalTimeoutMs: number;
+}
+
+export interface EraseSet {
+  recordIds: string[];
+  eventIds: string[];
+}
+
+export interface HeldRecord {
+  recordId: string;
+  holdIds: string[];
+}
+
+/**
+ * Records a step once, with one audit entry; a repeated call (a retry)
+ * changes nothing. Decides on the erasure as the step read it: no new read.
+ */
+export async function recordStep(
+  deps: { store: ErasureStore; audit: AuditLog; clock: Clock },
+  erasure: Erasure,
+  step: ErasureStep,
+  at: StepAttempt,
+  counts: Record<string, number>,
+): Promise<void> {
+  const record: StepRecord = { step, startedAt: at.startedAt, finishedAt: deps.clock.now().toISOString(), attempts: at.attempt, counts };
+  if (erasure.steps.has(step)) return;
+  const { requestId, request } = erasure;
+  await deps.audit.record({
+    tenant: erasure.tenant,
+    actor: request.requestedBy.sub,
+    subject: null,
+    operation: 'erase',
+    resourceIds: [`erasure/${requestId}`, `step/${step}`],
+    decision: { effect: 'allow', rule: `erasure:${step}` },
+    requestId,
+  });
+  await deps.store.completeStep(erasure, record);
+}
+
+/** The captured workset; a step after the closure cannot go on without it. */
+export async function requireWorkset(erasure: Erasure): Promise<Workset> {
+  const workset = await erasure.workset();
+  if (!workset) throw new DomainError('ERASURE.NO_WORKSET', `erasure ${erasure.requestId} has no captured closure`, { requestId: erasure.requestId });
+  return workset;
+}
+
+export function inScope(entry: LineageEntry, scope: Exclude<ErasureScope, { type: 'fingerprint' | 'records' }>): boolean {
+  const ofSubject = (subject: string) => entry.subject === subject || entry.owner === subject;
+  switch (scope.type) {
+    case 'subject':
+      return ofSubject(scope.subject);
+    case 'time_range': {
+      const at = Date.parse(entry.recordedAt);
+      return at >= Date.parse(scope.from) && at < Date.parse(scope.to) && (scope.subject === undefined || ofSubject(scope.subject));
+    }
+    case 'expired':
+      return isExpired(entry, scope.asOf);
+  }
+}
+
+export function isExpired(entry: LineageEntry, asOf: string): boolean {
+  return entry.expiresAt !== null && Date.parse(entry.expiresAt) <= Date.parse(asOf);
+}
+
+/** What `isHeld` looks at, from a lineage entry. */
+export function heldView(entry: LineageEntry): HoldTarget {
+  return {
+    id: entry.id,
+    subject: entry.subject,
+    policy: { owner: entry.owner, project: entry.project },
+    provenance: { parentIds: entry.parentIds, sourceEventIds: entry.sourceEventIds },
+  };
+}

@@ -1,0 +1,207 @@
+import {
+  CreateErasureRequest,
+  DomainError,
+  ErasureNotFound,
+  isHeld,
+  parseOrThrow,
+  type Clock,
+  type ErasureReason,
+  type ErasureScope,
+  type EventLog,
+  type IdSource,
+  type MemoryIndex,
+  type Principal,
+  type Requester,
+  type SignedCertificate,
+} from '@elma/domain';
+import type { AuditLog } from '../audit/audit-log';
+import type { LegalHolds } from '../governance/legal-holds';
+import { RETENTION_ACTOR, heldView, isExpired } from './erasure-common';
+import { ErasureOutbox, type ErasureStart } from './erasure-outbox';
+import type { Erasure, ErasureRequestRecord, ErasureStore } from './erasure-store';
+import type { ErasureFingerprints } from './fingerprints';
+
+/** Roles that may request any erasure (the tenant policy's `erase` rules decide the rest). */
+export const ERASURE_ROLES = ['compliance', 'dpo'] as const;
+/** Who may read an erasure's progress and certificate besides its requester. */
+const READER_ROLES = ['compliance', 'dpo', 'auditor'];
+
+export class ErasureForbidden extends DomainError {
+  constructor() {
+    super('AUTH.FORBIDDEN', 'this erasure needs the compliance or dpo role, or a data subject asking for their own records');
+  }
+}
+
+/**
+ * Erasure requests, API side and the retention sweep's: who may ask, storing
+ * the request and its start in the outbox, who may follow it, and the audit
+ * entries of approvals and certificate exports.
+ */
+export class ErasureRequests {
+  private readonly outbox: ErasureOutbox;
+
+  constructor(
+    private readonly deps: {
+      log: EventLog;
+      store: ErasureStore;
+      index: MemoryIndex;
+      holds: LegalHolds;
+      audit: AuditLog;
+      fingerprints: ErasureFingerprints;
+      clock: Clock;
+      ids: IdSource;
+    },
+  ) {
+    this.outbox = new ErasureOutbox({ log: deps.log });
+  }
+
+  /**
+   * Validates and stores a request; the caller then starts the workflow and
+   * reports it with `workflowStarted`. A `content` scope becomes a keyed
+   * fingerprint here and the text goes no further. The start is queued in the
+   * outbox before the request is stored, so a request never sits stored
+   * without a workflow: `startPending` finds any whose start did not happen.
+   */
+  async request(principal: Principal, body: unknown, httpRequestId: string): Promise<{ requestId: string; reason: ErasureReason }> {
+    const input = parseOrThrow(CreateErasureRequest, body);
+    const privileged = principal.roles.some((r) => (ERASURE_ROLES as readonly string[]).includes(r));
+    const ownRecords = input.scope.type === 'subject' && input.scope.subject === principal.sub && input.reason === 'subject_request';
+    if (!privileged && !ownRecords) {
+      await this.auditRequest(principal, 'deny', 'role:compliance|dpo', ['erasure'], httpRequestId);
+      throw new ErasureForbidden();
+    }
+    const scope: ErasureScope =
+      input.scope.type === 'content'
+        ? { type: 'fingerprint', fingerprint: this.deps.fingerprints.content(principal.tenant, input.scope.text) }
+        : input.scope;
+    const requestId = `era_${this.deps.ids.next()}`;
+    await this.outbox.queue({ tenant: principal.tenant, requestId, reason: input.reason });
+    await this.deps.store.create(
+      {
+        requestId,
+        tenant: principal.tenant,
+        reason: input.reason,
+        requestedBy: requesterOf(principal),
+        requestedAt: this.deps.clock.now().toISOString(),
+      },
+      scope,
+    );
+    await this.auditRequest(principal, 'allow', privileged ? 'role:erasure' : 'self-service', [`erasure/${requestId}`], httpRequestId);
+    return { requestId, reason: input.reason };
+  }
+
+  /** Closes the request's outbox entry once Temporal has its workflow. */
+  async workflowStarted(tenant: string, requestId: string): Promise<void> {
+    await this.outbox.started(tenant, requestId);
+  }
+
+  /**
+   * Starts the workflow of every queued request that has none yet (Temporal
+   * was unreachable, or the process died between storing and starting).
+   * `start` must be idempotent by request id. An entry whose request was
+   * never stored (the process died in between) is closed without a start.
+   * Stops at the first failed start: Temporal is likely down, the rest waits
+   * for the next drain.
+   */
+  async startPending(start: (entry: ErasureStart) => Promise<void>): Promise<{ started: number; pending: number }> {
+    const pending = await this.outbox.pending();
+    let started = 0;
+    for (const entry of pending) {
+      if (await this.deps.store.exists(entry.tenant, entry.requestId)) {
+        try {
+          await start(entry);
+        } catch {
+          return { started, pending: pending.length - started };
+        }
+      }
+      await this.outbox.started(entry.tenant, entry.requestId);
+      started++;
+    }
+    return { started, pending: 0 };
+  }
+
+  /** The retention sweep's request for one tenant and run; idempotent by its id. */
+  async requestRetention(tenant: string, requestId: string, asOf: string): Promise<void> {
+    if (await this.deps.store.exists(tenant, requestId)) return;
+    await this.deps.store.create(
+      {
+        requestId,
+        tenant,
+        reason: 'retention',
+        requestedBy: { sub: RETENTION_ACTOR, roles: ['system'], clearance: 'restricted' },
+        requestedAt: this.deps.clock.now().toISOString(),
+      },
+      { type: 'expired', asOf },
+    );
+  }
+
+  /** Throws `ErasureNotFound` unless the caller may follow this erasure (requester or reader roles). */
+  async readable(principal: Principal, requestId: string): Promise<ErasureRequestRecord> {
+    return (await this.follow(principal, requestId)).request;
+  }
+
+  /** The erasure as its stream stands (one read), if the caller may follow it; else `ErasureNotFound`. */
+  async follow(principal: Principal, requestId: string): Promise<Erasure> {
+    const erasure = await this.deps.store.load(principal.tenant, requestId);
+    const { request } = erasure;
+    if (request.requestedBy.sub !== principal.sub && !principal.roles.some((r) => READER_ROLES.includes(r))) {
+      throw new ErasureNotFound(requestId);
+    }
+    return erasure;
+  }
+
+  async certificate(principal: Principal, requestId: string): Promise<SignedCertificate | undefined> {
+    return (await this.follow(principal, requestId)).certificate;
+  }
+
+  /** Tenants with records (the retention sweep visits each). */
+  tenants(): Promise<string[]> {
+    return this.deps.index.tenants();
+  }
+
+  /** Expired records not on hold, as the retention sweep sees them at `asOf`. */
+  async countExpired(tenant: string, asOf: string): Promise<number> {
+    const holds = await this.deps.holds.list(tenant, { fresh: true });
+    let n = 0;
+    for await (const entry of this.deps.index.lineage(tenant)) if (isExpired(entry, asOf) && !isHeld(heldView(entry), holds)) n++;
+    return n;
+  }
+
+  auditApproval(principal: Principal, requestId: string, effect: 'allow' | 'deny', rule: string, httpRequestId: string) {
+    return this.auditRequest(principal, effect, rule, [`erasure/${requestId}`, 'approve'], httpRequestId);
+  }
+
+  auditCertificateExport(principal: Principal, requestId: string, httpRequestId: string) {
+    return this.deps.audit.record({
+      tenant: principal.tenant,
+      actor: principal.sub,
+      subject: null,
+      operation: 'export',
+      resourceIds: [`erasure/${requestId}`, 'certificate'],
+      decision: { effect: 'allow', rule: 'erasure:certificate' },
+      requestId: httpRequestId,
+    });
+  }
+
+  private auditRequest(principal: Principal, effect: 'allow' | 'deny', rule: string, resourceIds: string[], requestId: string) {
+    return this.deps.audit.record({
+      tenant: principal.tenant,
+      actor: principal.sub,
+      subject: null,
+      operation: 'erase',
+      resourceIds,
+      decision: { effect, rule },
+      requestId,
+    });
+  }
+}
+
+function requesterOf(principal: Principal): Requester {
+  return {
+    sub: principal.sub,
+    roles: principal.roles,
+    clearance: principal.clearance,
+    ...(principal.project ? { project: principal.project } : {}),
+    ...(principal.department ? { department: principal.department } : {}),
+  };
+}

@@ -1,0 +1,378 @@
+import {
+  EXTRACTION_RULE,
+  PolicyDenied,
+  deletionClosure,
+  evaluate,
+  isHeld,
+  resourceOf,
+  subjectOf,
+  streams,
+  isLegacySubjectStream,
+  parseStreamName,
+  tokenize,
+  type Clock,
+  type ErasureStep,
+  type EventLog,
+  IN_PLACE_COMPACTION,
+  type LogCompaction,
+  type LogCompactionReport,
+  type KeyVault,
+  type LineageEntry,
+  type MemoryIndex,
+  type MemoryRecord,
+  type Verification,
+} from '@elma/domain';
+import type { AuditLog } from '../audit/audit-log';
+import type { RawStoreScan } from '@elma/domain';
+import type { LegalHolds } from '../governance/legal-holds';
+import type { PolicyStore } from '../governance/policy-store';
+import type { Projection } from '../views/projection';
+import type { ProjectionRunner } from '../views/runner';
+import {
+  RETENTION_ACTOR,
+  inScope,
+  isExpired,
+  recordStep,
+  requireWorkset,
+  type EraseSet,
+  type ErasureSettings,
+  type HeldRecord,
+  type StepAttempt,
+} from './erasure-common';
+import type { Erasure, ErasureStore, Workset } from './erasure-store';
+import type { ErasureFingerprints } from './fingerprints';
+import type { Tombstones } from './tombstones';
+import { ErasureVerifier } from './verification';
+
+/**
+ * The work behind steps 1 to 11 of `ErasureWorkflow` (docs/architecture.md#erasure: authorize ... verify;
+ * requests are `ErasureRequests`, the certificate `ErasureCertification`).
+ * Every method is idempotent: it may run again after a crash or a retry and
+ * converges to the same state, and records its step in the erasure stream
+ * (plus one audit entry) only the first time. Each reads the erasure stream
+ * once and decides on that fold. Arguments and results are ids and counts
+ * only: they travel through Temporal histories, which erasure cannot reach.
+ */
+export class ErasureSteps {
+  private readonly verifier: ErasureVerifier;
+
+  constructor(
+    private readonly deps: {
+      log: EventLog;
+      store: ErasureStore;
+      index: MemoryIndex;
+      vault: KeyVault;
+      projection: Projection;
+      runner: ProjectionRunner;
+      holds: LegalHolds;
+      policies: PolicyStore;
+      audit: AuditLog;
+      tombstones: Tombstones;
+      fingerprints: ErasureFingerprints;
+      clock: Clock;
+      /** The byte scan over the raw store files, and the folders and files it covers (data folder, Temporal database). */
+      rawScan: RawStoreScan;
+      scanRoots: string[];
+      /** The event log's engine, as the certificate names it. */
+      logEngine: string;
+      /** The log's lazy physical deletion (EventStoreDB scavenge) and how long verification waits for it; absent for a log that deletes in place. */
+      compaction?: { port: LogCompaction; waitMs: number };
+    },
+  ) {
+    this.verifier = new ErasureVerifier({ index: deps.index, vault: deps.vault, rawScan: deps.rawScan, scanRoots: deps.scanRoots });
+  }
+
+  /**
+   * Step 1. Tenant-level permission from the policy's `erase` rules; or, for a
+   * data subject's own request, permission checked per record at `locate`.
+   */
+  async authorize(tenant: string, requestId: string, at: StepAttempt): Promise<ErasureSettings & { perRecord: boolean }> {
+    const erasure = await this.deps.store.loadRequest(tenant, requestId);
+    const policy = await this.deps.policies.get(tenant);
+    const settings = {
+      approvalThreshold: policy.erasure.approvalThreshold,
+      approvalTimeoutMs: Math.round(policy.erasure.approvalTimeoutHours * 3_600_000),
+    };
+    let perRecord = false;
+    if (erasure.request.requestedBy.sub === RETENTION_ACTOR) {
+      if (erasure.request.reason !== 'retention') throw new PolicyDenied('erase', 'system-retention-only');
+      // Expiry applies the tenant's own retention policy: nobody is asked to approve it again.
+      settings.approvalThreshold = Number.MAX_SAFE_INTEGER;
+    } else {
+      const decision = evaluate(policy, subjectOf(erasure.request.requestedBy), null, { now: this.now() }, 'erase');
+      if (!decision.allowed) {
+        const scope = await erasure.scope();
+        if (!(scope.type === 'subject' && scope.subject === erasure.request.requestedBy.sub)) throw new PolicyDenied('erase', decision.ruleId);
+        perRecord = true;
+      }
+    }
+    await this.complete(erasure, 'authorize', at, { perRecord: perRecord ? 1 : 0 });
+    return { ...settings, perRecord };
+  }
+
+  /** Step 2. The seed records of the scope. Waits for the projection first, so a just-ingested event is found. */
+  async locate(tenant: string, requestId: string, perRecord: boolean, at: StepAttempt): Promise<{ seeds: string[] }> {
+    const erasure = await this.deps.store.loadRequest(tenant, requestId);
+    const scope = await erasure.scope();
+    if (this.deps.runner.running) await this.deps.runner.waitFor(await this.deps.log.headPosition(), 60_000);
+    const seeds: string[] = [];
+    if (scope.type === 'fingerprint') {
+      // Only content can match a content fingerprint: the one scope that reads every record whole.
+      for await (const record of this.deps.index.records(tenant)) {
+        if (this.deps.fingerprints.content(tenant, record.content.text) === scope.fingerprint) seeds.push(record.id);
+      }
+    } else if (scope.type === 'records') {
+      for (const id of new Set(scope.recordIds)) if (await this.deps.index.get(tenant, id)) seeds.push(id);
+    } else {
+      for await (const entry of this.deps.index.lineage(tenant)) if (inScope(entry, scope)) seeds.push(entry.id);
+    }
+    if (perRecord) {
+      const policy = await this.deps.policies.get(tenant);
+      for (const id of seeds) {
+        const stored = await this.deps.index.get(tenant, id);
+        if (!stored) continue;
+        const decision = evaluate(policy, subjectOf(erasure.request.requestedBy), resourceOf(stored.record), { now: this.now() }, 'erase');
+        if (!decision.allowed) throw new PolicyDenied('erase', decision.ruleId);
+      }
+    }
+    await this.complete(erasure, 'locate', at, { seeds: seeds.length });
+    return { seeds };
+  }
+
+  /**
+   * Step 3. D*(seeds) over the lineage DAG, plus the ingested events the
+   * closure's extracted records came from. Captures what verification will
+   * need once the records are gone (sealed in the erasure stream).
+   */
+  async closure(tenant: string, requestId: string, seeds: string[], at: StepAttempt): Promise<EraseSet> {
+    const erasure = await this.deps.store.loadRequest(tenant, requestId);
+    const kept = await erasure.workset();
+    if (kept) {
+      // A retry after the capture: the index may already be purged, so the captured closure is the truth.
+      await this.complete(erasure, 'closure', at, { records: kept.records.length, events: Object.keys(kept.eventStreams).length });
+      return { recordIds: kept.records.map((r) => r.id), eventIds: Object.keys(kept.eventStreams) };
+    }
+    const nodes: LineageEntry[] = [];
+    for await (const entry of this.deps.index.lineage(tenant)) nodes.push(entry);
+    const scope = await erasure.scope();
+    const found = deletionClosure(seeds, nodes);
+    // Expiry is per record: a view that outlives its inputs by its own retention (a promoted working
+    // memory, an explicit write) keeps it; a view that expires with them (consolidation) goes with them.
+    const expired = new Set(scope.type === 'expired' ? nodes.filter((n) => isExpired(n, scope.asOf)).map((n) => n.id) : []);
+    const closure =
+      scope.type === 'expired'
+        ? { ...found, recordIds: found.recordIds.filter((id) => expired.has(id)) }
+        : found;
+    const byId = new Map(nodes.map((r) => [r.id, r]));
+    const records = await Promise.all(
+      closure.recordIds.map(async (id) => {
+        const stored = (await this.deps.index.get(tenant, id))!;
+        const record = stored.record;
+        return {
+          id,
+          kind: record.kind,
+          subject: record.subject,
+          text: record.content.text,
+          terms: distinctiveTerms(record),
+          vector: Buffer.from(stored.vector.buffer, stored.vector.byteOffset, stored.vector.byteLength).toString('base64'),
+        };
+      }),
+    );
+    const eventStreams: Record<string, string> = {};
+    const extractedFrom = new Map<string, string>();
+    for (const eventId of closure.eventIds) {
+      const extracted = closure.recordIds.map((id) => byId.get(id)!).find((r) => r.rule === EXTRACTION_RULE && r.sourceEventIds.includes(eventId));
+      if (extracted) extractedFrom.set(eventId, extracted.subject);
+    }
+    // Event streams are named by the subject's pseudonym; a subject without one has no stream left.
+    const pseudonyms = await this.deps.vault.subjectPseudonyms(tenant, [...extractedFrom.values()], { create: false });
+    for (const [eventId, subject] of extractedFrom) {
+      const pseudonym = pseudonyms.get(subject);
+      if (pseudonym) eventStreams[eventId] = streams.events(tenant, pseudonym);
+    }
+    const workset: Workset = { records, eventStreams };
+    await this.deps.store.saveWorkset(erasure, workset);
+    await this.complete(erasure, 'closure', at, { records: records.length, events: closure.eventIds.length });
+    return { recordIds: closure.recordIds, eventIds: closure.eventIds };
+  }
+
+  /**
+   * Step 4. Records a legal hold covers are restricted instead of erased
+   * (recall already withholds them from everyone but `legal`), and so are the
+   * events they were extracted from: the hold preserves the original.
+   */
+  async legalHoldCheck(tenant: string, requestId: string, closure: EraseSet, at: StepAttempt): Promise<EraseSet & { held: HeldRecord[] }> {
+    const erasure = await this.deps.store.loadRequest(tenant, requestId);
+    const holds = await this.deps.holds.list(tenant, { fresh: true });
+    const held: HeldRecord[] = [];
+    const keptEvents = new Set<string>();
+    for (const id of closure.recordIds) {
+      const stored = await this.deps.index.get(tenant, id);
+      if (!stored) continue;
+      const covering = holds.filter((h) => isHeld(stored.record, [h])).map((h) => h.id);
+      if (covering.length === 0) continue;
+      held.push({ recordId: id, holdIds: covering });
+      if (stored.record.provenance.rule === EXTRACTION_RULE) stored.record.provenance.sourceEventIds.forEach((e) => keptEvents.add(e));
+    }
+    const heldIds = new Set(held.map((h) => h.recordId));
+    const result = {
+      recordIds: closure.recordIds.filter((id) => !heldIds.has(id)),
+      eventIds: closure.eventIds.filter((id) => !keptEvents.has(id)),
+      held,
+    };
+    await this.complete(erasure, 'legal_hold', at, { held: held.length, erasable: result.recordIds.length });
+    return result;
+  }
+
+  /** Step 5, recorded once the approval is settled (not needed, or given). */
+  async recordApproval(tenant: string, requestId: string, approval: { required: boolean; approvedBy?: string; startedAt: string }, at: StepAttempt) {
+    const erasure = await this.deps.store.loadRequest(tenant, requestId);
+    await this.complete(erasure, 'approval', { ...at, startedAt: approval.startedAt }, { required: approval.required ? 1 : 0 });
+  }
+
+  /** Step 6: rows, vectors and FTS entries physically, then the WAL checkpointed (the SQLite adapter does both). */
+  async purgeIndex(tenant: string, requestId: string, set: EraseSet, at: StepAttempt): Promise<{ purged: number }> {
+    const erasure = await this.deps.store.loadRequest(tenant, requestId);
+    const before = await this.deps.index.count(tenant);
+    await this.deps.index.purge(tenant, set.recordIds);
+    const purged = before - (await this.deps.index.count(tenant));
+    await this.complete(erasure, 'purge_index', at, { purged });
+    return { purged };
+  }
+
+  /** Step 7: what this process keeps in memory about the records. */
+  async purgeCaches(tenant: string, requestId: string, set: EraseSet, at: StepAttempt): Promise<{ evicted: number }> {
+    const erasure = await this.deps.store.loadRequest(tenant, requestId);
+    const evicted = this.deps.projection.forget(tenant, set.recordIds);
+    await this.complete(erasure, 'purge_caches', at, { evicted });
+    return { evicted };
+  }
+
+  /** Step 8: crypto-shredding; every copy of the ciphertext (log, replicas, backups) becomes unreadable. */
+  async shredKeys(tenant: string, requestId: string, set: EraseSet, at: StepAttempt): Promise<{ shredded: number }> {
+    const erasure = await this.deps.store.loadRequest(tenant, requestId);
+    const keyIds = [...set.recordIds, ...set.eventIds];
+    await this.deps.vault.shred(tenant, keyIds);
+    await this.complete(erasure, 'shred_keys', at, { shredded: keyIds.length });
+    return { shredded: keyIds.length };
+  }
+
+  /**
+   * Step 9: each erased record's memory stream, and each event stream whose
+   * events are all erased. An event stream that also holds kept events stays;
+   * its erased events are ciphertext under shredded keys.
+   */
+  async deleteStreams(tenant: string, requestId: string, set: EraseSet, at: StepAttempt): Promise<{ deleted: number; shreddedInPlace: number }> {
+    const erasure = await this.deps.store.loadRequest(tenant, requestId);
+    const workset = await requireWorkset(erasure);
+    const erasedEvents = new Set(set.eventIds);
+    const candidates = new Set(await this.currentStreamNames(tenant, set.eventIds.map((id) => workset.eventStreams[id]).filter(Boolean)));
+    let deleted = 0;
+    let shreddedInPlace = 0;
+    for (const stream of candidates) {
+      let all = true;
+      let erasedHere = 0;
+      for await (const event of this.deps.log.readStream(stream)) {
+        if (erasedEvents.has(event.id)) erasedHere++;
+        else all = false;
+      }
+      if (all) {
+        await this.deps.log.deleteStream(stream);
+        deleted++;
+      } else shreddedInPlace += erasedHere;
+    }
+    for (const id of set.recordIds) {
+      await this.deps.log.deleteStream(streams.memory(tenant, id));
+      deleted++;
+    }
+    // A tombstone hides the events; only a scavenge removes them from the log's files.
+    if (this.deps.compaction && deleted > 0) await this.deps.compaction.port.request();
+    await this.complete(erasure, 'delete_streams', at, { deleted, shreddedInPlace });
+    return { deleted, shreddedInPlace };
+  }
+
+  /**
+   * Step 10: keyed fingerprints of each erased record's content for its subject, which ingest and consolidation
+   * refuse; and of the content alone, which they refuse for every subject when the tenant's policy says so.
+   * Both are written whatever the policy says today, so a later switch covers this erasure too.
+   */
+  async writeTombstones(tenant: string, requestId: string, set: EraseSet, at: StepAttempt): Promise<{ tombstones: number }> {
+    const erasure = await this.deps.store.loadRequest(tenant, requestId);
+    const workset = await requireWorkset(erasure);
+    const erased = new Set(set.recordIds);
+    const records = workset.records.filter((r) => erased.has(r.id));
+    const fingerprints = [...new Set(records.map((r) => this.deps.fingerprints.tombstone(tenant, r.subject, r.text)))];
+    const tenantWide = [...new Set(records.map((r) => this.deps.fingerprints.tenantTombstone(tenant, r.text)))];
+    await this.deps.tombstones.write(tenant, requestId, [...fingerprints, ...tenantWide]);
+    await this.complete(erasure, 'tombstones', at, { tombstones: fingerprints.length });
+    return { tombstones: fingerprints.length };
+  }
+
+  /** Step 11: every probe for every erased record. Records the step only when all pass. */
+  async verify(tenant: string, requestId: string, set: EraseSet, round: number, at: StepAttempt): Promise<Verification> {
+    const erasure = await this.deps.store.loadRequest(tenant, requestId);
+    const workset = await requireWorkset(erasure);
+    const erased = new Set(set.recordIds);
+    const verification = await this.verifier.verify(
+      tenant,
+      workset.records.filter((r) => erased.has(r.id)),
+      [...set.recordIds, ...set.eventIds],
+      round,
+    );
+    verification.logCompaction = await this.logCompaction(erasure);
+    if (verification.passed) {
+      await this.complete(erasure, 'verify', at, {
+        rounds: verification.rounds,
+        files: verification.byteScan.files,
+      });
+    }
+    return verification;
+  }
+
+  // ---- helpers ----------------------------------------------------------------------------------------
+
+  /**
+   * Whether the deleted streams are gone from the log's files: at once for a
+   * log that deletes in place; for EventStoreDB, the first scavenge started
+   * after the deletions, waited for a while. Recorded either way, never a failure.
+   */
+  private async logCompaction(erasure: Erasure): Promise<LogCompactionReport> {
+    const compaction = this.deps.compaction;
+    const engine = this.deps.logEngine;
+    if (!compaction) return IN_PLACE_COMPACTION(engine);
+    const deletedAt = erasure.steps.get('delete_streams')?.startedAt;
+    if (!deletedAt) return { engine, method: 'scavenge', requested: false, completed: false, result: 'no streams deleted' };
+    const deadline = Date.now() + compaction.waitMs;
+    for (;;) {
+      const report = await compaction.port.report(new Date(deletedAt));
+      if (report.completed || Date.now() >= deadline) return report;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+
+  /** A workset captured before the data folder's pseudonym migration names old `events-{tenant}-{subject}` streams: their new names. */
+  private async currentStreamNames(tenant: string, names: string[]): Promise<string[]> {
+    const legacy = names.filter(isLegacySubjectStream);
+    if (legacy.length === 0) return names;
+    const subjectOf = (name: string) => parseStreamName(name)!.id;
+    const pseudonyms = await this.deps.vault.subjectPseudonyms(tenant, legacy.map(subjectOf), { create: false });
+    return names.flatMap((name) => {
+      if (!isLegacySubjectStream(name)) return [name];
+      const pseudonym = pseudonyms.get(subjectOf(name));
+      return pseudonym ? [streams.events(tenant, pseudonym)] : [];
+    });
+  }
+
+  private complete(erasure: Erasure, step: ErasureStep, at: StepAttempt, counts: Record<string, number>): Promise<void> {
+    return recordStep(this.deps, erasure, step, at, counts);
+  }
+
+  private now(): string {
+    return this.deps.clock.now().toISOString();
+  }
+}
+
+/** The record's longest distinct words (length is a fair stand-in for rarity), for the BM25 probe. */
+function distinctiveTerms(record: MemoryRecord): string[] {
+  return [...new Set(tokenize(record.content.text))].sort((a, b) => b.length - a.length || a.localeCompare(b)).slice(0, 8);
+}
