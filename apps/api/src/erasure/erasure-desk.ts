@@ -7,7 +7,7 @@ import {
   type Principal,
   type SignedCertificate,
 } from '@elma/domain';
-import { Forbidden, renderCertificatePdf, TemporalUnavailable, type Elma } from '@elma/infra';
+import { Forbidden, renderCertificatePdf, TemporalUnavailable, type CertificateSigner, type ErasureService } from '@elma/infra';
 import { initialErasureProgress } from '@elma/workflows';
 
 /** How the API reaches the erasure workflows (Temporal), injected by the process that runs the API. */
@@ -28,7 +28,8 @@ export const ERASURE_APPROVER_ROLE = 'dpo';
 /** What the erasure endpoints (REST and GraphQL) do: store the request, drive the workflow, read its outcome. */
 export class ErasureDesk {
   constructor(
-    private readonly elma: Elma,
+    private readonly erasure: ErasureService,
+    private readonly signer: Pick<CertificateSigner, 'jwks'>,
     private readonly workflows: ErasureWorkflows | undefined,
   ) {}
 
@@ -36,7 +37,7 @@ export class ErasureDesk {
     const workflows = this.require();
     // Before anything is stored: with Temporal down the caller gets 503 at once and no request is left behind.
     await workflows.reachable?.();
-    const { requestId, reason } = await this.elma.erasure.request(caller, body, httpRequestId);
+    const { requestId, reason } = await this.erasure.request(caller, body, httpRequestId);
     try {
       await workflows.start({ tenant: caller.tenant, requestId, reason });
     } catch (error) {
@@ -45,23 +46,23 @@ export class ErasureDesk {
       // drains once Temporal answers again, so it is accepted all the same.
       return initialErasureProgress(requestId, caller.tenant, reason);
     }
-    await this.elma.erasure.workflowStarted(caller.tenant, requestId);
+    await this.erasure.workflowStarted(caller.tenant, requestId);
     return (await workflows.progress(caller.tenant, requestId).catch(() => undefined)) ?? initialErasureProgress(requestId, caller.tenant, reason);
   }
 
   async progress(caller: Principal, requestId: string): Promise<ErasureProgress> {
-    const request = await this.elma.erasure.readable(caller, requestId);
+    const request = await this.erasure.readable(caller, requestId);
     const live = await this.require().progress(caller.tenant, requestId);
     if (live) return live;
     // Temporal no longer has the workflow (retention of closed workflows): the erasure stream still says how it ended.
-    const certified = await this.elma.erasure.store.certificate(caller.tenant, requestId);
+    const certified = await this.erasure.store.certificate(caller.tenant, requestId);
     return {
       requestId,
       tenant: caller.tenant,
       reason: request.reason,
       status: certified ? 'completed' : 'failed',
       currentStep: null,
-      steps: [...(await this.elma.erasure.store.steps(caller.tenant, requestId)).values()],
+      steps: [...(await this.erasure.store.steps(caller.tenant, requestId)).values()],
       closureSize: certified ? certified.certificate.closure.size + certified.certificate.legalHoldExceptions.length : null,
       blockedByLegalHold: certified?.certificate.legalHoldExceptions.map((e) => e.recordId) ?? [],
       certificateAvailable: certified !== undefined,
@@ -71,26 +72,26 @@ export class ErasureDesk {
   /** Role `dpo`, someone other than the requester, and only while the workflow waits for it. */
   async approve(caller: Principal, requestId: string, httpRequestId: string): Promise<ErasureProgress> {
     const workflows = this.require();
-    const request = await this.elma.erasure.readable(caller, requestId);
+    const request = await this.erasure.readable(caller, requestId);
     if (!caller.roles.includes(ERASURE_APPROVER_ROLE)) {
-      await this.elma.erasure.auditApproval(caller, requestId, 'deny', 'role:dpo', httpRequestId);
+      await this.erasure.auditApproval(caller, requestId, 'deny', 'role:dpo', httpRequestId);
       throw new Forbidden(ERASURE_APPROVER_ROLE);
     }
     if (request.requestedBy.sub === caller.sub) {
-      await this.elma.erasure.auditApproval(caller, requestId, 'deny', 'four-eyes', httpRequestId);
+      await this.erasure.auditApproval(caller, requestId, 'deny', 'four-eyes', httpRequestId);
       throw new ErasureSelfApproval();
     }
     const before = await workflows.progress(caller.tenant, requestId);
     if (before?.status !== 'awaiting_approval') throw new ErasureNotAwaitingApproval(requestId);
     await workflows.approve(caller.tenant, requestId, caller.sub);
-    await this.elma.erasure.auditApproval(caller, requestId, 'allow', 'role:dpo', httpRequestId);
+    await this.erasure.auditApproval(caller, requestId, 'allow', 'role:dpo', httpRequestId);
     return { ...before, status: 'running', approvedBy: caller.sub };
   }
 
   async certificate(caller: Principal, requestId: string, httpRequestId: string): Promise<SignedCertificate> {
-    const signed = await this.elma.erasure.certificate(caller, requestId);
+    const signed = await this.erasure.certificate(caller, requestId);
     if (!signed) throw new CertificateNotReady(requestId);
-    await this.elma.erasure.auditCertificateExport(caller, requestId, httpRequestId);
+    await this.erasure.auditCertificateExport(caller, requestId, httpRequestId);
     return signed;
   }
 
@@ -99,7 +100,7 @@ export class ErasureDesk {
   }
 
   keys() {
-    return this.elma.signer.jwks();
+    return this.signer.jwks();
   }
 
   private require(): ErasureWorkflows {

@@ -1,9 +1,8 @@
 import { Body, Controller, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { RecallFeedback, RecallRequest, type Principal } from '@elma/domain';
-import type { Elma } from '@elma/infra';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
-import { ELMA } from '../http/tokens';
+import { RECALL, type Recall } from '../http/tokens';
 import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, linksFrom, RecallResultSchema } from './openapi';
 
 @ApiTags('recall')
@@ -11,7 +10,7 @@ import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, linksFrom, Re
 @Controller('v1/recall')
 @UseGuards(AuthGuard)
 export class RecallController {
-  constructor(@Inject(ELMA) private readonly elma: Elma) {}
+  constructor(@Inject(RECALL) private readonly recalls: Recall) {}
 
   @Post()
   @HttpCode(200)
@@ -19,7 +18,7 @@ export class RecallController {
   @ApiOk(200, 'A budgeted, cited context pack.', RecallResultSchema, linksFrom('$response.body#/recallId', { RecallFeedback: ['post', '/v1/recall/{id}/feedback'] }))
   @ApiProblems(403)
   recall(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
-    return this.elma.recall.recall(caller, body, requestId);
+    return this.recalls.recall(caller, body, requestId);
   }
 
   @Post(':id/feedback')
@@ -33,6 +32,6 @@ export class RecallController {
   })
   @ApiProblems(403, 404)
   feedback(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
-    return this.elma.recall.feedback(caller, id, body, requestId);
+    return this.recalls.feedback(caller, id, body, requestId);
   }
 }
