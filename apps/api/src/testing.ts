@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { Clock, Principal } from '@elma/domain';
+import { streams, type Clock, type Principal } from '@elma/domain';
 import { loadConfig, mintToken, openElma, silentLogger, type Elma, type Logger } from '@elma/infra';
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
@@ -132,7 +132,7 @@ export { chatEvent } from '@elma/domain/testing';
 /** Events in a tenant's data streams (audit entries are written on every call, by design, so the log head moves). */
 export async function dataEventCount(elma: Elma, tenant: string): Promise<number> {
   let n = 0;
-  for await (const _ of elma.log.readAll({ filter: { streamNamePrefix: [`events-${tenant}-`, `memory-${tenant}-`] } })) n++;
+  for await (const _ of elma.log.readAll({ filter: { streamNamePrefix: [streams.eventsOfTenant(tenant), streams.memoriesOfTenant(tenant)] } })) n++;
   return n;
 }
 

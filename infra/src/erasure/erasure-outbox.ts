@@ -1,4 +1,4 @@
-import { ErasureReason, type EventLog } from '@elma/domain';
+import { ErasureReason, streams, type EventLog } from '@elma/domain';
 import { deterministicUuid } from '../ingest/ids';
 
 /** One erasure whose workflow must be started: ids and the reason only (the scope stays sealed in its stream). */
@@ -8,11 +8,8 @@ export interface ErasureStart {
   reason: ErasureReason;
 }
 
-/**
- * Outside every tenant: `_system` cannot be a tenant id (they start with a
- * letter or digit), so no tenant operation reaches this stream.
- */
-export const ERASURE_OUTBOX_STREAM = 'outbox-_system-erasures';
+/** Outside every tenant (see `streams.erasureOutbox`). */
+export const ERASURE_OUTBOX_STREAM = streams.erasureOutbox;
 
 const TYPES = { queued: 'ErasureStartQueued', started: 'ErasureStarted' } as const;
 

@@ -187,7 +187,7 @@ export class ErasureStore {
     const open = new Map<string, CapturedWorkset>();
     const closed = new Set<string>();
     for await (const event of this.deps.log.readAll({
-      filter: { streamNamePrefix: ['erasure-'], eventType: [TYPES.workset, TYPES.certified, TYPES.abandoned] },
+      filter: { streamNamePrefix: [streams.categories.erasure], eventType: [TYPES.workset, TYPES.certified, TYPES.abandoned] },
     })) {
       const name = parseStreamName(event.streamId);
       if (!name) continue;

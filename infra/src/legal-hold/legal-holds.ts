@@ -3,6 +3,7 @@ import {
   PlaceLegalHold,
   holdExclusions,
   parseOrThrow,
+  streams,
   type Clock,
   type EventLog,
   type IdSource,
@@ -12,7 +13,7 @@ import {
 } from '@elma/domain';
 
 /** Holds name subjects by pseudonym; `legalhold-{tenant}`, which named them in clear, is migrated here when a data folder is opened. */
-export const legalHoldStream = (tenant: string) => `legalholds-${tenant}`;
+export const legalHoldStream = streams.legalHolds;
 
 export class LegalHoldNotFound extends DomainError {
   constructor(id: string) {

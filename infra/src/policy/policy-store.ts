@@ -6,11 +6,12 @@ import {
   WrongExpectedVersion,
   parseOrThrow,
   storedPolicy,
+  streams,
   type EventLog,
 } from '@elma/domain';
 import { deterministicUuid } from '../ingest/ids';
 
-export const policyStream = (tenant: string) => `policy-${tenant}`;
+export const policyStream = streams.policy;
 
 /**
  * Tenant policies as data: each version is a `PolicyChanged` event in
