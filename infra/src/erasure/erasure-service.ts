@@ -1,4 +1,5 @@
 import {
+  ROLES,
   CreateErasureRequest,
   DomainError,
   ERASURE_STEPS,
@@ -50,9 +51,9 @@ import type { Tombstones } from './tombstones';
 import { ErasureVerifier } from './verification';
 
 /** Roles that may request any erasure (the tenant policy's `erase` rules decide the rest). */
-export const ERASURE_ROLES = ['compliance', 'dpo'] as const;
+export const ERASURE_ROLES = ROLES.erasure;
 /** Who may read an erasure's progress and certificate besides its requester. */
-const READER_ROLES = ['compliance', 'dpo', 'auditor'];
+const READER_ROLES: readonly string[] = ROLES.erasureReader;
 /** The actor of erasures the system starts itself (the retention sweep). */
 export const RETENTION_ACTOR = 'system:retention';
 

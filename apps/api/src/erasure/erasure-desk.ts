@@ -1,5 +1,6 @@
 import {
   CertificateNotReady,
+  ROLES,
   ErasureNotAwaitingApproval,
   ErasureSelfApproval,
   type ErasureProgress,
@@ -23,7 +24,7 @@ export interface ErasureWorkflows {
 
 export { TemporalUnavailable };
 
-export const ERASURE_APPROVER_ROLE = 'dpo';
+export const ERASURE_APPROVER_ROLE = ROLES.erasureApprover;
 
 /** What the erasure endpoints (REST and GraphQL) do: store the request, drive the workflow, read its outcome. */
 export class ErasureDesk {
