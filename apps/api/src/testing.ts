@@ -7,7 +7,7 @@ import { loadConfig, mintToken, openElma, silentLogger, type Elma, type Logger }
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import type { WorkflowBundle } from '@temporalio/worker';
-import { bundleElmaWorkflows, createElmaWorker, startConsolidation, temporalErasureWorkflows } from '@elma/worker';
+import { bundleElmaWorkflows, createWorkerFor, wireTemporal } from '@elma/worker';
 import { inject } from 'vitest';
 import { createApi } from './app';
 import type { ErasureWorkflows } from './erasure/erasure-desk';
@@ -66,12 +66,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     const address = options.temporal.address ?? inject('temporalAddress');
     const workflowBundle = options.temporal.workflowBundle ?? (await bundleElmaWorkflows());
     taskQueue = `elma-test-${randomUUID()}`;
-    const worker = await createElmaWorker({
-      address,
-      taskQueue,
-      workflowBundle,
-      deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation },
-    });
+    const worker = await createWorkerFor(elma, { address, taskQueue, workflowBundle });
     const running = worker.run();
     const connection = await Connection.connect({ address });
     stops.push(async () => {
@@ -79,13 +74,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       await worker.shutdown();
       await running.catch(() => undefined);
     });
-    erasures = temporalErasureWorkflows({ connection, taskQueue });
-    const consolidateEvery = options.temporal.consolidateEveryEvents;
-    if (consolidateEvery !== undefined) {
-      elma.projection.setConsolidationTrigger((tenant, subjectRef) => {
-        void startConsolidation({ connection, taskQueue }, tenant, subjectRef).catch(() => undefined);
-      }, consolidateEvery);
-    }
+    erasures = await wireTemporal(elma, { connection, taskQueue }, { consolidateEveryEvents: options.temporal.consolidateEveryEvents });
   }
   const app = await createApi(elma, { erasures });
   await app.listen({ port: 0, host: '127.0.0.1' });

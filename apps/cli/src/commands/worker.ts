@@ -1,6 +1,6 @@
 import { loadConfig, openElma } from '@elma/infra';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { createElmaWorker } from '@elma/worker';
+import { configuredWorkerOptions, createWorkerFor } from '@elma/worker';
 import { claimEmbeddedEngines } from '../ownership';
 
 /**
@@ -19,13 +19,7 @@ export async function workerCommand(_argv: string[]): Promise<number> {
   const ownership = claimEmbeddedEngines(config, 'elma worker', {});
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const elma = await openElma(config);
-  const worker = await createElmaWorker({
-    address: config.temporal.address,
-    tls: config.temporal.tls,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation },
-  });
+  const worker = await createWorkerFor(elma, configuredWorkerOptions(config, config.temporal.address));
   const stop = async () => {
     await worker.shutdown();
     await elma.close();
