@@ -3,6 +3,7 @@ import { ApiTags } from '@nestjs/swagger';
 import { IngestRequest, type Principal } from '@elma/domain';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { INGEST, type Ingest } from '../http/tokens';
+import { ZodBody } from '../http/zod-body';
 import { ApiAuthenticated, ApiJsonBody, ApiOk, ApiProblems, IngestResultSchema } from './openapi';
 
 @ApiTags('events')
@@ -27,7 +28,7 @@ export class EventsController {
   })
   @ApiOk(202, 'Appended (or already present: `duplicate: true`). `position` serves read-your-writes.', IngestResultSchema)
   @ApiProblems(403, 409, 410)
-  ingest(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
+  ingest(@Caller() caller: Principal, @RequestId() requestId: string, @Body(new ZodBody(IngestRequest)) body: IngestRequest) {
     return this.ingestion.ingest(caller, body, requestId);
   }
 }

@@ -4,6 +4,7 @@ import { MemoryRecord, PromoteMemoryRequest, WriteMemoryRequest, withoutAncestry
 import { AdjudicateRequest } from '@elma/infra';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ADJUDICATION, MEMORIES, type Adjudicator, type Memories } from '../http/tokens';
+import { ZodBody } from '../http/zod-body';
 import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, jsonSchema, linksFrom, WriteResultSchema } from './openapi';
 
 const Memory = jsonSchema(MemoryRecord, 'output');
@@ -27,7 +28,7 @@ export class MemoriesController {
   @ApiJsonBody(WriteMemoryRequest)
   @ApiOk(201, 'The recorded memory with its provenance.', WriteResultSchema(Memory), written)
   @ApiProblems(403, 409, 410)
-  async write(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
+  async write(@Caller() caller: Principal, @RequestId() requestId: string, @Body(new ZodBody(WriteMemoryRequest)) body: WriteMemoryRequest) {
     const result = await this.memories.write(caller, body, requestId);
     return { ...result, memory: withoutAncestry(result.memory) };
   }
@@ -52,8 +53,13 @@ export class MemoriesController {
   @ApiJsonBody(PromoteMemoryRequest, { required: false })
   @ApiOk(201, 'Keeps a working memory beyond its session (named in `session`): a new record of `kind` (default semantic) citing it as parent.', WriteResultSchema(Memory), written)
   @ApiProblems(403, 404, 409, 410)
-  async promote(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
-    const result = await this.memories.promote(caller, id, body ?? {}, requestId);
+  async promote(
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Param('id') id: string,
+    @Body(new ZodBody(PromoteMemoryRequest, {})) body: PromoteMemoryRequest,
+  ) {
+    const result = await this.memories.promote(caller, id, body, requestId);
     return { ...result, memory: withoutAncestry(result.memory) };
   }
 

@@ -3,6 +3,7 @@ import { ApiTags } from '@nestjs/swagger';
 import { RecallFeedback, RecallRequest, type Principal } from '@elma/domain';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { RECALL, type Recall } from '../http/tokens';
+import { ZodBody } from '../http/zod-body';
 import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, linksFrom, RecallResultSchema } from './openapi';
 
 @ApiTags('recall')
@@ -17,7 +18,7 @@ export class RecallController {
   @ApiJsonBody(RecallRequest, { example: { query: 'Where does the customer live?', purpose: 'support', budgetTokens: 1000 } })
   @ApiOk(200, 'A budgeted, cited context pack.', RecallResultSchema, linksFrom('$response.body#/recallId', { RecallFeedback: ['post', '/v1/recall/{id}/feedback'] }))
   @ApiProblems(403)
-  recall(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
+  recall(@Caller() caller: Principal, @RequestId() requestId: string, @Body(new ZodBody(RecallRequest)) body: RecallRequest) {
     return this.recalls.recall(caller, body, requestId);
   }
 
@@ -31,7 +32,7 @@ export class RecallController {
     properties: { adopted: { type: 'integer', minimum: 0 } },
   })
   @ApiProblems(403, 404)
-  feedback(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
+  feedback(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body(new ZodBody(RecallFeedback)) body: RecallFeedback) {
     return this.recalls.feedback(caller, id, body, requestId);
   }
 }
