@@ -5,7 +5,7 @@ import { parseOrThrow } from '@elma/domain';
 /**
  * Validates a request body against its zod schema at the edge, before the
  * handler runs, and hands the handler the parsed DTO. A body that fails is
- * refused as the services refuse it (422 VALIDATION.FAILED with the paths),
+ * refused as the services refuse it (422 REQUEST.VALIDATION_FAILED with the paths),
  * since both go through `parseOrThrow`. Runs after the guard, so an
  * unauthenticated caller still gets 401 first.
  *
