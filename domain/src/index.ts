@@ -12,6 +12,7 @@ export * from './memory-index/port';
 export * from './embedder/port';
 export * from './text/tokenize';
 export * from './auth/principal';
+export * from './auth/roles';
 export * from './memory/record';
 export * from './memory/events';
 export * from './memory/decider';

@@ -27,7 +27,29 @@ export const streams = {
   idempotency: (tenant: string, eventId: string) => `idempotency-${tenant}-${eventId}`,
   eventsOfTenant: (tenant: string) => `events-${tenant}-`,
   memoriesOfTenant: (tenant: string) => `memory-${tenant}-`,
-};
+  /** The tenant's hash-chained audit log. */
+  audit: (tenant: string) => `audit-${tenant}`,
+  /** The tenant's policy versions. */
+  policy: (tenant: string) => `policy-${tenant}`,
+  /** The tenant's legal holds, naming subjects by pseudonym. */
+  legalHolds: (tenant: string) => `legalholds-${tenant}`,
+  /**
+   * The erasures whose workflow must still be started. Outside every tenant:
+   * `_system` cannot be a tenant id (they start with a letter or digit), so no
+   * tenant operation reaches this stream.
+   */
+  erasureOutbox: 'outbox-_system-erasures',
+  /** Marks, in a log that cannot record a layout version of its own (EventStoreDB), a finished data-folder migration. */
+  migrations: 'migrations-elma',
+  /** Category prefixes, for reads and subscriptions over every stream of a category. */
+  categories: {
+    events: 'events-',
+    memory: 'memory-',
+    erasure: 'erasure-',
+    /** Where holds were kept while they named subjects in clear (migrated to `legalHolds` when a data folder is opened). */
+    legacyLegalHolds: 'legalhold-',
+  },
+} as const;
 
 export function parseStreamName(stream: string): { category: string; tenant: string; id: string } | undefined {
   const first = stream.indexOf('-');

@@ -1,14 +1,11 @@
-import { decideErasureOutbox, erasureOutboxDecider, type ErasureOutboxCommand, type ErasureStart, type EventLog } from '@elma/domain';
+import { decideErasureOutbox, erasureOutboxDecider, type ErasureOutboxCommand, type ErasureStart, streams, type EventLog } from '@elma/domain';
 import { deterministicUuid } from '@elma/shared';
 import { foldStream } from '../command/handle-command';
 
 export type { ErasureStart } from '@elma/domain';
 
-/**
- * Outside every tenant: `_system` cannot be a tenant id (they start with a
- * letter or digit), so no tenant operation reaches this stream.
- */
-export const ERASURE_OUTBOX_STREAM = 'outbox-_system-erasures';
+/** Outside every tenant (see `streams.erasureOutbox`). */
+export const ERASURE_OUTBOX_STREAM = streams.erasureOutbox;
 
 /**
  * The erasure requests whose workflow has not been seen started. An entry is

@@ -4,6 +4,7 @@ import {
   ErasureNotFound,
   isHeld,
   parseOrThrow,
+  ROLES,
   type Clock,
   type ErasureReason,
   type ErasureScope,
@@ -22,9 +23,9 @@ import type { Erasure, ErasureRequestRecord, ErasureStore } from './erasure-stor
 import type { ErasureFingerprints } from './fingerprints';
 
 /** Roles that may request any erasure (the tenant policy's `erase` rules decide the rest). */
-export const ERASURE_ROLES = ['compliance', 'dpo'] as const;
+export const ERASURE_ROLES = ROLES.erasure;
 /** Who may read an erasure's progress and certificate besides its requester. */
-const READER_ROLES = ['compliance', 'dpo', 'auditor'];
+const READER_ROLES: readonly string[] = ROLES.erasureReader;
 
 export class ErasureForbidden extends DomainError {
   constructor() {

@@ -190,7 +190,7 @@ export class ErasureStore {
     const open = new Map<string, CapturedWorkset>();
     const closed = new Set<string>();
     const { workset, certified, abandoned } = ERASURE_EVENT_TYPES;
-    for await (const event of this.deps.log.readAll({ filter: { streamNamePrefix: ['erasure-'], eventType: [workset, certified, abandoned] } })) {
+    for await (const event of this.deps.log.readAll({ filter: { streamNamePrefix: [streams.categories.erasure], eventType: [workset, certified, abandoned] } })) {
       const name = parseStreamName(event.streamId);
       if (!name) continue;
       if (event.type === workset) open.set(event.streamId, { tenant: name.tenant, requestId: name.id, capturedAt: event.created });

@@ -1,4 +1,4 @@
-import { DomainError, type AuditEntry, type AuditOperation, type LegalHold, type Principal, type TenantPolicy } from '@elma/domain';
+import { DomainError, ROLES, type AuditEntry, type AuditOperation, type LegalHold, type Principal, type TenantPolicy } from '@elma/domain';
 import type { AuditLog } from '../audit/audit-log';
 import type { LegalHolds } from './legal-holds';
 import type { PolicyStore } from './policy-store';
@@ -9,8 +9,8 @@ export class Forbidden extends DomainError {
   }
 }
 
-/** Who may run the governance operations themselves (the issue names these roles). */
-const ROLE = { administer: 'admin', legal: 'legal', audit: 'auditor' } as const;
+/** Who may run the governance operations themselves. */
+const ROLE = { administer: ROLES.administer, legal: ROLES.legal, audit: ROLES.audit } as const;
 
 /**
  * Policy changes, legal holds and the audit trail itself. Each operation

@@ -3,6 +3,7 @@ import {
   holdExclusions,
   legalHoldDecider,
   parseOrThrow,
+  streams,
   type Clock,
   type EventLog,
   type IdSource,
@@ -16,7 +17,7 @@ import { foldStream, handleCommand } from '../command/handle-command';
 export { LegalHoldNotFound, type StoredLegalHold } from '@elma/domain';
 
 /** Holds name subjects by pseudonym; `legalhold-{tenant}`, which named them in clear, is migrated here when a data folder is opened. */
-export const legalHoldStream = (tenant: string) => `legalholds-${tenant}`;
+export const legalHoldStream = streams.legalHolds;
 
 /** The stored form of a hold, its subjects replaced by their pseudonyms (`pseudonyms` maps every one of them). */
 export function storedHold(hold: StoredLegalHold, pseudonyms: Map<string, string>): StoredLegalHold {

@@ -4,6 +4,7 @@ import {
   parseOrThrow,
   policyDecider,
   PolicyVersionConflict,
+  streams,
   type EventLog,
   type PolicyState,
   type TenantPolicy,
@@ -13,7 +14,7 @@ import { handleCommand, type Folded } from '../command/handle-command';
 
 export { PolicyVersionConflict } from '@elma/domain';
 
-export const policyStream = (tenant: string) => `policy-${tenant}`;
+export const policyStream = streams.policy;
 
 /**
  * Tenant policies as data: each version is a `PolicyChanged` event in

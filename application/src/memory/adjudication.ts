@@ -1,4 +1,5 @@
 import {
+  ROLES,
   DomainError,
   conflictsWith,
   factKey,
@@ -19,7 +20,7 @@ import type { EventSealer } from '../sealing/sealed-events';
 import type { MemoryService } from './memory-service';
 
 /** Who may correct facts or settle disputes (an explicit correction by an authorised subject: paper, section 5.2 'Consolidation', rule 4). */
-export const CORRECTOR_ROLES = ['admin', 'dpo', 'reviewer'] as const;
+export const CORRECTOR_ROLES = ROLES.corrector;
 
 export const AdjudicateRequest = z.strictObject({
   /** `accept`: this record holds and what it contradicts is superseded; `reject`: this record is superseded. */

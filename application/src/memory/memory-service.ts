@@ -1,4 +1,5 @@
 import {
+  ROLES,
   DomainError,
   MemoryAlreadyRecorded,
   MemoryNotFound,
@@ -363,7 +364,7 @@ export class MemoryService {
   ): { allowed: boolean; rule: string } {
     if (!RECALLABLE_STATUSES.includes(record.status) && record.status !== 'superseded') return { allowed: false, rule: 'default-deny' };
     const covered = isHeld(record, context.holds);
-    if (!principal.roles.includes('legal') && covered) return { allowed: false, rule: 'legal-hold' };
+    if (!principal.roles.includes(ROLES.legal) && covered) return { allowed: false, rule: 'legal-hold' };
     // An expired record (or one derived from an expired source: it expires with it) is gone, as in recall, unless a hold keeps it.
     const expiresAt = record.retention.expiresAt;
     if (!covered && expiresAt !== null && Date.parse(expiresAt) <= Date.parse(context.now)) return { allowed: false, rule: 'default-deny' };

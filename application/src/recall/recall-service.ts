@@ -1,4 +1,5 @@
 import {
+  ROLES,
   DomainError,
   HOP_DECAY,
   MemoryKind,
@@ -163,7 +164,7 @@ export class RecallService {
       now: now.toISOString(),
       clauses,
       // Held records are withheld from everyone but the legal role.
-      ...(principal.roles.includes('legal') ? {} : { exclude: await this.deps.holds.exclusions(principal.tenant) }),
+      ...(principal.roles.includes(ROLES.legal) ? {} : { exclude: await this.deps.holds.exclusions(principal.tenant) }),
     };
     // Working memories never come out of the shared query: the index has no notion of sessions, so the
     // caller's own session gets a query of its own, whose hits are then kept only if they are that session's.

@@ -9,6 +9,7 @@ import {
   factKey,
   settleConflicts,
   initialMemoryState,
+  streams,
   type Embedder,
   type EventLog,
   type MemoryIndex,
@@ -25,7 +26,7 @@ export type ConsolidationTrigger = (tenant: string, subjectRef: string, reason: 
 export const SESSION_END = 'session.end';
 
 /** The streams the views are built from. */
-export const VIEW_SOURCE_PREFIXES = ['events-', 'memory-'];
+export const VIEW_SOURCE_PREFIXES = [streams.categories.events, streams.categories.memory];
 
 
 export interface ApplyOptions {

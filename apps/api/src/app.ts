@@ -6,6 +6,7 @@ import { MercuriusDriver, type MercuriusDriverConfig } from '@nestjs/mercurius';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { TokenVerifier } from '@elma/infra';
 import type { Elma } from '@elma/runtime';
 import { MemoryResolver } from './graphql/memory.resolver';
 import { AuthGuard } from './http/auth.guard';
@@ -16,7 +17,7 @@ import { causeOf, serverErrorLog } from './http/server-errors';
 import { graphqlErrorFormatter, GRAPHQL_RESPONSE_TYPE, wantsGraphqlResponse } from './graphql/errors';
 import { registerExplorer } from './graphql/explorer';
 import { limitsRule } from './graphql/limits';
-import { ELMA, ERASURE_DESK } from './http/tokens';
+import { ADJUDICATION, ERASURE_DESK, GOVERNANCE, HEALTH, INGEST, MEMORIES, RECALL, TOKEN_VERIFIER, type HealthCheck } from './http/tokens';
 import { ErasureDesk, type ErasureWorkflows } from './erasure/erasure-desk';
 import { ErasuresController, WellKnownController } from './rest/erasures.controller';
 import { ErasureResolver } from './graphql/erasure.resolver';
@@ -50,8 +51,15 @@ class ApiModule {
       ],
       controllers: [EventsController, MemoriesController, RecallController, GovernanceController, ErasuresController, WellKnownController, HealthController],
       providers: [
-        { provide: ELMA, useValue: elma },
-        { provide: ERASURE_DESK, useValue: new ErasureDesk(elma, options.erasures) },
+        // One token per service; the verifier is built once per API (it caches the identity provider's keys).
+        { provide: INGEST, useValue: elma.ingest },
+        { provide: MEMORIES, useValue: elma.memories },
+        { provide: ADJUDICATION, useValue: elma.adjudication },
+        { provide: RECALL, useValue: elma.recall },
+        { provide: GOVERNANCE, useValue: elma.governance },
+        { provide: HEALTH, useValue: { health: () => elma.health() } satisfies HealthCheck },
+        { provide: TOKEN_VERIFIER, useValue: new TokenVerifier(elma.config.auth, elma.config.jwtSecret, (tenant) => elma.policies.get(tenant)) },
+        { provide: ERASURE_DESK, useValue: new ErasureDesk(elma.erasure.requests, elma.signer, options.erasures) },
         AuthGuard,
         MemoryResolver,
         ErasureResolver,

@@ -2,14 +2,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { Clock, Principal } from '@elma/domain';
+import { streams, type Clock, type Principal } from '@elma/domain';
 import { loadConfig, mintToken } from '@elma/infra';
 import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger, type Logger } from '@elma/shared';
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import type { WorkflowBundle } from '@temporalio/worker';
-import { bundleElmaWorkflows, createElmaWorker, startConsolidation, temporalErasureWorkflows } from '@elma/worker';
+import { bundleElmaWorkflows, createWorkerFor, wireTemporal } from '@elma/worker';
 import { inject } from 'vitest';
 import { createApi } from './app';
 import type { ErasureWorkflows } from './erasure/erasure-desk';
@@ -72,12 +72,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     const address = options.temporal.address ?? inject('temporalAddress');
     const workflowBundle = options.temporal.workflowBundle ?? (await bundleElmaWorkflows());
     taskQueue = `elma-test-${randomUUID()}`;
-    const worker = await createElmaWorker({
-      address,
-      taskQueue,
-      workflowBundle,
-      deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation },
-    });
+    const worker = await createWorkerFor(elma, { address, taskQueue, workflowBundle });
     const running = worker.run();
     const connection = await Connection.connect({ address });
     stops.push(async () => {
@@ -85,13 +80,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       await worker.shutdown();
       await running.catch(() => undefined);
     });
-    erasures = temporalErasureWorkflows({ connection, taskQueue });
-    const consolidateEvery = options.temporal.consolidateEveryEvents;
-    if (consolidateEvery !== undefined) {
-      elma.projection.setConsolidationTrigger((tenant, subjectRef) => {
-        void startConsolidation({ connection, taskQueue }, tenant, subjectRef).catch(() => undefined);
-      }, consolidateEvery);
-    }
+    erasures = await wireTemporal(elma, { connection, taskQueue }, { consolidateEveryEvents: options.temporal.consolidateEveryEvents });
   }
   const app = await createApi(elma, { erasures });
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -138,7 +127,7 @@ export { chatEvent } from '@elma/domain/testing';
 /** Events in a tenant's data streams (audit entries are written on every call, by design, so the log head moves). */
 export async function dataEventCount(elma: Elma, tenant: string): Promise<number> {
   let n = 0;
-  for await (const _ of elma.log.readAll({ filter: { streamNamePrefix: [`events-${tenant}-`, `memory-${tenant}-`] } })) n++;
+  for await (const _ of elma.log.readAll({ filter: { streamNamePrefix: [streams.eventsOfTenant(tenant), streams.memoriesOfTenant(tenant)] } })) n++;
   return n;
 }
 

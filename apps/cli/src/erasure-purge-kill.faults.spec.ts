@@ -4,7 +4,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import type { Principal } from '@elma/domain';
 import { listFiles, scanFiles } from '@elma/infra';
-import { erasureProgress, erasureResult, erasureWorkflowId, startErasure } from '@elma/worker';
+import { erasureProgress, erasureResult, startErasure } from '@elma/worker';
+import { erasureWorkflowId } from '@elma/workflows';
 import { workerSuite } from '../../../tests/support/elma-process';
 import { verifyCertificateCommand } from './commands/verify-certificate';
 

@@ -6,11 +6,11 @@ import { legalHoldStream, storedHold, type StoredLegalHold } from '@elma/applica
 export const PSEUDONYM_LAYOUT = 1;
 
 /** Where holds were kept while they named subjects in clear. */
-const LEGACY_HOLD_PREFIX = 'legalhold-';
-const LEGACY_EVENTS_PREFIX = 'events-';
+const LEGACY_HOLD_PREFIX = streams.categories.legacyLegalHolds;
+const LEGACY_EVENTS_PREFIX = streams.categories.events;
 
 /** Marks, in a log that cannot record a layout version of its own (EventStoreDB), that the migration finished. */
-export const MIGRATION_STREAM = 'migrations-elma';
+export const MIGRATION_STREAM = streams.migrations;
 const LAYOUT_MIGRATED = 'LayoutMigrated';
 
 export interface PseudonymMigration {

@@ -11,6 +11,8 @@ import {
   ElmaTenant,
   approveErasureSignal,
   erasureProgressQuery,
+  erasureWorkflowId,
+  reindexWorkflowId,
   type ErasureResult,
   type ReindexResult,
   type ConsolidationSweepResult,
@@ -29,11 +31,6 @@ export interface ElmaClientOptions {
   taskQueue?: string;
   /** mTLS to the front end (config `temporal.tls`). */
   tls?: TemporalTls;
-}
-
-/** Business workflow id: `reindex-<tenant>-<requestId>`. */
-export function reindexWorkflowId(tenant: string, requestId: string): string {
-  return `reindex-${tenant}-${requestId}`;
 }
 
 /** Starts a reindex of the tenant's views and returns its ids without waiting. */
@@ -72,11 +69,6 @@ async function withClient<T>(options: ElmaClientOptions, use: (client: Client) =
   } finally {
     if (!options.connection) await connection.close();
   }
-}
-
-/** The workflow id of an erasure: `erasure-<tenant>-<requestId>`. */
-export function erasureWorkflowId(tenant: string, requestId: string): string {
-  return `erasure-${tenant}-${requestId}`;
 }
 
 /**

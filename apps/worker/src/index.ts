@@ -1,2 +1,3 @@
 export * from './worker';
 export * from './client';
+export * from './assemble';

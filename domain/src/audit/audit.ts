@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DomainError } from '../shared/errors';
 import { parseOrThrow } from '../shared/zod';
+import { streams } from '../streams';
 
 /**
  * The audit trail: one entry per API operation that reads, writes, exports,
@@ -20,7 +21,7 @@ export const GENESIS_HASH = '0'.repeat(64);
 export type Sha256 = (text: string) => string;
 
 /** The tenant's audit stream. Tenant ids contain no dash (see `streams`). */
-export const auditStream = (tenant: string) => `audit-${tenant}`;
+export const auditStream = streams.audit;
 
 /** Event type of an entry in `auditStream(tenant)`; its data is the `AuditEntry`. */
 export const AUDIT_ENTRY_RECORDED = 'AuditEntryRecorded';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Principal } from '../auth/principal';
+import { ROLES } from '../auth/roles';
 import {
   MemoryKind,
   MemoryStatus,
@@ -173,17 +174,17 @@ export const DEFAULT_POLICY: TenantPolicy = TenantPolicy.parse({
       id: 'read-restricted-privacy',
       description: 'The DPO and legal may recall restricted records, for a purpose they were collected for.',
       operations: ['read'],
-      when: { statuses: RECALLABLE, roles: ['dpo', 'legal'] },
+      when: { statuses: RECALLABLE, roles: ROLES.restrictedReaders },
     },
     {
       id: 'write-by-writers',
       description: 'Agents, services and admins may record what they observe, at any sensitivity.',
       operations: ['write'],
-      when: { roles: ['agent', 'admin', 'service'], crossPurpose: true },
+      when: { roles: ROLES.writers, crossPurpose: true },
     },
-    { id: 'administer-admin', operations: ['administer'], when: { roles: ['admin'], crossPurpose: true } },
-    { id: 'export-auditor', operations: ['export'], when: { roles: ['auditor'], crossPurpose: true } },
-    { id: 'erase-privacy', operations: ['erase'], when: { roles: ['compliance', 'dpo'], crossPurpose: true } },
+    { id: 'administer-admin', operations: ['administer'], when: { roles: [ROLES.administer], crossPurpose: true } },
+    { id: 'export-auditor', operations: ['export'], when: { roles: [ROLES.audit], crossPurpose: true } },
+    { id: 'erase-privacy', operations: ['erase'], when: { roles: ROLES.erasure, crossPurpose: true } },
   ],
 });
 

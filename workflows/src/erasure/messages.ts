@@ -1,6 +1,11 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { ErasureProgress, ErasureReason } from '@elma/domain';
 
+/** The workflow id of an erasure, `erasure-<tenant>-<requestId>`: one workflow per request, whoever starts it (API, retention sweep). */
+export function erasureWorkflowId(tenant: string, requestId: string): string {
+  return `erasure-${tenant}-${requestId}`;
+}
+
 export interface ErasureInput {
   tenant: string;
   requestId: string;

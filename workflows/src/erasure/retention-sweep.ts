@@ -1,7 +1,7 @@
 import { ParentClosePolicy, executeChild, patched, proxyActivities } from '@temporalio/workflow';
 import type { ErasureActivities } from '@elma/activities';
 import { ElmaReason, ElmaRequestId, ElmaStatus, ElmaTenant } from '../search-attributes';
-import type { ErasureInput, RetentionSweepInput, RetentionSweepResult } from './messages';
+import { erasureWorkflowId, type ErasureInput, type RetentionSweepInput, type RetentionSweepResult } from './messages';
 import { ACTIVITY_RETRY, HEARTBEAT_TIMEOUT } from '../retry';
 
 const { retentionTenants, retentionOpen, erasureExpireWorksets } = proxyActivities<ErasureActivities>({
@@ -28,7 +28,7 @@ export async function retentionSweepWorkflow(input: RetentionSweepInput = {}): P
     const args: ErasureInput = { tenant, requestId, reason: 'retention' };
     try {
       const done = await executeChild('erasureWorkflow', {
-        workflowId: `erasure-${tenant}-${requestId}`,
+        workflowId: erasureWorkflowId(tenant, requestId),
         args: [args],
         parentClosePolicy: ParentClosePolicy.ABANDON,
         typedSearchAttributes: [

@@ -1,5 +1,10 @@
 import { defineQuery } from '@temporalio/workflow';
 
+/** Business workflow id: `reindex-<tenant>-<requestId>`. */
+export function reindexWorkflowId(tenant: string, requestId: string): string {
+  return `reindex-${tenant}-${requestId}`;
+}
+
 export interface ReindexInput {
   tenant: string;
 }

@@ -1,5 +1,6 @@
 import {
   CertificateNotReady,
+  ROLES,
   ErasureNotAwaitingApproval,
   ErasureSelfApproval,
   type ErasureProgress,
@@ -7,9 +8,8 @@ import {
   type Principal,
   type SignedCertificate,
 } from '@elma/domain';
-import { Forbidden } from '@elma/application';
-import { renderCertificatePdf, TemporalUnavailable } from '@elma/infra';
-import { type Elma } from '@elma/runtime';
+import { Forbidden, type ErasureRequests } from '@elma/application';
+import { renderCertificatePdf, TemporalUnavailable, type CertificateSigner } from '@elma/infra';
 import { initialErasureProgress } from '@elma/workflows';
 
 /** How the API reaches the erasure workflows (Temporal), injected by the process that runs the API. */
@@ -25,12 +25,13 @@ export interface ErasureWorkflows {
 
 export { TemporalUnavailable };
 
-export const ERASURE_APPROVER_ROLE = 'dpo';
+export const ERASURE_APPROVER_ROLE = ROLES.erasureApprover;
 
 /** What the erasure endpoints (REST and GraphQL) do: store the request, drive the workflow, read its outcome. */
 export class ErasureDesk {
   constructor(
-    private readonly elma: Elma,
+    private readonly erasure: ErasureRequests,
+    private readonly signer: Pick<CertificateSigner, 'jwks'>,
     private readonly workflows: ErasureWorkflows | undefined,
   ) {}
 
@@ -38,7 +39,7 @@ export class ErasureDesk {
     const workflows = this.require();
     // Before anything is stored: with Temporal down the caller gets 503 at once and no request is left behind.
     await workflows.reachable?.();
-    const { requestId, reason } = await this.elma.erasure.requests.request(caller, body, httpRequestId);
+    const { requestId, reason } = await this.erasure.request(caller, body, httpRequestId);
     try {
       await workflows.start({ tenant: caller.tenant, requestId, reason });
     } catch (error) {
@@ -47,12 +48,12 @@ export class ErasureDesk {
       // drains once Temporal answers again, so it is accepted all the same.
       return initialErasureProgress(requestId, caller.tenant, reason);
     }
-    await this.elma.erasure.requests.workflowStarted(caller.tenant, requestId);
+    await this.erasure.workflowStarted(caller.tenant, requestId);
     return (await workflows.progress(caller.tenant, requestId).catch(() => undefined)) ?? initialErasureProgress(requestId, caller.tenant, reason);
   }
 
   async progress(caller: Principal, requestId: string): Promise<ErasureProgress> {
-    const erasure = await this.elma.erasure.requests.follow(caller, requestId);
+    const erasure = await this.erasure.follow(caller, requestId);
     const { request } = erasure;
     const live = await this.require().progress(caller.tenant, requestId);
     if (live) return live;
@@ -74,26 +75,26 @@ export class ErasureDesk {
   /** Role `dpo`, someone other than the requester, and only while the workflow waits for it. */
   async approve(caller: Principal, requestId: string, httpRequestId: string): Promise<ErasureProgress> {
     const workflows = this.require();
-    const request = await this.elma.erasure.requests.readable(caller, requestId);
+    const request = await this.erasure.readable(caller, requestId);
     if (!caller.roles.includes(ERASURE_APPROVER_ROLE)) {
-      await this.elma.erasure.requests.auditApproval(caller, requestId, 'deny', 'role:dpo', httpRequestId);
+      await this.erasure.auditApproval(caller, requestId, 'deny', 'role:dpo', httpRequestId);
       throw new Forbidden(ERASURE_APPROVER_ROLE);
     }
     if (request.requestedBy.sub === caller.sub) {
-      await this.elma.erasure.requests.auditApproval(caller, requestId, 'deny', 'four-eyes', httpRequestId);
+      await this.erasure.auditApproval(caller, requestId, 'deny', 'four-eyes', httpRequestId);
       throw new ErasureSelfApproval();
     }
     const before = await workflows.progress(caller.tenant, requestId);
     if (before?.status !== 'awaiting_approval') throw new ErasureNotAwaitingApproval(requestId);
     await workflows.approve(caller.tenant, requestId, caller.sub);
-    await this.elma.erasure.requests.auditApproval(caller, requestId, 'allow', 'role:dpo', httpRequestId);
+    await this.erasure.auditApproval(caller, requestId, 'allow', 'role:dpo', httpRequestId);
     return { ...before, status: 'running', approvedBy: caller.sub };
   }
 
   async certificate(caller: Principal, requestId: string, httpRequestId: string): Promise<SignedCertificate> {
-    const signed = await this.elma.erasure.requests.certificate(caller, requestId);
+    const signed = await this.erasure.certificate(caller, requestId);
     if (!signed) throw new CertificateNotReady(requestId);
-    await this.elma.erasure.requests.auditCertificateExport(caller, requestId, httpRequestId);
+    await this.erasure.auditCertificateExport(caller, requestId, httpRequestId);
     return signed;
   }
 
@@ -102,7 +103,7 @@ export class ErasureDesk {
   }
 
   keys() {
-    return this.elma.signer.jwks();
+    return this.signer.jwks();
   }
 
   private require(): ErasureWorkflows {

@@ -1,9 +1,8 @@
 import { Inject, UseGuards } from '@nestjs/common';
 import { Args, ID, Mutation, Query, Resolver } from '@nestjs/graphql';
-import type { MemoryRecord, Principal } from '@elma/domain';
-import type { Elma } from '@elma/runtime';
+import { IngestRequest, PromoteMemoryRequest, RecallFeedback, RecallRequest, WriteMemoryRequest, parseOrThrow, type MemoryRecord, type Principal } from '@elma/domain';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
-import { ELMA } from '../http/tokens';
+import { INGEST, MEMORIES, RECALL, type Ingest, type Memories, type Recall } from '../http/tokens';
 import { ParamTypes } from './param-types';
 import { withoutNulls } from './without-nulls';
 import {
@@ -18,11 +17,20 @@ import {
   WriteMemoryResultType,
 } from './types';
 
-/** The REST operations, as GraphQL. Resolvers only map; the services do the work. */
+/**
+ * The REST operations, as GraphQL. Resolvers only map; the services do the
+ * work. Inputs are checked against the same zod schemas as the REST bodies
+ * (GraphQL's types say less: lengths, ranges, unions), after dropping the
+ * nulls GraphQL sends for omitted fields.
+ */
 @Resolver()
 @UseGuards(AuthGuard)
 export class MemoryResolver {
-  constructor(@Inject(ELMA) private readonly elma: Elma) {}
+  constructor(
+    @Inject(INGEST) private readonly ingestion: Ingest,
+    @Inject(MEMORIES) private readonly memories: Memories,
+    @Inject(RECALL) private readonly recalls: Recall,
+  ) {}
 
   @Query(() => MemoryType)
   @ParamTypes(Object, String, String, String)
@@ -32,13 +40,13 @@ export class MemoryResolver {
     @Args('id', { type: () => ID }) id: string,
     @Args('session', { type: () => String, nullable: true, description: "A working memory's session: only there (or by its owner) can it be read." }) session: string | null,
   ): Promise<MemoryType> {
-    return toGraphql(await this.elma.memories.get(caller, id, { requestId, session: session ?? undefined }));
+    return toGraphql(await this.memories.get(caller, id, { requestId, session: session ?? undefined }));
   }
 
   @Query(() => RecallResultType)
   @ParamTypes(Object, String, RecallInput)
   recall(@Caller() caller: Principal, @RequestId() requestId: string, @Args('input', { type: () => RecallInput }) input: RecallInput) {
-    return this.elma.recall.recall(caller, withoutNulls(input), requestId);
+    return this.recalls.recall(caller, parseOrThrow(RecallRequest, withoutNulls(input)), requestId);
   }
 
   @Mutation(() => RecallFeedbackResultType)
@@ -49,19 +57,19 @@ export class MemoryResolver {
     @Args('recallId', { type: () => ID }) recallId: string,
     @Args('adopted', { type: () => [ID] }) adopted: string[],
   ) {
-    return this.elma.recall.feedback(caller, recallId, { adopted }, requestId);
+    return this.recalls.feedback(caller, recallId, parseOrThrow(RecallFeedback, { adopted }), requestId);
   }
 
   @Mutation(() => IngestResultType)
   @ParamTypes(Object, String, Array)
   ingestEvents(@Caller() caller: Principal, @RequestId() requestId: string, @Args('events', { type: () => [EventInput] }) events: EventInput[]) {
-    return this.elma.ingest.ingest(caller, { events: events.map(withoutNulls) }, requestId);
+    return this.ingestion.ingest(caller, parseOrThrow(IngestRequest, { events: events.map(withoutNulls) }), requestId);
   }
 
   @Mutation(() => WriteMemoryResultType)
   @ParamTypes(Object, String, MemoryInput)
   async writeMemory(@Caller() caller: Principal, @RequestId() requestId: string, @Args('input', { type: () => MemoryInput }) input: MemoryInput) {
-    const result = await this.elma.memories.write(caller, withoutNulls(input), requestId);
+    const result = await this.memories.write(caller, parseOrThrow(WriteMemoryRequest, withoutNulls(input)), requestId);
     return { ...result, memory: toGraphql(result.memory) };
   }
 
@@ -73,7 +81,7 @@ export class MemoryResolver {
     @Args('id', { type: () => ID }) id: string,
     @Args('input', { type: () => PromoteInput, nullable: true }) input: PromoteInput | null,
   ) {
-    const result = await this.elma.memories.promote(caller, id, withoutNulls(input ?? {}), requestId);
+    const result = await this.memories.promote(caller, id, parseOrThrow(PromoteMemoryRequest, withoutNulls(input ?? {})), requestId);
     return { ...result, memory: toGraphql(result.memory) };
   }
 }

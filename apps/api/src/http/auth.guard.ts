@@ -1,9 +1,8 @@
 import { Inject, Injectable, createParamDecorator, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { GqlExecutionContext } from '@nestjs/graphql';
 import { TenantMismatch, type Principal } from '@elma/domain';
-import { TokenVerifier, Unauthenticated } from '@elma/infra';
-import { type Elma } from '@elma/runtime';
-import { ELMA } from './tokens';
+import { Unauthenticated } from '@elma/infra';
+import { TOKEN_VERIFIER, type BearerVerifier } from './tokens';
 
 type WithPrincipal = {
   headers: Record<string, string | string[] | undefined>;
@@ -20,29 +19,17 @@ function requestOf(context: ExecutionContext): WithPrincipal {
   return context.switchToHttp().getRequest<WithPrincipal>();
 }
 
-/** One verifier per ELMA: it caches the identity provider's keys. */
-const verifiers = new WeakMap<Elma, TokenVerifier>();
-
-function verifierOf(elma: Elma): TokenVerifier {
-  let verifier = verifiers.get(elma);
-  if (!verifier) {
-    verifier = new TokenVerifier(elma.config.auth, elma.config.jwtSecret, (tenant) => elma.policies.get(tenant));
-    verifiers.set(elma, verifier);
-  }
-  return verifier;
-}
-
 /** Verifies the bearer JWT and attaches the principal; the tenant is taken from the token only. */
 @Injectable()
 export class AuthGuard implements CanActivate {
-  constructor(@Inject(ELMA) private readonly elma: Elma) {}
+  constructor(@Inject(TOKEN_VERIFIER) private readonly verifier: BearerVerifier) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = requestOf(context);
     const header = request.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)$/i.exec(header) : null;
     if (!match) throw new Unauthenticated('send Authorization: Bearer <token> (mint one with `npm run elma -- token`)');
-    const principal = await verifierOf(this.elma).verify(match[1]);
+    const principal = await this.verifier.verify(match[1]);
     bindTenant(principal.tenant, request.body);
     bindTenant(principal.tenant, request.query);
     request.principal = principal;

@@ -1,5 +1,42 @@
-/** Injection token for the process's ELMA services (a port bound to its adapter by a token). */
-export const ELMA = Symbol('ELMA');
+import type { Adjudication, GovernanceService, IngestService, MemoryService, RecallService } from '@elma/application';
+import type { TokenVerifier } from '@elma/infra';
+import type { EngineHealth } from '@elma/runtime';
 
-/** Injection token for the erasure desk (ELMA services plus the Temporal side of erasure). */
+/*
+ * One injection token per service a controller, resolver or guard uses; each
+ * is bound in app.ts to the process's instance, and a class injects only the
+ * ones it calls.
+ */
+
+/** Appends events (REST /v1/events, GraphQL ingestEvents). */
+export const INGEST = Symbol('INGEST');
+export type Ingest = Pick<IngestService, 'ingest'>;
+
+/** Writes, reads and promotes memories. */
+export const MEMORIES = Symbol('MEMORIES');
+export type Memories = Pick<MemoryService, 'write' | 'get' | 'promote'>;
+
+/** Settles a contradicted fact. */
+export const ADJUDICATION = Symbol('ADJUDICATION');
+export type Adjudicator = Pick<Adjudication, 'adjudicate'>;
+
+/** Recall and its feedback. */
+export const RECALL = Symbol('RECALL');
+export type Recall = Pick<RecallService, 'recall' | 'feedback'>;
+
+/** Policy, legal holds and the audit log. */
+export const GOVERNANCE = Symbol('GOVERNANCE');
+export type Governance = Pick<GovernanceService, 'getPolicy' | 'putPolicy' | 'placeHold' | 'releaseHold' | 'listHolds' | 'exportAudit' | 'verifyAudit'>;
+
+/** Each engine of the process and whether it is up. */
+export const HEALTH = Symbol('HEALTH');
+export interface HealthCheck {
+  health(): Promise<Record<string, EngineHealth>>;
+}
+
+/** Verifies bearer tokens; built once per API (it caches the identity provider's keys). */
+export const TOKEN_VERIFIER = Symbol('TOKEN_VERIFIER');
+export type BearerVerifier = Pick<TokenVerifier, 'verify'>;
+
+/** Injection token for the erasure desk (the erasure service plus the Temporal side of erasure). */
 export const ERASURE_DESK = Symbol('ERASURE_DESK');

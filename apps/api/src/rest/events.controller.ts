@@ -1,9 +1,9 @@
 import { Body, Controller, HttpCode, Inject, Post, UseGuards } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { IngestRequest, type Principal } from '@elma/domain';
-import type { Elma } from '@elma/runtime';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
-import { ELMA } from '../http/tokens';
+import { INGEST, type Ingest } from '../http/tokens';
+import { ZodBody } from '../http/zod-body';
 import { ApiAuthenticated, ApiJsonBody, ApiOk, ApiProblems, IngestResultSchema } from './openapi';
 
 @ApiTags('events')
@@ -11,7 +11,7 @@ import { ApiAuthenticated, ApiJsonBody, ApiOk, ApiProblems, IngestResultSchema }
 @Controller('v1/events')
 @UseGuards(AuthGuard)
 export class EventsController {
-  constructor(@Inject(ELMA) private readonly elma: Elma) {}
+  constructor(@Inject(INGEST) private readonly ingestion: Ingest) {}
 
   @Post()
   @HttpCode(202)
@@ -28,7 +28,7 @@ export class EventsController {
   })
   @ApiOk(202, 'Appended (or already present: `duplicate: true`). `position` serves read-your-writes.', IngestResultSchema)
   @ApiProblems(403, 409, 410)
-  ingest(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
-    return this.elma.ingest.ingest(caller, body, requestId);
+  ingest(@Caller() caller: Principal, @RequestId() requestId: string, @Body(new ZodBody(IngestRequest)) body: IngestRequest) {
+    return this.ingestion.ingest(caller, body, requestId);
   }
 }

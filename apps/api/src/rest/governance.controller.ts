@@ -3,9 +3,8 @@ import { ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { AuditOperation, PlaceLegalHold, PolicyDocument, TenantPolicy, parseOrThrow, type Principal } from '@elma/domain';
-import type { Elma } from '@elma/runtime';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
-import { ELMA } from '../http/tokens';
+import { GOVERNANCE, type Governance } from '../http/tokens';
 import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, ApiQueryOf, jsonSchema, LegalHoldSchema, linksFrom } from './openapi';
 
 const AuditQuery = z.strictObject({
@@ -27,13 +26,13 @@ const Hold = LegalHoldSchema(jsonSchema(PlaceLegalHold, 'output'));
 @Controller('v1')
 @UseGuards(AuthGuard)
 export class GovernanceController {
-  constructor(@Inject(ELMA) private readonly elma: Elma) {}
+  constructor(@Inject(GOVERNANCE) private readonly governance: Governance) {}
 
   @Get('policy')
   @ApiOk(200, "The tenant's current policy (role admin).", Policy)
   @ApiProblems(403)
   getPolicy(@Caller() caller: Principal, @RequestId() requestId: string) {
-    return this.elma.governance.getPolicy(caller, requestId);
+    return this.governance.getPolicy(caller, requestId);
   }
 
   @Put('policy')
@@ -43,7 +42,7 @@ export class GovernanceController {
   @ApiProblems(403, 409)
   putPolicy(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown, @Query('expectedVersion') expected?: string) {
     const { expectedVersion } = parseOrThrow(PolicyPutQuery, { expectedVersion: expected });
-    return this.elma.governance.putPolicy(caller, body, requestId, expectedVersion);
+    return this.governance.putPolicy(caller, body, requestId, expectedVersion);
   }
 
   @Post('legal-holds')
@@ -51,14 +50,14 @@ export class GovernanceController {
   @ApiOk(201, 'The hold (role legal).', Hold, linksFrom('$response.body#/id', { ReleaseHold: ['delete', '/v1/legal-holds/{id}'] }))
   @ApiProblems(403)
   placeHold(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
-    return this.elma.governance.placeHold(caller, body, requestId);
+    return this.governance.placeHold(caller, body, requestId);
   }
 
   @Get('legal-holds')
   @ApiOk(200, 'The active holds (role legal).', { type: 'array', items: Hold })
   @ApiProblems(403)
   listHolds(@Caller() caller: Principal, @RequestId() requestId: string) {
-    return this.elma.governance.listHolds(caller, requestId);
+    return this.governance.listHolds(caller, requestId);
   }
 
   @Delete('legal-holds/:id')
@@ -67,7 +66,7 @@ export class GovernanceController {
   @ApiResponse({ status: 204, description: 'Released (role legal).' })
   @ApiProblems(403, 404)
   async releaseHold(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string) {
-    await this.elma.governance.releaseHold(caller, id, requestId);
+    await this.governance.releaseHold(caller, id, requestId);
   }
 
   /** NDJSON, one audit entry a line (role auditor). */
@@ -77,7 +76,7 @@ export class GovernanceController {
   @ApiProblems(403, 422)
   async exportAudit(@Caller() caller: Principal, @RequestId() requestId: string, @Query() query: unknown, @Res() reply: FastifyReply) {
     const q = parseOrThrow(AuditQuery, query);
-    const entries = await this.elma.governance.exportAudit(
+    const entries = await this.governance.exportAudit(
       caller,
       { from: q.from, to: q.to, actor: q.actor, subject: q.subject, resourceId: q.resource, operation: q.operation },
       requestId,
@@ -100,6 +99,6 @@ export class GovernanceController {
   })
   @ApiProblems(403)
   verifyAudit(@Caller() caller: Principal, @RequestId() requestId: string) {
-    return this.elma.governance.verifyAudit(caller, requestId);
+    return this.governance.verifyAudit(caller, requestId);
   }
 }

@@ -1,8 +1,7 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
 import { ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import type { Elma } from '@elma/runtime';
-import { ELMA } from '../http/tokens';
+import { HEALTH, type HealthCheck } from '../http/tokens';
 import { ApiProblems } from './openapi';
 
 const Health = {
@@ -17,7 +16,7 @@ const Health = {
 @ApiTags('health')
 @Controller('health')
 export class HealthController {
-  constructor(@Inject(ELMA) private readonly elma: Elma) {}
+  constructor(@Inject(HEALTH) private readonly engines: HealthCheck) {}
 
   /** Each engine and whether it is up; 503 when any is down; `degraded` (200) when all are up but one serves only part (e.g. a quarantined tenant). */
   @Get()
@@ -25,7 +24,7 @@ export class HealthController {
   @ApiResponse({ status: 503, description: 'An engine is down.', content: { 'application/json': { schema: Health } } })
   @ApiProblems(414, 431)
   async health(@Res() reply: FastifyReply) {
-    const engines = await this.elma.health();
+    const engines = await this.engines.health();
     const up = Object.values(engines).every((e) => e.up);
     const degraded = Object.values(engines).some((e) => e.degraded);
     return reply.status(up ? 200 : 503).send({ status: up ? (degraded ? 'degraded' : 'up') : 'down', engines });

@@ -2,9 +2,9 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseGuards 
 import { ApiQuery, ApiTags } from '@nestjs/swagger';
 import { MemoryRecord, PromoteMemoryRequest, WriteMemoryRequest, withoutAncestry, type Principal } from '@elma/domain';
 import { AdjudicateRequest } from '@elma/application';
-import { type Elma } from '@elma/runtime';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
-import { ELMA } from '../http/tokens';
+import { ADJUDICATION, MEMORIES, type Adjudicator, type Memories } from '../http/tokens';
+import { ZodBody } from '../http/zod-body';
 import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, jsonSchema, linksFrom, WriteResultSchema } from './openapi';
 
 const Memory = jsonSchema(MemoryRecord, 'output');
@@ -19,14 +19,17 @@ const written = linksFrom('$response.body#/memory/id', {
 @Controller('v1/memories')
 @UseGuards(AuthGuard)
 export class MemoriesController {
-  constructor(@Inject(ELMA) private readonly elma: Elma) {}
+  constructor(
+    @Inject(MEMORIES) private readonly memories: Memories,
+    @Inject(ADJUDICATION) private readonly adjudication: Adjudicator,
+  ) {}
 
   @Post()
   @ApiJsonBody(WriteMemoryRequest)
   @ApiOk(201, 'The recorded memory with its provenance.', WriteResultSchema(Memory), written)
   @ApiProblems(403, 409, 410)
-  async write(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
-    const result = await this.elma.memories.write(caller, body, requestId);
+  async write(@Caller() caller: Principal, @RequestId() requestId: string, @Body(new ZodBody(WriteMemoryRequest)) body: WriteMemoryRequest) {
+    const result = await this.memories.write(caller, body, requestId);
     return { ...result, memory: withoutAncestry(result.memory) };
   }
 
@@ -41,7 +44,7 @@ export class MemoriesController {
   })
   @ApiProblems(403, 404, 409, 410)
   async adjudicate(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
-    const result = await this.elma.adjudication.adjudicate(caller, id, body, requestId);
+    const result = await this.adjudication.adjudicate(caller, id, body, requestId);
     return { memory: withoutAncestry(result.memory), revised: result.revised.map(withoutAncestry) };
   }
 
@@ -50,8 +53,13 @@ export class MemoriesController {
   @ApiJsonBody(PromoteMemoryRequest, { required: false })
   @ApiOk(201, 'Keeps a working memory beyond its session (named in `session`): a new record of `kind` (default semantic) citing it as parent.', WriteResultSchema(Memory), written)
   @ApiProblems(403, 404, 409, 410)
-  async promote(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
-    const result = await this.elma.memories.promote(caller, id, body ?? {}, requestId);
+  async promote(
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Param('id') id: string,
+    @Body(new ZodBody(PromoteMemoryRequest, {})) body: PromoteMemoryRequest,
+  ) {
+    const result = await this.memories.promote(caller, id, body, requestId);
     return { ...result, memory: withoutAncestry(result.memory) };
   }
 
@@ -68,6 +76,6 @@ export class MemoriesController {
     @Query('purpose') purpose?: string,
     @Query('session') session?: string,
   ) {
-    return withoutAncestry(await this.elma.memories.get(caller, id, { purpose, requestId, session }));
+    return withoutAncestry(await this.memories.get(caller, id, { purpose, requestId, session }));
   }
 }

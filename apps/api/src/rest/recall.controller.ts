@@ -1,9 +1,9 @@
 import { Body, Controller, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { RecallFeedback, RecallRequest, type Principal } from '@elma/domain';
-import type { Elma } from '@elma/runtime';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
-import { ELMA } from '../http/tokens';
+import { RECALL, type Recall } from '../http/tokens';
+import { ZodBody } from '../http/zod-body';
 import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, linksFrom, RecallResultSchema } from './openapi';
 
 @ApiTags('recall')
@@ -11,15 +11,15 @@ import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, linksFrom, Re
 @Controller('v1/recall')
 @UseGuards(AuthGuard)
 export class RecallController {
-  constructor(@Inject(ELMA) private readonly elma: Elma) {}
+  constructor(@Inject(RECALL) private readonly recalls: Recall) {}
 
   @Post()
   @HttpCode(200)
   @ApiJsonBody(RecallRequest, { example: { query: 'Where does the customer live?', purpose: 'support', budgetTokens: 1000 } })
   @ApiOk(200, 'A budgeted, cited context pack.', RecallResultSchema, linksFrom('$response.body#/recallId', { RecallFeedback: ['post', '/v1/recall/{id}/feedback'] }))
   @ApiProblems(403)
-  recall(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
-    return this.elma.recall.recall(caller, body, requestId);
+  recall(@Caller() caller: Principal, @RequestId() requestId: string, @Body(new ZodBody(RecallRequest)) body: RecallRequest) {
+    return this.recalls.recall(caller, body, requestId);
   }
 
   @Post(':id/feedback')
@@ -32,7 +32,7 @@ export class RecallController {
     properties: { adopted: { type: 'integer', minimum: 0 } },
   })
   @ApiProblems(403, 404)
-  feedback(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body() body: unknown) {
-    return this.elma.recall.feedback(caller, id, body, requestId);
+  feedback(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body(new ZodBody(RecallFeedback)) body: RecallFeedback) {
+    return this.recalls.feedback(caller, id, body, requestId);
   }
 }

@@ -8,7 +8,7 @@ import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { createElmaWorker, erasureProgress, erasureResult, startErasure } from '@elma/worker';
+import { createWorkerFor, erasureProgress, erasureResult, startErasure } from '@elma/worker';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 import { eventBatch, prng, query, sentence } from '../bench/corpus';
 import { coverageExperiment } from '../bench/coverage';
@@ -170,7 +170,7 @@ async function measureErasure(line: (what: string, figure: string, target: strin
   const tenant = 'bench_erasure';
   const taskQueue = 'elma-bench';
   const connection = await Connection.connect({ address: temporal.address });
-  const worker = await createElmaWorker({ address: temporal.address, taskQueue, deps: { views: elma.views, erasure: elma.erasure } });
+  const worker = await createWorkerFor(elma, { address: temporal.address, taskQueue });
   const running = worker.run();
   try {
     process.stderr.write(`[bench] erasure: closures ${closures.join(', ')} in a tenant of ${fmt(background)} other records\n`);

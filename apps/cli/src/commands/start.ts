@@ -5,7 +5,7 @@ import { loadConfig, startTemporalDevServer, type ElmaConfig, type TemporalDevSe
 import { openElma, type Elma } from '@elma/runtime';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { createElmaWorker, ensureConsolidationSchedule, ensureRetentionSchedule, startConsolidation, temporalErasureWorkflows } from '@elma/worker';
+import { configuredWorkerOptions, createWorkerFor, wireTemporal } from '@elma/worker';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 import { claimEmbeddedEngines } from '../ownership';
 
@@ -116,14 +116,11 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     });
 
     const clientOptions = { connection: temporalClient, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
-    await ensureRetentionSchedule(clientOptions, config.retentionSweepMinutes);
-    await ensureConsolidationSchedule(clientOptions, config.consolidation.sweepMinutes);
-    elma.projection.setConsolidationTrigger((tenant, subjectRef) => {
-      startConsolidation(clientOptions, tenant, subjectRef).catch((error: unknown) =>
-        elma.logger.error('could not start a consolidation', { name: (error as Error)?.name }),
-      );
-    }, config.consolidation.everyEvents);
-    const erasures = temporalErasureWorkflows(clientOptions);
+    const erasures = await wireTemporal(elma, clientOptions, {
+      schedules: { retentionMinutes: config.retentionSweepMinutes, consolidationMinutes: config.consolidation.sweepMinutes },
+      consolidateEveryEvents: config.consolidation.everyEvents,
+      onConsolidationStartError: (error) => elma.logger.error('could not start a consolidation', { name: (error as Error)?.name }),
+    });
     const app = await createApi(elma, { erasures });
     stops.push(() => app.close());
 
@@ -192,14 +189,7 @@ async function superviseWorker(
   stopping: () => boolean,
   stops: (() => Promise<void>)[],
 ): Promise<{ running: Promise<void> }> {
-  const create = () =>
-    createElmaWorker({
-      address,
-      tls: config.temporal.tls,
-      namespace: config.temporal.namespace,
-      taskQueue: config.temporal.taskQueue,
-      deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation },
-    });
+  const create = () => createWorkerFor(elma, configuredWorkerOptions(config, address));
   // The first worker is created before the API listens: a failure here is a failed start.
   let worker = await create();
   stops.push(() => worker.shutdown());

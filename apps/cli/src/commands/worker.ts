@@ -1,7 +1,7 @@
 import { loadConfig } from '@elma/infra';
 import { openElma } from '@elma/runtime';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { createElmaWorker } from '@elma/worker';
+import { configuredWorkerOptions, createWorkerFor } from '@elma/worker';
 import { claimEmbeddedEngines } from '../ownership';
 
 /**
@@ -20,13 +20,7 @@ export async function workerCommand(_argv: string[]): Promise<number> {
   const ownership = claimEmbeddedEngines(config, 'elma worker', {});
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const elma = await openElma(config);
-  const worker = await createElmaWorker({
-    address: config.temporal.address,
-    tls: config.temporal.tls,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation },
-  });
+  const worker = await createWorkerFor(elma, configuredWorkerOptions(config, config.temporal.address));
   const stop = async () => {
     await worker.shutdown();
     await elma.close();

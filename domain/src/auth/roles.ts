@@ -1,0 +1,27 @@
+import type { BuiltInRole } from './principal';
+
+/**
+ * What each built-in role is for, named once: the services' role gates and
+ * the default policy's rules read them from here. Together they name exactly
+ * `BUILT_IN_ROLES` (a spec holds the two equal).
+ */
+export const ROLES = {
+  /** May record what they observe (the default policy's write rule). */
+  writers: ['agent', 'admin', 'service'],
+  /** May recall restricted records, for a purpose they were collected for (the default policy). */
+  restrictedReaders: ['dpo', 'legal'],
+  /** Tenant policy. */
+  administer: 'admin',
+  /** Legal holds; reads and writes past a hold. */
+  legal: 'legal',
+  /** Exports and verifies the audit log. */
+  audit: 'auditor',
+  /** Settle a contradicted fact. */
+  corrector: ['admin', 'dpo', 'reviewer'],
+  /** Request an erasure of any data subject (a subject may request their own). */
+  erasure: ['compliance', 'dpo'],
+  /** Read any erasure of the tenant, besides its requester. */
+  erasureReader: ['compliance', 'dpo', 'auditor'],
+  /** Approves a closure above the tenant's threshold (four eyes: not the requester). */
+  erasureApprover: 'dpo',
+} as const satisfies Record<string, BuiltInRole | readonly BuiltInRole[]>;
