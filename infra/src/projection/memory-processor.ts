@@ -34,10 +34,10 @@ export const PROCESSOR_ORIGIN = 'processor';
 export const appendedByProcessor = (event: RecordedEvent): boolean => event.metadata[ORIGIN] === PROCESSOR_ORIGIN;
 
 /**
- * Decides what the log's ingested events mean for memory (§5.1 step 2) and
+ * Decides what the log's ingested events mean for memory and
  * records it: each ingested event becomes an episodic memory, and a semantic
  * one when it carries a fact; new facts are settled against the current
- * ones (§5.2 rule 4). Every decision is appended as a `MemoryRecorded` event
+ * ones by the resolution rules. Every decision is appended as a `MemoryRecorded` event
  * with a deterministic id, so deciding on the same events again appends
  * nothing new. It never writes the index: the views do.
  */
@@ -50,7 +50,7 @@ export class MemoryProcessor {
 
   /**
    * Asks for consolidation of a subject after `everyEvents` new events, and
-   * at once on a `session.end` event (issue 5 §4 triggers). The trigger must
+   * at once on a `session.end` event. The trigger must
    * not block: it starts a workflow and returns.
    */
   setConsolidationTrigger(trigger: ConsolidationTrigger, everyEvents: number): void {

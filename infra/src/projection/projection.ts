@@ -10,7 +10,7 @@ export { SESSION_END, type ConsolidationTrigger } from './memory-processor';
 export const VIEW_SOURCE_PREFIXES = ['events-', 'memory-'];
 
 /**
- * The live pass over the log (§5.1 step 2): the processor decides on the
+ * The live pass over the log: the processor decides on the
  * ingested events and appends `memory-*` events, and the views index those
  * records and the memory events written by others, in the same pass, so
  * that a position the runner has passed is searchable (read your writes) and
