@@ -19,7 +19,7 @@ export async function memoryVersionAppends(
   sealer: EventSealer,
   tenant: string,
   records: MemoryRecord[],
-  options: { actor?: string; expected?: (index: number) => ExpectedRevision } = {},
+  options: { actor?: string; expected?: (index: number) => ExpectedRevision; metadata?: Record<string, unknown> } = {},
 ): Promise<AppendRequest[]> {
   const sealed = await sealer.seal(
     tenant,
@@ -28,7 +28,7 @@ export async function memoryVersionAppends(
       type: 'MemoryRecorded',
       keyId: record.id,
       data: { type: 'MemoryRecorded', record },
-      metadata: { ...memoryEventMetadata(record), ...(options.actor ? { actor: options.actor } : {}) },
+      metadata: { ...memoryEventMetadata(record), ...(options.actor ? { actor: options.actor } : {}), ...options.metadata },
     })),
   );
   return records.map((record, i) => ({

@@ -207,7 +207,7 @@ export class ProjectionRunner {
   private async applyByTenant(batch: RecordedEvent[]): Promise<void> {
     for (const [tenant, events] of groupBy(batch, tenantOf)) {
       try {
-        await this.deps.projection.apply(events, { appendDerived: true });
+        await this.deps.projection.apply(events);
         // Rebuilt: should it be quarantined again later, that is logged again.
         this.quarantinedSeen.delete(tenant);
       } catch (error) {

@@ -1,6 +1,6 @@
 import { IndexPartitionCorrupt, streams, type Embedder, type EventLog, type MemoryIndex, type RecordedEvent } from '@elma/domain';
 import type { EventSealer } from '../sealing/sealed-events';
-import { Projection } from './projection';
+import { MemoryViews } from './memory-views';
 
 const PAGE = 1000;
 
@@ -23,11 +23,17 @@ export interface RebuildResult {
 
 /**
  * A tenant's views as a whole: rebuilt from the log by the ReindexWorkflow.
- * The rebuild reads the log only; it uses the same `Projection.apply` as the
- * live runner, so a rebuilt view answers queries exactly as the live one did.
+ * The rebuild reads the log only: the tenant's memory events, which hold
+ * every decision (the processor's and everyone else's), indexed by the same
+ * `MemoryViews` as the live pass, so a rebuilt view answers queries exactly
+ * as the live one did. Nothing is decided again.
  */
 export class TenantViewsService {
-  constructor(private readonly deps: { log: EventLog; index: MemoryIndex; projection: Projection; sealer: EventSealer; embedder: Embedder }) {}
+  private readonly views: MemoryViews;
+
+  constructor(private readonly deps: { log: EventLog; index: MemoryIndex; sealer: EventSealer; embedder: Embedder }) {
+    this.views = new MemoryViews(deps);
+  }
 
   /**
    * With an index that swaps (Elasticsearch), a new index is filled from the
@@ -45,13 +51,12 @@ export class TenantViewsService {
     const dropped = await index.count(tenant);
     let filled = { events: 0, last: -1n };
     const swap = await index.reindex(tenant, async (target) => {
-      const projection = new Projection({ log: this.deps.log, index: target, sealer: this.deps.sealer, embedder: this.deps.embedder });
-      filled = await this.replayInto(projection, tenant, -1n);
+      const views = new MemoryViews({ index: target, sealer: this.deps.sealer, embedder: this.deps.embedder });
+      filled = await this.replayInto(views, tenant, -1n);
       await options.afterFill?.();
     });
     // The live projection kept writing to the old index until the swap: apply what came after the fill again.
-    const caughtUp = await this.replayInto(this.deps.projection, tenant, filled.last);
-    this.deps.projection.forgetTenant(tenant);
+    const caughtUp = await this.replayInto(this.views, tenant, filled.last);
     return {
       dropped,
       events: filled.events + caughtUp.events,
@@ -70,23 +75,22 @@ export class TenantViewsService {
       throw error;
     });
     await this.deps.index.dropTenant(tenant);
-    this.deps.projection.forgetTenant(tenant);
     return count;
   }
 
   async replay(tenant: string): Promise<{ events: number; memories: number }> {
-    const { events } = await this.replayInto(this.deps.projection, tenant, -1n);
+    const { events } = await this.replayInto(this.views, tenant, -1n);
     return { events, memories: await this.deps.index.count(tenant) };
   }
 
-  /** Applies the tenant's events after `after` (-1: all); returns how many and the last position applied. */
-  private async replayInto(projection: Projection, tenant: string, after: bigint): Promise<{ events: number; last: bigint }> {
+  /** Applies the tenant's log after `after` (-1: all); returns how many events it read and the last position applied. */
+  private async replayInto(views: MemoryViews, tenant: string, after: bigint): Promise<{ events: number; last: bigint }> {
     let events = 0;
     let last = after;
     let page: RecordedEvent[] = [];
     const flush = async () => {
       if (page.length === 0) return;
-      await projection.apply(page, { appendDerived: false });
+      await views.apply(tenant, page);
       events += page.length;
       last = page[page.length - 1].position;
       page = [];
@@ -96,6 +100,7 @@ export class TenantViewsService {
     };
     for await (const event of this.deps.log.readAll({
       ...(after >= 0n ? { fromPosition: after } : {}),
+      // The tenant's whole log is read and counted (the replay's figure), though only memory events are indexed.
       filter: { streamNamePrefix: [streams.eventsOfTenant(tenant), streams.memoriesOfTenant(tenant)] },
     })) {
       page.push(event);

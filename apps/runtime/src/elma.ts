@@ -119,7 +119,7 @@ export async function openElma(
     sealer,
     projection,
     runner,
-    views: new TenantViewsService({ log, index, projection, sealer, embedder }),
+    views: new TenantViewsService({ log, index, sealer, embedder }),
     policies,
     holds,
     audit,

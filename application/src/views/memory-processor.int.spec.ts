@@ -1,0 +1,80 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { streams, type Principal, type RecordedEvent } from '@elma/domain';
+import { loadConfig } from '@elma/infra';
+import { openElma, type Elma } from '@elma/runtime';
+import { silentLogger } from '@elma/shared';
+import { ORIGIN, PROCESSOR_ORIGIN } from './memory-processor';
+
+const who: Principal = { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };
+
+const fact = (n: number, value: string) => ({
+  subject: 'cust-1',
+  occurredAt: new Date(Date.UTC(2026, 10, 1, 0, n)).toISOString(),
+  activity: 'chat.turn',
+  content: { text: `Moved to ${value}`, fact: { entity: 'cust-1', attribute: 'city', value } },
+  source: { system: 'crm', externalId: `ext-${n}` },
+  purposes: ['support'],
+});
+
+describe('the processor and the views, apart', () => {
+  let elma: Elma | undefined;
+  let dir = '';
+  const open = async () => {
+    dir = mkdtempSync(join(tmpdir(), 'elma-processor-'));
+    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dir }), { logger: silentLogger });
+    return elma;
+  };
+  const read = async (elma: Elma, prefix: string) => {
+    const events: RecordedEvent[] = [];
+    for await (const event of elma.log.readAll({ filter: { streamNamePrefix: [prefix] } })) events.push(event);
+    return events;
+  };
+  afterEach(async () => {
+    await elma?.close();
+    elma = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the processor records its decisions in the log and never writes the index; deciding again appends nothing', async () => {
+    const elma = await open();
+    await elma.ingest.ingest(who, { events: [fact(0, 'Paris'), fact(1, 'Berlin')] });
+    const ingested = await read(elma, streams.eventsOfTenant('acme'));
+
+    const { records } = await elma.projection.processor.derive('acme', ingested);
+    const revisions = await elma.projection.processor.settle('acme', [...records.values()]);
+
+    // Two episodic and two semantic memories, and the revision the later fact calls for on the earlier one.
+    expect(records.size).toBe(4);
+    expect(revisions.map((r) => r.version)).toEqual([2]);
+    const memoryEvents = await read(elma, streams.memoriesOfTenant('acme'));
+    expect(memoryEvents).toHaveLength(5);
+    expect(memoryEvents.every((e) => e.metadata[ORIGIN] === PROCESSOR_ORIGIN)).toBe(true);
+    expect(await elma.index.count('acme')).toBe(0);
+
+    const head = await elma.log.headPosition();
+    await elma.projection.processor.derive('acme', ingested);
+    await elma.projection.processor.settle('acme', [...records.values()]);
+    expect(await elma.log.headPosition()).toBe(head);
+  });
+
+  it('a rebuild indexes what the memory events say and appends nothing to the log', async () => {
+    const elma = await open();
+    await elma.runner.start();
+    const written = await elma.ingest.ingest(who, { events: [fact(0, 'Paris'), fact(1, 'Berlin')] });
+    await elma.runner.waitFor(BigInt(written.position));
+    await elma.runner.waitFor(await elma.log.headPosition());
+    const revised = (await read(elma, streams.memoriesOfTenant('acme'))).find((e) => e.metadata.version === 2)!;
+    const live = await elma.index.get('acme', String(revised.metadata.memoryId));
+    expect(live?.record.version).toBe(2);
+    const head = await elma.log.headPosition();
+
+    await elma.views.drop('acme');
+    expect(await elma.views.replay('acme')).toMatchObject({ memories: 4 });
+
+    expect(await elma.log.headPosition()).toBe(head);
+    expect((await elma.index.get('acme', live!.record.id))?.record).toEqual(live?.record);
+  });
+});

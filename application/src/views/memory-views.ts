@@ -1,0 +1,51 @@
+import { MemoryRecorded, type Embedder, type MemoryIndex, type MemoryRecord, type RecordedEvent } from '@elma/domain';
+import type { EventSealer } from '../sealing/sealed-events';
+import { MEMORY_ID, VERSION } from '../memory/memory-events';
+import { openSkippingErased } from './open-skipping-erased';
+
+/**
+ * The index views of memory: `MemoryRecorded` events become index rows
+ * (embedded, tokenised by the index). It decides nothing: what a memory is
+ * was decided when its event was appended. Idempotent: a version the index
+ * already holds is passed over, so replaying any part of the log changes nothing.
+ */
+export class MemoryViews {
+  constructor(private readonly deps: { index: MemoryIndex; sealer: EventSealer; embedder: Embedder }) {}
+
+  /** Applies a tenant's memory events (in log order); returns how many records it indexed. */
+  async apply(tenant: string, events: RecordedEvent[]): Promise<number> {
+    const records = [...(await this.open(tenant, events)).values()];
+    await this.index(tenant, records);
+    return records.length;
+  }
+
+  /**
+   * The records of memory events the index does not hold yet at their
+   * version, by id (the latest in log order wins); erased ones are skipped.
+   */
+  async open(tenant: string, events: RecordedEvent[]): Promise<Map<string, MemoryRecord>> {
+    const pending: RecordedEvent[] = [];
+    for (const event of events) {
+      if (event.type !== 'MemoryRecorded') continue;
+      const current = await this.deps.index.get(tenant, String(event.metadata[MEMORY_ID]));
+      if (current && current.record.version >= Number(event.metadata[VERSION])) continue;
+      pending.push(event);
+    }
+    const records = new Map<string, MemoryRecord>();
+    for (const event of await openSkippingErased<MemoryRecorded>(this.deps.sealer, tenant, pending)) {
+      const { record } = MemoryRecorded.parse(event);
+      records.set(record.id, record);
+    }
+    return records;
+  }
+
+  /** Embeds the records' text and upserts them, in one index write. */
+  async index(tenant: string, records: MemoryRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    const vectors = await this.deps.embedder.embed(records.map((r) => r.content.text));
+    await this.deps.index.upsert(
+      tenant,
+      records.map((record, i) => ({ record, vector: vectors[i] })),
+    );
+  }
+}
