@@ -1,6 +1,6 @@
 import { loadConfig, openElma } from '@elma/infra';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { createElmaWorker } from '@elma/worker';
+import { createElmaWorker, prebuiltWorkflowBundle } from '@elma/worker';
 import { claimEmbeddedEngines } from '../ownership';
 
 /**
@@ -32,6 +32,8 @@ export async function workerCommand(_argv: string[]): Promise<number> {
   };
   process.once('SIGINT', () => void stop());
   process.once('SIGTERM', () => void stop());
+  const prebuilt = prebuiltWorkflowBundle();
+  if (prebuilt) process.stderr.write(`[elma] workflows from the build: ${prebuilt.codePath}\n`);
   process.stderr.write(`[elma] worker polling ${config.temporal.address}\n`);
   await worker.run();
   await elma.close();
