@@ -107,6 +107,18 @@ export async function buildElma({ outdir = join(root, 'dist'), log = (line) => p
   if (readFileSync(join(outdir, CLI_FILE), 'utf8').includes('__require(')) {
     throw new Error(`${CLI_FILE} calls require(): use createRequire(import.meta.url) in the sources`);
   }
+  // The image installs dependencies only (npm ci --omit=dev): an import of a devDependency, or of a package
+  // no manifest names, would fail there at run time, so it fails the build here.
+  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  const missing = new Set();
+  for (const output of Object.values(result.metafile.outputs)) {
+    for (const { path, external } of output.imports) {
+      if (!external || path.startsWith('node:')) continue;
+      const name = path.startsWith('@') ? path.split('/').slice(0, 2).join('/') : path.split('/')[0];
+      if (!manifest.dependencies?.[name]) missing.add(name);
+    }
+  }
+  if (missing.size) throw new Error(`the bundle imports packages that are not dependencies in package.json: ${[...missing].join(', ')}`);
   // Every npm package is external, so the inputs are the workspace's own sources.
   const bundled = Object.keys(result.metafile.inputs).map((input) => resolve(root, input));
 
