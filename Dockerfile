@@ -10,7 +10,7 @@
 # NODE_IMAGE the Node.js 20 base of every stage
 ARG NODE_IMAGE=node:20-bookworm-slim
 
-# toolchain: native modules are built here if no prebuilt binary fits; shared by the two stages below
+# toolchain the manifests and a compiler: native modules are built here if no prebuilt binary fits
 FROM ${NODE_IMAGE} AS toolchain
 # better-sqlite3 (prebuild-install || node-gyp) and usearch (node-gyp-build) ship prebuilt
 # linux-x64/arm64 glibc binaries; the toolchain is only the fallback and stays out of the runtime stage.
@@ -33,16 +33,15 @@ COPY apps/cli/package.json apps/cli/
 COPY apps/worker/package.json apps/worker/
 COPY scripts/ensure-temporal.mjs scripts/
 
-# build: every dependency (esbuild and the rest of the dev tools included), then `npm run build` → dist/
-# (the CLI bundled to dist/elma.mjs, the Temporal workflows prebundled to dist/workflow-bundle.js).
+# build every dependency (dev tools included), then npm run build: dist/elma.mjs and dist/workflow-bundle.js
 FROM toolchain AS build
 RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build
 
-# deps: production node_modules only (no tsx, no esbuild: the image runs JavaScript). The workspace
-# links (node_modules/@elma/*) point into sources the image does not carry; the build bundled them.
+# deps production node_modules only (no tsx, no esbuild: the image runs JavaScript)
 FROM toolchain AS deps
+# The workspace links (node_modules/@elma/*) point into sources the image does not carry; the build bundled them.
 RUN npm ci --omit=dev --no-audit --no-fund \
  && npm cache clean --force \
  && rm -rf node_modules/@elma
