@@ -7,13 +7,13 @@
 #   docker run --rm -e ELMA_MASTER_KEY=... elma            # elma api
 #   docker run --rm -e ELMA_MASTER_KEY=... elma worker     # elma worker
 
-# NODE_IMAGE the Node.js 20 base of both stages
+# NODE_IMAGE the Node.js 20 base of every stage
 ARG NODE_IMAGE=node:20-bookworm-slim
 
-# deps production node_modules; native modules are built here if no prebuilt binary fits
-FROM ${NODE_IMAGE} AS deps
+# toolchain the manifests and a compiler: native modules are built here if no prebuilt binary fits
+FROM ${NODE_IMAGE} AS toolchain
 # better-sqlite3 (prebuild-install || node-gyp) and usearch (node-gyp-build) ship prebuilt
-# linux-x64/arm64 glibc binaries; the toolchain is only the fallback and stays in this stage.
+# linux-x64/arm64 glibc binaries; the toolchain is only the fallback and stays out of the runtime stage.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ ca-certificates \
  && rm -rf /var/lib/apt/lists/*
@@ -21,7 +21,8 @@ WORKDIR /app
 # The root postinstall (scripts/ensure-temporal.mjs) fetches the Temporal CLI for the
 # embedded dev server; the image talks to a Temporal cluster, so skip it.
 ENV ELMA_SKIP_TEMPORAL_CLI=1
-# Manifests first, so the dependency layer is cached until one of them changes.
+# Manifests first, so the dependency layers are cached until one of them changes.
+# Every workspace package's manifest: npm ci checks the workspaces against the lock file.
 COPY package.json package-lock.json ./
 COPY domain/package.json domain/
 COPY shared/package.json shared/
@@ -34,9 +35,19 @@ COPY apps/cli/package.json apps/cli/
 COPY apps/worker/package.json apps/worker/
 COPY apps/runtime/package.json apps/runtime/
 COPY scripts/ensure-temporal.mjs scripts/
-# tsx is a runtime dependency (the services run TypeScript through it); dev tools are left out.
+
+# build every dependency (dev tools included), then npm run build: dist/elma.mjs and dist/workflow-bundle.js
+FROM toolchain AS build
+RUN npm ci --no-audit --no-fund
+COPY . .
+RUN npm run build
+
+# deps production node_modules only (no tsx, no esbuild: the image runs JavaScript)
+FROM toolchain AS deps
+# The workspace links (node_modules/@elma/*) point into sources the image does not carry; the build bundled them.
 RUN npm ci --omit=dev --no-audit --no-fund \
- && npm cache clean --force
+ && npm cache clean --force \
+ && rm -rf node_modules/@elma
 
 # runtime the service image, non-root
 FROM ${NODE_IMAGE} AS runtime
@@ -53,8 +64,10 @@ RUN groupadd --system --gid 10001 elma \
  && mkdir -p /var/lib/elma \
  && chown elma:elma /var/lib/elma \
  && chmod 700 /var/lib/elma
-COPY --from=deps /app ./
-COPY . .
+# package.json marks the root (the CLI finds it by walking up) and says "type": "module".
+COPY package.json ./
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
 USER elma
 VOLUME ["/var/lib/elma"]
 EXPOSE 8080
@@ -62,6 +75,7 @@ EXPOSE 8080
 # Meaningful for `api`; the worker service overrides it (see docker-compose.yml).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=6 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ELMA_PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-# node --import tsx (no npx wrapper), so SIGTERM reaches ELMA's own shutdown handlers.
-ENTRYPOINT ["node", "--import", "tsx", "apps/cli/src/main.ts"]
+# node itself (no npm or npx wrapper), so SIGTERM reaches ELMA's own shutdown handlers; source maps so
+# stack traces name the TypeScript sources.
+ENTRYPOINT ["node", "--enable-source-maps", "dist/elma.mjs"]
 CMD ["api"]

@@ -34,18 +34,28 @@ export interface StartedElma {
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 
+/** Node arguments that run the `elma` CLI from the sources under tsx, as `npm start` does. */
+export const sourceElmaArgs = (...args: string[]): string[] => ['--import', 'tsx', MAIN, ...args];
+
 /**
- * Runs `elma start` in a child process with `env` (see embeddedStartEnv) and
+ * Node arguments that run `elma` the way this process runs: the same entry (the sources under tsx, or the
+ * build's dist/elma.mjs) with the same Node flags, e.g. for a command that starts another `elma`.
+ */
+export const thisElmaArgs = (...args: string[]): string[] => [...process.execArgv, process.argv[1]!, ...args];
+
+/**
+ * Runs `elma start` in a child process with `env` (see embeddedStartEnv; `elmaArgs` picks the entry, the
+ * sources under tsx unless told otherwise) and
  * resolves once it serves (its banner's last line), or throws with what it
  * printed when it exits or does not come up in time. `onOutput` sees every
  * chunk as it arrives.
  */
 export async function spawnElmaStart(
   env: NodeJS.ProcessEnv,
-  options: { readyTimeoutMs?: number; stopGraceMs?: number; onOutput?: (chunk: string) => void } = {},
+  options: { readyTimeoutMs?: number; stopGraceMs?: number; onOutput?: (chunk: string) => void; elmaArgs?: (...args: string[]) => string[] } = {},
 ): Promise<StartedElma> {
-  const { readyTimeoutMs = 90_000, stopGraceMs = 15_000, onOutput } = options;
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const { readyTimeoutMs = 90_000, stopGraceMs = 15_000, onOutput, elmaArgs = sourceElmaArgs } = options;
+  const child = spawn(process.execPath, elmaArgs('start'), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (chunk: Buffer) => {
     output = (output + chunk.toString('utf8')).slice(-100_000);

@@ -1,11 +1,25 @@
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type Logger, type WorkflowBundle } from '@temporalio/worker';
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type Logger, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '@elma/activities';
 import { ELMA_TASK_QUEUE, consolidationTaskQueue } from '@elma/workflows';
 import type { TemporalTls } from '@elma/infra';
 
-/** Absolute path of the workflows entry (`workflows/src/index.ts`), resolved through the workspace link. */
-export const ELMA_WORKFLOWS_PATH: string = createRequire(import.meta.url).resolve('@elma/workflows');
+/**
+ * Absolute path of the workflows entry (`workflows/src/index.ts`), resolved through the workspace link.
+ * Resolved on use: a built image carries the prebuilt bundle, not the workflow sources.
+ */
+export const elmaWorkflowsPath = (): string => createRequire(import.meta.url).resolve('@elma/workflows');
+
+/**
+ * The workflows as `npm run build` bundled them (scripts/build.mjs), when this module runs from the build
+ * output (dist/elma.mjs, with workflow-bundle.js beside it); undefined when it runs from the sources.
+ */
+export function prebuiltWorkflowBundle(): { codePath: string } | undefined {
+  const codePath = fileURLToPath(new URL('./workflow-bundle.js', import.meta.url));
+  return existsSync(codePath) ? { codePath } : undefined;
+}
 
 export interface ElmaWorkerOptions {
   /** Temporal front-end, e.g. `127.0.0.1:7233`. */
@@ -16,8 +30,11 @@ export interface ElmaWorkerOptions {
   tls?: TemporalTls;
   /** The ports the activities run on. */
   deps: ActivityDeps;
-  /** A prebuilt bundle (see `bundleElmaWorkflows`); without it the worker bundles on creation (seconds). */
-  workflowBundle?: WorkflowBundle;
+  /**
+   * A prebuilt bundle (see `bundleElmaWorkflows`); without it the worker uses the build's bundle when it
+   * runs from the build output, and bundles the sources on creation (seconds) otherwise.
+   */
+  workflowBundle?: WorkflowBundleOption;
 }
 
 export interface ElmaWorker {
@@ -29,7 +46,7 @@ export interface ElmaWorker {
 
 /** Bundles the workflows once, e.g. to share across several workers in tests; `logger` receives webpack's report. */
 export async function bundleElmaWorkflows(options: { logger?: Logger } = {}): Promise<WorkflowBundle> {
-  return bundleWorkflowCode({ workflowsPath: ELMA_WORKFLOWS_PATH, logger: options.logger });
+  return bundleWorkflowCode({ workflowsPath: elmaWorkflowsPath(), logger: options.logger });
 }
 
 /**
@@ -45,7 +62,7 @@ export async function createElmaWorker(options: ElmaWorkerOptions): Promise<Elma
   try {
     const taskQueue = options.taskQueue ?? ELMA_TASK_QUEUE;
     // One bundle for both workers (bundling takes seconds).
-    const workflowBundle = options.workflowBundle ?? (await bundleElmaWorkflows({ logger: Runtime.instance().logger }));
+    const workflowBundle = options.workflowBundle ?? prebuiltWorkflowBundle() ?? (await bundleElmaWorkflows({ logger: Runtime.instance().logger }));
     const activities = createActivities(options.deps);
     const common = { connection, namespace: options.namespace ?? 'default', workflowBundle, activities };
     workers.push(await Worker.create({ ...common, taskQueue }));

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig, mintToken } from '@elma/infra';
 import { ELMA_TASK_QUEUE, consolidationTaskQueue } from '@elma/workflows';
-import { embeddedStartEnv } from '../embedded-env';
+import { embeddedStartEnv, thisElmaArgs } from '../embedded-env';
 import { eventBatch, prng, query } from './corpus';
 
 /** One row of the bench table: what was measured, the figure, and its target if it has one. */
@@ -208,7 +208,8 @@ interface Server {
 /** `elma start` on a temporary data folder and free ports, as an operator would run it. */
 async function startServer(dataDir: string): Promise<Server> {
   const { env, port, temporalPort } = await embeddedStartEnv(dataDir, 'error');
-  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '..', 'main.ts'), 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // The same entry as this bench (the sources under tsx, or the build), so the figures are for what runs.
+  const child = spawn(process.execPath, thisElmaArgs('start'), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk) => (output = (output + chunk).slice(-20_000)));
   child.stderr!.on('data', (chunk) => (output = (output + chunk).slice(-20_000)));

@@ -1,7 +1,7 @@
 import { loadConfig } from '@elma/infra';
 import { openElma } from '@elma/runtime';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { configuredWorkerOptions, createWorkerFor } from '@elma/worker';
+import { configuredWorkerOptions, createWorkerFor, prebuiltWorkflowBundle } from '@elma/worker';
 import { claimEmbeddedEngines } from '../ownership';
 
 /**
@@ -27,6 +27,8 @@ export async function workerCommand(_argv: string[]): Promise<number> {
   };
   process.once('SIGINT', () => void stop());
   process.once('SIGTERM', () => void stop());
+  const prebuilt = prebuiltWorkflowBundle();
+  if (prebuilt) process.stderr.write(`[elma] workflows from the build: ${prebuilt.codePath}\n`);
   process.stderr.write(`[elma] worker polling ${config.temporal.address}\n`);
   await worker.run();
   await elma.close();

@@ -1,0 +1,156 @@
+// `npm run build`: the JavaScript that production runs (`node dist/elma.mjs api|worker|start`).
+//
+//   node scripts/build.mjs [--outdir DIR]      # default: dist/
+//
+// Writes into the output folder:
+// - elma.mjs (+ .map): the CLI, every workspace package bundled in, every npm package left external
+//   (imported from node_modules at run time, as under tsx; native modules and Nest's optional peers stay as
+//   they are installed). esbuild, because it reads the code as tsx and vitest do (extensionless imports,
+//   tsconfig `paths`, `experimentalDecorators`; no decorator metadata, which the code does not rely on:
+//   apps/api/src/graphql/param-types.ts), so what runs in production is what the tests ran.
+// - workflow-bundle.js: the Temporal workflows, bundled once here with Temporal's own bundler; a worker
+//   started from the output folder loads it (`workflowBundle: { codePath }`) instead of bundling the
+//   sources at start (apps/worker/src/worker.ts).
+// - the files the code opens beside itself (`new URL('./x.mjs', import.meta.url)`, e.g. the byte-scan
+//   child script), found in the bundled sources and copied next to elma.mjs, where the same expression
+//   finds them.
+// The workspace aliases come from tsconfig.base.json `paths`: a new package needs no change here.
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { build } from 'esbuild';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The entry points, relative to the repository. */
+const CLI_ENTRY = 'apps/cli/src/main.ts';
+const WORKFLOWS_ALIAS = '@elma/workflows';
+/** The file names a built worker and the CLI look for beside themselves. */
+export const CLI_FILE = 'elma.mjs';
+export const WORKFLOW_BUNDLE_FILE = 'workflow-bundle.js';
+
+/** `@elma/x` → absolute file, from tsconfig.base.json `paths` (exact keys; the build does not use wildcards). */
+export function workspaceAliases() {
+  const tsconfig = JSON.parse(readFileSync(join(root, 'tsconfig.base.json'), 'utf8'));
+  const paths = tsconfig.compilerOptions?.paths ?? {};
+  const baseUrl = resolve(root, tsconfig.compilerOptions?.baseUrl ?? '.');
+  const aliases = new Map();
+  for (const [key, targets] of Object.entries(paths)) {
+    if (key.includes('*')) throw new Error(`tsconfig.base.json paths: the build maps exact names only, not ${key}`);
+    aliases.set(key, resolve(baseUrl, targets[0]));
+  }
+  return aliases;
+}
+
+/** Resolves the workspace packages through the aliases and leaves every other package external. */
+function workspacePackages(aliases) {
+  return {
+    name: 'elma-workspace',
+    setup(b) {
+      b.onResolve({ filter: /^[^./]/ }, (args) => {
+        if (isAbsolute(args.path)) return undefined;
+        const target = aliases.get(args.path);
+        if (target) return { path: target };
+        if (args.path.startsWith('@elma/')) return { errors: [{ text: `${args.path} is not in tsconfig.base.json paths` }] };
+        return { path: args.path, external: true };
+      });
+    },
+  };
+}
+
+/** `new URL('./file', import.meta.url)` with a literal relative path: a file the module opens beside itself. */
+const SIBLING_FILE = /new URL\(\s*(['"])(\.\/[^'"]+)\1\s*,\s*import\.meta\.url\s*\)/g;
+
+/** The sibling files the bundled sources name, as [absolute source, name in the output folder]. */
+function siblingFiles(inputs) {
+  const files = new Map();
+  for (const input of inputs) {
+    const source = readFileSync(input, 'utf8');
+    for (const match of source.matchAll(SIBLING_FILE)) {
+      const file = resolve(dirname(input), match[2]);
+      if (match[2].includes('/', 2)) throw new Error(`${relative(root, input)}: ${match[2]} is not beside the module; the bundle flattens folders`);
+      const name = basename(file);
+      const seen = files.get(name);
+      if (seen && seen !== file) throw new Error(`two files named ${name} are opened beside their modules: ${relative(root, seen)}, ${relative(root, file)}`);
+      files.set(name, file);
+    }
+  }
+  return [...files].map(([name, file]) => [file, name]);
+}
+
+export async function buildElma({ outdir = join(root, 'dist'), log = (line) => process.stderr.write(`${line}\n`) } = {}) {
+  const startedAt = Date.now();
+  const aliases = workspaceAliases();
+  rmSync(outdir, { recursive: true, force: true });
+  mkdirSync(outdir, { recursive: true });
+
+  const result = await build({
+    absWorkingDir: root,
+    entryPoints: { elma: join(root, CLI_ENTRY) },
+    outdir,
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    tsconfig: join(root, 'tsconfig.json'),
+    plugins: [workspacePackages(aliases)],
+    sourcemap: true,
+    // Stack traces and Nest's messages name classes and functions as the sources do.
+    keepNames: true,
+    metafile: true,
+    logLevel: 'warning',
+  });
+  // A `require()` in the sources would become esbuild's shim, which throws in an ES module at run time;
+  // the sources use createRequire where they need one (apps/api/src/graphql/limits.ts).
+  if (readFileSync(join(outdir, CLI_FILE), 'utf8').includes('__require(')) {
+    throw new Error(`${CLI_FILE} calls require(): use createRequire(import.meta.url) in the sources`);
+  }
+  // The image installs dependencies only (npm ci --omit=dev): an import of a devDependency, or of a package
+  // no manifest names, would fail there at run time, so it fails the build here.
+  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  const missing = new Set();
+  for (const output of Object.values(result.metafile.outputs)) {
+    for (const { path, external } of output.imports) {
+      if (!external || path.startsWith('node:')) continue;
+      const name = path.startsWith('@') ? path.split('/').slice(0, 2).join('/') : path.split('/')[0];
+      if (!manifest.dependencies?.[name]) missing.add(name);
+    }
+  }
+  if (missing.size) throw new Error(`the bundle imports packages that are not dependencies in package.json: ${[...missing].join(', ')}`);
+  // Every npm package is external, so the inputs are the workspace's own sources.
+  const bundled = Object.keys(result.metafile.inputs).map((input) => resolve(root, input));
+
+  const copied = [];
+  for (const [file, name] of siblingFiles(bundled)) {
+    // A TypeScript sibling is a path for the sources only (e.g. main.ts spawned under tsx); the workflow bundle
+    // is written below.
+    if (/\.[cm]?tsx?$/.test(name) || name === WORKFLOW_BUNDLE_FILE) continue;
+    if (!existsSync(file)) throw new Error(`${relative(root, file)} is opened beside its module but does not exist`);
+    copyFileSync(file, join(outdir, name));
+    copied.push(name);
+  }
+
+  // Temporal's bundler (webpack) on the workflows entry, as a worker would at start from the sources.
+  const workflowsPath = aliases.get(WORKFLOWS_ALIAS);
+  if (!workflowsPath) throw new Error(`tsconfig.base.json paths has no ${WORKFLOWS_ALIAS}`);
+  const { bundleWorkflowCode } = await import('@temporalio/worker');
+  const quiet = { trace() {}, debug() {}, info() {}, log() {}, warn: (message) => log(`[workflows] ${message}`), error: (message) => log(`[workflows] ${message}`) };
+  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quiet });
+  writeFileSync(join(outdir, WORKFLOW_BUNDLE_FILE), code);
+
+  log(
+    `[build] ${relative(process.cwd(), outdir) || '.'}: ${CLI_FILE} (${bundled.length} modules), ${WORKFLOW_BUNDLE_FILE}` +
+      `${copied.length ? `, ${copied.join(', ')}` : ''} in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`,
+  );
+  return { outdir, cli: join(outdir, CLI_FILE), workflowBundle: join(outdir, WORKFLOW_BUNDLE_FILE), copied };
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const { values } = parseArgs({ options: { outdir: { type: 'string' } } });
+  buildElma({ outdir: values.outdir ? resolve(values.outdir) : undefined }).catch((error) => {
+    process.stderr.write(`build failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  });
+}

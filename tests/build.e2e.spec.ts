@@ -1,0 +1,152 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Connection } from '@temporalio/client';
+import type { Principal } from '@elma/domain';
+import { findTemporalCli, verifySignedCertificate } from '@elma/infra';
+import { approveErasure, erasureProgress, erasureResult, startErasure } from '@elma/worker';
+import { embeddedStartEnv, spawnElmaStart, type StartedElma } from '../apps/cli/src/embedded-env';
+import { elmaArgs, sleep, stopProcessGroups, withElmaAt } from './support/elma-process';
+
+const repo = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * `npm run build` as production runs it: the build written into a folder outside the repository, laid out
+ * as the Docker image's runtime stage is (package.json, node_modules, dist/), and run with plain node, no
+ * tsx: the CLI, `elma start` serving HTTP, and an `elma worker` that takes an erasure to its certificate on
+ * the test run's Temporal server with the prebuilt workflow bundle (its verify step runs the byte-scan child
+ * script that the build copies beside elma.mjs).
+ */
+describe('the build (node dist/elma.mjs)', () => {
+  const root = mkdtempSync(join(tmpdir(), 'elma-build-'));
+  const dist = join(root, 'dist');
+  const cli = join(dist, 'elma.mjs');
+  const built = (...args: string[]) => ['--enable-source-maps', cli, ...args];
+  const children: ChildProcess[] = [];
+  const dataDirs: string[] = [];
+  const dataDir = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'elma-build-data-'));
+    dataDirs.push(dir);
+    return dir;
+  };
+
+  beforeAll(() => {
+    symlinkSync(join(repo, 'node_modules'), join(root, 'node_modules'));
+    copyFileSync(join(repo, 'package.json'), join(root, 'package.json'));
+    const build = spawnSync(process.execPath, [join(repo, 'scripts', 'build.mjs'), '--outdir', dist], { cwd: repo, encoding: 'utf8', timeout: 110_000 });
+    if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stdout}${build.stderr}`);
+  }, 120_000);
+
+  afterAll(async () => {
+    await stopProcessGroups(children);
+    for (const dir of [...dataDirs, root]) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('writes the CLI, its source map, the workflow bundle and the files the code opens beside itself', () => {
+    expect(readdirSync(dist).sort()).toEqual(['byte-scan-process.mjs', 'elma.mjs', 'elma.mjs.map', 'workflow-bundle.js']);
+  });
+
+  it('prints the same usage as the sources, and `api` refuses the embedded index as it does from the sources', () => {
+    const env = { ...process.env, ELMA_DATA_DIR: dataDir(), ELMA_PORT: '1', TEMPORAL_ADDRESS: '' };
+    const fromBuild = spawnSync(process.execPath, built('--help'), { env, encoding: 'utf8', timeout: 30_000 });
+    const fromSources = spawnSync(process.execPath, elmaArgs('--help'), { env, encoding: 'utf8', timeout: 30_000 });
+    expect(fromBuild.status).toBe(0);
+    expect(fromBuild.stdout).toContain('elma <command> [options]');
+    expect(fromBuild.stdout).toBe(fromSources.stdout);
+
+    const api = spawnSync(process.execPath, built('api'), { env: { ...env, TEMPORAL_ADDRESS: '127.0.0.1:1' }, encoding: 'utf8', timeout: 30_000 });
+    expect(api.status).toBe(2);
+    expect(api.stderr).toContain('ELMA_INDEX=elasticsearch');
+  });
+
+  describe('elma start', () => {
+    let elma: StartedElma;
+    let api = '';
+
+    beforeAll(async () => {
+      const { env, port } = await embeddedStartEnv(dataDir());
+      // The build's own folder holds no .tools/: the Temporal CLI the test run found.
+      elma = await spawnElmaStart({ ...env, TEMPORAL_CLI: findTemporalCli() }, { elmaArgs: built, readyTimeoutMs: 100_000 });
+      api = `http://127.0.0.1:${port}`;
+    }, 120_000);
+
+    afterAll(async () => {
+      await elma?.stop();
+    });
+
+    it('serves HTTP with every engine up, Temporal included', async () => {
+      const response = await fetch(`${api}/health`);
+      expect(response.status).toBe(200);
+      const health = (await response.json()) as { status: string; engines: Record<string, { up: boolean }> };
+      expect(health.status).toBe('up');
+      expect(health.engines.temporal.up).toBe(true);
+      // Nest's Swagger UI and GraphiQL assets come from node_modules, resolved from the build.
+      expect((await fetch(`${api}/docs/openapi.json`)).status).toBe(200);
+      expect((await fetch(`${api}/graphiql`)).status).toBe(200);
+    });
+  });
+
+  describe('elma worker', () => {
+    const principal: Principal = { tenant: 'acme', sub: 'dpo-1', roles: ['dpo', 'agent'], purposes: ['support'], clearance: 'restricted' };
+    const address = inject('temporalAddress');
+    const taskQueue = `elma-build-${randomUUID()}`;
+    const folder = dataDir();
+    let connection: Connection;
+
+    afterAll(async () => {
+      await connection?.close();
+    });
+
+    it('runs the prebuilt workflows and takes an erasure to a certificate that verifies', async () => {
+      const requestId = await withElmaAt(folder, async (elma) => {
+        await elma.runner.start();
+        const events = ['a note about the Ravensworth contract', 'Ravensworth prefers email'].map((text) => ({
+          subject: 'cust-build',
+          occurredAt: '2026-11-20T10:00:00Z',
+          activity: 'chat.turn',
+          content: { text },
+          source: { system: 'crm', channel: 'chat' },
+        }));
+        const { position } = await elma.ingest.ingest(principal, { events });
+        await elma.runner.waitFor(BigInt(position));
+        const { version, ...policy } = await elma.policies.get('acme');
+        await elma.policies.put('acme', { ...policy, erasure: { approvalThreshold: 0, approvalTimeoutHours: 1 } }, 'admin', version);
+        const compliance = { ...principal, sub: 'compliance-1', roles: ['compliance'] };
+        return (await elma.erasure.requests.request(compliance, { scope: { type: 'subject', subject: 'cust-build' }, reason: 'subject_request' }, 'test')).requestId;
+      });
+
+      const env = { ...process.env, ELMA_DATA_DIR: folder, TEMPORAL_ADDRESS: address, TEMPORAL_TASK_QUEUE: taskQueue, ELMA_LOG_LEVEL: 'warn' };
+      const worker = spawn(process.execPath, built('worker'), { env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+      children.push(worker);
+      let output = '';
+      worker.stderr!.on('data', (chunk) => (output += chunk));
+      for (const deadline = Date.now() + 60_000; !output.includes('worker polling'); await sleep(100)) {
+        if (worker.exitCode !== null || Date.now() > deadline) throw new Error(`worker did not start:\n${output}`);
+      }
+      expect(output).toContain(`workflows from the build: ${join(dist, 'workflow-bundle.js')}`);
+
+      connection = await Connection.connect({ address });
+      const client = { connection, taskQueue };
+      await startErasure(client, { tenant: 'acme', requestId, reason: 'subject_request' });
+      for (let i = 0; (await erasureProgress(client, 'acme', requestId))?.status !== 'awaiting_approval'; i++) {
+        if (i > 600) throw new Error(`never reached the approval step:\n${output}`);
+        await sleep(100);
+      }
+      await approveErasure(client, 'acme', requestId, 'dpo-1');
+      const result = await erasureResult(client, 'acme', requestId);
+      expect(result.erased).toBe(2);
+      expect((await erasureProgress(client, 'acme', requestId))!.status).toBe('completed');
+
+      await stopProcessGroups([worker]);
+      await withElmaAt(folder, async (elma) => {
+        const stored = (await elma.erasure.store.certificate('acme', requestId))!;
+        expect(verifySignedCertificate(stored, elma.signer.jwks())).toMatchObject({ ok: true });
+        expect(stored.signature.value).toBe(result.signature);
+      });
+    });
+  });
+});
