@@ -69,10 +69,12 @@ function siblingFiles(inputs) {
     const source = readFileSync(input, 'utf8');
     for (const match of source.matchAll(SIBLING_FILE)) {
       const file = resolve(dirname(input), match[2]);
-      if (match[2].includes('/', 2)) throw new Error(`${relative(root, input)}: ${match[2]} is not beside the module; the bundle flattens folders`);
+      if (match[2].includes('/', 2))
+        throw new Error(`${relative(root, input)}: ${match[2]} is not beside the module; the bundle flattens folders`);
       const name = basename(file);
       const seen = files.get(name);
-      if (seen && seen !== file) throw new Error(`two files named ${name} are opened beside their modules: ${relative(root, seen)}, ${relative(root, file)}`);
+      if (seen && seen !== file)
+        throw new Error(`two files named ${name} are opened beside their modules: ${relative(root, seen)}, ${relative(root, file)}`);
       files.set(name, file);
     }
   }
@@ -136,7 +138,14 @@ export async function buildElma({ outdir = join(root, 'dist'), log = (line) => p
   const workflowsPath = aliases.get(WORKFLOWS_ALIAS);
   if (!workflowsPath) throw new Error(`tsconfig.base.json paths has no ${WORKFLOWS_ALIAS}`);
   const { bundleWorkflowCode } = await import('@temporalio/worker');
-  const quiet = { trace() {}, debug() {}, info() {}, log() {}, warn: (message) => log(`[workflows] ${message}`), error: (message) => log(`[workflows] ${message}`) };
+  const quiet = {
+    trace() {},
+    debug() {},
+    info() {},
+    log() {},
+    warn: (message) => log(`[workflows] ${message}`),
+    error: (message) => log(`[workflows] ${message}`),
+  };
   const { code } = await bundleWorkflowCode({ workflowsPath, logger: quiet });
   writeFileSync(join(outdir, WORKFLOW_BUNDLE_FILE), code);
 

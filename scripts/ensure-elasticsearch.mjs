@@ -24,7 +24,18 @@
 
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, copyFileSync, statSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  copyFileSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,7 +58,11 @@ export const RECIPES = {
     jdk: { release: 21, min: 21 },
     nettyDescriptor: 'jar',
     // The vector module as ES's own jvm options add it (SIMD for dense_vector); native access for Lucene's and ES's own.
-    jvmArgs: ['--enable-native-access=ALL-UNNAMED,org.apache.lucene.core,org.elasticsearch.nativeaccess', '--add-modules', 'ALL-MODULE-PATH,jdk.incubator.vector'],
+    jvmArgs: [
+      '--enable-native-access=ALL-UNNAMED,org.apache.lucene.core,org.elasticsearch.nativeaccess',
+      '--add-modules',
+      'ALL-MODULE-PATH,jdk.incubator.vector',
+    ],
   },
   '8.15.3': {
     major: 8,
@@ -125,12 +140,18 @@ function listFiles(dir) {
 }
 
 /** The .java files of these source folders (under scripts/elasticsearch), as absolute paths. */
-const javaFiles = (folders) => folders.flatMap((d) => listFiles(join(sourcesDir, d)).filter((f) => f.endsWith('.java')).map((f) => join(sourcesDir, d, f)));
+const javaFiles = (folders) =>
+  folders.flatMap((d) =>
+    listFiles(join(sourcesDir, d))
+      .filter((f) => f.endsWith('.java'))
+      .map((f) => join(sourcesDir, d, f)),
+  );
 
 /** A fingerprint of the recipe: the version, its recipe entry and the Java sources compiled into the node. */
 function recipeHash(version, recipe) {
   const h = createHash('sha256').update(`es=${version};layout=2;${JSON.stringify(recipe)}`);
-  for (const f of javaFiles([...recipe.sources.standin, ...recipe.sources.launcher])) h.update(f.slice(sourcesDir.length)).update(readFileSync(f));
+  for (const f of javaFiles([...recipe.sources.standin, ...recipe.sources.launcher]))
+    h.update(f.slice(sourcesDir.length)).update(readFileSync(f));
   return h.digest('hex').slice(0, 16);
 }
 
@@ -166,7 +187,10 @@ logger.deprecation.level = error
 `;
 
 /** A plugin descriptor file's text. */
-const descriptorText = (fields) => `${Object.entries(fields).map(([k, v]) => `${k}=${v}`).join('\n')}\n`;
+const descriptorText = (fields) =>
+  `${Object.entries(fields)
+    .map(([k, v]) => `${k}=${v}`)
+    .join('\n')}\n`;
 
 /** Returns the home folder of a ready node of this version, building it first when missing or stale. */
 export function ensureElasticsearch(version = DEFAULT_ES_VERSION, env = process.env) {
@@ -187,10 +211,19 @@ export function ensureElasticsearch(version = DEFAULT_ES_VERSION, env = process.
     // 1. The artifacts, through Maven (its local repository caches them across builds).
     writeFileSync(join(work, 'pom.xml'), pom(version));
     const jars = join(work, 'jars');
-    run('mvn', ['-q', '-B', '-f', join(work, 'pom.xml'), 'dependency:copy-dependencies', `-DoutputDirectory=${jars}`, '-DincludeScope=runtime']);
+    run('mvn', [
+      '-q',
+      '-B',
+      '-f',
+      join(work, 'pom.xml'),
+      'dependency:copy-dependencies',
+      `-DoutputDirectory=${jars}`,
+      '-DincludeScope=runtime',
+    ]);
     const stage = join(ES_TOOLS_DIR, `.stage-${process.pid}`);
     rmSync(stage, { recursive: true, force: true });
-    for (const d of ['lib', 'modules/transport-netty4', 'modules/elma-test-standin', 'config', 'plugins', 'launcher']) mkdirSync(join(stage, d), { recursive: true });
+    for (const d of ['lib', 'modules/transport-netty4', 'modules/elma-test-standin', 'config', 'plugins', 'launcher'])
+      mkdirSync(join(stage, d), { recursive: true });
     for (const jar of readdirSync(jars)) {
       const http = jar.startsWith('netty-') || jar.startsWith('transport-netty4-');
       copyFileSync(join(jars, jar), join(stage, http ? 'modules/transport-netty4' : 'lib', jar));
@@ -205,12 +238,25 @@ export function ensureElasticsearch(version = DEFAULT_ES_VERSION, env = process.
       const { description, classname, modulename } = recipe.nettyDescriptor;
       writeFileSync(
         nettyDescriptor,
-        descriptorText({ description, version, name: 'transport-netty4', classname, 'java.version': release, 'elasticsearch.version': version, 'extended.plugins': '', 'has.native.controller': false, licensed: false, modulename }),
+        descriptorText({
+          description,
+          version,
+          name: 'transport-netty4',
+          classname,
+          'java.version': release,
+          'elasticsearch.version': version,
+          'extended.plugins': '',
+          'has.native.controller': false,
+          licensed: false,
+          modulename,
+        }),
       );
     }
 
     // 2. The stand-in plugin and the launcher, compiled against the server jars.
-    const classpath = readdirSync(join(stage, 'lib')).map((j) => join(stage, 'lib', j)).join(':');
+    const classpath = readdirSync(join(stage, 'lib'))
+      .map((j) => join(stage, 'lib', j))
+      .join(':');
     const javac = join(jdk, 'bin', 'javac');
     const standinOut = join(work, 'standin');
     run(javac, ['--release', release, '-nowarn', '-cp', classpath, '-d', standinOut, ...javaFiles(recipe.sources.standin)]);
@@ -251,7 +297,9 @@ export function ensureElasticsearch(version = DEFAULT_ES_VERSION, env = process.
 export function ensureInspector(home) {
   const root = join(sourcesDir, 'inspector');
   const out = join(home, 'inspector');
-  const jars = readdirSync(join(home, 'lib')).filter((j) => j.endsWith('.jar')).sort();
+  const jars = readdirSync(join(home, 'lib'))
+    .filter((j) => j.endsWith('.jar'))
+    .sort();
   const lucene = Number(/^lucene-core-(\d+)\./.exec(jars.find((j) => j.startsWith('lucene-core-')) ?? '')?.[1]);
   const folders = ['common', `lucene${lucene}`].map((d) => join(root, d));
   if (!existsSync(folders[1])) throw new Error(`the index inspector has no sources for Lucene ${lucene} (${folders[1]})`);
@@ -265,7 +313,16 @@ export function ensureInspector(home) {
   const stage = `${out}.stage-${process.pid}`;
   // Lucene 10 (Elasticsearch 9) is built for Java 21, Lucene 9 (Elasticsearch 8) for 17.
   const release = lucene >= 10 ? '21' : '17';
-  run(join(jdk, 'bin', 'javac'), ['--release', release, '-nowarn', '-cp', join(home, 'lib', '*'), '-d', stage, ...sources.filter((f) => f.endsWith('.java'))]);
+  run(join(jdk, 'bin', 'javac'), [
+    '--release',
+    release,
+    '-nowarn',
+    '-cp',
+    join(home, 'lib', '*'),
+    '-d',
+    stage,
+    ...sources.filter((f) => f.endsWith('.java')),
+  ]);
   writeFileSync(join(stage, '.elma-recipe'), `${hash}\n`);
   rmSync(out, { recursive: true, force: true });
   renameSync(stage, out);

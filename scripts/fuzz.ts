@@ -21,7 +21,13 @@ const TOOL_DIR = join(repoRoot, '.tools', 'schemathesis');
 const MARKER = join(TOOL_DIR, '.elma-installed.json');
 
 /** What the run fails on (see `st run --help`); schema-based only, so no check needs ids the fuzzer cannot know. */
-const CHECKS = ['not_a_server_error', 'status_code_conformance', 'content_type_conformance', 'response_schema_conformance', 'response_headers_conformance'];
+const CHECKS = [
+  'not_a_server_error',
+  'status_code_conformance',
+  'content_type_conformance',
+  'response_schema_conformance',
+  'response_headers_conformance',
+];
 
 /** Roles that reach every operation, so the fuzzer gets past 401 and 403 to the handlers. */
 const ROLES = ['agent', 'admin', 'auditor', 'compliance', 'dpo', 'legal', 'reviewer'];
@@ -57,16 +63,27 @@ async function main(): Promise<number> {
     const schema = `${server.url}/docs/openapi.json`;
     log(`schemathesis for ${seconds} s against ${schema}; checks: ${CHECKS.join(', ')}`);
     const args = [
-      '-m', 'schemathesis.cli', 'run', schema,
-      '--checks', CHECKS.join(','),
-      '--header', `Authorization: Bearer ${token}`,
-      '--max-time', String(seconds),
-      '--workers', '1',
-      '--request-timeout', '30',
-      '--report', 'junit',
-      '--report-junit-path', join(reportDir, 'junit.xml'),
+      '-m',
+      'schemathesis.cli',
+      'run',
+      schema,
+      '--checks',
+      CHECKS.join(','),
+      '--header',
+      `Authorization: Bearer ${token}`,
+      '--max-time',
+      String(seconds),
+      '--workers',
+      '1',
+      '--request-timeout',
+      '30',
+      '--report',
+      'junit',
+      '--report-junit-path',
+      join(reportDir, 'junit.xml'),
       '--no-color',
-      '--generation-database', 'none',
+      '--generation-database',
+      'none',
       ...(values.seed ? ['--seed', values.seed] : []),
     ];
     const { status, stdout } = await run(python, args, { cwd: workDir, env: pythonEnv() });
@@ -76,7 +93,9 @@ async function main(): Promise<number> {
     await server.stop();
     const errors = server.serverErrors();
     if (errors.length) log(`ELMA logged ${errors.length} server error(s):\n${errors.join('\n')}`);
-    console.log(`fuzz: ${summary.operations} tests (each operation, and the stateful phase), ${cases} cases, ${summary.failures} failing${summary.failedOperations.length ? ` (${summary.failedOperations.join('; ')})` : ''}`);
+    console.log(
+      `fuzz: ${summary.operations} tests (each operation, and the stateful phase), ${cases} cases, ${summary.failures} failing${summary.failedOperations.length ? ` (${summary.failedOperations.join('; ')})` : ''}`,
+    );
     // A non-zero exit with no failed operation (a crash, an unreachable schema) still fails the run.
     const failed = summary.failedOperations.length || (status === 0 ? 0 : 1);
     console.log(`fuzz result: ${summary.operations - summary.failedOperations.length} operations ok, ${failed} operations failing`);
@@ -98,7 +117,9 @@ function summarise(junit: string): { operations: number; failures: number; faile
   const xml = readFileSync(junit, 'utf8');
   const testcases = [...xml.matchAll(/<testcase\b([^>]*?)(\/>|>([\s\S]*?)<\/testcase>)/g)];
   const failing = testcases.filter((t) => /<(failure|error)\b/.test(t[3] ?? ''));
-  const failedOperations = failing.map((t) => `${attribute(t[1], 'name')}: ${/<(?:failure|error)\b[^>]*message="([^"]*)"/.exec(t[3])?.[1] ?? 'error'}`);
+  const failedOperations = failing.map(
+    (t) => `${attribute(t[1], 'name')}: ${/<(?:failure|error)\b[^>]*message="([^"]*)"/.exec(t[3])?.[1] ?? 'error'}`,
+  );
   return { operations: testcases.length, failures: failing.length, failedOperations };
 }
 
@@ -122,11 +143,15 @@ async function ensureSchemathesis(): Promise<string> {
     }
     log(`installing ${SCHEMATHESIS_PACKAGE} into ${TOOL_DIR} with ${python} -m pip`);
     rmSync(TOOL_DIR, { recursive: true, force: true });
-    const { status } = await run(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--quiet', '--target', TOOL_DIR, SCHEMATHESIS_PACKAGE], {
-      cwd: repoRoot,
-      env: process.env,
-      output: process.stderr,
-    });
+    const { status } = await run(
+      python,
+      ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--quiet', '--target', TOOL_DIR, SCHEMATHESIS_PACKAGE],
+      {
+        cwd: repoRoot,
+        env: process.env,
+        output: process.stderr,
+      },
+    );
     if (status === 0 && works(python)) {
       writeFileSync(MARKER, JSON.stringify({ package: SCHEMATHESIS_PACKAGE, python }));
       return python;
@@ -177,7 +202,11 @@ async function startElma(dataDir: string): Promise<Server> {
 }
 
 /** Runs a command with its output passed through; resolves with its exit status and what it printed on stdout. */
-function run(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; output?: NodeJS.WritableStream }): Promise<{ status: number; stdout: string }> {
+function run(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; output?: NodeJS.WritableStream },
+): Promise<{ status: number; stdout: string }> {
   return new Promise((resolve) => {
     const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
     const out = options.output ?? process.stdout;

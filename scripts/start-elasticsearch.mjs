@@ -63,12 +63,24 @@ async function putFastLeaseTemplate(url) {
   const res = await fetch(`${url}/_index_template/elma-test-fast-leases`, {
     method: 'PUT',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ index_patterns: ['*'], priority: 0, template: { settings: { 'index.soft_deletes.retention_lease.sync_interval': '1s' } } }),
+    body: JSON.stringify({
+      index_patterns: ['*'],
+      priority: 0,
+      template: { settings: { 'index.soft_deletes.retention_lease.sync_interval': '1s' } },
+    }),
   });
   if (!res.ok) throw new Error(`could not put the fast-lease index template: ${res.status} ${await res.text()}`);
 }
 
-export async function startElasticsearch({ version = DEFAULT_ES_VERSION, port, transportPort: transport, data, heap = '512m', timeoutMs = 120_000, fastLeases = true } = {}) {
+export async function startElasticsearch({
+  version = DEFAULT_ES_VERSION,
+  port,
+  transportPort: transport,
+  data,
+  heap = '512m',
+  timeoutMs = 120_000,
+  fastLeases = true,
+} = {}) {
   const home = ensureElasticsearch(version);
   const java = join(readFileSync(join(home, 'java-home'), 'utf8').trim(), 'bin', 'java');
   const httpPort = port ?? (process.env.ELMA_ES_PORT ? Number(process.env.ELMA_ES_PORT) : await freePort());
@@ -110,14 +122,19 @@ export async function startElasticsearch({ version = DEFAULT_ES_VERSION, port, t
   const url = `http://127.0.0.1:${httpPort}`;
   const started = Date.now();
   while (Date.now() - started < timeoutMs) {
-    if (!alive(pid)) throw new Error(`Elasticsearch exited during start; see ${logFile}:\n${readFileSync(logFile, 'utf8').split('\n').slice(-20).join('\n')}`);
+    if (!alive(pid))
+      throw new Error(
+        `Elasticsearch exited during start; see ${logFile}:\n${readFileSync(logFile, 'utf8').split('\n').slice(-20).join('\n')}`,
+      );
     try {
       const res = await fetch(`${url}/_cluster/health?wait_for_status=yellow&timeout=1s`);
       if (res.ok) {
         const body = await res.json();
         if (body.status === 'green' || body.status === 'yellow') {
           if (fastLeases) await putFastLeaseTemplate(url);
-          log(`Elasticsearch ${version} at ${url} (pid ${pid}, ${body.status}) in ${((Date.now() - started) / 1000).toFixed(1)} s; data ${dataDir}`);
+          log(
+            `Elasticsearch ${version} at ${url} (pid ${pid}, ${body.status}) in ${((Date.now() - started) / 1000).toFixed(1)} s; data ${dataDir}`,
+          );
           return { url, pid, dataDir, logFile };
         }
       }
@@ -138,8 +155,17 @@ if (isMain) {
       await stopElasticsearch(Number(stop));
       log(`stopped ${stop}`);
     } else {
-      const node = await startElasticsearch({ version: requestedVersion(), port: arg('--port') ? Number(arg('--port')) : undefined, transportPort: arg('--transport-port') ? Number(arg('--transport-port')) : undefined, data: arg('--data'), heap: arg('--heap') ?? '512m', fastLeases: !process.argv.includes('--slow-leases') });
-      process.stdout.write(`export ELMA_ELASTICSEARCH_URL=${node.url}\nexport ELMA_ES_PID=${node.pid}\nexport ELMA_ES_DATA=${node.dataDir}\nexport ELMA_ES_LOG=${node.logFile}\n`);
+      const node = await startElasticsearch({
+        version: requestedVersion(),
+        port: arg('--port') ? Number(arg('--port')) : undefined,
+        transportPort: arg('--transport-port') ? Number(arg('--transport-port')) : undefined,
+        data: arg('--data'),
+        heap: arg('--heap') ?? '512m',
+        fastLeases: !process.argv.includes('--slow-leases'),
+      });
+      process.stdout.write(
+        `export ELMA_ELASTICSEARCH_URL=${node.url}\nexport ELMA_ES_PID=${node.pid}\nexport ELMA_ES_DATA=${node.dataDir}\nexport ELMA_ES_LOG=${node.logFile}\n`,
+      );
     }
   } catch (err) {
     log(`error: ${err instanceof Error ? err.message : String(err)}`);

@@ -23,7 +23,11 @@ interface Part {
 }
 
 const { values } = parseArgs({
-  options: { version: { type: 'string', multiple: true }, 'no-e2e': { type: 'boolean', default: false }, keep: { type: 'boolean', default: false } },
+  options: {
+    version: { type: 'string', multiple: true },
+    'no-e2e': { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
+  },
 });
 const versions: string[] = values.version ?? Object.keys(RECIPES);
 const parts: Part[] = [];
@@ -105,5 +109,6 @@ for (const version of versions) {
 }
 
 console.log('\n[test:elasticsearch] parts:');
-for (const part of parts) console.log(`  ${part.name.padEnd(26)} ${part.seconds.toFixed(1).padStart(7)} s  ${part.status === 0 ? 'ok' : 'FAILED'}`);
+for (const part of parts)
+  console.log(`  ${part.name.padEnd(26)} ${part.seconds.toFixed(1).padStart(7)} s  ${part.status === 0 ? 'ok' : 'FAILED'}`);
 process.exit(parts.length > 0 && parts.every((p) => p.status === 0) ? 0 : 1);

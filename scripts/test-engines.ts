@@ -24,7 +24,12 @@ interface Suite {
 
 const allSuites: Suite[] = [
   { engine: 'SQLite (embedded)', port: 'EventLog', file: 'infra/src/event-log/sqlite/sqlite-event-log.int.spec.ts' },
-  { engine: 'EventStoreDB', port: 'EventLog', file: 'infra/src/event-log/eventstoredb/eventstoredb-event-log.int.spec.ts', variable: 'ELMA_EVENTSTORE_URL' },
+  {
+    engine: 'EventStoreDB',
+    port: 'EventLog',
+    file: 'infra/src/event-log/eventstoredb/eventstoredb-event-log.int.spec.ts',
+    variable: 'ELMA_EVENTSTORE_URL',
+  },
   { engine: 'SQLite (embedded)', port: 'MemoryIndex', file: 'infra/src/memory-index/sqlite/sqlite-memory-index.int.spec.ts' },
   {
     engine: 'Elasticsearch',
@@ -39,7 +44,12 @@ const allSuites: Suite[] = [
     variable: 'ELMA_ELASTICSEARCH_URL',
   },
   { engine: 'SQLite (embedded)', port: 'KeyVault', file: 'infra/src/key-vault/sqlite/sqlite-key-vault.int.spec.ts' },
-  { engine: 'SQLite (embedded)', port: 'Ingest identity', file: 'application/src/ingest/ingest-service.int.spec.ts', match: 'ingest identity on SQLite' },
+  {
+    engine: 'SQLite (embedded)',
+    port: 'Ingest identity',
+    file: 'application/src/ingest/ingest-service.int.spec.ts',
+    match: 'ingest identity on SQLite',
+  },
   {
     engine: 'EventStoreDB',
     port: 'Ingest identity',
@@ -53,7 +63,9 @@ const { values } = parseArgs({ options: { engine: { type: 'string', multiple: tr
 const wanted = values.engine?.map((e) => e.toLowerCase());
 const suites = allSuites.filter((s) => !wanted || wanted.some((e) => s.engine.toLowerCase().startsWith(e)));
 if (suites.length === 0) {
-  console.error(`no engine suite matches --engine ${values.engine?.join(', ')}; engines: ${[...new Set(allSuites.map((s) => s.engine))].join(', ')}`);
+  console.error(
+    `no engine suite matches --engine ${values.engine?.join(', ')}; engines: ${[...new Set(allSuites.map((s) => s.engine))].join(', ')}`,
+  );
   process.exit(2);
 }
 
@@ -80,7 +92,11 @@ console.log('Engine contract suites:');
 for (const suite of suites) {
   const url = suite.variable ? process.env[suite.variable] : undefined;
   const version = url ? await serverVersion(suite, url) : undefined;
-  const target = !suite.variable ? 'always' : url ? `${suite.variable}=${redact(url)}${version ? ` (${version})` : ''}` : `skipped: ${suite.variable} is not set`;
+  const target = !suite.variable
+    ? 'always'
+    : url
+      ? `${suite.variable}=${redact(url)}${version ? ` (${version})` : ''}`
+      : `skipped: ${suite.variable} is not set`;
   console.log(`  ${suite.port.padEnd(16)} ${suite.engine.padEnd(18)} ${target}`);
 }
 
@@ -113,6 +129,8 @@ for (const suite of suites) {
   // A production suite runs against its engine only with its URL; without it only the checks that need no server run.
   const ran = suite.variable ? Boolean(process.env[suite.variable]) : passed + failed > 0;
   const figures = `passed ${passed} · failed ${failed} · skipped ${skipped.length}${reasons.length ? ` (${reasons.join('; ')})` : ''}`;
-  console.log(`  ${suite.port.padEnd(16)} ${suite.engine.padEnd(18)} ${ran ? `ran: ${figures}` : `did not run against a server (${suite.variable} not set; ${figures})`}`);
+  console.log(
+    `  ${suite.port.padEnd(16)} ${suite.engine.padEnd(18)} ${ran ? `ran: ${figures}` : `did not run against a server (${suite.variable} not set; ${figures})`}`,
+  );
 }
 process.exit(run.status !== 0 || failedTotal > 0 || report.length === 0 ? 1 : 0);

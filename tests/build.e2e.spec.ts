@@ -37,7 +37,11 @@ describe('the build (node dist/elma.mjs)', () => {
   beforeAll(() => {
     symlinkSync(join(repo, 'node_modules'), join(root, 'node_modules'));
     copyFileSync(join(repo, 'package.json'), join(root, 'package.json'));
-    const build = spawnSync(process.execPath, [join(repo, 'scripts', 'build.mjs'), '--outdir', dist], { cwd: repo, encoding: 'utf8', timeout: 110_000 });
+    const build = spawnSync(process.execPath, [join(repo, 'scripts', 'build.mjs'), '--outdir', dist], {
+      cwd: repo,
+      encoding: 'utf8',
+      timeout: 110_000,
+    });
     if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stdout}${build.stderr}`);
   }, 120_000);
 
@@ -58,7 +62,11 @@ describe('the build (node dist/elma.mjs)', () => {
     expect(fromBuild.stdout).toContain('elma <command> [options]');
     expect(fromBuild.stdout).toBe(fromSources.stdout);
 
-    const api = spawnSync(process.execPath, built('api'), { env: { ...env, TEMPORAL_ADDRESS: '127.0.0.1:1' }, encoding: 'utf8', timeout: 30_000 });
+    const api = spawnSync(process.execPath, built('api'), {
+      env: { ...env, TEMPORAL_ADDRESS: '127.0.0.1:1' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     expect(api.status).toBe(2);
     expect(api.stderr).toContain('ELMA_INDEX=elasticsearch');
   });
@@ -116,10 +124,22 @@ describe('the build (node dist/elma.mjs)', () => {
         const { version, ...policy } = await elma.policies.get('acme');
         await elma.policies.put('acme', { ...policy, erasure: { approvalThreshold: 0, approvalTimeoutHours: 1 } }, 'admin', version);
         const compliance = { ...principal, sub: 'compliance-1', roles: ['compliance'] };
-        return (await elma.erasure.requests.request(compliance, { scope: { type: 'subject', subject: 'cust-build' }, reason: 'subject_request' }, 'test')).requestId;
+        return (
+          await elma.erasure.requests.request(
+            compliance,
+            { scope: { type: 'subject', subject: 'cust-build' }, reason: 'subject_request' },
+            'test',
+          )
+        ).requestId;
       });
 
-      const env = { ...process.env, ELMA_DATA_DIR: folder, TEMPORAL_ADDRESS: address, TEMPORAL_TASK_QUEUE: taskQueue, ELMA_LOG_LEVEL: 'warn' };
+      const env = {
+        ...process.env,
+        ELMA_DATA_DIR: folder,
+        TEMPORAL_ADDRESS: address,
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        ELMA_LOG_LEVEL: 'warn',
+      };
       const worker = spawn(process.execPath, built('worker'), { env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
       children.push(worker);
       let output = '';

@@ -5,7 +5,8 @@
  */
 export default async function setup(): Promise<void> {
   const url = process.env.ELMA_E2E_ELASTICSEARCH_URL;
-  const start = 'start a test node with eval "$(node scripts/start-elasticsearch.mjs)", then run ELMA_E2E_ELASTICSEARCH_URL=$ELMA_ELASTICSEARCH_URL npm run test:e2e:elasticsearch';
+  const start =
+    'start a test node with eval "$(node scripts/start-elasticsearch.mjs)", then run ELMA_E2E_ELASTICSEARCH_URL=$ELMA_ELASTICSEARCH_URL npm run test:e2e:elasticsearch';
   if (!url) throw new Error(`ELMA_E2E_ELASTICSEARCH_URL is not set: these suites run with the index on Elasticsearch only; ${start}`);
   const shown = url.replace(/\/\/[^@/]*@/, '//***@');
   let version: string;

@@ -65,7 +65,9 @@ describe('layering', () => {
   });
 
   it('lets activities depend on domain, shared and the use cases only', () => {
-    expect(imports('activities').filter((i) => ours(i) && !['@elma/domain', '@elma/shared', '@elma/application'].includes(i.from))).toEqual([]);
+    expect(imports('activities').filter((i) => ours(i) && !['@elma/domain', '@elma/shared', '@elma/application'].includes(i.from))).toEqual(
+      [],
+    );
   });
 
   it('lets workflows import the deterministic Temporal packages and only types of anything else', () => {

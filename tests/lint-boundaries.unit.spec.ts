@@ -66,7 +66,9 @@ describe('lint boundaries', () => {
 
   it('fails when shared imports an adapter or a use case', async () => {
     expect(await rulesFiredFor('shared/src/wrong.ts', importing('loadConfig', '@elma/infra'))).toContain('@nx/enforce-module-boundaries');
-    expect(await rulesFiredFor('shared/src/wrong.ts', importing('RecallService', '@elma/application'))).toContain('@nx/enforce-module-boundaries');
+    expect(await rulesFiredFor('shared/src/wrong.ts', importing('RecallService', '@elma/application'))).toContain(
+      '@nx/enforce-module-boundaries',
+    );
   });
 
   it('names the cycle when a lower package imports a higher one, and the tags when no cycle is closed', async () => {

@@ -9,7 +9,10 @@ import { DomainError } from '@elma/domain';
  */
 export class StorageFull extends DomainError {
   constructor() {
-    super('STORAGE.FULL', 'the data volume is full: the request was not completed; retry it (retries are safe) once the operator has freed space');
+    super(
+      'STORAGE.FULL',
+      'the data volume is full: the request was not completed; retry it (retries are safe) once the operator has freed space',
+    );
   }
 }
 

@@ -48,7 +48,8 @@ export async function localNode(url: string, folder: string): Promise<LocalNode>
   const { path } = Object.values(reply.nodes)[0].settings;
   const data = realpathSync([path.data].flat()[0]);
   const inside = relative(realpathSync(folder), data);
-  if (inside.startsWith('..') || !existsSync(data)) throw new Error(`${folder} is not the folder of the node at ${url} (its data is in ${data})`);
+  if (inside.startsWith('..') || !existsSync(data))
+    throw new Error(`${folder} is not the folder of the node at ${url} (its data is in ${data})`);
   return { url, folder, data, home: path.home };
 }
 
@@ -67,9 +68,9 @@ export async function shardFolders(node: LocalNode, names: string[]): Promise<{ 
 
 /** Deleted and live documents per index, as the segments API reports them. */
 export async function segmentCounts(url: string, names: string[]): Promise<Record<string, { live: number; deleted: number }>> {
-  const reply = await get<{ indices: Record<string, { shards: Record<string, { segments: Record<string, { num_docs: number; deleted_docs: number }> }[]> }> }>(
-    new URL(`/${names.join(',')}/_segments?expand_wildcards=all`, url).href,
-  );
+  const reply = await get<{
+    indices: Record<string, { shards: Record<string, { segments: Record<string, { num_docs: number; deleted_docs: number }> }[]> }>;
+  }>(new URL(`/${names.join(',')}/_segments?expand_wildcards=all`, url).href);
   const counts: Record<string, { live: number; deleted: number }> = {};
   for (const [index, { shards }] of Object.entries(reply.indices)) {
     counts[index] = { live: 0, deleted: 0 };
@@ -88,19 +89,35 @@ export async function segmentCounts(url: string, names: string[]): Promise<Recor
  * needles occur in their shards: stored fields, terms, doc values of live and deleted documents, and vectors
  * pointing the way of one of `vectors`. Texts match case-insensitively as substrings.
  */
-export async function inspectIndices(node: LocalNode, names: string[], needles: { texts: string[]; vectors?: Float32Array[] }): Promise<Inspection> {
+export async function inspectIndices(
+  node: LocalNode,
+  names: string[],
+  needles: { texts: string[]; vectors?: Float32Array[] },
+): Promise<Inspection> {
   const inspector = join(node.home, 'inspector');
   if (!existsSync(inspector)) throw new Error(`the node at ${node.home} has no index inspector (ensure-elasticsearch.mjs builds it)`);
-  const flush = await fetch(new URL(`/${names.join(',')}/_flush?force=true&wait_if_ongoing=true&expand_wildcards=all`, node.url), { method: 'POST' });
+  const flush = await fetch(new URL(`/${names.join(',')}/_flush?force=true&wait_if_ongoing=true&expand_wildcards=all`, node.url), {
+    method: 'POST',
+  });
   if (!flush.ok) throw new Error(`flush failed: ${flush.status} ${await flush.text()}`);
   const shards = await shardFolders(node, names);
   const labels = [...needles.texts, ...(needles.vectors ?? []).map((_, i) => `vector #${i}`)];
   if (needles.texts.some((t) => t.includes('\n') || t.trim() === '')) throw new Error('a text needle is one non-blank line');
-  const input = [...needles.texts.map((t) => `text ${t}`), ...(needles.vectors ?? []).map((v) => `vector ${Array.from(v).join(',')}`)].join('\n');
+  const input = [...needles.texts.map((t) => `text ${t}`), ...(needles.vectors ?? []).map((v) => `vector ${Array.from(v).join(',')}`)].join(
+    '\n',
+  );
   const java = join(readFileSync(join(node.home, 'java-home'), 'utf8').trim(), 'bin', 'java');
   const run = spawnSync(
     java,
-    ['--enable-native-access=ALL-UNNAMED', '--add-modules', 'jdk.incubator.vector', '-cp', `${inspector}:${join(node.home, 'lib', '*')}`, 'org.elma.esinspector.Inspector', ...shards.map((s) => join(s.folder, 'index'))],
+    [
+      '--enable-native-access=ALL-UNNAMED',
+      '--add-modules',
+      'jdk.incubator.vector',
+      '-cp',
+      `${inspector}:${join(node.home, 'lib', '*')}`,
+      'org.elma.esinspector.Inspector',
+      ...shards.map((s) => join(s.folder, 'index')),
+    ],
     { input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 120_000 },
   );
   if (run.status !== 0) throw new Error(`the index inspector failed (${run.status ?? run.signal}): ${run.stderr.slice(-2000)}`);
@@ -115,7 +132,8 @@ export async function inspectIndices(node: LocalNode, names: string[], needles: 
   report.indices.forEach(({ commits, hits }, i) => {
     const { index } = shards[i];
     for (const commit of commits) for (const s of commit.segments) inspection.segments.push({ index, commit: commit.generation, ...s });
-    for (const h of hits) inspection.hits.push({ needle: labels[h.needle], index, segment: h.segment, in: h.in, field: h.field, deleted: h.deleted });
+    for (const h of hits)
+      inspection.hits.push({ needle: labels[h.needle], index, segment: h.segment, in: h.in, field: h.field, deleted: h.deleted });
   });
   return inspection;
 }

@@ -61,7 +61,7 @@ export async function startWorker(env: NodeJS.ProcessEnv, readyTimeoutMs = 90_00
   const child = spawn(process.execPath, elmaArgs('worker'), { env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let output = '';
   child.stderr!.on('data', (chunk) => (output += chunk));
-  for (const deadline = Date.now() + readyTimeoutMs; !output.includes('worker polling'); ) {
+  for (const deadline = Date.now() + readyTimeoutMs; !output.includes('worker polling');) {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`worker did not start:\n${output}`);
     await sleep(100);
   }

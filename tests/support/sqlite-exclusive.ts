@@ -15,7 +15,11 @@ export function takeExclusively(path: string): 'busy' | 'taken' {
     catch (error) { process.stdout.write(error.code === 'SQLITE_BUSY' ? 'busy' : 'error ' + error.code); }
   `;
   // cwd: the repository root, where better-sqlite3 resolves.
-  const result = spawnSync(process.execPath, ['-e', script, path], { cwd: new URL('../..', import.meta.url).pathname, encoding: 'utf8', env: {} });
+  const result = spawnSync(process.execPath, ['-e', script, path], {
+    cwd: new URL('../..', import.meta.url).pathname,
+    encoding: 'utf8',
+    env: {},
+  });
   const out = result.stdout.trim();
   if (out !== 'busy' && out !== 'taken') throw new Error(`probe of ${path} failed: ${out || result.stderr}`);
   return out;

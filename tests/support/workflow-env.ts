@@ -47,7 +47,13 @@ export async function createWorkflowTestEnv(): Promise<WorkflowTestEnv> {
   return {
     async withWorker(activities, body) {
       const taskQueue = `wf-test-${randomUUID()}`;
-      const worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle, activities });
+      const worker = await Worker.create({
+        connection: env.nativeConnection,
+        namespace: env.namespace ?? 'default',
+        taskQueue,
+        workflowBundle,
+        activities,
+      });
       return worker.runUntil(() => body(env.client, taskQueue));
     },
     teardown: () => env.teardown(),
@@ -77,7 +83,7 @@ export function recording<T extends Activities>(activities: T): { activities: T;
 
 /** Resolves `until()` is true, polling; fails after `timeoutMs`. */
 export async function eventually(until: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  for (const deadline = Date.now() + timeoutMs; !(await until()); ) {
+  for (const deadline = Date.now() + timeoutMs; !(await until());) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

@@ -36,7 +36,15 @@ export function createErasureActivities(deps: { erasure: ErasureActivityDeps }) 
     erasureCertify: (
       tenant: string,
       requestId: string,
-      outcome: { set: EraseSet; held: HeldRecord[]; verification: Verification; approvedBy: string | null; approvedAt: string | null; streamsDeleted: number; tombstones: number },
+      outcome: {
+        set: EraseSet;
+        held: HeldRecord[];
+        verification: Verification;
+        approvedBy: string | null;
+        approvedAt: string | null;
+        streamsDeleted: number;
+        tombstones: number;
+      },
     ) => step((at) => c.certify(tenant, requestId, outcome, at)),
     /** Shreds the scope and workset of a request that ends without a certificate; `outcome` is a failure code. */
     erasureAbandon: (tenant: string, requestId: string, outcome: string) => withDomainFailures(() => c.abandon(tenant, requestId, outcome)),
@@ -63,6 +71,8 @@ export interface Attempted<T> {
 
 async function step<T>(body: (at: StepAttempt) => Promise<T>): Promise<Attempted<T>> {
   const info = Context.current().info;
-  const value = await withDomainFailures(() => body({ attempt: info.attempt, startedAt: new Date(info.scheduledTimestampMs).toISOString() }));
+  const value = await withDomainFailures(() =>
+    body({ attempt: info.attempt, startedAt: new Date(info.scheduledTimestampMs).toISOString() }),
+  );
   return { value, attempt: info.attempt };
 }

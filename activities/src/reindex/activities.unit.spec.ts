@@ -30,21 +30,33 @@ describe('reindex activities', () => {
     expect(await activities.dropTenantViews('acme')).toBe(2);
     expect(await activities.replayTenantLog('acme')).toEqual({ events: 5, memories: 3 });
     expect(await activities.tenantViewsStrategy()).toBe('alias_swap');
-    expect(await activities.rebuildTenantViewsBeside('acme')).toEqual({ dropped: 2, events: 5, memories: 3, swap: { from: 'old', to: 'new' } });
+    expect(await activities.rebuildTenantViewsBeside('acme')).toEqual({
+      dropped: 2,
+      events: 5,
+      memories: 3,
+      swap: { from: 'old', to: 'new' },
+    });
     expect(views.calls).toEqual(['drop:acme', 'replay:acme', 'rebuildBeside:acme']);
   });
 
-  it.each(['', 'Acme', 'acme-corp', '_acme', 'a'.repeat(64)])('reject the malformed tenant %j as non-retryable, touching no view', async (tenant) => {
-    const views = recordingViews();
-    const activities = createReindexActivities({ views });
+  it.each(['', 'Acme', 'acme-corp', '_acme', 'a'.repeat(64)])(
+    'reject the malformed tenant %j as non-retryable, touching no view',
+    async (tenant) => {
+      const views = recordingViews();
+      const activities = createReindexActivities({ views });
 
-    for (const call of [() => activities.dropTenantViews(tenant), () => activities.replayTenantLog(tenant), () => activities.rebuildTenantViewsBeside(tenant)]) {
-      const error = await call().catch((err: unknown) => err);
-      expect(error).toBeInstanceOf(ApplicationFailure);
-      expect(error).toMatchObject({ type: 'REQUEST.VALIDATION_FAILED', nonRetryable: true });
-    }
-    expect(views.calls).toEqual([]);
-  });
+      for (const call of [
+        () => activities.dropTenantViews(tenant),
+        () => activities.replayTenantLog(tenant),
+        () => activities.rebuildTenantViewsBeside(tenant),
+      ]) {
+        const error = await call().catch((err: unknown) => err);
+        expect(error).toBeInstanceOf(ApplicationFailure);
+        expect(error).toMatchObject({ type: 'REQUEST.VALIDATION_FAILED', nonRetryable: true });
+      }
+      expect(views.calls).toEqual([]);
+    },
+  );
 
   it('retry infrastructure errors under their name only, never their message (it may quote content)', async () => {
     const outage = Object.assign(new SyntaxError('Unexpected token in JSON: "Alice\'s passport P1234567"'), { code: 'EIO' });

@@ -22,6 +22,9 @@ export async function withDomainFailures<T>(body: () => Promise<T>, options: { r
     // Other messages are not ours to vouch for (a parser quotes its input): only the error's name and code
     // enter the workflow history, which erasure cannot reach.
     const { name, code } = err as { name?: string; code?: unknown };
-    throw ApplicationFailure.create({ type: name ?? 'Error', message: `${name ?? 'Error'}${typeof code === 'string' ? ` (${code})` : ''}: retrying` });
+    throw ApplicationFailure.create({
+      type: name ?? 'Error',
+      message: `${name ?? 'Error'}${typeof code === 'string' ? ` (${code})` : ''}: retrying`,
+    });
   }
 }

@@ -147,7 +147,11 @@ describe('audit log on a real SQLite event log', () => {
   });
 
   it('keeps only a pseudonym of the data subject when given one, and still finds entries by subject', async () => {
-    const pseudonymous = new AuditLog({ log: events, clock, pseudonymize: (tenant, subject) => `sfp_${tenant}_${subject.length}_${[...subject].reverse().join('')}` });
+    const pseudonymous = new AuditLog({
+      log: events,
+      clock,
+      pseudonymize: (tenant, subject) => `sfp_${tenant}_${subject.length}_${[...subject].reverse().join('')}`,
+    });
     await pseudonymous.record(request(0, { subject: 'alice-smith' }));
     await pseudonymous.record(request(1, { subject: null }));
 

@@ -74,7 +74,8 @@ export class AuditLog {
   record(request: RecordAuditEntry): Promise<AuditEntry> {
     let draft: AuditDraft;
     try {
-      const subject = request.subject === null || !this.deps.pseudonymize ? request.subject : this.deps.pseudonymize(request.tenant, request.subject);
+      const subject =
+        request.subject === null || !this.deps.pseudonymize ? request.subject : this.deps.pseudonymize(request.tenant, request.subject);
       draft = parseOrThrow(AuditDraft, { ...request, subject, time: this.deps.clock.now().toISOString() });
     } catch (error) {
       return Promise.reject(error);
@@ -98,7 +99,9 @@ export class AuditLog {
   async *export(tenant: string, filter: AuditFilter = {}): AsyncIterable<AuditEntry> {
     const parsed = parseOrThrow(AuditFilter, filter);
     const criteria =
-      parsed.subject !== undefined && this.deps.pseudonymize ? { ...parsed, subject: this.deps.pseudonymize(tenant, parsed.subject) } : parsed;
+      parsed.subject !== undefined && this.deps.pseudonymize
+        ? { ...parsed, subject: this.deps.pseudonymize(tenant, parsed.subject) }
+        : parsed;
     for await (const event of this.deps.log.readStream(auditStream(tenant))) {
       const parsed = AuditEntry.safeParse(event.data);
       if (!parsed.success) {

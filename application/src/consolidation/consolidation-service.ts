@@ -17,7 +17,8 @@ import { memoryVersionAppends } from '../memory/memory-events';
 import type { EventSealer } from '../sealing/sealed-events';
 
 /** A fact's identity including its value: two records with the same key say the same thing. */
-const sameFactKey = (record: MemoryRecord) => `${factKey(record.content.fact!)}\u001f${normalizeForFingerprint(record.content.fact!.value)}`;
+const sameFactKey = (record: MemoryRecord) =>
+  `${factKey(record.content.fact!)}\u001f${normalizeForFingerprint(record.content.fact!.value)}`;
 
 /** Lineage entries (cheap, no content) and records (parsed, with vectors) handled between two event-loop yields. */
 const YIELD_EVERY_ENTRIES = 2_000;
@@ -146,7 +147,9 @@ export class ConsolidationService {
     }
     const views: MemoryRecord[] = [];
     // A view never mixes owners, projects or retention classes: these it inherits as they are, not combined.
-    for (const part of groupBy(mine, (m) => [m.record.policy.owner, m.record.policy.project ?? '', m.record.retention.class].join('\u001f')).values()) {
+    for (const part of groupBy(mine, (m) =>
+      [m.record.policy.owner, m.record.policy.project ?? '', m.record.retention.class].join('\u001f'),
+    ).values()) {
       views.push(...this.views(tenant, subject, part, result));
     }
 
@@ -160,13 +163,20 @@ export class ConsolidationService {
   }
 
   /** The merges, summaries and facts over one subject's records of one owner, project and retention class. */
-  private views(tenant: string, subject: string, mine: { record: MemoryRecord; vector: Float32Array }[], result: ConsolidationResult): MemoryRecord[] {
+  private views(
+    tenant: string,
+    subject: string,
+    mine: { record: MemoryRecord; vector: Float32Array }[],
+    result: ConsolidationResult,
+  ): MemoryRecord[] {
     const episodic = mine.filter((m) => m.record.kind === 'episodic' && !m.record.provenance.rule.startsWith('consolidate.'));
     const views: MemoryRecord[] = [];
 
     // Near-duplicates: episodic memories by vector, and facts stating the same value about the same entity
     // and attribute (different values are conflicts, which the projection settles).
-    const facts = mine.filter((m) => m.record.kind === 'semantic' && m.record.content.fact && !m.record.provenance.rule.startsWith('consolidate.'));
+    const facts = mine.filter(
+      (m) => m.record.kind === 'semantic' && m.record.content.fact && !m.record.provenance.rule.startsWith('consolidate.'),
+    );
     const candidates = [...episodic, ...facts];
     const groups = [
       ...nearDuplicateGroups(
@@ -248,8 +258,19 @@ export class ConsolidationService {
     const { sensitivity, purposes, project, ancestry } = inheritedRestrictions(inputs);
     if (purposes.length === 0) return undefined;
     const inputIds = inputs.map((r) => r.id).sort();
-    const fingerprint = deterministicUuid(tenant, rule.rule, rule.version, 'model:none', JSON.stringify(this.params), ...inputIds, content.fact ? factKey(content.fact) : '');
-    const recordedAt = inputs.map((r) => r.recordedAt).sort().at(-1)!;
+    const fingerprint = deterministicUuid(
+      tenant,
+      rule.rule,
+      rule.version,
+      'model:none',
+      JSON.stringify(this.params),
+      ...inputIds,
+      content.fact ? factKey(content.fact) : '',
+    );
+    const recordedAt = inputs
+      .map((r) => r.recordedAt)
+      .sort()
+      .at(-1)!;
     return {
       id: `mem_cs_${fingerprint}`,
       tenant,
@@ -283,7 +304,10 @@ export class ConsolidationService {
 
   /** Appends each view's `MemoryRecorded` with a deterministic event id; an existing one is a duplicate, an erased id is skipped. */
   private async write(tenant: string, views: MemoryRecord[], result: ConsolidationResult): Promise<void> {
-    const erased = await this.deps.sealer.erasedAmong(tenant, views.map((v) => v.id));
+    const erased = await this.deps.sealer.erasedAmong(
+      tenant,
+      views.map((v) => v.id),
+    );
     const live = views.filter((v) => !erased.has(v.id));
     result.skippedErased += views.length - live.length;
     if (live.length === 0) return;

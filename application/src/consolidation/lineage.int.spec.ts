@@ -28,7 +28,9 @@ describe('holds along lineage on a real index', () => {
     await elma.runner.start();
   };
   const recalled = async (who: Principal) =>
-    (await elma.recall.recall(who, { query: 'Harwick depot pallets flooded', purpose: 'support', budgetTokens: 4000 })).items.map((i) => i.id);
+    (await elma.recall.recall(who, { query: 'Harwick depot pallets flooded', purpose: 'support', budgetTokens: 4000 })).items.map(
+      (i) => i.id,
+    );
 
   beforeAll(async () => {
     await open();
@@ -52,7 +54,8 @@ describe('holds along lineage on a real index', () => {
     await elma.consolidation.consolidate('acme', held);
     await elma.runner.waitFor(await elma.log.headPosition());
     views = [];
-    for await (const entry of elma.index.lineage('acme')) if (entry.rule.startsWith('consolidate.') && entry.parentIds.includes(held)) views.push(entry.id);
+    for await (const entry of elma.index.lineage('acme'))
+      if (entry.rule.startsWith('consolidate.') && entry.parentIds.includes(held)) views.push(entry.id);
   }, 60_000);
   afterAll(async () => {
     await elma?.close();

@@ -46,7 +46,15 @@ export class ErasureCertification {
   async certify(
     tenant: string,
     requestId: string,
-    outcome: { set: EraseSet; held: HeldRecord[]; verification: Verification; approvedBy: string | null; approvedAt: string | null; streamsDeleted: number; tombstones: number },
+    outcome: {
+      set: EraseSet;
+      held: HeldRecord[];
+      verification: Verification;
+      approvedBy: string | null;
+      approvedAt: string | null;
+      streamsDeleted: number;
+      tombstones: number;
+    },
     at: StepAttempt,
   ): Promise<{ keyId: string; signature: string }> {
     const erasure = await this.deps.store.load(tenant, requestId);
@@ -150,7 +158,10 @@ export class ErasureCertification {
         requestId,
       });
       // A failure code names no content; anything else is recorded as a plain failure.
-      await this.deps.store.saveAbandonment(erasure, { outcome: /^[A-Z_]+\.[A-Z_]+$/.test(outcome) ? outcome : 'ERASURE.FAILED', at: this.now() });
+      await this.deps.store.saveAbandonment(erasure, {
+        outcome: /^[A-Z_]+\.[A-Z_]+$/.test(outcome) ? outcome : 'ERASURE.FAILED',
+        at: this.now(),
+      });
     }
     await this.deps.vault.shred(tenant, [ErasureStore.keyId(requestId)]);
     return { shredded: true };
@@ -181,7 +192,8 @@ export class ErasureCertification {
    * says nothing about whether the subject had records.
    */
   private async certifiedScope(tenant: string, scope: ErasureScope): Promise<CertifiedScope> {
-    const pseudonymOf = async (subject: string) => (await this.deps.vault.subjectPseudonyms(tenant, [subject], { create: true })).get(subject)!;
+    const pseudonymOf = async (subject: string) =>
+      (await this.deps.vault.subjectPseudonyms(tenant, [subject], { create: true })).get(subject)!;
     switch (scope.type) {
       case 'subject':
         return { type: 'subject', subjectPseudonym: await pseudonymOf(scope.subject) };

@@ -1,4 +1,13 @@
-import { DomainError, type Clock, type ErasureScope, type ErasureStep, type HoldTarget, type LineageEntry, type StepRecord, type Workset } from '@elma/domain';
+import {
+  DomainError,
+  type Clock,
+  type ErasureScope,
+  type ErasureStep,
+  type HoldTarget,
+  type LineageEntry,
+  type StepRecord,
+  type Workset,
+} from '@elma/domain';
 import type { AuditLog } from '../audit/audit-log';
 import type { Erasure, ErasureStore } from './erasure-store';
 
@@ -56,7 +65,8 @@ export async function recordStep(
 /** The captured workset; a step after the closure cannot go on without it. */
 export async function requireWorkset(erasure: Erasure): Promise<Workset> {
   const workset = await erasure.workset();
-  if (!workset) throw new DomainError('ERASURE.NO_WORKSET', `erasure ${erasure.requestId} has no captured closure`, { requestId: erasure.requestId });
+  if (!workset)
+    throw new DomainError('ERASURE.NO_WORKSET', `erasure ${erasure.requestId} has no captured closure`, { requestId: erasure.requestId });
   return workset;
 }
 

@@ -22,12 +22,18 @@ const TEXTS = [
  * memory derived from two earlier events (possibly of two subjects).
  */
 type Step =
-  | { kind: 'ingest'; subject: number; key: number; text: number }
-  | { kind: 'consolidate' }
-  | { kind: 'derive'; from: [number, number] };
+  { kind: 'ingest'; subject: number; key: number; text: number } | { kind: 'consolidate' } | { kind: 'derive'; from: [number, number] };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('ingest' as const), subject: fc.nat(SUBJECTS.length - 1), key: fc.nat(KEYS.length - 1), text: fc.nat(TEXTS.length - 1) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('ingest' as const),
+      subject: fc.nat(SUBJECTS.length - 1),
+      key: fc.nat(KEYS.length - 1),
+      text: fc.nat(TEXTS.length - 1),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('consolidate' as const) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('derive' as const), from: fc.tuple(fc.nat(20), fc.nat(20)) }) },
 );
@@ -84,7 +90,12 @@ describe('the keys an erasure destroys', () => {
             if (ids.length === 0) continue;
             const sources = [...new Set(s.from.map((n) => ids[n % ids.length]))];
             await settle();
-            const written = await elma.memories.write(agent, { kind: 'semantic', content: { text: `note ${i} built on ${sources.length} events` }, sourceEventIds: sources, purposes: ['support'] });
+            const written = await elma.memories.write(agent, {
+              kind: 'semantic',
+              content: { text: `note ${i} built on ${sources.length} events` },
+              sourceEventIds: sources,
+              purposes: ['support'],
+            });
             derivedFrom.set(written.memory.id, sources);
             continue;
           }
@@ -116,7 +127,11 @@ describe('the keys an erasure destroys', () => {
         await settle();
 
         const erasedSubject = SUBJECTS[erasedIndex];
-        const { requestId } = await elma.erasure.requests.request(dpo, { scope: { type: 'subject', subject: erasedSubject }, reason: 'subject_request' }, 'req');
+        const { requestId } = await elma.erasure.requests.request(
+          dpo,
+          { scope: { type: 'subject', subject: erasedSubject }, reason: 'subject_request' },
+          'req',
+        );
         const at = { attempt: 1, startedAt: new Date().toISOString() };
         const { perRecord } = await elma.erasure.steps.authorize(tenant, requestId, at);
         const { seeds } = await elma.erasure.steps.locate(tenant, requestId, perRecord, at);
@@ -133,7 +148,8 @@ describe('the keys an erasure destroys', () => {
         expect(shredded).toEqual(new Set([...set.recordIds, ...set.eventIds]));
         for (const [eventId, subject] of owner) expect(shredded.has(eventId), `event of ${subject}`).toBe(subject === erasedSubject);
         // A note goes with the erased subject's events it was built on, and only then.
-        for (const [id, sources] of derivedFrom) expect(shredded.has(id), `note on ${sources.map((e) => owner.get(e))}`).toBe(sources.some((e) => owner.get(e) === erasedSubject));
+        for (const [id, sources] of derivedFrom)
+          expect(shredded.has(id), `note on ${sources.map((e) => owner.get(e))}`).toBe(sources.some((e) => owner.get(e) === erasedSubject));
         // Every other subject's events still open, with the text that subject sent.
         for await (const recorded of elma.log.readAll({ filter: { streamNamePrefix: [`events-${tenant}-`] } })) {
           const subject = owner.get(recorded.id);

@@ -1,4 +1,11 @@
-import { decideErasureOutbox, erasureOutboxDecider, type ErasureOutboxCommand, type ErasureStart, streams, type EventLog } from '@elma/domain';
+import {
+  decideErasureOutbox,
+  erasureOutboxDecider,
+  type ErasureOutboxCommand,
+  type ErasureStart,
+  streams,
+  type EventLog,
+} from '@elma/domain';
 import { deterministicUuid } from '@elma/shared';
 import { foldStream } from '../command/handle-command';
 

@@ -102,7 +102,8 @@ export class ErasureSteps {
       const decision = evaluate(policy, subjectOf(erasure.request.requestedBy), null, { now: this.now() }, 'erase');
       if (!decision.allowed) {
         const scope = await erasure.scope();
-        if (!(scope.type === 'subject' && scope.subject === erasure.request.requestedBy.sub)) throw new PolicyDenied('erase', decision.ruleId);
+        if (!(scope.type === 'subject' && scope.subject === erasure.request.requestedBy.sub))
+          throw new PolicyDenied('erase', decision.ruleId);
         perRecord = true;
       }
     }
@@ -159,10 +160,7 @@ export class ErasureSteps {
     // Expiry is per record: a view that outlives its inputs by its own retention (a promoted working
     // memory, an explicit write) keeps it; a view that expires with them (consolidation) goes with them.
     const expired = new Set(scope.type === 'expired' ? nodes.filter((n) => isExpired(n, scope.asOf)).map((n) => n.id) : []);
-    const closure =
-      scope.type === 'expired'
-        ? { ...found, recordIds: found.recordIds.filter((id) => expired.has(id)) }
-        : found;
+    const closure = scope.type === 'expired' ? { ...found, recordIds: found.recordIds.filter((id) => expired.has(id)) } : found;
     const byId = new Map(nodes.map((r) => [r.id, r]));
     const records = await Promise.all(
       closure.recordIds.map(async (id) => {
@@ -181,7 +179,9 @@ export class ErasureSteps {
     const eventStreams: Record<string, string> = {};
     const extractedFrom = new Map<string, string>();
     for (const eventId of closure.eventIds) {
-      const extracted = closure.recordIds.map((id) => byId.get(id)!).find((r) => r.rule === EXTRACTION_RULE && r.sourceEventIds.includes(eventId));
+      const extracted = closure.recordIds
+        .map((id) => byId.get(id)!)
+        .find((r) => r.rule === EXTRACTION_RULE && r.sourceEventIds.includes(eventId));
       if (extracted) extractedFrom.set(eventId, extracted.subject);
     }
     // Event streams are named by the subject's pseudonym; a subject without one has no stream left.
@@ -225,7 +225,12 @@ export class ErasureSteps {
   }
 
   /** Step 5, recorded once the approval is settled (not needed, or given). */
-  async recordApproval(tenant: string, requestId: string, approval: { required: boolean; approvedBy?: string; startedAt: string }, at: StepAttempt) {
+  async recordApproval(
+    tenant: string,
+    requestId: string,
+    approval: { required: boolean; approvedBy?: string; startedAt: string },
+    at: StepAttempt,
+  ) {
     const erasure = await this.deps.store.loadRequest(tenant, requestId);
     await this.complete(erasure, 'approval', { ...at, startedAt: approval.startedAt }, { required: approval.required ? 1 : 0 });
   }
@@ -262,7 +267,12 @@ export class ErasureSteps {
    * events are all erased. An event stream that also holds kept events stays;
    * its erased events are ciphertext under shredded keys.
    */
-  async deleteStreams(tenant: string, requestId: string, set: EraseSet, at: StepAttempt): Promise<{ deleted: number; shreddedInPlace: number }> {
+  async deleteStreams(
+    tenant: string,
+    requestId: string,
+    set: EraseSet,
+    at: StepAttempt,
+  ): Promise<{ deleted: number; shreddedInPlace: number }> {
     const erasure = await this.deps.store.loadRequest(tenant, requestId);
     const workset = await requireWorkset(erasure);
     const erasedEvents = new Set(set.eventIds);

@@ -17,8 +17,17 @@ const request = {
   requestedBy: { sub: 'dpo-1', roles: ['dpo'], clearance: 'restricted' as const },
   requestedAt: '2026-12-01T00:00:00.000Z',
 };
-const workset = { records: [{ id: 'mem-1', kind: 'episodic' as const, subject: 'cust-1', text: 'a text', terms: ['text'], vector: 'AAAA' }], eventStreams: { 'evt-1': 'events-acme-psn_x' } };
-const stepRecord: StepRecord = { step: 'authorize', startedAt: '2026-12-01T00:00:01.000Z', finishedAt: '2026-12-01T00:00:02.000Z', attempts: 1, counts: { perRecord: 0 } };
+const workset = {
+  records: [{ id: 'mem-1', kind: 'episodic' as const, subject: 'cust-1', text: 'a text', terms: ['text'], vector: 'AAAA' }],
+  eventStreams: { 'evt-1': 'events-acme-psn_x' },
+};
+const stepRecord: StepRecord = {
+  step: 'authorize',
+  startedAt: '2026-12-01T00:00:01.000Z',
+  finishedAt: '2026-12-01T00:00:02.000Z',
+  attempts: 1,
+  counts: { perRecord: 0 },
+};
 
 async function rows(elma: Elma, stream: string): Promise<Pick<RecordedEvent, 'id' | 'type' | 'data' | 'metadata'>[]> {
   const out = [];
@@ -41,18 +50,52 @@ describe('the erasure stream', () => {
   it('reads a stream as the store wrote it before the decider (same ids, types, payloads, sealing)', async () => {
     const stream = streams.erasure('acme', 'era_old');
     const keyId = 'erasure:era_old';
-    const signed = { certificate: makeCertificate({ keyId: 'k1' }), signature: { alg: 'EdDSA' as const, kid: 'k1', value: 'c2lnbmF0dXJl' } };
+    const signed = {
+      certificate: makeCertificate({ keyId: 'k1' }),
+      signature: { alg: 'EdDSA' as const, kid: 'k1', value: 'c2lnbmF0dXJl' },
+    };
     // Written here exactly as the previous ErasureStore did: sealed request and workset, then plain facts, expectedRevision any.
     const sealed = await elma.sealer.seal('acme', [
-      { id: deterministicUuid('ErasureRequested', 'acme', 'era_old'), type: 'ErasureRequested', keyId, data: { ...request, scope: { type: 'subject', subject: 'cust-1' } } },
+      {
+        id: deterministicUuid('ErasureRequested', 'acme', 'era_old'),
+        type: 'ErasureRequested',
+        keyId,
+        data: { ...request, scope: { type: 'subject', subject: 'cust-1' } },
+      },
     ]);
     await elma.log.append(stream, sealed, { expectedRevision: 'no_stream' });
-    await elma.log.append(stream, await elma.sealer.seal('acme', [{ id: deterministicUuid('ErasureWorksetCaptured', 'acme', 'era_old'), type: 'ErasureWorksetCaptured', keyId, data: { workset } }]), { expectedRevision: 'any' });
+    await elma.log.append(
+      stream,
+      await elma.sealer.seal('acme', [
+        { id: deterministicUuid('ErasureWorksetCaptured', 'acme', 'era_old'), type: 'ErasureWorksetCaptured', keyId, data: { workset } },
+      ]),
+      { expectedRevision: 'any' },
+    );
     const plain = [
-      { id: deterministicUuid('erasure-step', 'acme', 'era_old', 'authorize'), type: 'ErasureStepCompleted', data: stepRecord, metadata: { tenant: 'acme' } },
-      { id: deterministicUuid('erasure-audit', 'acme', 'era_old'), type: 'ErasureAuditClosed', data: { seq: 7, hash: 'f'.repeat(64) }, metadata: { tenant: 'acme' } },
-      { id: deterministicUuid('erasure-certificate', 'acme', 'era_old'), type: 'ErasureCertified', data: signed, metadata: { tenant: 'acme' } },
-      { id: deterministicUuid('erasure-abandoned', 'acme', 'era_old'), type: 'ErasureAbandoned', data: { outcome: 'ERASURE.FAILED', at: '2026-12-01T00:01:00.000Z' }, metadata: { tenant: 'acme' } },
+      {
+        id: deterministicUuid('erasure-step', 'acme', 'era_old', 'authorize'),
+        type: 'ErasureStepCompleted',
+        data: stepRecord,
+        metadata: { tenant: 'acme' },
+      },
+      {
+        id: deterministicUuid('erasure-audit', 'acme', 'era_old'),
+        type: 'ErasureAuditClosed',
+        data: { seq: 7, hash: 'f'.repeat(64) },
+        metadata: { tenant: 'acme' },
+      },
+      {
+        id: deterministicUuid('erasure-certificate', 'acme', 'era_old'),
+        type: 'ErasureCertified',
+        data: signed,
+        metadata: { tenant: 'acme' },
+      },
+      {
+        id: deterministicUuid('erasure-abandoned', 'acme', 'era_old'),
+        type: 'ErasureAbandoned',
+        data: { outcome: 'ERASURE.FAILED', at: '2026-12-01T00:01:00.000Z' },
+        metadata: { tenant: 'acme' },
+      },
     ];
     for (const event of plain) await elma.log.append(stream, [event], { expectedRevision: 'any' });
     const before = await rows(elma, stream);
@@ -89,7 +132,11 @@ describe('the erasure stream', () => {
     const keyId = 'erasure:era_new';
     expect(written.map(({ id, type, metadata }) => ({ id, type, metadata }))).toEqual([
       { id: deterministicUuid('ErasureRequested', 'acme', 'era_new'), type: 'ErasureRequested', metadata: { tenant: 'acme', keyId } },
-      { id: deterministicUuid('ErasureWorksetCaptured', 'acme', 'era_new'), type: 'ErasureWorksetCaptured', metadata: { tenant: 'acme', keyId } },
+      {
+        id: deterministicUuid('ErasureWorksetCaptured', 'acme', 'era_new'),
+        type: 'ErasureWorksetCaptured',
+        metadata: { tenant: 'acme', keyId },
+      },
       { id: deterministicUuid('erasure-step', 'acme', 'era_new', 'authorize'), type: 'ErasureStepCompleted', metadata: { tenant: 'acme' } },
       { id: deterministicUuid('erasure-audit', 'acme', 'era_new'), type: 'ErasureAuditClosed', metadata: { tenant: 'acme' } },
       { id: deterministicUuid('erasure-abandoned', 'acme', 'era_new'), type: 'ErasureAbandoned', metadata: { tenant: 'acme' } },
@@ -98,7 +145,9 @@ describe('the erasure stream', () => {
     expect(clear).toEqual(fresh);
     expect(sealedScope).toMatchObject({ v: 1, alg: 'A256GCM' });
     // The sealed parts open as the previous store opened them, and not once the request key is shredded.
-    const [opened] = await elma.sealer.open<{ scope: unknown; workset: unknown }>('acme', [{ ...(await first(elma, 'era_new')), metadata: written[0].metadata }]);
+    const [opened] = await elma.sealer.open<{ scope: unknown; workset: unknown }>('acme', [
+      { ...(await first(elma, 'era_new')), metadata: written[0].metadata },
+    ]);
     expect(opened.scope).toEqual({ type: 'records', recordIds: ['mem-9'] });
     expect(written[2].data).toEqual(stepRecord);
     expect(written[3].data).toEqual({ seq: 1, hash: 'a'.repeat(64) });
@@ -110,11 +159,20 @@ describe('the erasure stream', () => {
   it('is read once per step: the closure and the certificate read the erasure stream once each', async () => {
     const dpo: Principal = { tenant: 'reads', sub: 'dpo-1', roles: ['dpo'], purposes: ['support'], clearance: 'restricted' };
     const agent: Principal = { tenant: 'reads', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };
-    const chat = { occurredAt: '2026-11-20T10:00:00Z', activity: 'chat.turn', source: { system: 'crm', channel: 'chat' }, purposes: ['support'] };
+    const chat = {
+      occurredAt: '2026-11-20T10:00:00Z',
+      activity: 'chat.turn',
+      source: { system: 'crm', channel: 'chat' },
+      purposes: ['support'],
+    };
     await elma.ingest.ingest(agent, { ...chat, subject: 'cust-r', content: { text: 'Cust R prefers the Larkspur depot' } }, 'req-1');
     await elma.ingest.ingest(agent, { ...chat, subject: 'cust-r', content: { text: 'Cust R moved the invoice to April' } }, 'req-2');
     await elma.runner.waitFor(await elma.log.headPosition(), 30_000);
-    const { requestId } = await elma.erasure.requests.request(dpo, { scope: { type: 'subject', subject: 'cust-r' }, reason: 'subject_request' }, 'req-3');
+    const { requestId } = await elma.erasure.requests.request(
+      dpo,
+      { scope: { type: 'subject', subject: 'cust-r' }, reason: 'subject_request' },
+      'req-3',
+    );
     const stream = streams.erasure('reads', requestId);
     const at = { attempt: 1, startedAt: new Date().toISOString() };
     const { steps, certification } = elma.erasure;
@@ -164,7 +222,20 @@ describe('the erasure stream', () => {
       'certify again': 1,
     });
     const erasure = await elma.erasure.store.load('reads', requestId);
-    expect([...erasure.steps.keys()]).toEqual(['authorize', 'locate', 'closure', 'legal_hold', 'approval', 'purge_index', 'purge_caches', 'shred_keys', 'delete_streams', 'tombstones', 'verify', 'certify']);
+    expect([...erasure.steps.keys()]).toEqual([
+      'authorize',
+      'locate',
+      'closure',
+      'legal_hold',
+      'approval',
+      'purge_index',
+      'purge_caches',
+      'shred_keys',
+      'delete_streams',
+      'tombstones',
+      'verify',
+      'certify',
+    ]);
     expect(erasure.certificate?.certificate.closure.size).toBe(2);
   });
 });

@@ -66,7 +66,9 @@ export class Erasure {
   scope(): Promise<ErasureScope> {
     const sealed = this.folded.state.sealedScope;
     if (!sealed) return Promise.reject(new ErasureNotFound(this.requestId));
-    this.openedScope ??= this.sealer.openValue(this.tenant, ErasureStore.keyId(this.requestId), sealed).then((v) => StoredErasureScope.parse(v));
+    this.openedScope ??= this.sealer
+      .openValue(this.tenant, ErasureStore.keyId(this.requestId), sealed)
+      .then((v) => StoredErasureScope.parse(v));
     return this.openedScope;
   }
 
@@ -114,7 +116,12 @@ export class ErasureStore {
 
   /** Reads the stream once (a dozen small events) and folds it. */
   async load(tenant: string, requestId: string): Promise<Erasure> {
-    return new Erasure(tenant, requestId, await foldStream(this.deps.log, streams.erasure(tenant, requestId), erasureDecider), this.deps.sealer);
+    return new Erasure(
+      tenant,
+      requestId,
+      await foldStream(this.deps.log, streams.erasure(tenant, requestId), erasureDecider),
+      this.deps.sealer,
+    );
   }
 
   /** `load`, for a step that needs the request: throws `ErasureNotFound` when there is none. */
@@ -125,7 +132,12 @@ export class ErasureStore {
   }
 
   async create(request: ErasureRequestRecord, scope: ErasureScope): Promise<void> {
-    const erasure = new Erasure(request.tenant, request.requestId, { state: erasureDecider.initialState(), revision: -1n }, this.deps.sealer);
+    const erasure = new Erasure(
+      request.tenant,
+      request.requestId,
+      { state: erasureDecider.initialState(), revision: -1n },
+      this.deps.sealer,
+    );
     const sealed = await this.deps.sealer.sealValue(request.tenant, ErasureStore.keyId(request.requestId), scope);
     await this.handle(erasure, { type: 'RequestErasure', request, scope: sealed });
   }
@@ -190,7 +202,9 @@ export class ErasureStore {
     const open = new Map<string, CapturedWorkset>();
     const closed = new Set<string>();
     const { workset, certified, abandoned } = ERASURE_EVENT_TYPES;
-    for await (const event of this.deps.log.readAll({ filter: { streamNamePrefix: [streams.categories.erasure], eventType: [workset, certified, abandoned] } })) {
+    for await (const event of this.deps.log.readAll({
+      filter: { streamNamePrefix: [streams.categories.erasure], eventType: [workset, certified, abandoned] },
+    })) {
       const name = parseStreamName(event.streamId);
       if (!name) continue;
       if (event.type === workset) open.set(event.streamId, { tenant: name.tenant, requestId: name.id, capturedAt: event.created });
@@ -222,11 +236,21 @@ export class ErasureStore {
           metadata: { tenant, keyId: ErasureStore.keyId(requestId) },
         };
       case 'ErasureStepCompleted':
-        return { id: deterministicUuid('erasure-step', tenant, requestId, event.data.step), type: event.type, data: event.data, metadata: { tenant } };
+        return {
+          id: deterministicUuid('erasure-step', tenant, requestId, event.data.step),
+          type: event.type,
+          data: event.data,
+          metadata: { tenant },
+        };
       case 'ErasureAuditClosed':
         return { id: deterministicUuid('erasure-audit', tenant, requestId), type: event.type, data: event.data, metadata: { tenant } };
       case 'ErasureCertified':
-        return { id: deterministicUuid('erasure-certificate', tenant, requestId), type: event.type, data: event.data, metadata: { tenant } };
+        return {
+          id: deterministicUuid('erasure-certificate', tenant, requestId),
+          type: event.type,
+          data: event.data,
+          metadata: { tenant },
+        };
       case 'ErasureAbandoned':
         return { id: deterministicUuid('erasure-abandoned', tenant, requestId), type: event.type, data: event.data, metadata: { tenant } };
       default: {

@@ -28,10 +28,21 @@ export class Tombstones {
   async write(tenant: string, requestId: string, fingerprints: string[]): Promise<void> {
     if (fingerprints.length === 0) return;
     const { folded } = await this.refresh(tenant);
-    await handleCommand(this.deps.log, streams.tombstones(tenant), tombstoneDecider, { type: 'WriteTombstones', requestId, fingerprints }, {
-      from: folded,
-      toEventData: (event) => ({ id: deterministicUuid('tombstones', tenant, requestId), type: event.type, data: event.data, metadata: { tenant } }),
-    });
+    await handleCommand(
+      this.deps.log,
+      streams.tombstones(tenant),
+      tombstoneDecider,
+      { type: 'WriteTombstones', requestId, fingerprints },
+      {
+        from: folded,
+        toEventData: (event) => ({
+          id: deterministicUuid('tombstones', tenant, requestId),
+          type: event.type,
+          data: event.data,
+          metadata: { tenant },
+        }),
+      },
+    );
   }
 
   /** The fingerprints among these that are tombstoned. */

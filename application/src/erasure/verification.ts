@@ -1,5 +1,15 @@
 import { basename, relative } from 'node:path';
-import { KeyShredded, MemoryStatus, TenantDestroyed, type IndexFilter, type KeyVault, type MemoryIndex, type Needle, type RawStoreScan, type Verification } from '@elma/domain';
+import {
+  KeyShredded,
+  MemoryStatus,
+  TenantDestroyed,
+  type IndexFilter,
+  type KeyVault,
+  type MemoryIndex,
+  type Needle,
+  type RawStoreScan,
+  type Verification,
+} from '@elma/domain';
 import type { WorksetRecord } from './erasure-store';
 
 /** A kNN hit at least this similar to an erased record's own vector counts as the record still being there. */

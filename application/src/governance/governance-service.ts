@@ -75,7 +75,14 @@ export class GovernanceService {
     throw new Forbidden(role);
   }
 
-  private record(principal: Principal, operation: AuditOperation, resourceIds: string[], requestId: string, effect: 'allow' | 'deny', rule: string) {
+  private record(
+    principal: Principal,
+    operation: AuditOperation,
+    resourceIds: string[],
+    requestId: string,
+    effect: 'allow' | 'deny',
+    rule: string,
+  ) {
     return this.deps.audit.record({
       tenant: principal.tenant,
       actor: principal.sub,

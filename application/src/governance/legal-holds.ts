@@ -23,7 +23,10 @@ export const legalHoldStream = streams.legalHolds;
 export function storedHold(hold: StoredLegalHold, pseudonyms: Map<string, string>): StoredLegalHold {
   const { subjects, ...scope } = hold.scope;
   if (!subjects) return hold;
-  return { ...hold, scope: { ...scope, subjectPseudonyms: [...new Set([...(scope.subjectPseudonyms ?? []), ...subjects.map((s) => pseudonyms.get(s)!)])] } };
+  return {
+    ...hold,
+    scope: { ...scope, subjectPseudonyms: [...new Set([...(scope.subjectPseudonyms ?? []), ...subjects.map((s) => pseudonyms.get(s)!)])] },
+  };
 }
 
 /**
@@ -40,12 +43,23 @@ export class LegalHolds {
 
   async place(tenant: string, actor: string, body: unknown): Promise<LegalHold> {
     const request = parseOrThrow(PlaceLegalHold, body);
-    const hold: LegalHold = { ...request, id: `hold_${this.deps.ids.next()}`, placedBy: actor, placedAt: this.deps.clock.now().toISOString() };
+    const hold: LegalHold = {
+      ...request,
+      id: `hold_${this.deps.ids.next()}`,
+      placedBy: actor,
+      placedAt: this.deps.clock.now().toISOString(),
+    };
     // A held subject keeps its pseudonym while the hold is active (a subject erasure does not forget it then).
     const pseudonyms = await this.deps.vault.subjectPseudonyms(tenant, hold.scope.subjects ?? [], { create: true });
-    await handleCommand(this.deps.log, legalHoldStream(tenant), legalHoldDecider, { type: 'PlaceHold', hold: storedHold(hold, pseudonyms) }, {
-      toEventData: (event) => ({ id: this.deps.ids.next(), type: event.type, data: event.data, metadata: { tenant } }),
-    });
+    await handleCommand(
+      this.deps.log,
+      legalHoldStream(tenant),
+      legalHoldDecider,
+      { type: 'PlaceHold', hold: storedHold(hold, pseudonyms) },
+      {
+        toEventData: (event) => ({ id: this.deps.ids.next(), type: event.type, data: event.data, metadata: { tenant } }),
+      },
+    );
     (await this.holds(tenant)).set(hold.id, hold);
     return hold;
   }
@@ -53,9 +67,15 @@ export class LegalHolds {
   /** Decided on the stream as it is (not this process's cache): a hold released elsewhere is not found. */
   async release(tenant: string, actor: string, id: string): Promise<void> {
     const releasedAt = this.deps.clock.now().toISOString();
-    await handleCommand(this.deps.log, legalHoldStream(tenant), legalHoldDecider, { type: 'ReleaseHold', id, releasedBy: actor, releasedAt }, {
-      toEventData: (event) => ({ id: this.deps.ids.next(), type: event.type, data: event.data, metadata: { tenant } }),
-    });
+    await handleCommand(
+      this.deps.log,
+      legalHoldStream(tenant),
+      legalHoldDecider,
+      { type: 'ReleaseHold', id, releasedBy: actor, releasedAt },
+      {
+        toEventData: (event) => ({ id: this.deps.ids.next(), type: event.type, data: event.data, metadata: { tenant } }),
+      },
+    );
     (await this.holds(tenant)).delete(id);
   }
 
@@ -73,7 +93,10 @@ export class LegalHolds {
     let holds = this.active.get(tenant);
     if (holds) return holds;
     const stored = (await foldStream(this.deps.log, legalHoldStream(tenant), legalHoldDecider)).state.active;
-    const subjects = await this.deps.vault.subjectsOfPseudonyms(tenant, [...stored.values()].flatMap((h) => h.scope.subjectPseudonyms ?? []));
+    const subjects = await this.deps.vault.subjectsOfPseudonyms(
+      tenant,
+      [...stored.values()].flatMap((h) => h.scope.subjectPseudonyms ?? []),
+    );
     holds = new Map([...stored].map(([id, hold]) => [id, heldSubjects(hold, subjects)]));
     this.active.set(tenant, holds);
     return holds;

@@ -40,16 +40,22 @@ export class PolicyStore {
     const document = parseOrThrow(PolicyDocument, body);
     const current = await this.current(tenant, true);
     try {
-      const handled = await handleCommand(this.deps.log, policyStream(tenant), policyDecider, { type: 'ChangePolicy', document, expectedVersion }, {
-        from: current,
-        maxAttempts: 1,
-        toEventData: (event) => ({
-          id: deterministicUuid('policy', tenant, String(event.data.policy.version)),
-          type: event.type,
-          data: event.data,
-          metadata: { tenant, actor },
-        }),
-      });
+      const handled = await handleCommand(
+        this.deps.log,
+        policyStream(tenant),
+        policyDecider,
+        { type: 'ChangePolicy', document, expectedVersion },
+        {
+          from: current,
+          maxAttempts: 1,
+          toEventData: (event) => ({
+            id: deterministicUuid('policy', tenant, String(event.data.policy.version)),
+            type: event.type,
+            data: event.data,
+            metadata: { tenant, actor },
+          }),
+        },
+      );
       this.cache.set(tenant, { state: handled.state, revision: handled.revision });
       return handled.state.policy;
     } catch (error) {

@@ -19,7 +19,8 @@ import { deterministicUuid, eventIdKeyOf, keyedFingerprint } from '@elma/shared'
 import { IngestService } from './ingest-service';
 
 const agent: Principal = { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };
-const event = (subject: string, text: string, idempotencyKey?: string) => chatEvent(subject, text, idempotencyKey ? { idempotencyKey } : {});
+const event = (subject: string, text: string, idempotencyKey?: string) =>
+  chatEvent(subject, text, idempotencyKey ? { idempotencyKey } : {});
 
 /**
  * The identity rules of ingest hold on any event log, since they use only the
@@ -51,7 +52,8 @@ function ingestIdentitySuite(engine: string, openLog: (dir: string) => Promise<E
         const found: EventIngested[] = [];
         const pseudonym = (await vault.subjectPseudonyms('acme', [subject], { create: false })).get(subject);
         if (!pseudonym) return found;
-        for await (const recorded of log.readStream(streams.events('acme', pseudonym))) found.push(...(await sealer.open<EventIngested>('acme', [recorded])));
+        for await (const recorded of log.readStream(streams.events('acme', pseudonym)))
+          found.push(...(await sealer.open<EventIngested>('acme', [recorded])));
         return found;
       };
       return {
@@ -71,11 +73,14 @@ function ingestIdentitySuite(engine: string, openLog: (dir: string) => Promise<E
     it('of concurrent writers with one key and different subjects, exactly one wins and only its event is stored', async () => {
       const s = await open();
       try {
-        const outcomes = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => s.ingest.ingest(agent, event(`racer-${i}`, `racer ${i}`, 'race-key'))));
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: 6 }, (_, i) => s.ingest.ingest(agent, event(`racer-${i}`, `racer ${i}`, 'race-key'))),
+        );
         const won = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [i] : []));
         expect(won).toHaveLength(1);
         for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).toMatchObject({ code: 'MEMORY.ALREADY_RECORDED' });
-        for (let i = 0; i < 6; i++) expect((await s.subjectEvents(`racer-${i}`)).map((e) => e.content.text)).toEqual(i === won[0] ? [`racer ${i}`] : []);
+        for (let i = 0; i < 6; i++)
+          expect((await s.subjectEvents(`racer-${i}`)).map((e) => e.content.text)).toEqual(i === won[0] ? [`racer ${i}`] : []);
       } finally {
         await s.close();
       }
@@ -84,7 +89,9 @@ function ingestIdentitySuite(engine: string, openLog: (dir: string) => Promise<E
     it('of concurrent writers of the very same event, one writes and the others are duplicates', async () => {
       const s = await open();
       try {
-        const results = await Promise.all(Array.from({ length: 6 }, () => s.ingest.ingest(agent, event('same', 'one event sent six times', 'same-key'))));
+        const results = await Promise.all(
+          Array.from({ length: 6 }, () => s.ingest.ingest(agent, event('same', 'one event sent six times', 'same-key'))),
+        );
         expect(new Set(results.map((r) => r.events[0].id)).size).toBe(1);
         expect(results.filter((r) => !r.events[0].duplicate)).toHaveLength(1);
         expect(await s.subjectEvents('same')).toHaveLength(1);
@@ -109,12 +116,18 @@ function ingestIdentitySuite(engine: string, openLog: (dir: string) => Promise<E
           actor: 'agent-1',
         };
         const pseudonym = (await s.vault.subjectPseudonyms('acme', ['old-subject'], { create: true })).get('old-subject')!;
-        await s.log.append(streams.events('acme', pseudonym), await s.sealer.seal('acme', [{ id: legacyId, type: 'EventIngested', keyId: legacyId, data: stored }]), {
-          expectedRevision: 'any',
-        });
+        await s.log.append(
+          streams.events('acme', pseudonym),
+          await s.sealer.seal('acme', [{ id: legacyId, type: 'EventIngested', keyId: legacyId, data: stored }]),
+          {
+            expectedRevision: 'any',
+          },
+        );
         const { events } = await s.ingest.ingest(agent, event('new-subject', 'written under the same key today', 'legacy-key'));
         expect(events[0].id).not.toBe(legacyId);
-        expect((await s.subjectEvents('old-subject')).map((e) => [e.eventId, e.content.text])).toEqual([[legacyId, 'written by the previous version']]);
+        expect((await s.subjectEvents('old-subject')).map((e) => [e.eventId, e.content.text])).toEqual([
+          [legacyId, 'written by the previous version'],
+        ]);
       } finally {
         await s.close();
       }
@@ -125,4 +138,5 @@ function ingestIdentitySuite(engine: string, openLog: (dir: string) => Promise<E
 ingestIdentitySuite('SQLite', async (dir) => SqliteEventLog.open(join(dir, 'events.db')));
 
 const esdb = process.env.ELMA_EVENTSTORE_URL;
-if (esdb) ingestIdentitySuite('EventStoreDB', () => EventStoreDbEventLog.open({ url: esdb, namespace: `t${randomUUID().replaceAll('-', '')}.` }));
+if (esdb)
+  ingestIdentitySuite('EventStoreDB', () => EventStoreDbEventLog.open({ url: esdb, namespace: `t${randomUUID().replaceAll('-', '')}.` }));

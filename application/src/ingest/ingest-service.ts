@@ -90,15 +90,22 @@ export class IngestService {
       prepared = await this.prepare(principal, body);
     } catch (error) {
       // A denial is audited; a malformed request never reached a decision.
-      if (error instanceof PolicyDenied) await this.audit(principal, requestId, [], null, { effect: 'deny', rule: String(error.details.rule) });
+      if (error instanceof PolicyDenied)
+        await this.audit(principal, requestId, [], null, { effect: 'deny', rule: String(error.details.rule) });
       throw error;
     }
     const result = await this.append(principal, prepared.events, { batch: prepared.batch });
     const subjects = [...new Set(prepared.events.map((e) => e.subject))];
-    await this.audit(principal, requestId, result.events.map((e) => e.id), subjects.length === 1 ? subjects[0] : null, {
-      effect: 'allow',
-      rule: prepared.rules.join(','),
-    });
+    await this.audit(
+      principal,
+      requestId,
+      result.events.map((e) => e.id),
+      subjects.length === 1 ? subjects[0] : null,
+      {
+        effect: 'allow',
+        rule: prepared.rules.join(','),
+      },
+    );
     return result;
   }
 
@@ -151,8 +158,22 @@ export class IngestService {
     return { events, rules: [...rules], batch };
   }
 
-  private audit(principal: Principal, requestId: string, resourceIds: string[], subject: string | null, decision: { effect: 'allow' | 'deny'; rule: string }) {
-    return this.deps.audit.record({ tenant: principal.tenant, actor: principal.sub, subject, operation: 'write', resourceIds, decision, requestId });
+  private audit(
+    principal: Principal,
+    requestId: string,
+    resourceIds: string[],
+    subject: string | null,
+    decision: { effect: 'allow' | 'deny'; rule: string },
+  ) {
+    return this.deps.audit.record({
+      tenant: principal.tenant,
+      actor: principal.sub,
+      subject,
+      operation: 'write',
+      resourceIds,
+      decision,
+      requestId,
+    });
   }
 
   /** Seals and appends prepared events, with their idempotency claims, in one atomic unit. */
@@ -187,7 +208,11 @@ export class IngestService {
       events: [{ id: claimId, type: IDEMPOTENCY_CLAIMED, data: { eventId: event.eventId }, metadata: { tenant } }],
       expectedRevision: 'no_stream',
     }));
-    const pseudonyms = await this.deps.vault.subjectPseudonyms(tenant, unique.map(({ event }) => event.subject), { create: true });
+    const pseudonyms = await this.deps.vault.subjectPseudonyms(
+      tenant,
+      unique.map(({ event }) => event.subject),
+      { create: true },
+    );
     const bySubject = new Map<string, AppendRequest>();
     unique.forEach(({ event }, i) => {
       const stream = streams.events(tenant, pseudonyms.get(event.subject)!);

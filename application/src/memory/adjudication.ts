@@ -58,10 +58,23 @@ export class Adjudication {
     },
   ) {}
 
-  async adjudicate(principal: Principal, id: string, body: unknown, requestId = 'internal'): Promise<{ memory: MemoryRecord; revised: MemoryRecord[] }> {
+  async adjudicate(
+    principal: Principal,
+    id: string,
+    body: unknown,
+    requestId = 'internal',
+  ): Promise<{ memory: MemoryRecord; revised: MemoryRecord[] }> {
     const tenant = principal.tenant;
     const audit = (effect: 'allow' | 'deny', resourceIds: string[]) =>
-      this.deps.audit.record({ tenant, actor: principal.sub, subject: null, operation: 'write', resourceIds, decision: { effect, rule: 'adjudication' }, requestId });
+      this.deps.audit.record({
+        tenant,
+        actor: principal.sub,
+        subject: null,
+        operation: 'write',
+        resourceIds,
+        decision: { effect, rule: 'adjudication' },
+        requestId,
+      });
     try {
       requireCorrector(principal);
     } catch (error) {
@@ -85,9 +98,20 @@ export class Adjudication {
     });
     const revised: MemoryRecord[] =
       decision === 'accept'
-        ? [revise(found, 'active', contradicting.map((o) => o.id)), ...contradicting.map((o) => revise(o, 'superseded', [id]))]
+        ? [
+            revise(
+              found,
+              'active',
+              contradicting.map((o) => o.id),
+            ),
+            ...contradicting.map((o) => revise(o, 'superseded', [id])),
+          ]
         : [
-            revise(found, 'superseded', contradicting.map((o) => o.id)),
+            revise(
+              found,
+              'superseded',
+              contradicting.map((o) => o.id),
+            ),
             // A record disputed only against the rejected one holds again.
             ...contradicting
               .filter((o) => o.status === 'disputed' && !current.some((c) => c.id !== id && c.id !== o.id && conflictsWith(o, c)))
@@ -97,7 +121,10 @@ export class Adjudication {
     const position = results.reduce((max, r) => (r.position > max ? r.position : max), -1n);
     this.deps.writes.record(principal, position);
     await this.deps.runner.waitFor(position);
-    await audit('allow', revised.map((r) => r.id));
+    await audit(
+      'allow',
+      revised.map((r) => r.id),
+    );
     return { memory: revised[0], revised };
   }
 }

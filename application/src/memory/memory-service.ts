@@ -59,10 +59,14 @@ export class UnknownSourceEvent extends DomainError {
 
 export class NotPromotable extends DomainError {
   constructor(id: string, reason: 'not_working' | 'expired') {
-    super('MEMORY.NOT_PROMOTABLE', `memory ${id} cannot be promoted: ${reason === 'expired' ? 'it has expired' : 'it is not a working memory'}`, {
-      memoryId: id,
-      reason,
-    });
+    super(
+      'MEMORY.NOT_PROMOTABLE',
+      `memory ${id} cannot be promoted: ${reason === 'expired' ? 'it has expired' : 'it is not a working memory'}`,
+      {
+        memoryId: id,
+        reason,
+      },
+    );
   }
 }
 
@@ -114,7 +118,9 @@ export class MemoryService {
     const sources = await Promise.all(
       request.sourceEventIds.map(async (id) => {
         const found = await this.deps.index.get(tenant, episodicIdFor(id));
-        return found && this.readable(principal, found.record, { policy, holds, now, purposes: principal.purposes }).allowed ? found.record : undefined;
+        return found && this.readable(principal, found.record, { policy, holds, now, purposes: principal.purposes }).allowed
+          ? found.record
+          : undefined;
       }),
     );
     const missing = request.sourceEventIds.filter((_, i) => !sources[i]);
@@ -185,7 +191,8 @@ export class MemoryService {
     const working = await this.get(principal, id, { requestId, session: request.session });
     if (working.kind !== 'working') throw new NotPromotable(id, 'not_working');
     const now = this.deps.clock.now().toISOString();
-    if (working.retention.expiresAt !== null && Date.parse(working.retention.expiresAt) <= Date.parse(now)) throw new NotPromotable(id, 'expired');
+    if (working.retention.expiresAt !== null && Date.parse(working.retention.expiresAt) <= Date.parse(now))
+      throw new NotPromotable(id, 'expired');
     const issues = structureIssues(request.kind, working.content);
     if (issues.length > 0) throw new ValidationFailed(issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })));
 
@@ -194,7 +201,9 @@ export class MemoryService {
     // The promotion outlives the session, not what the working memory was derived from.
     const ancestry = ancestryOf([working]);
     const record: MemoryRecord = {
-      id: procedure ? this.procedureId(tenant, procedure.name, procedure.version) : `mem_${keyedUuid(this.deps.fingerprintKey, tenant, 'promote', id, request.kind)}`,
+      id: procedure
+        ? this.procedureId(tenant, procedure.name, procedure.version)
+        : `mem_${keyedUuid(this.deps.fingerprintKey, tenant, 'promote', id, request.kind)}`,
       tenant,
       subject: working.subject,
       kind: request.kind,
@@ -203,7 +212,13 @@ export class MemoryService {
       validTo: working.validTo,
       recordedAt: now,
       policy: working.policy,
-      provenance: { sourceEventIds: working.provenance.sourceEventIds, parentIds: [working.id], ancestry, rule: PROMOTION_RULE, ruleVersion: '1' },
+      provenance: {
+        sourceEventIds: working.provenance.sourceEventIds,
+        parentIds: [working.id],
+        ancestry,
+        rule: PROMOTION_RULE,
+        ruleVersion: '1',
+      },
       confidence: Math.min(request.confidence ?? working.confidence, working.confidence),
       sourceTrust: working.sourceTrust,
       tainted: working.tainted,
@@ -229,7 +244,13 @@ export class MemoryService {
     const tenant = principal.tenant;
     const now = record.recordedAt;
     await this.deps.erased.refuseErased(tenant, [{ path: 'content', subject: record.subject, content: record.content }]);
-    const decision = evaluate(options.policy, subjectOf(principal), resourceOf(record), { purpose: record.policy.purposes[0], now }, 'write');
+    const decision = evaluate(
+      options.policy,
+      subjectOf(principal),
+      resourceOf(record),
+      { purpose: record.policy.purposes[0], now },
+      'write',
+    );
     const audit = (effect: 'allow' | 'deny', resourceIds = [record.id]) =>
       this.deps.audit.record({
         tenant,
@@ -285,12 +306,18 @@ export class MemoryService {
     const records = [record, ...revisions];
     // One atomic append: the new version and the supersession of the old ones are recorded together or not at all.
     const results = await this.deps.log.appendMany(
-      await memoryVersionAppends(this.deps.sealer, tenant, records, { actor: principal.sub, expected: (i) => (i === 0 ? 'no_stream' : 'any') }),
+      await memoryVersionAppends(this.deps.sealer, tenant, records, {
+        actor: principal.sub,
+        expected: (i) => (i === 0 ? 'no_stream' : 'any'),
+      }),
     );
     const position = results.reduce((max, r) => (r.position > max ? r.position : max), -1n);
     this.deps.writes.record(principal, position);
     if (procedure) await this.deps.runner.waitFor(position);
-    await audit('allow', records.map((r) => r.id));
+    await audit(
+      'allow',
+      records.map((r) => r.id),
+    );
     const superseded = revisions.map((r) => r.id).filter((id) => readableBefore.has(id));
     return {
       memory: record,
@@ -312,7 +339,11 @@ export class MemoryService {
    * found", the same answer as for an id that does not exist, so existence
    * is never revealed. Both outcomes are audited.
    */
-  async get(principal: Principal, id: string, options: { purpose?: string; requestId?: string; session?: string } = {}): Promise<MemoryRecord> {
+  async get(
+    principal: Principal,
+    id: string,
+    options: { purpose?: string; requestId?: string; session?: string } = {},
+  ): Promise<MemoryRecord> {
     const tenant = principal.tenant;
     // Read your own writes: a memory written (or an event ingested) just before is found, however slow the index.
     const last = this.deps.writes.lastWrite(principal);
@@ -368,7 +399,8 @@ export class MemoryService {
     // An expired record (or one derived from an expired source: it expires with it) is gone, as in recall, unless a hold keeps it.
     const expiresAt = record.retention.expiresAt;
     if (!covered && expiresAt !== null && Date.parse(expiresAt) <= Date.parse(context.now)) return { allowed: false, rule: 'default-deny' };
-    if (!visibleInSession(record, context.session) && record.policy.owner !== principal.sub) return { allowed: false, rule: 'working-session' };
+    if (!visibleInSession(record, context.session) && record.policy.owner !== principal.sub)
+      return { allowed: false, rule: 'working-session' };
     for (const purpose of context.purposes) {
       const decision = evaluate(context.policy, subjectOf(principal), resourceOf(record), { purpose, now: context.now }, 'read');
       if (decision.allowed) return { allowed: true, rule: decision.ruleId };

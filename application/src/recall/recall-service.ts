@@ -136,7 +136,15 @@ export class RecallService {
   async recall(principal: Principal, body: unknown, requestId = 'internal'): Promise<RecallResult> {
     const request = parseOrThrow(RecallRequest, body);
     const audit = (resourceIds: string[], decision: { effect: 'allow' | 'deny'; rule: string }) =>
-      this.deps.audit.record({ tenant: principal.tenant, actor: principal.sub, subject: null, operation: 'read', resourceIds, decision, requestId });
+      this.deps.audit.record({
+        tenant: principal.tenant,
+        actor: principal.sub,
+        subject: null,
+        operation: 'read',
+        resourceIds,
+        decision,
+        requestId,
+      });
     if (!principal.purposes.includes(request.purpose)) {
       await audit([], { effect: 'deny', rule: 'token-purposes' });
       throw new PurposeNotPermitted(request.purpose);
@@ -169,7 +177,8 @@ export class RecallService {
     // Working memories never come out of the shared query: the index has no notion of sessions, so the
     // caller's own session gets a query of its own, whose hits are then kept only if they are that session's.
     const filter: IndexFilter = { ...base, kinds: kinds.filter((k) => k !== 'working') };
-    const sessionFilter: IndexFilter | undefined = request.session !== undefined && kinds.includes('working') ? { ...base, kinds: ['working'] } : undefined;
+    const sessionFilter: IndexFilter | undefined =
+      request.session !== undefined && kinds.includes('working') ? { ...base, kinds: ['working'] } : undefined;
     const [vector] = await this.deps.embedder.embed([request.query]);
     const admitted = (hit: SearchHit, by: IndexFilter) =>
       hit.record.tenant === principal.tenant &&
@@ -177,10 +186,13 @@ export class RecallService {
       visibleInSession(hit.record, request.session) &&
       (hit.bm25Rank !== undefined || (hit.cosine ?? 0) >= MIN_DENSE_ONLY_COSINE);
     const search = async (by: IndexFilter) =>
-      (await this.deps.index.search({ tenant: principal.tenant, text: request.query, vector, limit: CANDIDATES, filter: by })).filter((hit) => admitted(hit, by));
+      (await this.deps.index.search({ tenant: principal.tenant, text: request.query, vector, limit: CANDIDATES, filter: by })).filter(
+        (hit) => admitted(hit, by),
+      );
     const [shared, ofSession] = await Promise.all([search(filter), sessionFilter ? search(sessionFilter) : []]);
     const hits = [...shared, ...ofSession].sort((a, b) => b.score - a.score);
-    const reached = request.hops > 0 && kinds.includes('relational') ? await this.reachEdges(principal.tenant, hits, request.hops, base) : [];
+    const reached =
+      request.hops > 0 && kinds.includes('relational') ? await this.reachEdges(principal.tenant, hits, request.hops, base) : [];
     const top = Math.max(0, ...hits.map((hit) => hit.score));
     const candidates: Candidate[] = latestProcedureVersions([
       ...hits,
@@ -194,7 +206,12 @@ export class RecallService {
       packedIds.length === 0
         ? Promise.resolve()
         : new Promise<void>((resolve) =>
-            setImmediate(() => void this.deps.index.recordUsage(principal.tenant, packedIds, 'retrieved', now.toISOString()).then(resolve, () => resolve())),
+            setImmediate(
+              () =>
+                void this.deps.index
+                  .recordUsage(principal.tenant, packedIds, 'retrieved', now.toISOString())
+                  .then(resolve, () => resolve()),
+            ),
           );
     if (this.recent.size >= RecallService.RECENT_MAX) this.recent.delete(this.recent.keys().next().value as string);
     this.recent.set(result.recallId, { tenant: principal.tenant, sub: principal.sub, ids: new Set(packedIds), counted });
@@ -239,7 +256,12 @@ export class RecallService {
     const known = new Map(hits.flatMap((hit) => (hit.tokens !== undefined ? [[hit.record.content.text, hit.tokens] as const] : [])));
     const packed = packByMarginalUtility(
       hits.map((hit) => ({ record: hit.record, vector: hit.vector, relevance: top > 0 ? hit.score / top : 0 })),
-      { budgetTokens: request.budgetTokens, at, countTokens: (text) => known.get(text) ?? countTokens(text), weights: packProfile(request.purpose) },
+      {
+        budgetTokens: request.budgetTokens,
+        at,
+        countTokens: (text) => known.get(text) ?? countTokens(text),
+        weights: packProfile(request.purpose),
+      },
     );
     const ordered = orderForPrompt(packed, at);
     const items = ordered.map(({ record: r, tokens }) => {

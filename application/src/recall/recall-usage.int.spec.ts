@@ -35,7 +35,16 @@ describe('usage counts of a recall and its feedback', () => {
 
   it('shows the retrieval and the adoption once the feedback has returned, however slow the index', async () => {
     const written = await elma.ingest.ingest(agent, {
-      events: [{ subject: 'cust-1', occurredAt: '2026-11-20T10:00:00Z', activity: 'chat.turn', content: { text: 'Rotterdam depot closes at 17:00 on Fridays. 鹿特丹仓库周五17点关门。' }, source: { system: 'crm', channel: 'chat' }, purposes: ['support'] }],
+      events: [
+        {
+          subject: 'cust-1',
+          occurredAt: '2026-11-20T10:00:00Z',
+          activity: 'chat.turn',
+          content: { text: 'Rotterdam depot closes at 17:00 on Fridays. 鹿特丹仓库周五17点关门。' },
+          source: { system: 'crm', channel: 'chat' },
+          purposes: ['support'],
+        },
+      ],
     });
     await elma.runner.waitFor(BigInt(written.position));
     const recall = await elma.recall.recall(agent, { query: 'Rotterdam depot Fridays', purpose: 'support', budgetTokens: 200 });

@@ -129,6 +129,8 @@ export class MemoryProcessor {
 
   /** Appends `MemoryRecorded` for each record with deterministic event ids (a replay appends nothing new). */
   private async append(tenant: string, records: MemoryRecord[]): Promise<void> {
-    await this.deps.log.appendMany(await memoryVersionAppends(this.deps.sealer, tenant, records, { metadata: { [ORIGIN]: PROCESSOR_ORIGIN } }));
+    await this.deps.log.appendMany(
+      await memoryVersionAppends(this.deps.sealer, tenant, records, { metadata: { [ORIGIN]: PROCESSOR_ORIGIN } }),
+    );
   }
 }

@@ -60,7 +60,9 @@ export class Projection {
       events.filter((e) => e.type === 'EventIngested'),
     );
     // The processor's own memory events were indexed by the pass that appended them; the others are indexed here.
-    const written = events.filter((e) => e.type === 'MemoryRecorded' && !appendedByProcessor(e) && !records.has(String(e.metadata[MEMORY_ID])));
+    const written = events.filter(
+      (e) => e.type === 'MemoryRecorded' && !appendedByProcessor(e) && !records.has(String(e.metadata[MEMORY_ID])),
+    );
     for (const [id, record] of await this.views.open(tenant, written)) if (!records.has(id)) records.set(id, record);
 
     const all = [...records.values()];

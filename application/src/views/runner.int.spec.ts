@@ -155,7 +155,9 @@ describe('the projection runner', () => {
     expect(await elma.index.count('acme')).toBe(expectedMemories(50));
     // health says the index is degraded and names beta, recall for beta answers a typed error,
     expect((await elma.health()).index).toMatchObject({ up: true, degraded: true, detail: { quarantinedTenants: ['beta'] } });
-    await expect(elma.recall.recall(beta, { query: 'delivery', purpose: 'support' })).rejects.toMatchObject({ code: 'INDEX.PARTITION_CORRUPT' });
+    await expect(elma.recall.recall(beta, { query: 'delivery', purpose: 'support' })).rejects.toMatchObject({
+      code: 'INDEX.PARTITION_CORRUPT',
+    });
     expect((await elma.recall.recall(who, { query: 'delivery', purpose: 'support' })).items.length).toBeGreaterThan(0);
 
     // and a rebuild of beta (drop without reading, replay of its log) brings back every memory and lifts the quarantine.

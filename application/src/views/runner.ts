@@ -50,9 +50,7 @@ export class ProjectionRunner {
   skipped = 0;
   private readonly quarantinedSeen = new Set<string>();
 
-  constructor(
-    private readonly deps: { log: EventLog; checkpoints: CheckpointStore; projection: Projection; logger: Logger },
-  ) {}
+  constructor(private readonly deps: { log: EventLog; checkpoints: CheckpointStore; projection: Projection; logger: Logger }) {}
 
   async start(): Promise<void> {
     const from = await this.deps.checkpoints.load(VIEWS_CHECKPOINT);

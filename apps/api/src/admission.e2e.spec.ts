@@ -15,7 +15,10 @@ describe('admission control under a flood of requests', () => {
     t = await startTestApp({ env: { ELMA_MAX_INFLIGHT: '4', ELMA_MAX_QUEUE: '8', ELMA_MAX_QUEUE_WAIT_MS: '1000' } });
     token = await t.token();
     const ingest = await callApi(t.url, token, 'POST', '/v1/events', {
-      events: [chatEvent('cust-flood', 'The Harwick depot ships pallets on Tuesdays'), chatEvent('cust-flood', 'Harwick invoices go to the finance desk')],
+      events: [
+        chatEvent('cust-flood', 'The Harwick depot ships pallets on Tuesdays'),
+        chatEvent('cust-flood', 'Harwick invoices go to the finance desk'),
+      ],
     });
     expect(ingest.status).toBe(202);
   });
@@ -26,11 +29,14 @@ describe('admission control under a flood of requests', () => {
     const response = await call();
     return { ...response, ms: performance.now() - started };
   };
-  const recall = (query: string) => fetchWithHeaders(t.url, token, '/v1/recall', { query, purpose: 'support', consistency: 'strong', budgetTokens: 200 });
+  const recall = (query: string) =>
+    fetchWithHeaders(t.url, token, '/v1/recall', { query, purpose: 'support', consistency: 'strong', budgetTokens: 200 });
   // Requests whose bodies arrive slowly hold their slots (a slot is taken before the body is read): a
   // deterministic way to keep the recall class at its bound while the rest of the flood arrives.
   const holdRecallSlots = async (n: number) => {
-    const held = Array.from({ length: n }, () => slowRequest(t.url, token, '/v1/recall', { query: 'Harwick depot pallets', purpose: 'support', budgetTokens: 200 }));
+    const held = Array.from({ length: n }, () =>
+      slowRequest(t.url, token, '/v1/recall', { query: 'Harwick depot pallets', purpose: 'support', budgetTokens: 200 }),
+    );
     await new Promise((r) => setTimeout(r, 300));
     return { finish: () => Promise.all(held.map((h) => h.finish())) };
   };
@@ -103,14 +109,20 @@ describe('admission control under a flood of requests', () => {
         const reference = `ref${i}x${Math.random().toString(36).slice(2, 8)}`;
         const text = `Harwick depot note ${i} about pallet shipments, reference ${reference}`;
         const ingest = await fetchWithHeaders(t.url, own, '/v1/events', chatEvent(`cust-${i % 20}`, text));
-        const found = await fetchWithHeaders(t.url, own, '/v1/recall', { query: reference, purpose: 'support', consistency: 'strong', budgetTokens: 400 });
+        const found = await fetchWithHeaders(t.url, own, '/v1/recall', {
+          query: reference,
+          purpose: 'support',
+          consistency: 'strong',
+          budgetTokens: 400,
+        });
         return { text, ingest, found };
       }),
     );
     for (const o of outcomes) {
       expect([202, 503]).toContain(o.ingest.status);
       expect([200, 503]).toContain(o.found.status);
-      if (o.ingest.status === 202 && o.found.status === 200) expect(o.found.body.items.map((item: { text: string }) => item.text)).toContain(o.text);
+      if (o.ingest.status === 202 && o.found.status === 200)
+        expect(o.found.body.items.map((item: { text: string }) => item.text)).toContain(o.text);
     }
     expect(outcomes.filter((o) => o.found.status === 200).length).toBeGreaterThan(0);
     expect(performance.now() - started).toBeLessThan(30_000);
@@ -118,7 +130,9 @@ describe('admission control under a flood of requests', () => {
 
   it('frees its slots once the flood is over', async () => {
     const after = await Promise.all(
-      Array.from({ length: 4 }, () => callApi(t.url, token, 'POST', '/v1/recall', { query: 'Harwick depot', purpose: 'support', budgetTokens: 200 })),
+      Array.from({ length: 4 }, () =>
+        callApi(t.url, token, 'POST', '/v1/recall', { query: 'Harwick depot', purpose: 'support', budgetTokens: 200 }),
+      ),
     );
     expect(after.map((r) => r.status)).toEqual([200, 200, 200, 200]);
   });
@@ -156,5 +170,10 @@ async function fetchWithHeaders(url: string, token: string, path: string, body: 
     body: JSON.stringify(body),
   });
   const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined, contentType: response.headers.get('content-type') ?? '', retryAfter: response.headers.get('retry-after') };
+  return {
+    status: response.status,
+    body: text ? JSON.parse(text) : undefined,
+    contentType: response.headers.get('content-type') ?? '',
+    retryAfter: response.headers.get('retry-after'),
+  };
 }

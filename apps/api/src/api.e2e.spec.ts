@@ -44,24 +44,32 @@ describe('the embedded API, end to end over HTTP', () => {
   });
 
   // A partition quarantined as corrupt is the embedded index's own: Elasticsearch keeps no file of ELMA's to corrupt.
-  it.runIf(e2eIndex === 'sqlite')('answers a recall on a tenant whose index file is corrupt with 503 INDEX.PARTITION_CORRUPT, and /health names the tenant (embedded index only)', async () => {
-    writeFileSync(join(t.dataDir, 'index', 'tenant-zeta.db'), Buffer.alloc(8192, 0x5a));
-    const zeta = await t.token({ tenant: 'zeta' });
-    try {
-      const recall = await callApi(t.url, zeta, 'POST', '/v1/recall', { query: 'delivery', purpose: 'support' });
-      expect(recall).toMatchObject({ status: 503, body: { code: 'INDEX.PARTITION_CORRUPT', status: 503 } });
-      const health = await call('GET', '/health');
-      expect(health.status).toBe(200);
-      expect(health.body).toMatchObject({ status: 'degraded', engines: { index: { up: true, degraded: true, detail: { quarantinedTenants: ['zeta'] } } } });
-    } finally {
-      await t.elma.index.dropTenant('zeta');
-    }
-  });
+  it.runIf(e2eIndex === 'sqlite')(
+    'answers a recall on a tenant whose index file is corrupt with 503 INDEX.PARTITION_CORRUPT, and /health names the tenant (embedded index only)',
+    async () => {
+      writeFileSync(join(t.dataDir, 'index', 'tenant-zeta.db'), Buffer.alloc(8192, 0x5a));
+      const zeta = await t.token({ tenant: 'zeta' });
+      try {
+        const recall = await callApi(t.url, zeta, 'POST', '/v1/recall', { query: 'delivery', purpose: 'support' });
+        expect(recall).toMatchObject({ status: 503, body: { code: 'INDEX.PARTITION_CORRUPT', status: 503 } });
+        const health = await call('GET', '/health');
+        expect(health.status).toBe(200);
+        expect(health.body).toMatchObject({
+          status: 'degraded',
+          engines: { index: { up: true, degraded: true, detail: { quarantinedTenants: ['zeta'] } } },
+        });
+      } finally {
+        await t.elma.index.dropTenant('zeta');
+      }
+    },
+  );
 
   it('ingests Chinese and English and recalls each by a query in its own language', async () => {
     const ingest = await call('POST', '/v1/events', {
       events: [
-        event('cust-1', '客户王先生说交付风险很高，希望下周确认发货日期。', { source: { system: 'crm', externalId: 'zh-1', channel: 'chat' } }),
+        event('cust-1', '客户王先生说交付风险很高，希望下周确认发货日期。', {
+          source: { system: 'crm', externalId: 'zh-1', channel: 'chat' },
+        }),
         event('cust-2', 'The customer said the delivery risk is low and the contract renews in March.', {
           source: { system: 'crm', externalId: 'en-1', channel: 'chat' },
         }),
@@ -85,13 +93,15 @@ describe('the embedded API, end to end over HTTP', () => {
 
   it('returns a numbered, cited context in item order and keeps to a tiny token budget', async () => {
     await call('POST', '/v1/events', {
-      events: [
-        event('cust-pk', 'The pallet order from Rotterdam ships on Monday.'),
-        event('cust-pk', '托盘订单从鹿特丹发货，周一出发。'),
-      ],
+      events: [event('cust-pk', 'The pallet order from Rotterdam ships on Monday.'), event('cust-pk', '托盘订单从鹿特丹发货，周一出发。')],
     });
     type Item = { text: string; tokens: number; citation: { sourceTrust: string } };
-    const recall = await call('POST', '/v1/recall', { query: 'pallet order Rotterdam 托盘订单', purpose: 'support', consistency: 'strong', budgetTokens: 200 });
+    const recall = await call('POST', '/v1/recall', {
+      query: 'pallet order Rotterdam 托盘订单',
+      purpose: 'support',
+      consistency: 'strong',
+      budgetTokens: 200,
+    });
     expect(recall.status).toBe(200);
     const items: Item[] = recall.body.items;
     expect(items.length).toBeGreaterThanOrEqual(2);
@@ -119,11 +129,18 @@ describe('the embedded API, end to end over HTTP', () => {
 
   it('counts what recall returned and what the caller says it used, for this caller only', async () => {
     await call('POST', '/v1/events', event('cust-fb', 'Rotterdam depot closes at 17:00 on Fridays.'));
-    const recall = await call('POST', '/v1/recall', { query: 'Rotterdam depot closes Fridays', purpose: 'support', consistency: 'strong', budgetTokens: 200 });
+    const recall = await call('POST', '/v1/recall', {
+      query: 'Rotterdam depot closes Fridays',
+      purpose: 'support',
+      consistency: 'strong',
+      budgetTokens: 200,
+    });
     expect(recall.body.recallId).toMatch(/^rcl_/);
     const used = recall.body.items[0].id as string;
 
-    expect((await call('POST', `/v1/recall/${recall.body.recallId}/feedback`, { adopted: ['mem_not_returned'] })).body.code).toBe('REQUEST.VALIDATION_FAILED');
+    expect((await call('POST', `/v1/recall/${recall.body.recallId}/feedback`, { adopted: ['mem_not_returned'] })).body.code).toBe(
+      'REQUEST.VALIDATION_FAILED',
+    );
     expect((await call('POST', '/v1/recall/rcl_unknown/feedback', { adopted: [used] })).status).toBe(404);
     const other = await t.token({ sub: 'agent-2' });
     const foreign = await fetch(`${t.url}/v1/recall/${recall.body.recallId}/feedback`, {
@@ -141,9 +158,13 @@ describe('the embedded API, end to end over HTTP', () => {
   });
 
   it('turns a structured fact into a semantic memory with provenance to its event', async () => {
-    const ingest = await call('POST', '/v1/events', event('cust-3', 'ACME moved its HQ to Berlin.', {
-      content: { text: 'ACME moved its HQ to Berlin.', fact: { entity: 'ACME', attribute: 'headquarters', value: 'Berlin' } },
-    }));
+    const ingest = await call(
+      'POST',
+      '/v1/events',
+      event('cust-3', 'ACME moved its HQ to Berlin.', {
+        content: { text: 'ACME moved its HQ to Berlin.', fact: { entity: 'ACME', attribute: 'headquarters', value: 'Berlin' } },
+      }),
+    );
     expect(ingest.status).toBe(202);
     const eventId = ingest.body.events[0].id;
     await call('POST', '/v1/recall', { query: 'x', purpose: 'support', consistency: 'strong' });
@@ -291,7 +312,9 @@ describe('the embedded API, end to end over HTTP', () => {
   it('publishes OpenAPI at /docs', async () => {
     const spec = await call('GET', '/docs/openapi.json');
     expect(spec.status).toBe(200);
-    expect(Object.keys(spec.body.paths)).toEqual(expect.arrayContaining(['/v1/events', '/v1/memories', '/v1/memories/{id}', '/v1/recall', '/health']));
+    expect(Object.keys(spec.body.paths)).toEqual(
+      expect.arrayContaining(['/v1/events', '/v1/memories', '/v1/memories/{id}', '/v1/recall', '/health']),
+    );
   });
 
   it('keeps content out of the event log file (encrypted at rest)', async () => {

@@ -49,7 +49,15 @@ class ApiModule {
           errorFormatter: graphqlErrorFormatter(logServerError),
         }),
       ],
-      controllers: [EventsController, MemoriesController, RecallController, GovernanceController, ErasuresController, WellKnownController, HealthController],
+      controllers: [
+        EventsController,
+        MemoriesController,
+        RecallController,
+        GovernanceController,
+        ErasuresController,
+        WellKnownController,
+        HealthController,
+      ],
       providers: [
         // One token per service; the verifier is built once per API (it caches the identity provider's keys).
         { provide: INGEST, useValue: elma.ingest },
@@ -58,7 +66,10 @@ class ApiModule {
         { provide: RECALL, useValue: elma.recall },
         { provide: GOVERNANCE, useValue: elma.governance },
         { provide: HEALTH, useValue: { health: () => elma.health() } satisfies HealthCheck },
-        { provide: TOKEN_VERIFIER, useValue: new TokenVerifier(elma.config.auth, elma.config.jwtSecret, (tenant) => elma.policies.get(tenant)) },
+        {
+          provide: TOKEN_VERIFIER,
+          useValue: new TokenVerifier(elma.config.auth, elma.config.jwtSecret, (tenant) => elma.policies.get(tenant)),
+        },
         { provide: ERASURE_DESK, useValue: new ErasureDesk(elma.erasure.requests, elma.signer, options.erasures) },
         AuthGuard,
         MemoryResolver,
@@ -109,7 +120,11 @@ export async function createApi(elma: Elma, options: ApiOptions = {}): Promise<N
   registerAdmission(fastify, elma.config.admission);
   // GraphQL-over-HTTP: a client that accepts the GraphQL media type gets it (and its statuses, see graphql/errors.ts).
   fastify.addHook('onSend', async (request, reply, payload) => {
-    if (request.routeOptions.url === '/graphql' && wantsGraphqlResponse(request) && String(reply.getHeader('content-type')).startsWith('application/json')) {
+    if (
+      request.routeOptions.url === '/graphql' &&
+      wantsGraphqlResponse(request) &&
+      String(reply.getHeader('content-type')).startsWith('application/json')
+    ) {
       void reply.header('content-type', `${GRAPHQL_RESPONSE_TYPE}; charset=utf-8`);
     }
     return payload;

@@ -22,7 +22,8 @@ async function views(subject: string, atLeast: number): Promise<MemoryRecord[]> 
     await t.elma.runner.waitFor(await t.elma.log.headPosition());
     const found: MemoryRecord[] = [];
     for await (const entry of t.elma.index.lineage('acme')) {
-      if (entry.subject === subject && entry.rule.startsWith('consolidate.')) found.push((await t.elma.index.get('acme', entry.id))!.record);
+      if (entry.subject === subject && entry.rule.startsWith('consolidate.'))
+        found.push((await t.elma.index.get('acme', entry.id))!.record);
     }
     if (found.length >= atLeast) return found;
     await new Promise((r) => setTimeout(r, 100));
@@ -53,7 +54,10 @@ describe('consolidation', () => {
       chatEvent('cust-c1', 'I will send the signed contract by Monday.', { occurredAt: at(1) }),
       chatEvent('cust-c1', '我是华东区的销售经理，负责大客户。', { occurredAt: at(2) }),
       chatEvent('cust-c1', 'The shipment to Shanghai is delayed by two weeks.', { occurredAt: at(3) }),
-      chatEvent('cust-c1', 'The shipment to Shanghai is delayed by two weeks!', { occurredAt: at(4), source: { system: 'web-form', channel: 'web' } }),
+      chatEvent('cust-c1', 'The shipment to Shanghai is delayed by two weeks!', {
+        occurredAt: at(4),
+        source: { system: 'web-form', channel: 'web' },
+      }),
     ]);
     derived = await views('cust-c1', 5);
     const facts = derived.filter((r) => r.kind === 'semantic').map((r) => [r.content.fact!.attribute, r.content.fact!.value]);
@@ -91,7 +95,10 @@ describe('consolidation', () => {
 
   it('never re-derives what was erased', async () => {
     const preference = derived.find((r) => r.content.fact?.attribute === 'preference')!;
-    const erasure = await call('compliance', 'POST', '/v1/erasures', { scope: { type: 'records', recordIds: [preference.id] }, reason: 'correction' });
+    const erasure = await call('compliance', 'POST', '/v1/erasures', {
+      scope: { type: 'records', recordIds: [preference.id] },
+      reason: 'correction',
+    });
     expect(erasure.status, erasure.text).toBe(202);
     for (let i = 0; i < 300; i++) {
       const progress = await call('compliance', 'GET', `/v1/erasures/${erasure.body.requestId}`);
@@ -122,8 +129,14 @@ describe('consolidation', () => {
   it('merges facts that state the same value about the same entity and attribute', async () => {
     const fact = { entity: 'ACME', attribute: 'headquarters', value: 'Berlin' };
     const [a, b] = await ingest([
-      chatEvent('cust-c3', 'ACME is based in Berlin', { occurredAt: '2026-11-22T09:00:00Z', content: { text: 'ACME is based in Berlin', fact } }),
-      chatEvent('cust-c3', 'Their head office is in Berlin', { occurredAt: '2026-11-22T09:01:00Z', content: { text: 'Their head office is in Berlin', fact: { ...fact, value: ' berlin ' } } }),
+      chatEvent('cust-c3', 'ACME is based in Berlin', {
+        occurredAt: '2026-11-22T09:00:00Z',
+        content: { text: 'ACME is based in Berlin', fact },
+      }),
+      chatEvent('cust-c3', 'Their head office is in Berlin', {
+        occurredAt: '2026-11-22T09:01:00Z',
+        content: { text: 'Their head office is in Berlin', fact: { ...fact, value: ' berlin ' } },
+      }),
       chatEvent('cust-c3', 'Bye.', { occurredAt: '2026-11-22T09:02:00Z', activity: 'session.end' }),
     ]);
     const merged = (await views('cust-c3', 1)).find((r) => r.provenance.rule === 'consolidate.merge' && r.kind === 'semantic');

@@ -28,7 +28,11 @@ async function recallTexts(query: string, who = 'agent') {
 }
 
 /** Polls progress until the erasure leaves the running states. */
-async function settle(id: string, who = 'compliance', until: string[] = ['completed', 'denied', 'approval_timed_out', 'verification_failed', 'failed']) {
+async function settle(
+  id: string,
+  who = 'compliance',
+  until: string[] = ['completed', 'denied', 'approval_timed_out', 'verification_failed', 'failed'],
+) {
   for (let i = 0; i < 600; i++) {
     const progress = await call(who, 'GET', `/v1/erasures/${id}`);
     expect(progress.status, progress.text).toBe(200);
@@ -69,7 +73,10 @@ describe('erasure of a data subject, end to end on Temporal', () => {
       chatEvent('cust-7', secretEn),
       chatEvent('cust-7', secretZh),
       chatEvent('cust-7', 'Customer asked about invoice delivery', {
-        content: { text: 'Customer asked about invoice delivery', fact: { entity: 'cust-7', attribute: 'invoice_channel', value: 'postal mail to Quillfeather Lane' } },
+        content: {
+          text: 'Customer asked about invoice delivery',
+          fact: { entity: 'cust-7', attribute: 'invoice_channel', value: 'postal mail to Quillfeather Lane' },
+        },
       }),
       chatEvent('cust-8', bystander),
     ]);
@@ -92,7 +99,10 @@ describe('erasure of a data subject, end to end on Temporal', () => {
   });
 
   it('refuses a caller without compliance or dpo, with a problem+json, and stores nothing', async () => {
-    const response = await call('agent', 'POST', '/v1/erasures', { scope: { type: 'subject', subject: 'cust-7' }, reason: 'subject_request' });
+    const response = await call('agent', 'POST', '/v1/erasures', {
+      scope: { type: 'subject', subject: 'cust-7' },
+      reason: 'subject_request',
+    });
     expect(response.status).toBe(403);
     expect(response.contentType).toContain('application/problem+json');
     expect(response.body.code).toBe('AUTH.FORBIDDEN');
@@ -107,7 +117,18 @@ describe('erasure of a data subject, end to end on Temporal', () => {
     const done = await settle(requestId);
     expect(done.status, JSON.stringify(done.failure)).toBe('completed');
     expect(done.steps.map((s: { step: string }) => s.step)).toEqual([
-      'authorize', 'locate', 'closure', 'legal_hold', 'approval', 'purge_index', 'purge_caches', 'shred_keys', 'delete_streams', 'tombstones', 'verify', 'certify',
+      'authorize',
+      'locate',
+      'closure',
+      'legal_hold',
+      'approval',
+      'purge_index',
+      'purge_caches',
+      'shred_keys',
+      'delete_streams',
+      'tombstones',
+      'verify',
+      'certify',
     ]);
     for (const step of done.steps) {
       expect(step.attempts).toBeGreaterThanOrEqual(1);
@@ -145,7 +166,10 @@ describe('erasure of a data subject, end to end on Temporal', () => {
 
     // Anchored to the audit chain: the entry with that seq has that hash and closes this erasure.
     const audit = await call('auditor', 'GET', `/v1/audit?resource=erasure/${requestId}`);
-    const entries = audit.text.trim().split('\n').map((l) => JSON.parse(l));
+    const entries = audit.text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(entries.find((e) => e.seq === c.auditAnchor.seq)).toMatchObject({ hash: c.auditAnchor.hash, operation: 'erase' });
     expect(entries.filter((e) => e.resourceIds.includes('step/verify'))).toHaveLength(1);
 
@@ -153,7 +177,12 @@ describe('erasure of a data subject, end to end on Temporal', () => {
     const trail = await call('auditor', 'GET', '/v1/audit');
     expect(trail.text).not.toContain('cust-7');
     const bySubject = await call('auditor', 'GET', '/v1/audit?subject=cust-7');
-    expect(bySubject.text.trim().split('\n').map((l) => JSON.parse(l).subject)).toEqual(expect.arrayContaining([expect.stringMatching(/^sfp_[0-9a-f]{64}$/)]));
+    expect(
+      bySubject.text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).subject),
+    ).toEqual(expect.arrayContaining([expect.stringMatching(/^sfp_[0-9a-f]{64}$/)]));
 
     const pdf = await call('compliance', 'GET', `/v1/erasures/${requestId}/certificate.pdf`);
     expect(pdf.status).toBe(200);
@@ -187,7 +216,10 @@ describe('erasure of a data subject, end to end on Temporal', () => {
       expect(Object.values(await segmentCounts(es.url, [`${es.namespace}-acme-memories`])).map((c) => c.deleted)).toEqual([0]);
       // The projection embeds a record's text: the vectors of the two secrets, and of the other subject's record.
       const vectors = await t.elma.embedder.embed([secretEn, secretZh, bystander]);
-      const inspection = await inspectIndices(node, indices, { texts: [secretEn, secretZh, ...words, 'cust-7', ...ids, 'bartholomew'], vectors });
+      const inspection = await inspectIndices(node, indices, {
+        texts: [secretEn, secretZh, ...words, 'cust-7', ...ids, 'bartholomew'],
+        vectors,
+      });
       // The other subject's record, read by the same inspection, shows it sees what the indices hold.
       const control = (h: { needle: string }) => h.needle === 'bartholomew' || h.needle === 'vector #2';
       expect(inspection.hits.filter((h) => !control(h))).toEqual([]);
@@ -195,14 +227,21 @@ describe('erasure of a data subject, end to end on Temporal', () => {
         new Set(['bartholomew stored', 'bartholomew terms', 'vector #2 vectors']),
       );
     } else if (es) {
-      console.log('erasure e2e: ELMA_E2E_ELASTICSEARCH_DATA is not set, so the Elasticsearch node\'s files are not checked (get/recall probes only)');
+      console.log(
+        "erasure e2e: ELMA_E2E_ELASTICSEARCH_DATA is not set, so the Elasticsearch node's files are not checked (get/recall probes only)",
+      );
     }
     // Another subject's record that shares words is untouched.
     expect((await recallTexts('Bartholomew Finchley morning calls')).join('\n')).toContain('Bartholomew');
   });
 
   it('refuses the same content for the same subject again (tombstone), not for another subject', async () => {
-    const again = await call('agent', 'POST', '/v1/events', chatEvent('cust-7', `  ${secretEn.toUpperCase()} `, { source: { system: 'backup-restore', channel: 'chat' } }));
+    const again = await call(
+      'agent',
+      'POST',
+      '/v1/events',
+      chatEvent('cust-7', `  ${secretEn.toUpperCase()} `, { source: { system: 'backup-restore', channel: 'chat' } }),
+    );
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('ERASURE.CONTENT_ERASED');
     expect(again.text).not.toContain('Zephyrine');
@@ -219,7 +258,10 @@ describe('erasure of a data subject, end to end on Temporal', () => {
 
 describe('erasure under legal hold, approval and verification', () => {
   it('restricts held records instead of erasing them and lists them in the certificate', async () => {
-    const [held, free] = await ingest([chatEvent('cust-9', 'Held evidence: contract dispute call recording'), chatEvent('cust-9', 'Free note: likes jazz')]);
+    const [held, free] = await ingest([
+      chatEvent('cust-9', 'Held evidence: contract dispute call recording'),
+      chatEvent('cust-9', 'Free note: likes jazz'),
+    ]);
     const hold = await call('legal', 'POST', '/v1/legal-holds', { scope: { recordIds: [`mem_ep_${held.id}`] }, reason: 'MATTER-42' });
     expect(hold.status, hold.text).toBe(201);
     const id = await erase({ type: 'subject', subject: 'cust-9' });
@@ -278,7 +320,10 @@ describe('erasure under legal hold, approval and verification', () => {
     await ingest([chatEvent('cust-self', 'my own note to forget')]);
     const denied = await erase({ type: 'subject', subject: 'cust-self' }, 'self');
     expect((await settle(denied, 'self')).status).toBe('denied');
-    expect((await call('self', 'POST', '/v1/erasures', { scope: { type: 'subject', subject: 'someone-else' }, reason: 'subject_request' })).status).toBe(403);
+    expect(
+      (await call('self', 'POST', '/v1/erasures', { scope: { type: 'subject', subject: 'someone-else' }, reason: 'subject_request' }))
+        .status,
+    ).toBe(403);
 
     await setPolicy((p) => p.rules.push({ id: 'erase-own', operations: ['erase'], when: { ownerIsSubject: true, crossPurpose: true } }));
     const allowed = await erase({ type: 'subject', subject: 'cust-self' }, 'self');
@@ -300,7 +345,12 @@ describe('erasure under legal hold, approval and verification', () => {
     const done = await settle(windowed);
     expect(done).toMatchObject({ status: 'completed', closureSize: 1 });
     const certificate = (await call('compliance', 'GET', `/v1/erasures/${windowed}/certificate`)).body.certificate;
-    expect(certificate.request.scope).toMatchObject({ type: 'time_range', from, to, subjectPseudonym: expect.stringMatching(/^psn_[0-9a-f]{32}$/) });
+    expect(certificate.request.scope).toMatchObject({
+      type: 'time_range',
+      from,
+      to,
+      subjectPseudonym: expect.stringMatching(/^psn_[0-9a-f]{32}$/),
+    });
     expect(await recallTexts('another subject, same window')).toContain('another subject, same window');
   });
 
@@ -308,7 +358,9 @@ describe('erasure under legal hold, approval and verification', () => {
     const [e] = await ingest([chatEvent('cust-13', 'GraphQL-erased reminder: renew the Hollowbrook lease')]);
     const mutation = `mutation($input: ErasureRequestInput!) { requestErasure(input: $input) { requestId status } }`;
     const gql = (query: string, variables: unknown) => call('compliance', 'POST', '/graphql', { query, variables });
-    const started = await gql(mutation, { input: { reason: 'correction', scope: { type: 'content', text: 'graphql-erased REMINDER: renew the Hollowbrook lease' } } });
+    const started = await gql(mutation, {
+      input: { reason: 'correction', scope: { type: 'content', text: 'graphql-erased REMINDER: renew the Hollowbrook lease' } },
+    });
     expect(started.body.errors, started.text).toBeUndefined();
     const id = started.body.data.requestErasure.requestId;
     expect((await settle(id)).status).toBe('completed');
@@ -329,7 +381,12 @@ describe('the retention sweep (a Temporal Schedule)', () => {
     await call('legal', 'POST', '/v1/legal-holds', { scope: { subjects: ['cust-21'] }, reason: 'MATTER-77' });
     // A working memory that expires, and its promotion, which keeps its own (standard) retention.
     const working = await call('agent', 'POST', '/v1/memories', {
-      kind: 'working', content: { text: 'Wexford caller waits for a depot callback' }, sourceEventIds: [kept.id], session: 's-20', ttlSeconds: 2, purposes: ['support'],
+      kind: 'working',
+      content: { text: 'Wexford caller waits for a depot callback' },
+      sourceEventIds: [kept.id],
+      session: 's-20',
+      ttlSeconds: 2,
+      purposes: ['support'],
     });
     expect(working.status, working.text).toBe(201);
     const promoted = await call('agent', 'POST', `/v1/memories/${working.body.memory.id}/promote`, { session: 's-20' });
@@ -358,7 +415,9 @@ describe('the retention sweep (a Temporal Schedule)', () => {
       const certificate = (await call('compliance', 'GET', `/v1/erasures/${mine[0].requestId}/certificate`)).body.certificate;
       expect(certificate.request.reason).toBe('retention');
       expect(certificate.request.scope.type).toBe('expired');
-      expect(certificate.closure.records.map((r: { id: string }) => r.id).sort()).toEqual([`mem_ep_${expired.id}`, working.body.memory.id].sort());
+      expect(certificate.closure.records.map((r: { id: string }) => r.id).sort()).toEqual(
+        [`mem_ep_${expired.id}`, working.body.memory.id].sort(),
+      );
       expect(certificate.legalHoldExceptions).toHaveLength(1);
     } finally {
       await connection.close();

@@ -78,7 +78,12 @@ describe('policy as data', () => {
   });
 
   it('lets only the owner (or dpo/legal) read a restricted record', async () => {
-    const written = await call('owner', 'POST', '/v1/events', event('cust-owner', 'Private arrangement about my bonus plan', { sensitivity: 'restricted' }));
+    const written = await call(
+      'owner',
+      'POST',
+      '/v1/events',
+      event('cust-owner', 'Private arrangement about my bonus plan', { sensitivity: 'restricted' }),
+    );
     expect(written.status, written.text).toBe(202);
     const id = `mem_ep_${written.body.events[0].id}`;
     await strong();
@@ -102,9 +107,16 @@ describe('ingest hygiene', () => {
 
   it('redacts to a keyed fingerprint when the tenant policy says so, and raises sensitivity', async () => {
     const { version, ...document } = (await call('admin', 'GET', '/v1/policy')).body;
-    expect((await call('admin', 'PUT', `/v1/policy?expectedVersion=${version}`, { ...document, secrets: { mode: 'redact' } })).status).toBe(200);
+    expect((await call('admin', 'PUT', `/v1/policy?expectedVersion=${version}`, { ...document, secrets: { mode: 'redact' } })).status).toBe(
+      200,
+    );
     const card = '4111 1111 1111 1111';
-    const response = await call('agent', 'POST', '/v1/events', event('c2', `customer paid with card ${card} yesterday`, { sensitivity: 'public' }));
+    const response = await call(
+      'agent',
+      'POST',
+      '/v1/events',
+      event('c2', `customer paid with card ${card} yesterday`, { sensitivity: 'public' }),
+    );
     expect(response.status, response.text).toBe(202);
     await strong();
     // Restricted now: readable by legal (and the DPO), not by the agent who wrote it.
@@ -128,12 +140,31 @@ describe('ingest hygiene', () => {
   it('trusts registered authoritative sources, taints external content, and passes taint on', async () => {
     const { version, ...document } = (await call('admin', 'GET', '/v1/policy')).body;
     await call('admin', 'PUT', `/v1/policy?expectedVersion=${version}`, { ...document, authoritativeSources: ['sap'] });
-    const sap = await call('agent', 'POST', '/v1/events', event('c4', 'Invoice 991 is paid', { source: { system: 'sap', channel: 'system' } }));
-    const web = await call('agent', 'POST', '/v1/events', event('c4', 'A blog says ACME is for sale', { source: { system: 'crawler', channel: 'web' } }));
+    const sap = await call(
+      'agent',
+      'POST',
+      '/v1/events',
+      event('c4', 'Invoice 991 is paid', { source: { system: 'sap', channel: 'system' } }),
+    );
+    const web = await call(
+      'agent',
+      'POST',
+      '/v1/events',
+      event('c4', 'A blog says ACME is for sale', { source: { system: 'crawler', channel: 'web' } }),
+    );
     await strong();
-    expect((await call('agent', 'GET', `/v1/memories/mem_ep_${sap.body.events[0].id}`)).body).toMatchObject({ sourceTrust: 'authoritative', tainted: false });
-    expect((await call('agent', 'GET', `/v1/memories/mem_ep_${web.body.events[0].id}`)).body).toMatchObject({ sourceTrust: 'external', tainted: true });
-    const derived = await call('agent', 'POST', '/v1/memories', { content: { text: 'ACME may be sold' }, sourceEventIds: [web.body.events[0].id, sap.body.events[0].id] });
+    expect((await call('agent', 'GET', `/v1/memories/mem_ep_${sap.body.events[0].id}`)).body).toMatchObject({
+      sourceTrust: 'authoritative',
+      tainted: false,
+    });
+    expect((await call('agent', 'GET', `/v1/memories/mem_ep_${web.body.events[0].id}`)).body).toMatchObject({
+      sourceTrust: 'external',
+      tainted: true,
+    });
+    const derived = await call('agent', 'POST', '/v1/memories', {
+      content: { text: 'ACME may be sold' },
+      sourceEventIds: [web.body.events[0].id, sap.body.events[0].id],
+    });
     expect(derived.status, derived.text).toBe(201);
     expect(derived.body.memory.tainted).toBe(true);
   });
@@ -171,13 +202,18 @@ describe('audit', () => {
     const marker = 'papaya-audit-marker';
     const written = await call('agent', 'POST', '/v1/events', event('c6', `Note ${marker}`));
     await recallTexts('agent', marker);
-    const graphql = await call('agent', 'POST', '/graphql', { query: `{ recall(input: {query: "${marker}", purpose: "support"}) { items { id } } }` });
+    const graphql = await call('agent', 'POST', '/graphql', {
+      query: `{ recall(input: {query: "${marker}", purpose: "support"}) { items { id } } }`,
+    });
     expect(graphql.body.errors).toBeUndefined();
     expect((await call('agent', 'GET', '/v1/audit')).status).toBe(403);
 
     const exported = await call('auditor', 'GET', '/v1/audit');
     expect(exported.status).toBe(200);
-    const entries = exported.text.trim().split('\n').map((line) => JSON.parse(line));
+    const entries = exported.text
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(exported.text).not.toContain(marker);
     const ops = new Set(entries.map((e: { operation: string }) => e.operation));
     expect([...ops]).toEqual(expect.arrayContaining(['read', 'write', 'administer']));
@@ -188,7 +224,12 @@ describe('audit', () => {
     expect(entries.filter((e: { requestId: string }) => !e.requestId.startsWith('req-'))).toEqual([]);
 
     const writes = await call('auditor', 'GET', '/v1/audit?operation=write&actor=agent-1');
-    expect(writes.text.trim().split('\n').every((l) => JSON.parse(l).operation === 'write')).toBe(true);
+    expect(
+      writes.text
+        .trim()
+        .split('\n')
+        .every((l) => JSON.parse(l).operation === 'write'),
+    ).toBe(true);
 
     const verified = await call('auditor', 'POST', '/v1/audit/verify');
     expect(verified.status).toBe(200);

@@ -42,7 +42,12 @@ afterAll(async () => t?.close());
 
 describe('the identity of an ingested event', () => {
   it('is not computable from the tenant and the idempotency key', async () => {
-    const response = await call('agent', 'POST', '/v1/events', chatEvent('cust-1', 'Alma likes the north entrance', { idempotencyKey: 'turn-0001' }));
+    const response = await call(
+      'agent',
+      'POST',
+      '/v1/events',
+      chatEvent('cust-1', 'Alma likes the north entrance', { idempotencyKey: 'turn-0001' }),
+    );
     expect(response.status, response.text).toBe(202);
     const { id } = response.body.events[0];
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
@@ -63,11 +68,21 @@ describe('the identity of an ingested event', () => {
   });
 
   it('the same key with other content is 409 MEMORY.ALREADY_RECORDED, and the first event is untouched', async () => {
-    const first = await call('agent', 'POST', '/v1/events', chatEvent('cust-3', 'Cato ordered twelve blue crates', { idempotencyKey: 'turn-0003' }));
+    const first = await call(
+      'agent',
+      'POST',
+      '/v1/events',
+      chatEvent('cust-3', 'Cato ordered twelve blue crates', { idempotencyKey: 'turn-0003' }),
+    );
     expect(first.status).toBe(202);
     await strong();
     const before = await dataEventCount(t.elma, 'acme');
-    const changed = await call('agent', 'POST', '/v1/events', chatEvent('cust-3', 'Cato cancelled the crates', { idempotencyKey: 'turn-0003' }));
+    const changed = await call(
+      'agent',
+      'POST',
+      '/v1/events',
+      chatEvent('cust-3', 'Cato cancelled the crates', { idempotencyKey: 'turn-0003' }),
+    );
     expect(changed.status).toBe(409);
     expect(changed.contentType).toContain('application/problem+json');
     expect(changed.body.code).toBe('MEMORY.ALREADY_RECORDED');
@@ -81,13 +96,19 @@ describe('the identity of an ingested event', () => {
     await strong();
     const before = await dataEventCount(t.elma, 'acme');
     const batch = await call('agent', 'POST', '/v1/events', {
-      events: [chatEvent('cust-4', 'Dara is new and fine', { idempotencyKey: 'turn-0004' }), chatEvent('cust-5', 'Ezra reuses a key', { idempotencyKey: 'turn-0003' })],
+      events: [
+        chatEvent('cust-4', 'Dara is new and fine', { idempotencyKey: 'turn-0004' }),
+        chatEvent('cust-5', 'Ezra reuses a key', { idempotencyKey: 'turn-0003' }),
+      ],
     });
     expect(batch.status).toBe(409);
     expect(batch.body.code).toBe('MEMORY.ALREADY_RECORDED');
     expect(batch.body.path ?? batch.body.details?.path ?? batch.text).toContain('events.1.idempotencyKey');
     const inside = await call('agent', 'POST', '/v1/events', {
-      events: [chatEvent('cust-4', 'Dara once', { idempotencyKey: 'turn-0005' }), chatEvent('cust-4', 'Dara twice', { idempotencyKey: 'turn-0005' })],
+      events: [
+        chatEvent('cust-4', 'Dara once', { idempotencyKey: 'turn-0005' }),
+        chatEvent('cust-4', 'Dara twice', { idempotencyKey: 'turn-0005' }),
+      ],
     });
     expect(inside.status).toBe(409);
     expect(await dataEventCount(t.elma, 'acme')).toBe(before);
@@ -113,8 +134,15 @@ describe('the identity of an ingested event', () => {
     const first = await call('agent', 'POST', '/v1/events', chatEvent('cust-victim', victim, { idempotencyKey: 'shared-key-1' }));
     expect(first.status, first.text).toBe(202);
     await strong();
-    const hijack = await call('agent', 'POST', '/v1/events', chatEvent('cust-attacker', 'an attacker writes over the key', { idempotencyKey: 'shared-key-1' }));
-    expect((await call('agent', 'POST', '/v1/events', chatEvent('cust-attacker', 'the attacker has one record of their own'))).status).toBe(202);
+    const hijack = await call(
+      'agent',
+      'POST',
+      '/v1/events',
+      chatEvent('cust-attacker', 'an attacker writes over the key', { idempotencyKey: 'shared-key-1' }),
+    );
+    expect((await call('agent', 'POST', '/v1/events', chatEvent('cust-attacker', 'the attacker has one record of their own'))).status).toBe(
+      202,
+    );
     await strong();
     expect((await settle(await erase('cust-attacker'))).status).toBe('completed');
     // The victim's text survives the attacker's erasure, under the id it was given.
@@ -127,11 +155,21 @@ describe('the identity of an ingested event', () => {
   });
 
   it('a key whose event was erased stays used: another event under it is refused', async () => {
-    const first = await call('agent', 'POST', '/v1/events', chatEvent('cust-gone', 'Gus will be forgotten', { idempotencyKey: 'erased-key' }));
+    const first = await call(
+      'agent',
+      'POST',
+      '/v1/events',
+      chatEvent('cust-gone', 'Gus will be forgotten', { idempotencyKey: 'erased-key' }),
+    );
     expect(first.status).toBe(202);
     await strong();
     expect((await settle(await erase('cust-gone'))).status).toBe('completed');
-    const reuse = await call('agent', 'POST', '/v1/events', chatEvent('cust-new', 'someone else under the erased key', { idempotencyKey: 'erased-key' }));
+    const reuse = await call(
+      'agent',
+      'POST',
+      '/v1/events',
+      chatEvent('cust-new', 'someone else under the erased key', { idempotencyKey: 'erased-key' }),
+    );
     expect(reuse.status).toBe(409);
     expect(reuse.body.code).toBe('MEMORY.ALREADY_RECORDED');
   });
@@ -139,7 +177,9 @@ describe('the identity of an ingested event', () => {
 
 describe('the identity of an explicit memory', () => {
   it('is not computable from the tenant and the idempotency key, and another writer’s key never collides with it', async () => {
-    const [source] = (await call('agent', 'POST', '/v1/events', chatEvent('cust-m1', 'Ines confirmed the renewal terms'))).body.events as { id: string }[];
+    const [source] = (await call('agent', 'POST', '/v1/events', chatEvent('cust-m1', 'Ines confirmed the renewal terms'))).body.events as {
+      id: string;
+    }[];
     const note = (text: string) => ({ content: { text }, sourceEventIds: [source.id], idempotencyKey: 'renewal-note' });
     const first = await call('agent', 'POST', '/v1/memories', note('Renewal terms confirmed'));
     expect(first.status, first.text).toBe(201);
@@ -178,7 +218,9 @@ describe('erased content sent again', () => {
       expect(other.status).toBe(409);
       expect(other.body.code).toBe('ERASURE.CONTENT_ERASED');
       expect(other.text).not.toContain('Ingrid');
-      const batch = await call('agent', 'POST', '/v1/events', { events: [chatEvent('cust-i3', 'an unrelated note'), chatEvent('cust-i4', text)] });
+      const batch = await call('agent', 'POST', '/v1/events', {
+        events: [chatEvent('cust-i3', 'an unrelated note'), chatEvent('cust-i4', text)],
+      });
       expect(batch.status).toBe(409);
       expect(batch.text).toContain('events.1.content');
       expect((await call('agent', 'POST', '/v1/events', chatEvent('cust-i3', 'an unrelated note'))).status).toBe(202);
@@ -191,7 +233,10 @@ describe('erased content sent again', () => {
     for (const erasure of [{ tombstoneScope: 'world' }, { worksetRetentionDays: 0 }, { worksetRetentionDays: 1e8 }]) {
       const current = await call('admin', 'GET', '/v1/policy');
       const { version, ...document } = current.body;
-      const put = await call('admin', 'PUT', `/v1/policy?expectedVersion=${version}`, { ...document, erasure: { ...document.erasure, ...erasure } });
+      const put = await call('admin', 'PUT', `/v1/policy?expectedVersion=${version}`, {
+        ...document,
+        erasure: { ...document.erasure, ...erasure },
+      });
       expect(put.status).toBe(422);
       expect(put.text).toContain(`erasure.${Object.keys(erasure)[0]}`);
     }
@@ -202,7 +247,9 @@ describe('the workset of an erasure that gets no certificate', () => {
   it('is shredded when no approval comes in time', async () => {
     await setPolicy((p) => (p.erasure = { ...p.erasure, approvalThreshold: 0, approvalTimeoutHours: 0.0005 }));
     try {
-      expect((await call('agent', 'POST', '/v1/events', chatEvent('cust-j1', 'Jonas Brekke waits for an approval that never comes'))).status).toBe(202);
+      expect(
+        (await call('agent', 'POST', '/v1/events', chatEvent('cust-j1', 'Jonas Brekke waits for an approval that never comes'))).status,
+      ).toBe(202);
       await strong();
       const id = await erase('cust-j1');
       expect((await settle(id)).status).toBe('approval_timed_out');
@@ -218,11 +265,18 @@ describe('the workset of an erasure that gets no certificate', () => {
   });
 
   it('is shredded by the sweep once the retention window has passed, when no workflow ended it', async () => {
-    expect((await call('agent', 'POST', '/v1/events', chatEvent('cust-k1', 'Kasimir Lund is captured by an erasure whose workflow died'))).status).toBe(202);
+    expect(
+      (await call('agent', 'POST', '/v1/events', chatEvent('cust-k1', 'Kasimir Lund is captured by an erasure whose workflow died')))
+        .status,
+    ).toBe(202);
     await strong();
     const dpo: Principal = { tenant: 'acme', sub: 'dpo-9', roles: ['dpo'], purposes: ['support'], clearance: 'restricted' };
     // The steps the workflow would run up to the capture, called directly: no workflow will ever end this request.
-    const { requestId } = await t.elma.erasure.requests.request(dpo, { scope: { type: 'subject', subject: 'cust-k1' }, reason: 'subject_request' }, 'req');
+    const { requestId } = await t.elma.erasure.requests.request(
+      dpo,
+      { scope: { type: 'subject', subject: 'cust-k1' }, reason: 'subject_request' },
+      'req',
+    );
     const at = { attempt: 1, startedAt: new Date().toISOString() };
     const { perRecord } = await t.elma.erasure.steps.authorize('acme', requestId, at);
     const { seeds } = await t.elma.erasure.steps.locate('acme', requestId, perRecord, at);

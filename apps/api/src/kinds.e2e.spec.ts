@@ -71,7 +71,9 @@ describe('working memory: one session, a short while', () => {
 
   it('is gone once its TTL has passed', async () => {
     const brief = 'Orkney caller is waiting on hold for the depot manager';
-    expect((await write({ kind: 'working', content: { text: brief }, sourceEventIds: [sourceId], session: 'sess-1', ttlSeconds: 120 })).status).toBe(201);
+    expect(
+      (await write({ kind: 'working', content: { text: brief }, sourceEventIds: [sourceId], session: 'sess-1', ttlSeconds: 120 })).status,
+    ).toBe(201);
     expect(texts(await recall('Orkney depot manager hold', { session: 'sess-1' }))).toContain(brief);
     clock.offsetMs = 121_000;
     try {
@@ -83,7 +85,9 @@ describe('working memory: one session, a short while', () => {
 
   it('is kept beyond its session when promoted: a new record citing it, no surer than it was', async () => {
     const insight = 'Orkney deliveries need a tail-lift truck';
-    const working = (await write({ kind: 'working', content: { text: insight }, sourceEventIds: [sourceId], session: 'sess-3', confidence: 0.6 })).body.memory;
+    const working = (
+      await write({ kind: 'working', content: { text: insight }, sourceEventIds: [sourceId], session: 'sess-3', confidence: 0.6 })
+    ).body.memory;
 
     expect((await call('auditor', 'POST', `/v1/memories/${working.id}/promote`, { session: 'sess-3' })).body.code).toBe('POLICY.DENIED');
     const promoted = await call('agent', 'POST', `/v1/memories/${working.id}/promote`, { confidence: 0.9, session: 'sess-3' });
@@ -118,7 +122,12 @@ describe('working memory: one session, a short while', () => {
 
   it('keeps an edge noted in a session as a relational memory, and only as one', async () => {
     const relation = { from: { type: 'customer', id: 'orkney-farms' }, relation: 'contracts', to: { type: 'contract', id: 'c-77' } };
-    const working = await write({ kind: 'working', content: { text: 'Orkney Farms signed contract C-77', relation }, sourceEventIds: [sourceId], session: 'sess-4' });
+    const working = await write({
+      kind: 'working',
+      content: { text: 'Orkney Farms signed contract C-77', relation },
+      sourceEventIds: [sourceId],
+      session: 'sess-4',
+    });
     expect(working.status, working.text).toBe(201);
     const asFact = await call('agent', 'POST', `/v1/memories/${working.body.memory.id}/promote`, { session: 'sess-4' });
     expect(asFact.status).toBe(422);
@@ -131,7 +140,12 @@ describe('working memory: one session, a short while', () => {
 
 describe('procedures: a new version supersedes the old one for new tasks', () => {
   const v1 = { name: 'Refund approval', version: 1, steps: ['Check the order is paid', 'Ask the team lead'] };
-  const v2 = { name: 'refund  APPROVAL', version: 2, steps: ['Check the order is paid', 'Refunds under 100 EUR need no approval', 'Ask the finance desk'], conditions: ['order is paid'] };
+  const v2 = {
+    name: 'refund  APPROVAL',
+    version: 2,
+    steps: ['Check the order is paid', 'Refunds under 100 EUR need no approval', 'Ask the finance desk'],
+    conditions: ['order is paid'],
+  };
   const v1Text = 'Refund approval procedure: check payment, then ask the team lead';
   const v2Text = 'Refund approval procedure: check payment; under 100 EUR no approval; else ask the finance desk';
   let sourceId: string;
@@ -173,7 +187,11 @@ describe('procedures: a new version supersedes the old one for new tasks', () =>
     expect(stale.contentType).toContain('application/problem+json');
     expect(stale.body.code).toBe('MEMORY.PROCEDURE_VERSION_CONFLICT');
 
-    const rival = await write({ kind: 'procedural', content: { text: v2Text, procedure: { ...v2, steps: ['Refund everything'] } }, sourceEventIds: [sourceId] });
+    const rival = await write({
+      kind: 'procedural',
+      content: { text: v2Text, procedure: { ...v2, steps: ['Refund everything'] } },
+      sourceEventIds: [sourceId],
+    });
     expect(rival.status).toBe(409);
     expect(rival.body.code).toBe('MEMORY.PROCEDURE_VERSION_CONFLICT');
 
@@ -261,7 +279,15 @@ describe('GraphQL writes of the new kinds', () => {
     const mutation = `mutation($input: MemoryInput!) { writeMemory(input: $input) { duplicate memory { id kind session expiresAt procedure { name version steps conditions } } } }`;
     const working = await call('agent', 'POST', '/graphql', {
       query: mutation,
-      variables: { input: { kind: 'working', content: { text: 'Caller asked about the Zanzibar voucher' }, sourceEventIds: [sourceId], session: 'gql-1', ttlSeconds: 600 } },
+      variables: {
+        input: {
+          kind: 'working',
+          content: { text: 'Caller asked about the Zanzibar voucher' },
+          sourceEventIds: [sourceId],
+          session: 'gql-1',
+          ttlSeconds: 600,
+        },
+      },
     });
     expect(working.body.errors, working.text).toBeUndefined();
     expect(working.body.data.writeMemory.memory).toMatchObject({ kind: 'working', session: 'gql-1', procedure: null });
@@ -272,13 +298,21 @@ describe('GraphQL writes of the new kinds', () => {
       variables: {
         input: {
           kind: 'procedural',
-          content: { text: 'Voucher reissue: verify identity, then reissue', procedure: { name: 'Voucher reissue', version: 1, steps: ['Verify identity', 'Reissue'] } },
+          content: {
+            text: 'Voucher reissue: verify identity, then reissue',
+            procedure: { name: 'Voucher reissue', version: 1, steps: ['Verify identity', 'Reissue'] },
+          },
           sourceEventIds: [sourceId],
         },
       },
     });
     expect(procedure.body.errors, procedure.text).toBeUndefined();
-    expect(procedure.body.data.writeMemory.memory.procedure).toEqual({ name: 'Voucher reissue', version: 1, steps: ['Verify identity', 'Reissue'], conditions: null });
+    expect(procedure.body.data.writeMemory.memory.procedure).toEqual({
+      name: 'Voucher reissue',
+      version: 1,
+      steps: ['Verify identity', 'Reissue'],
+      conditions: null,
+    });
 
     const recalled = await call('agent', 'POST', '/graphql', {
       query: `query($input: RecallInput!) { recall(input: $input) { items { text } } }`,
@@ -295,11 +329,19 @@ describe('validation', () => {
   });
 
   it.each([
-    ['a procedure without steps', { kind: 'procedural', content: { text: 'x', procedure: { name: 'Empty', version: 1, steps: [] } } }, 'content.procedure.steps'],
+    [
+      'a procedure without steps',
+      { kind: 'procedural', content: { text: 'x', procedure: { name: 'Empty', version: 1, steps: [] } } },
+      'content.procedure.steps',
+    ],
     ['a procedural memory without a procedure', { kind: 'procedural', content: { text: 'x' } }, 'content.procedure'],
     ['a relational memory without an edge', { kind: 'relational', content: { text: 'x' } }, 'content.relation'],
     ['a working memory without a session', { kind: 'working', content: { text: 'x' } }, 'session'],
-    ['a working memory kept longer than 7 days', { kind: 'working', content: { text: 'x' }, session: 's', ttlSeconds: 8 * 86_400 }, 'ttlSeconds'],
+    [
+      'a working memory kept longer than 7 days',
+      { kind: 'working', content: { text: 'x' }, session: 's', ttlSeconds: 8 * 86_400 },
+      'ttlSeconds',
+    ],
     ['a session on a semantic memory', { kind: 'semantic', content: { text: 'x' }, session: 's' }, 'session'],
   ])('refuses %s as 422 problem+json naming the path', async (_, body, path) => {
     const response = await write({ ...body, sourceEventIds: [sourceId] });

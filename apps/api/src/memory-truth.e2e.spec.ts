@@ -18,7 +18,12 @@ const strong = async () => t.elma.runner.waitFor(await t.elma.log.headPosition()
 async function ingestFact(subject: string, entity: string, attribute: string, value: string, extra: Record<string, unknown> = {}) {
   const { fact: factExtra, ...rest } = extra;
   const fact = { entity, attribute, value, ...((factExtra as object) ?? {}) };
-  const response = await call('agent', 'POST', '/v1/events', chatEvent(subject, `note about ${entity}`, { ...rest, content: { text: `note about ${entity}`, fact } }));
+  const response = await call(
+    'agent',
+    'POST',
+    '/v1/events',
+    chatEvent(subject, `note about ${entity}`, { ...rest, content: { text: `note about ${entity}`, fact } }),
+  );
   expect(response.status, response.text).toBe(202);
   await strong();
   return response.body.events[0].id as string;
@@ -27,7 +32,13 @@ async function ingestFact(subject: string, entity: string, attribute: string, va
 /** Values recalled for one fact (`query` is "<entity> <attribute>"), with their dispute flags. */
 async function facts(query: string, options: { asOf?: string; knownAsOf?: string } = {}) {
   await strong();
-  const response = await call('agent', 'POST', '/v1/recall', { query, purpose: 'support', budgetTokens: 2000, kinds: ['semantic'], ...options });
+  const response = await call('agent', 'POST', '/v1/recall', {
+    query,
+    purpose: 'support',
+    budgetTokens: 2000,
+    kinds: ['semantic'],
+    ...options,
+  });
   expect(response.status, response.text).toBe(200);
   return {
     values: (response.body.items as { text: string; citation: { disputed: boolean } }[])
@@ -53,10 +64,16 @@ describe('bitemporal recall: which policy applied, and what did we know when', (
 
   it('a later valid time bounds the earlier fact instead of overwriting it', async () => {
     clock.offsetMs = -10 * DAY;
-    await ingestFact('acme-ops', 'ACME', 'refund window', '30 days', { occurredAt: '2026-07-01T00:00:00Z', fact: { validFrom: '2026-07-01T00:00:00Z' } });
+    await ingestFact('acme-ops', 'ACME', 'refund window', '30 days', {
+      occurredAt: '2026-07-01T00:00:00Z',
+      fact: { validFrom: '2026-07-01T00:00:00Z' },
+    });
     clock.offsetMs = 0;
     yesterday = new Date(Date.now() - DAY).toISOString();
-    await ingestFact('acme-ops', 'ACME', 'refund window', '14 days', { occurredAt: '2026-10-01T00:00:00Z', fact: { validFrom: '2026-10-01T00:00:00Z' } });
+    await ingestFact('acme-ops', 'ACME', 'refund window', '14 days', {
+      occurredAt: '2026-10-01T00:00:00Z',
+      fact: { validFrom: '2026-10-01T00:00:00Z' },
+    });
 
     expect((await facts('ACME refund window', { asOf: lastQuarter })).values).toEqual(['30 days']);
     expect((await facts('ACME refund window')).values).toEqual(['14 days']);
@@ -70,7 +87,16 @@ describe('bitemporal recall: which policy applied, and what did we know when', (
     const source = await ingestFact('acme-ops', 'ACME', 'refund note', 'see contract', { occurredAt: '2026-07-01T00:00:00Z' });
     const correction = {
       kind: 'semantic',
-      content: { text: 'ACME refund window: 45 days', fact: { entity: 'ACME', attribute: 'refund window', value: '45 days', validFrom: '2026-07-01T00:00:00Z', validTo: '2026-10-01T00:00:00Z' } },
+      content: {
+        text: 'ACME refund window: 45 days',
+        fact: {
+          entity: 'ACME',
+          attribute: 'refund window',
+          value: '45 days',
+          validFrom: '2026-07-01T00:00:00Z',
+          validTo: '2026-10-01T00:00:00Z',
+        },
+      },
       sourceEventIds: [source],
       purposes: ['support'],
       correction: true,
@@ -92,11 +118,18 @@ describe('conflicts are state, not overwrites', () => {
 
     const recalled = await facts('ACME chief executive');
     expect(recalled.values).toEqual(['Li Wei (disputed)', 'Zhang Min (disputed)']);
-    expect(recalled.context).toMatch(/Sources disagree on ACME chief executive: "(Li Wei|Zhang Min)" \(\[\d\]\) vs "(Li Wei|Zhang Min)" \(\[\d\]\)/);
+    expect(recalled.context).toMatch(
+      /Sources disagree on ACME chief executive: "(Li Wei|Zhang Min)" \(\[\d\]\) vs "(Li Wei|Zhang Min)" \(\[\d\]\)/,
+    );
   });
 
   it('lets an authorised person adjudicate, recording the decision as new versions', async () => {
-    const hits = await call('agent', 'POST', '/v1/recall', { query: 'ACME chief executive', purpose: 'support', budgetTokens: 2000, kinds: ['semantic'] });
+    const hits = await call('agent', 'POST', '/v1/recall', {
+      query: 'ACME chief executive',
+      purpose: 'support',
+      budgetTokens: 2000,
+      kinds: ['semantic'],
+    });
     const zhang = (hits.body.items as { id: string; text: string }[]).find((i) => i.text.endsWith('Zhang Min'))!;
     expect((await call('agent', 'POST', `/v1/memories/${zhang.id}/adjudicate`, { decision: 'accept' })).status).toBe(403);
     expect((await call('reviewer', 'POST', `/v1/memories/${zhang.id}/adjudicate`, { decision: 'maybe' })).status).toBe(422);
@@ -113,7 +146,10 @@ describe('conflicts are state, not overwrites', () => {
     const { version, ...policy } = (await call('admin', 'GET', '/v1/policy')).body;
     await call('admin', 'PUT', `/v1/policy?expectedVersion=${version}`, { ...policy, authoritativeSources: ['erp'] });
     await ingestFact('acme-fin', 'ACME', 'payment terms', 'net 60', { occurredAt: '2026-11-05T00:00:00Z' });
-    await ingestFact('acme-fin', 'ACME', 'payment terms', 'net 30', { occurredAt: '2026-11-01T00:00:00Z', source: { system: 'erp', channel: 'system' } });
+    await ingestFact('acme-fin', 'ACME', 'payment terms', 'net 30', {
+      occurredAt: '2026-11-01T00:00:00Z',
+      source: { system: 'erp', channel: 'system' },
+    });
 
     expect((await facts('ACME payment terms')).values).toEqual(['net 30']);
   });

@@ -11,7 +11,11 @@ type Operation = {
 
 let t: TestApp;
 /** The document as served at /docs/openapi.json, fetched over HTTP like any client. */
-let document: { openapi: string; paths: Record<string, Record<string, Operation>>; components: { securitySchemes?: Record<string, unknown> } };
+let document: {
+  openapi: string;
+  paths: Record<string, Record<string, Operation>>;
+  components: { securitySchemes?: Record<string, unknown> };
+};
 
 beforeAll(async () => {
   t = await startTestApp();
@@ -19,7 +23,8 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-const operations = () => Object.entries(document.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ path, method, op })));
+const operations = () =>
+  Object.entries(document.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ path, method, op })));
 
 /** Every `pattern` in the document, wherever it is nested. */
 function patterns(node: unknown, found: string[] = []): string[] {
@@ -43,7 +48,10 @@ describe('the published OpenAPI document', () => {
     const templated = operations().filter(({ path }) => path.includes('{id}'));
     expect(templated.length).toBeGreaterThanOrEqual(9);
     for (const { path, method, op } of templated) {
-      expect(op.parameters?.some((p) => p.in === 'path' && p.name === 'id'), `${method} ${path}`).toBe(true);
+      expect(
+        op.parameters?.some((p) => p.in === 'path' && p.name === 'id'),
+        `${method} ${path}`,
+      ).toBe(true);
     }
   });
 
@@ -62,12 +70,17 @@ describe('the published OpenAPI document', () => {
   });
 
   it('documents the bearer scheme and the problem+json errors of every operation', () => {
-    expect(document.components.securitySchemes).toEqual({ bearer: expect.objectContaining({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }) });
+    expect(document.components.securitySchemes).toEqual({
+      bearer: expect.objectContaining({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }),
+    });
     const open = ['/health', '/.well-known/elma-keys'];
     for (const { path, method, op } of operations()) {
       const label = `${method.toUpperCase()} ${path}`;
       const statuses = Object.keys(op.responses);
-      expect(statuses.filter((s) => s.startsWith('2')), label).toHaveLength(1);
+      expect(
+        statuses.filter((s) => s.startsWith('2')),
+        label,
+      ).toHaveLength(1);
       expect(statuses, label).toEqual(expect.arrayContaining(['414', '431']));
       if (!open.includes(path)) {
         expect(op.security, label).toEqual([{ bearer: [] }]);

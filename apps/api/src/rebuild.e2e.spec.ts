@@ -45,7 +45,12 @@ async function exists(index: string): Promise<boolean> {
 }
 
 async function recalled(query: string): Promise<{ id: string; text: string }[]> {
-  const response = await callApi(t.url, token, 'POST', '/v1/recall', { query, purpose: 'support', consistency: 'strong', budgetTokens: 2000 });
+  const response = await callApi(t.url, token, 'POST', '/v1/recall', {
+    query,
+    purpose: 'support',
+    consistency: 'strong',
+    budgetTokens: 2000,
+  });
   expect(response.status, response.text).toBe(200);
   return response.body.items.map((item: { id: string; text: string }) => ({ id: item.id, text: item.text }));
 }
@@ -66,7 +71,9 @@ describe(`elma rebuild, with the index on ${e2eIndex === 'elasticsearch' ? 'Elas
   it('rebuilds the tenant from its log through Temporal; recall answers in English and Chinese as before', async () => {
     await ingest([
       chatEvent('cust-1', '客户王先生说交付风险很高，希望下周确认发货日期。', { source: { system: 'crm', externalId: 'zh-1' } }),
-      chatEvent('cust-2', 'The customer said the harbour crane is out of service until Friday.', { source: { system: 'crm', externalId: 'en-1' } }),
+      chatEvent('cust-2', 'The customer said the harbour crane is out of service until Friday.', {
+        source: { system: 'crm', externalId: 'en-1' },
+      }),
       chatEvent('cust-2', 'Invoices go to the Ningbo office from March.', { source: { system: 'crm', externalId: 'en-2' } }),
     ]);
     const zhBefore = await recalled('交付风险');
@@ -105,10 +112,14 @@ describe(`elma rebuild, with the index on ${e2eIndex === 'elasticsearch' ? 'Elas
   it('writes after the rebuild land in the rebuilt views, in both languages', async () => {
     await ingest([
       chatEvent('cust-3', '仓库昨夜被淹，货物全部损失。', { source: { system: 'crm', externalId: 'zh-2' } }),
-      chatEvent('cust-3', 'The depot in Suzhou flooded last night and all goods were lost.', { source: { system: 'crm', externalId: 'en-3' } }),
+      chatEvent('cust-3', 'The depot in Suzhou flooded last night and all goods were lost.', {
+        source: { system: 'crm', externalId: 'en-3' },
+      }),
     ]);
     expect((await recalled('仓库 被淹')).map((i) => i.text)).toContain('仓库昨夜被淹，货物全部损失。');
-    expect((await recalled('depot flooded goods lost')).map((i) => i.text)).toContain('The depot in Suzhou flooded last night and all goods were lost.');
+    expect((await recalled('depot flooded goods lost')).map((i) => i.text)).toContain(
+      'The depot in Suzhou flooded last night and all goods were lost.',
+    );
     expect(await t.elma.index.count('acme')).toBe(5);
   });
 });

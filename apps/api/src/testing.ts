@@ -59,7 +59,9 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ELMA_PORT: '0',
     ELMA_TEMPORAL_DB_FILE: process.env.ELMA_TEMPORAL_DB_FILE,
     // Opt-in: the API suites on Elasticsearch instead of the embedded index, each app in a namespace of its own.
-    ...(elasticsearch ? { ELMA_ELASTICSEARCH_URL: elasticsearch, ELMA_ES_NAMESPACE: `e2e${randomUUID().replaceAll('-', '').slice(0, 12)}` } : {}),
+    ...(elasticsearch
+      ? { ELMA_ELASTICSEARCH_URL: elasticsearch, ELMA_ES_NAMESPACE: `e2e${randomUUID().replaceAll('-', '').slice(0, 12)}` }
+      : {}),
     ...options.env,
   });
   const elma = await openElma(config, { logger: options.logger ?? silentLogger, clock: options.clock });
@@ -127,7 +129,10 @@ export { chatEvent } from '@elma/domain/testing';
 /** Events in a tenant's data streams (audit entries are written on every call, by design, so the log head moves). */
 export async function dataEventCount(elma: Elma, tenant: string): Promise<number> {
   let n = 0;
-  for await (const _ of elma.log.readAll({ filter: { streamNamePrefix: [streams.eventsOfTenant(tenant), streams.memoriesOfTenant(tenant)] } })) n++;
+  for await (const _ of elma.log.readAll({
+    filter: { streamNamePrefix: [streams.eventsOfTenant(tenant), streams.memoriesOfTenant(tenant)] },
+  }))
+    n++;
   return n;
 }
 
@@ -161,8 +166,13 @@ export async function changePolicy(url: string, adminToken: string, change: (pol
 /** A logger that keeps every line, for tests that check what was (not) logged and at which level. */
 export function recordingLogger(): { logger: Logger; lines: LoggedLine[]; errors: () => LoggedLine[] } {
   const lines: LoggedLine[] = [];
-  const keep = (level: LoggedLine['level']) => (message: string, fields?: Record<string, unknown>) => void lines.push({ level, message, fields });
-  return { logger: { info: keep('info'), warn: keep('warn'), error: keep('error') }, lines, errors: () => lines.filter((l) => l.level === 'error') };
+  const keep = (level: LoggedLine['level']) => (message: string, fields?: Record<string, unknown>) =>
+    void lines.push({ level, message, fields });
+  return {
+    logger: { info: keep('info'), warn: keep('warn'), error: keep('error') },
+    lines,
+    errors: () => lines.filter((l) => l.level === 'error'),
+  };
 }
 
 export interface LoggedLine {
@@ -174,6 +184,7 @@ export interface LoggedLine {
 /** One token per role, for subject `<role>-1`, purpose support, clearance restricted. */
 export async function roleTokens(t: TestApp, roles: string[]): Promise<Record<string, string>> {
   const tokens: Record<string, string> = {};
-  for (const role of roles) tokens[role] = await t.token({ sub: `${role}-1`, roles: [role], purposes: ['support'], clearance: 'restricted' });
+  for (const role of roles)
+    tokens[role] = await t.token({ sub: `${role}-1`, roles: [role], purposes: ['support'], clearance: 'restricted' });
   return tokens;
 }

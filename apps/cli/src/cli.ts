@@ -47,7 +47,8 @@ const COMMANDS: Record<string, Command> = {
     run: (argv) => verifyCertificateCommand(argv),
   },
   bench: {
-    synopsis: '[--only recall|erasure|load] [--sizes 10000,100000] [--closures 10,100,1000] [--load-clients 16,64,256] [--load-seconds 60] [--no-load-sweep]',
+    synopsis:
+      '[--only recall|erasure|load] [--sizes 10000,100000] [--closures 10,100,1000] [--load-clients 16,64,256] [--load-seconds 60] [--no-load-sweep]',
     summary: 'print throughput and latency figures (npm run bench)',
     run: benchCommand,
   },
@@ -72,7 +73,8 @@ ${Object.entries(COMMANDS)
   .join('\n')}
 `;
 
-const commandHelp = (name: string, command: Command) => `usage: elma ${name}${command.synopsis ? ` ${command.synopsis}` : ''}\n\n${command.summary}\n`;
+const commandHelp = (name: string, command: Command) =>
+  `usage: elma ${name}${command.synopsis ? ` ${command.synopsis}` : ''}\n\n${command.summary}\n`;
 
 /** Returns the exit code for commands that finish; `start` runs until interrupted. */
 export async function runCli(argv: string[]): Promise<number | undefined> {

@@ -7,7 +7,10 @@ import { freePort } from '@elma/infra';
  * with a Temporal dev server of its own: an address or database file of
  * another Temporal server in this environment is left out.
  */
-export async function embeddedStartEnv(dataDir: string, logLevel = 'warn'): Promise<{ env: NodeJS.ProcessEnv; port: number; temporalPort: number }> {
+export async function embeddedStartEnv(
+  dataDir: string,
+  logLevel = 'warn',
+): Promise<{ env: NodeJS.ProcessEnv; port: number; temporalPort: number }> {
   const port = await freePort();
   const temporalPort = await freePort([port]);
   const uiPort = await freePort([port, temporalPort]);
@@ -52,7 +55,12 @@ export const thisElmaArgs = (...args: string[]): string[] => [...process.execArg
  */
 export async function spawnElmaStart(
   env: NodeJS.ProcessEnv,
-  options: { readyTimeoutMs?: number; stopGraceMs?: number; onOutput?: (chunk: string) => void; elmaArgs?: (...args: string[]) => string[] } = {},
+  options: {
+    readyTimeoutMs?: number;
+    stopGraceMs?: number;
+    onOutput?: (chunk: string) => void;
+    elmaArgs?: (...args: string[]) => string[];
+  } = {},
 ): Promise<StartedElma> {
   const { readyTimeoutMs = 90_000, stopGraceMs = 15_000, onOutput, elmaArgs = sourceElmaArgs } = options;
   const child = spawn(process.execPath, elmaArgs('start'), { env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -64,7 +72,7 @@ export async function spawnElmaStart(
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  for (const deadline = Date.now() + readyTimeoutMs; !output.includes('Press Ctrl-C to stop.'); ) {
+  for (const deadline = Date.now() + readyTimeoutMs; !output.includes('Press Ctrl-C to stop.');) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`elma start exited early:\n${output}`);
     if (Date.now() > deadline) {
       child.kill('SIGKILL');

@@ -47,7 +47,11 @@ describe('an erasure whose worker dies inside purge_index', () => {
       const { version, ...policy } = await elma.policies.get('acme');
       // No approval step: the workflow goes straight from the closure to the purge.
       await elma.policies.put('acme', { ...policy, erasure: { approvalThreshold: 1_000_000, approvalTimeoutHours: 1 } }, 'admin', version);
-      const request = await elma.erasure.requests.request({ ...principal, sub: 'compliance-1', roles: ['compliance'] }, { scope: { type: 'subject', subject: 'cust-purge' }, reason: 'subject_request' }, 'test');
+      const request = await elma.erasure.requests.request(
+        { ...principal, sub: 'compliance-1', roles: ['compliance'] },
+        { scope: { type: 'subject', subject: 'cust-purge' }, reason: 'subject_request' },
+        'test',
+      );
       return { requestId: request.requestId, jwks: elma.signer.jwks() };
     });
     connection = await Connection.connect({ address });
@@ -57,7 +61,7 @@ describe('an erasure whose worker dies inside purge_index', () => {
     const first = await spawnWorker();
     await startErasure(options, { tenant: 'acme', requestId, reason: 'subject_request' });
     // Kill only once the purge activity has started on the worker (not merely been scheduled).
-    for (const deadline = Date.now() + 120_000; ; ) {
+    for (const deadline = Date.now() + 120_000; ;) {
       const pending = (await handle.describe()).raw.pendingActivities ?? [];
       const purge = pending.find((a) => a.activityType?.name === 'erasurePurgeIndex');
       // PendingActivityState 2 is STARTED.
@@ -73,7 +77,7 @@ describe('an erasure whose worker dies inside purge_index', () => {
     // Without heartbeats the lost attempt would only be retried after its 30-minute start-to-close timeout:
     // the purge would not be done for half an hour.
     let purgedAfterMs: number | undefined;
-    for (const deadline = secondStarted + 90_000; purgedAfterMs === undefined; ) {
+    for (const deadline = secondStarted + 90_000; purgedAfterMs === undefined;) {
       const steps = (await erasureProgress(options, 'acme', requestId))?.steps ?? [];
       if (steps.some((s) => s.step === 'purge_index')) purgedAfterMs = performance.now() - secondStarted;
       else if (performance.now() > deadline) throw new Error('the purge was not retried within 90 s of the second worker starting');
@@ -96,7 +100,10 @@ describe('an erasure whose worker dies inside purge_index', () => {
 
     // The data folder as the certificate describes it, while the second worker still holds it open.
     const files = await listFiles([dataDir], { exclude: (path) => path.endsWith('temporal.db') });
-    const scan = await scanFiles(files, [0, 1, 999, CLOSURE_EVENTS - 1].map((i) => ({ id: String(i), bytes: Buffer.from(text(i)) })));
+    const scan = await scanFiles(
+      files,
+      [0, 1, 999, CLOSURE_EVENTS - 1].map((i) => ({ id: String(i), bytes: Buffer.from(text(i)) })),
+    );
     expect(scan.files).toBeGreaterThan(0);
     expect(scan.findings).toEqual([]);
 
@@ -110,7 +117,10 @@ describe('an erasure whose worker dies inside purge_index', () => {
     writeFileSync(certificateFile, JSON.stringify(stored));
     writeFileSync(jwksFile, JSON.stringify(jwks));
     let out = '';
-    const exit = await verifyCertificateCommand([certificateFile, '--jwks', jwksFile], { stdout: { write: (s: string) => (out += s) }, stderr: { write: (s: string) => (out += s) } });
+    const exit = await verifyCertificateCommand([certificateFile, '--jwks', jwksFile], {
+      stdout: { write: (s: string) => (out += s) },
+      stderr: { write: (s: string) => (out += s) },
+    });
     expect(out).toContain('certificate OK');
     expect(exit).toBe(0);
   }, 400_000);

@@ -34,7 +34,13 @@ describe('an erasure survives the death of its worker', () => {
       await elma.runner.waitFor(BigInt(position));
       const { version, ...policy } = await elma.policies.get('acme');
       await elma.policies.put('acme', { ...policy, erasure: { approvalThreshold: 0, approvalTimeoutHours: 1 } }, 'admin', version);
-      return (await elma.erasure.requests.request({ ...principal, sub: 'compliance-1', roles: ['compliance'] }, { scope: { type: 'subject', subject: 'cust-kill' }, reason: 'subject_request' }, 'test')).requestId;
+      return (
+        await elma.erasure.requests.request(
+          { ...principal, sub: 'compliance-1', roles: ['compliance'] },
+          { scope: { type: 'subject', subject: 'cust-kill' }, reason: 'subject_request' },
+          'test',
+        )
+      ).requestId;
     });
     connection = await Connection.connect({ address });
     const client = { connection, taskQueue };
@@ -57,7 +63,18 @@ describe('an erasure survives the death of its worker', () => {
     expect(progress.status).toBe('completed');
     // The steps before the kill ran once, on the first worker: the new worker replayed them from history.
     expect(progress.steps.map((s) => s.step)).toEqual([
-      'authorize', 'locate', 'closure', 'legal_hold', 'approval', 'purge_index', 'purge_caches', 'shred_keys', 'delete_streams', 'tombstones', 'verify', 'certify',
+      'authorize',
+      'locate',
+      'closure',
+      'legal_hold',
+      'approval',
+      'purge_index',
+      'purge_caches',
+      'shred_keys',
+      'delete_streams',
+      'tombstones',
+      'verify',
+      'certify',
     ]);
     expect(progress.steps.every((s) => s.attempts === 1)).toBe(true);
 
@@ -78,7 +95,15 @@ describe('an erasure survives the death of its worker', () => {
       const again = await elma.erasure.certification.certify(
         'acme',
         requestId,
-        { set: { recordIds: [], eventIds: [] }, held: [], verification: stored.certificate.verification, approvedBy: null, approvedAt: null, streamsDeleted: 0, tombstones: 0 },
+        {
+          set: { recordIds: [], eventIds: [] },
+          held: [],
+          verification: stored.certificate.verification,
+          approvedBy: null,
+          approvedAt: null,
+          streamsDeleted: 0,
+          tombstones: 0,
+        },
         { attempt: 2, startedAt: new Date().toISOString() },
       );
       expect(again.signature).toBe(stored.signature.value);

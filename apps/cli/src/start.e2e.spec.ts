@@ -68,7 +68,11 @@ describe('elma start (the embedded all-in-one)', () => {
     });
     expect(ingest.status).toBe(202);
     const recall = (await (
-      await fetch(`${api}/v1/recall`, { method: 'POST', headers, body: JSON.stringify({ query: '交付风险', purpose: 'support', consistency: 'strong' }) })
+      await fetch(`${api}/v1/recall`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ query: '交付风险', purpose: 'support', consistency: 'strong' }),
+      })
     ).json()) as { items: { text: string }[] };
     expect(recall.items.map((i) => i.text)).toContain('王先生说交付风险很高。');
 
@@ -101,10 +105,14 @@ describe('elma start (the embedded all-in-one)', () => {
   });
 
   it('still holds its databases after an erasure (no lock dropped by the byte scan)', async () => {
-    const token = spawnSync(process.execPath, elmaArgs('token', '--tenant', 'acme', '--sub', 'dpo-1', '--roles', 'dpo,agent', '--clearance', 'restricted'), {
-      env,
-      encoding: 'utf8',
-    }).stdout.trim();
+    const token = spawnSync(
+      process.execPath,
+      elmaArgs('token', '--tenant', 'acme', '--sub', 'dpo-1', '--roles', 'dpo,agent', '--clearance', 'restricted'),
+      {
+        env,
+        encoding: 'utf8',
+      },
+    ).stdout.trim();
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const created = await fetch(`${api}/v1/erasures`, {
       method: 'POST',
@@ -114,7 +122,7 @@ describe('elma start (the embedded all-in-one)', () => {
     expect(created.status).toBe(202);
     const { requestId } = (await created.json()) as { requestId: string };
     let status = '';
-    for (const deadline = Date.now() + 60_000; status !== 'completed' && Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 60_000; status !== 'completed' && Date.now() < deadline;) {
       await new Promise((resolve) => setTimeout(resolve, 500));
       status = ((await (await fetch(`${api}/v1/erasures/${requestId}`, { headers })).json()) as { status: string }).status;
       expect(status).not.toBe('failed');

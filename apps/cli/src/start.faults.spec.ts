@@ -8,7 +8,16 @@ import { freePort, loadConfig, startTemporalDevServer, type TemporalDevServer } 
 import { openElma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
-import { devServersOn, isRunning, mintToken, ownElmaEnv, recordedTemporalPid, startElma, waitFor, type ElmaProcess } from '../../../tests/support/elma-process';
+import {
+  devServersOn,
+  isRunning,
+  mintToken,
+  ownElmaEnv,
+  recordedTemporalPid,
+  startElma,
+  waitFor,
+  type ElmaProcess,
+} from '../../../tests/support/elma-process';
 
 /**
  * Temporal as a child of `elma start`, not an orphan: the dev server dies with
@@ -36,7 +45,10 @@ describe('Temporal under elma start', () => {
   }
 
   const health = async (api: string) =>
-    (await (await fetch(`${api}/health`, { signal: AbortSignal.timeout(10_000) })).json()) as { status: string; engines: Record<string, { up: boolean }> };
+    (await (await fetch(`${api}/health`, { signal: AbortSignal.timeout(10_000) })).json()) as {
+      status: string;
+      engines: Record<string, { up: boolean }>;
+    };
 
   const client = (api: string, token: string) => {
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
@@ -45,11 +57,22 @@ describe('Temporal under elma start', () => {
         fetch(`${api}/v1/events`, {
           method: 'POST',
           headers,
-          body: JSON.stringify({ subject: 'cust-7', occurredAt: '2026-11-25T09:30:00Z', activity: 'chat.turn', content: { text }, source: { system: 'crm', externalId } }),
+          body: JSON.stringify({
+            subject: 'cust-7',
+            occurredAt: '2026-11-25T09:30:00Z',
+            activity: 'chat.turn',
+            content: { text },
+            source: { system: 'crm', externalId },
+          }),
         }),
-      recall: (query: string) => fetch(`${api}/v1/recall`, { method: 'POST', headers, body: JSON.stringify({ query, purpose: 'support', consistency: 'strong' }) }),
+      recall: (query: string) =>
+        fetch(`${api}/v1/recall`, { method: 'POST', headers, body: JSON.stringify({ query, purpose: 'support', consistency: 'strong' }) }),
       erase: () =>
-        fetch(`${api}/v1/erasures`, { method: 'POST', headers, body: JSON.stringify({ scope: { type: 'subject', subject: 'cust-7' }, reason: 'subject_request' }) }),
+        fetch(`${api}/v1/erasures`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ scope: { type: 'subject', subject: 'cust-7' }, reason: 'subject_request' }),
+        }),
       async erasureStatus(requestId: string) {
         return ((await (await fetch(`${api}/v1/erasures/${requestId}`, { headers })).json()) as { status: string }).status;
       },
@@ -108,7 +131,11 @@ describe('Temporal under elma start', () => {
     const created = await api.erase();
     expect(created.status).toBe(202);
     const { requestId } = (await created.json()) as { requestId: string };
-    await waitFor(async () => (await api.erasureStatus(requestId)) === 'completed', 60_000, 'the erasure to complete on the restarted server');
+    await waitFor(
+      async () => (await api.erasureStatus(requestId)) === 'completed',
+      60_000,
+      'the erasure to complete on the restarted server',
+    );
     expect(elma.output().match(/temporal dev server exited; restarting it/g)).toHaveLength(1);
     console.info(`[faults] dev server killed under elma start: health up again after ${backAfterMs} ms, erasure completed`);
   });
@@ -118,19 +145,32 @@ describe('Temporal under elma start', () => {
     // What a process leaves when it dies between storing a request and starting its workflow.
     const dpo: Principal = { tenant: 'acme', sub: 'dpo-1', roles: ['dpo', 'agent'], purposes: ['support'], clearance: 'restricted' };
     const crashed = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
-    const { requestId } = await crashed.erasure.requests.request(dpo, { scope: { type: 'subject', subject: 'cust-7' }, reason: 'subject_request' }, 'req-1');
+    const { requestId } = await crashed.erasure.requests.request(
+      dpo,
+      { scope: { type: 'subject', subject: 'cust-7' }, reason: 'subject_request' },
+      'req-1',
+    );
     await crashed.close();
 
     const elma = await start(env);
     const api = client(elma.api, mintToken(env, '--tenant', 'acme', '--sub', 'dpo-1', '--roles', 'dpo,agent', '--clearance', 'restricted'));
-    await waitFor(async () => (await api.erasureStatus(requestId)) === 'completed', 60_000, 'the queued erasure to be started and completed');
+    await waitFor(
+      async () => (await api.erasureStatus(requestId)) === 'completed',
+      60_000,
+      'the queued erasure to be started and completed',
+    );
   });
 
   it('with Temporal down, erasures are refused with 503 within seconds and nothing is stored; ingest and recall go on', async () => {
     const { dataDir, env } = await folder();
     const temporalDb = join(dataDir, 'external-temporal.db');
     const temporalPort = await freePort();
-    let temporal: TemporalDevServer = await startTemporalDevServer({ dbFile: temporalDb, port: temporalPort, headless: true, searchAttributes: ELMA_SEARCH_ATTRIBUTES });
+    let temporal: TemporalDevServer = await startTemporalDevServer({
+      dbFile: temporalDb,
+      port: temporalPort,
+      headless: true,
+      searchAttributes: ELMA_SEARCH_ATTRIBUTES,
+    });
     cleanups.push(() => temporal.stop());
     const elma = await start({ ...env, TEMPORAL_ADDRESS: temporal.address });
     const api = client(elma.api, mintToken(env, '--tenant', 'acme', '--sub', 'dpo-1', '--roles', 'dpo,agent', '--clearance', 'restricted'));
@@ -154,20 +194,33 @@ describe('Temporal under elma start', () => {
     expect((await api.ingest('e-2', 'The Nightingale budget was approved.')).status).toBe(202);
     const recall = await api.recall('Nightingale budget');
     expect(recall.status).toBe(200);
-    expect(((await recall.json()) as { items: { text: string }[] }).items.map((i) => i.text)).toContain('The Nightingale budget was approved.');
+    expect(((await recall.json()) as { items: { text: string }[] }).items.map((i) => i.text)).toContain(
+      'The Nightingale budget was approved.',
+    );
 
     // Read from this process, never from ELMA's: it holds the file.
     const log = new Database(join(dataDir, 'events.db'), { readonly: true, fileMustExist: true });
-    const stored = log.prepare(`SELECT count(*) AS n FROM events WHERE stream LIKE 'erasure-%' OR stream LIKE 'outbox-%'`).get() as { n: number };
+    const stored = log.prepare(`SELECT count(*) AS n FROM events WHERE stream LIKE 'erasure-%' OR stream LIKE 'outbox-%'`).get() as {
+      n: number;
+    };
     log.close();
     expect(stored.n).toBe(0);
 
-    temporal = await startTemporalDevServer({ dbFile: temporalDb, port: temporalPort, headless: true, searchAttributes: ELMA_SEARCH_ATTRIBUTES });
+    temporal = await startTemporalDevServer({
+      dbFile: temporalDb,
+      port: temporalPort,
+      headless: true,
+      searchAttributes: ELMA_SEARCH_ATTRIBUTES,
+    });
     await waitFor(async () => (await health(elma.api)).engines.temporal.up, 30_000, 'Temporal to be back');
     const accepted = await api.erase();
     expect(accepted.status).toBe(202);
     const { requestId } = (await accepted.json()) as { requestId: string };
-    await waitFor(async () => (await api.erasureStatus(requestId)) === 'completed', 90_000, 'the erasure to complete once Temporal is back');
+    await waitFor(
+      async () => (await api.erasureStatus(requestId)) === 'completed',
+      90_000,
+      'the erasure to complete once Temporal is back',
+    );
     console.info(`[faults] Temporal down: /health answered in ${healthMs} ms, POST /v1/erasures 503 in ${refusedMs} ms`);
   });
 });

@@ -66,7 +66,14 @@ describe.skipIf(unsupported !== undefined)('a full disk under a running ELMA', (
     else refused.push(request.events.map((e) => eventIdOf(eventIdKey, 'acme', e.idempotencyKey)));
     return response;
   };
-  const health = async () => (await call('GET', '/health')).body as { status: string; engines: Record<string, { up: boolean; detail: { error?: string; volumes: Record<string, { freeBytes: number; lowWaterBytes: number }> } }> };
+  const health = async () =>
+    (await call('GET', '/health')).body as {
+      status: string;
+      engines: Record<
+        string,
+        { up: boolean; detail: { error?: string; volumes: Record<string, { freeBytes: number; lowWaterBytes: number }> } }
+      >;
+    };
   const alive = () => child.exitCode === null && child.signalCode === null;
 
   beforeAll(async () => {
@@ -100,7 +107,13 @@ describe.skipIf(unsupported !== undefined)('a full disk under a running ELMA', (
     }
     const config = loadConfig({ ELMA_DATA_DIR: dataDir });
     eventIdKey = eventIdKeyOf(config.masterKey);
-    token = await mintToken(config.jwtSecret, { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' });
+    token = await mintToken(config.jwtSecret, {
+      tenant: 'acme',
+      sub: 'agent-1',
+      roles: ['agent'],
+      purposes: ['support'],
+      clearance: 'internal',
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -114,7 +127,16 @@ describe.skipIf(unsupported !== undefined)('a full disk under a running ELMA', (
     const before = await ingest('before', 20);
     expect(before.status).toBe(202);
     // Projected before the volume fills, so that what follows meets a full disk, not a half-opened index.
-    expect((await call('POST', '/v1/recall', { query: 'before', purpose: 'support', consistency: 'strong', afterPosition: before.body.position })).status).toBe(200);
+    expect(
+      (
+        await call('POST', '/v1/recall', {
+          query: 'before',
+          purpose: 'support',
+          consistency: 'strong',
+          afterPosition: before.body.position,
+        })
+      ).status,
+    ).toBe(200);
     const filler = fillVolume(indexDir);
 
     // Recalls append audit entries, which the projection skips but checkpoints past: on a full index volume
@@ -127,7 +149,12 @@ describe.skipIf(unsupported !== undefined)('a full disk under a running ELMA', (
     const during = await ingest('during', 20);
     expect(during.status).toBe(202);
     // Read-your-writes cannot be served while the index cannot take the write: after its wait, the cause.
-    const strong = await call('POST', '/v1/recall', { query: 'during', purpose: 'support', consistency: 'strong', afterPosition: during.body.position });
+    const strong = await call('POST', '/v1/recall', {
+      query: 'during',
+      purpose: 'support',
+      consistency: 'strong',
+      afterPosition: during.body.position,
+    });
     expect(strong.status).toBe(507);
     expect(strong.body.code).toBe('STORAGE.FULL');
     expect(alive(), output).toBe(true);
@@ -141,7 +168,12 @@ describe.skipIf(unsupported !== undefined)('a full disk under a running ELMA', (
     const deadline = Date.now() + 30_000;
     while ((await health()).status !== 'up' && Date.now() < deadline) await sleep(250);
     expect((await health()).status).toBe('up');
-    const recall = await call('POST', '/v1/recall', { query: 'during', purpose: 'support', consistency: 'strong', afterPosition: during.body.position });
+    const recall = await call('POST', '/v1/recall', {
+      query: 'during',
+      purpose: 'support',
+      consistency: 'strong',
+      afterPosition: during.body.position,
+    });
     expect(recall.status).toBe(200);
     expect(recall.body.items.length).toBeGreaterThan(0);
   });
@@ -170,7 +202,13 @@ describe.skipIf(unsupported !== undefined)('a full disk under a running ELMA', (
 
     // Other writers go through the same mapping. Small writes may still fit in space SQLite holds already,
     // so each either succeeds or is refused with the code; none is a 500.
-    const legal = await mintToken(loadConfig({ ELMA_DATA_DIR: dataDir }).jwtSecret, { tenant: 'acme', sub: 'counsel-1', roles: ['legal'], purposes: ['support'], clearance: 'restricted' });
+    const legal = await mintToken(loadConfig({ ELMA_DATA_DIR: dataDir }).jwtSecret, {
+      tenant: 'acme',
+      sub: 'counsel-1',
+      roles: ['legal'],
+      purposes: ['support'],
+      clearance: 'restricted',
+    });
     const hold = await fetch(`${api}/v1/legal-holds`, {
       method: 'POST',
       headers: { authorization: `Bearer ${legal}`, 'content-type': 'application/json' },
@@ -193,7 +231,12 @@ describe.skipIf(unsupported !== undefined)('a full disk under a running ELMA', (
     rmSync(filler);
     const after = await ingest('after', 20);
     expect(after.status).toBe(202);
-    const recalled = await call('POST', '/v1/recall', { query: 'after', purpose: 'support', consistency: 'strong', afterPosition: after.body.position });
+    const recalled = await call('POST', '/v1/recall', {
+      query: 'after',
+      purpose: 'support',
+      consistency: 'strong',
+      afterPosition: after.body.position,
+    });
     expect(recalled.status, `${JSON.stringify(recalled.body)}\n${JSON.stringify(await health())}\n${output}`).toBe(200);
     const deadline = Date.now() + 30_000;
     while ((await health()).status !== 'up' && Date.now() < deadline) await sleep(250);

@@ -2,8 +2,44 @@ import { mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { CheckpointStore, Clock, Embedder, EventLog, IdSource, KeyVault, MemoryIndex } from '@elma/domain';
-import { type ElmaConfig, HashingEmbedder, OpenAiCompatibleEmbedder, EventStoreDbCheckpointStore, EventStoreDbEventLog, EventStoreDbScavenger, SqliteEventLog, SqliteKeyVault, ElasticsearchMemoryIndex, SqliteMemoryIndex, CertificateSigner, volumeHealth, rawStoreScan } from '@elma/infra';
-import { IngestService, MemoryService, Adjudication, ConsolidationService, Projection, ProjectionRunner, TenantViewsService, WriteTracker, RecallService, AuditLog, LegalHolds, PolicyStore, GovernanceService, EventSealer, ErasureFingerprints, ErasureGuard, ErasureSteps, ErasureRequests, ErasureCertification, ErasureStore, Tombstones } from '@elma/application';
+import {
+  type ElmaConfig,
+  HashingEmbedder,
+  OpenAiCompatibleEmbedder,
+  EventStoreDbCheckpointStore,
+  EventStoreDbEventLog,
+  EventStoreDbScavenger,
+  SqliteEventLog,
+  SqliteKeyVault,
+  ElasticsearchMemoryIndex,
+  SqliteMemoryIndex,
+  CertificateSigner,
+  volumeHealth,
+  rawStoreScan,
+} from '@elma/infra';
+import {
+  IngestService,
+  MemoryService,
+  Adjudication,
+  ConsolidationService,
+  Projection,
+  ProjectionRunner,
+  TenantViewsService,
+  WriteTracker,
+  RecallService,
+  AuditLog,
+  LegalHolds,
+  PolicyStore,
+  GovernanceService,
+  EventSealer,
+  ErasureFingerprints,
+  ErasureGuard,
+  ErasureSteps,
+  ErasureRequests,
+  ErasureCertification,
+  ErasureStore,
+  Tombstones,
+} from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
 
@@ -62,10 +98,7 @@ export interface Elma {
 }
 
 /** Opens the engines named by the configuration and wires the services. Does not start the projection. */
-export async function openElma(
-  config: ElmaConfig,
-  options: { clock?: Clock; ids?: IdSource; logger?: Logger } = {},
-): Promise<Elma> {
+export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids?: IdSource; logger?: Logger } = {}): Promise<Elma> {
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? uuidSource;
   const logger = options.logger ?? createLogger(config.logLevel);
@@ -107,7 +140,12 @@ export async function openElma(
   const signer = new CertificateSigner({ masterKey: config.masterKey });
   const audit = new AuditLog({ log, clock, pseudonymize: (tenant, subject) => `sfp_${fingerprints.subject(tenant, subject)}` });
   const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
-  const scanRoots = [config.dataDir, ...(config.temporal.dbFile && !config.temporal.dbFile.startsWith(config.dataDir) ? [config.temporal.dbFile, `${config.temporal.dbFile}-wal`] : [])];
+  const scanRoots = [
+    config.dataDir,
+    ...(config.temporal.dbFile && !config.temporal.dbFile.startsWith(config.dataDir)
+      ? [config.temporal.dbFile, `${config.temporal.dbFile}-wal`]
+      : []),
+  ];
 
   return {
     config,
@@ -166,7 +204,11 @@ export async function openElma(
       const indexHealth = async (): Promise<EngineHealth> => {
         const up = await probe(() => index.load('views'));
         const quarantined = up ? ((await index.quarantined?.().catch(() => [])) ?? []) : [];
-        return { engine: config.index, up, ...(quarantined.length > 0 ? { degraded: true, detail: { quarantinedTenants: quarantined } } : {}) };
+        return {
+          engine: config.index,
+          up,
+          ...(quarantined.length > 0 ? { degraded: true, detail: { quarantinedTenants: quarantined } } : {}),
+        };
       };
       return {
         eventLog: { engine: config.eventLog, up: await probe(() => log.headPosition()) },
@@ -196,14 +238,19 @@ export async function openElma(
 /** Free space where this process writes; the index folder counts apart only for the embedded index. */
 async function storageProbe(config: ElmaConfig): Promise<EngineHealth> {
   try {
-    const { up, volumes } = await volumeHealth({ data: config.dataDir, ...(config.index === 'sqlite' ? { index: join(config.dataDir, 'index') } : {}) });
+    const { up, volumes } = await volumeHealth({
+      data: config.dataDir,
+      ...(config.index === 'sqlite' ? { index: join(config.dataDir, 'index') } : {}),
+    });
     return { engine: 'filesystem', up, detail: { volumes } };
   } catch {
     return { engine: 'filesystem', up: false };
   }
 }
 
-async function openEventLog(config: ElmaConfig): Promise<{ log: EventLog; checkpoints?: CheckpointStore; compaction?: EventStoreDbScavenger }> {
+async function openEventLog(
+  config: ElmaConfig,
+): Promise<{ log: EventLog; checkpoints?: CheckpointStore; compaction?: EventStoreDbScavenger }> {
   if (config.eventStore) {
     const log = await EventStoreDbEventLog.open({ url: config.eventStore.url });
     return { log, checkpoints: new EventStoreDbCheckpointStore(log), compaction: new EventStoreDbScavenger(log) };

@@ -38,7 +38,11 @@ async function bigLegacyFolder(): Promise<string> {
 function rows(dir: string): { position: number; stream: string; id: string }[] {
   const db = new Database(join(dir, 'events.db'), { readonly: true });
   try {
-    return db.prepare('SELECT position, stream, id FROM events ORDER BY position').all() as { position: number; stream: string; id: string }[];
+    return db.prepare('SELECT position, stream, id FROM events ORDER BY position').all() as {
+      position: number;
+      stream: string;
+      id: string;
+    }[];
   } finally {
     db.close();
   }
@@ -74,31 +78,40 @@ function killedState(dir: string, opened: boolean): string {
 }
 
 describe('the pseudonym migration killed with SIGKILL', () => {
-  it.each([0, 100, 200, 400, 5_000])('at %i ms leaves a folder that opens, and the next open finishes it', async (afterMs) => {
-    const dir = await bigLegacyFolder();
-    const before = rows(dir);
+  it.each([0, 100, 200, 400, 5_000])(
+    'at %i ms leaves a folder that opens, and the next open finishes it',
+    async (afterMs) => {
+      const dir = await bigLegacyFolder();
+      const before = rows(dir);
 
-    const opened = await openAndKill(dir, afterMs);
-    // Killed before or during the migration, or after it: the same folder either way once opened again.
-    if (afterMs === 0) expect(opened).toBe(false);
-    console.log(`killed at ${afterMs} ms: ${killedState(dir, opened)}`);
+      const opened = await openAndKill(dir, afterMs);
+      // Killed before or during the migration, or after it: the same folder either way once opened again.
+      if (afterMs === 0) expect(opened).toBe(false);
+      console.log(`killed at ${afterMs} ms: ${killedState(dir, opened)}`);
 
-    const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dir, ELMA_PORT: '0' }), { logger: silentLogger });
-    try {
-      const after = rows(dir);
-      // Every event is still there, at its position, under a pseudonym stream that is its subject's.
-      expect(after.map((r) => [r.position, r.id])).toEqual(before.map((r) => [r.position, r.id]));
-      const legacy = after.filter((r) => r.stream.startsWith('events-') && !SUBJECT_PSEUDONYM.test(r.stream.split('-').slice(2).join('-')));
-      expect(legacy).toEqual([]);
-      const subjects = [...new Set(before.filter((r) => r.stream.startsWith('events-acme-')).map((r) => r.stream.slice('events-acme-'.length)))];
-      const pseudonyms = await elma.vault.subjectPseudonyms('acme', subjects, { create: false });
-      expect(pseudonyms.size).toBe(subjects.length);
-      before.forEach((r, i) => {
-        if (r.stream.startsWith('events-acme-')) expect(after[i].stream).toBe(`events-acme-${pseudonyms.get(r.stream.slice('events-acme-'.length))}`);
-      });
-      expect((await elma.holds.list('acme', { fresh: true }))[0].scope.subjects).toEqual(['fixture-subject-one']);
-    } finally {
-      await elma.close();
-    }
-  }, 120_000);
+      const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dir, ELMA_PORT: '0' }), { logger: silentLogger });
+      try {
+        const after = rows(dir);
+        // Every event is still there, at its position, under a pseudonym stream that is its subject's.
+        expect(after.map((r) => [r.position, r.id])).toEqual(before.map((r) => [r.position, r.id]));
+        const legacy = after.filter(
+          (r) => r.stream.startsWith('events-') && !SUBJECT_PSEUDONYM.test(r.stream.split('-').slice(2).join('-')),
+        );
+        expect(legacy).toEqual([]);
+        const subjects = [
+          ...new Set(before.filter((r) => r.stream.startsWith('events-acme-')).map((r) => r.stream.slice('events-acme-'.length))),
+        ];
+        const pseudonyms = await elma.vault.subjectPseudonyms('acme', subjects, { create: false });
+        expect(pseudonyms.size).toBe(subjects.length);
+        before.forEach((r, i) => {
+          if (r.stream.startsWith('events-acme-'))
+            expect(after[i].stream).toBe(`events-acme-${pseudonyms.get(r.stream.slice('events-acme-'.length))}`);
+        });
+        expect((await elma.holds.list('acme', { fresh: true }))[0].scope.subjects).toEqual(['fixture-subject-one']);
+      } finally {
+        await elma.close();
+      }
+    },
+    120_000,
+  );
 });

@@ -80,13 +80,16 @@ describe('a data folder made before subject pseudonyms', () => {
       const [hold] = await elma.holds.list('acme', { fresh: true });
       expect(hold.scope.subjects).toEqual(['fixture-subject-one']);
       // A new write of a migrated subject goes to its migrated stream.
-      await elma.ingest.ingest({ tenant: 'acme', sub: 'agent', roles: ['agent'], purposes: ['support'], clearance: 'internal' }, {
-        subject: 'fixture-subject-one',
-        occurredAt: '2026-11-29T10:00:00Z',
-        activity: 'chat.turn',
-        content: { text: 'one more note after the upgrade' },
-        source: { system: 'crm', channel: 'chat' },
-      });
+      await elma.ingest.ingest(
+        { tenant: 'acme', sub: 'agent', roles: ['agent'], purposes: ['support'], clearance: 'internal' },
+        {
+          subject: 'fixture-subject-one',
+          occurredAt: '2026-11-29T10:00:00Z',
+          activity: 'chat.turn',
+          content: { text: 'one more note after the upgrade' },
+          source: { system: 'crm', channel: 'chat' },
+        },
+      );
       expect(rows(dir).filter((r) => r.stream === renamed.get('events-acme-fixture-subject-one'))).toHaveLength(3);
     } finally {
       await elma.close();
@@ -114,7 +117,12 @@ describe('a data folder made before subject pseudonyms', () => {
     expect(names).toContain('memory-acme-mem_ep_old');
     // Byte level: the old names and the hold's subjects are overwritten, not just unlinked (secure_delete, WAL truncated).
     const logBytes = Buffer.concat([join(dir, 'events.db'), join(dir, 'events.db-wal')].filter(existsSync).map((p) => readFileSync(p)));
-    for (const old of ['events-acme-fixture-subject-one', 'events-acme-夹具客户二', 'events-globex-fixture-subject-three', '"subjects":["fixture-subject-one"]']) {
+    for (const old of [
+      'events-acme-fixture-subject-one',
+      'events-acme-夹具客户二',
+      'events-globex-fixture-subject-three',
+      '"subjects":["fixture-subject-one"]',
+    ]) {
       expect(logBytes.includes(Buffer.from(old)), old).toBe(false);
     }
     const vaultBytes = readFileSync(join(dir, 'keys.db'));
@@ -148,7 +156,9 @@ describe('a data folder made before subject pseudonyms', () => {
       expect((await elma.vault.subjectPseudonyms('acme', ['fixture-subject-one'], { create: false })).get('fixture-subject-one')).toBe(
         early.get('fixture-subject-one'),
       );
-      expect(rows(dir).filter((r) => r.stream.startsWith('events-') && !SUBJECT_PSEUDONYM.test(r.stream.split('-').slice(2).join('-')))).toEqual([]);
+      expect(
+        rows(dir).filter((r) => r.stream.startsWith('events-') && !SUBJECT_PSEUDONYM.test(r.stream.split('-').slice(2).join('-'))),
+      ).toEqual([]);
     } finally {
       await elma.close();
     }
@@ -162,7 +172,13 @@ describe('a data folder made before subject pseudonyms', () => {
     const raw = rawOpen(dir);
     const store = new ErasureStore({ log: raw.log, sealer: new EventSealer(raw.vault) });
     await store.create(
-      { requestId: 'era_inflight', tenant: 'acme', reason: 'subject_request', requestedBy: { sub: 'dpo-1', roles: ['dpo'], clearance: 'restricted' }, requestedAt: '2026-12-01T00:00:00Z' },
+      {
+        requestId: 'era_inflight',
+        tenant: 'acme',
+        reason: 'subject_request',
+        requestedBy: { sub: 'dpo-1', roles: ['dpo'], clearance: 'restricted' },
+        requestedAt: '2026-12-01T00:00:00Z',
+      },
       { type: 'subject', subject: '夹具客户二' },
     );
     await store.saveWorkset(await store.load('acme', 'era_inflight'), {
@@ -176,7 +192,12 @@ describe('a data folder made before subject pseudonyms', () => {
     try {
       const pseudonym = (await elma.vault.subjectPseudonyms('acme', ['夹具客户二'], { create: false })).get('夹具客户二')!;
       expect(rows(dir).filter((r) => r.stream === streams.events('acme', pseudonym))).toHaveLength(1);
-      const result = await elma.erasure.steps.deleteStreams('acme', 'era_inflight', { recordIds: [], eventIds: [legacy.id] }, { attempt: 1, startedAt: new Date().toISOString() });
+      const result = await elma.erasure.steps.deleteStreams(
+        'acme',
+        'era_inflight',
+        { recordIds: [], eventIds: [legacy.id] },
+        { attempt: 1, startedAt: new Date().toISOString() },
+      );
       expect(result.deleted).toBe(1);
       expect(rows(dir).filter((r) => r.stream === streams.events('acme', pseudonym))).toEqual([]);
     } finally {
@@ -193,9 +214,13 @@ describe('a data folder made before subject pseudonyms', () => {
       const pseudonym = (await vault.subjectPseudonyms('acme', ['fixture-subject-one'], { create: true })).get('fixture-subject-one')!;
       const [first] = before.filter((r) => r.stream === 'events-acme-fixture-subject-one');
       const [stored] = await collect(log.readStream('events-acme-fixture-subject-one', { maxCount: 1 }));
-      await log.append(streams.events('acme', pseudonym), [{ id: first.id, type: stored.type, data: stored.data, metadata: stored.metadata }], {
-        expectedRevision: 'no_stream',
-      });
+      await log.append(
+        streams.events('acme', pseudonym),
+        [{ id: first.id, type: stored.type, data: stored.data, metadata: stored.metadata }],
+        {
+          expectedRevision: 'no_stream',
+        },
+      );
 
       expect(await migrateByCopy(log, vault)).toEqual({ streams: 3, holds: 1 });
 

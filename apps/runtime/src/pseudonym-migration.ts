@@ -90,7 +90,8 @@ function legacyNames(file: Pick<LayoutFile, 'streamNames' | 'readStream'>) {
   const holds = file.streamNames(LEGACY_HOLD_PREFIX);
   for (const stream of holds) {
     for (const event of file.readStream(stream)) {
-      for (const subject of (event.data as StoredLegalHold | null)?.scope?.subjects ?? []) add(stream.slice(LEGACY_HOLD_PREFIX.length), subject);
+      for (const subject of (event.data as StoredLegalHold | null)?.scope?.subjects ?? [])
+        add(stream.slice(LEGACY_HOLD_PREFIX.length), subject);
     }
   }
   return { streams: legacyStreams, holds, subjects };
@@ -129,10 +130,12 @@ function rewrittenHold(event: RecordedEvent, pseudonyms: Map<string, string> | u
  */
 export async function migrateByCopy(log: EventLog, vault: KeyVault): Promise<PseudonymMigration> {
   for await (const marker of log.readStream(MIGRATION_STREAM, { direction: 'backwards', fromRevision: 'end', maxCount: 1 })) {
-    if (marker.type === LAYOUT_MIGRATED && Number((marker.data as { version?: number }).version) >= PSEUDONYM_LAYOUT) return { streams: 0, holds: 0 };
+    if (marker.type === LAYOUT_MIGRATED && Number((marker.data as { version?: number }).version) >= PSEUDONYM_LAYOUT)
+      return { streams: 0, holds: 0 };
   }
   const names = new Set<string>();
-  for await (const event of log.readAll({ filter: { streamNamePrefix: [LEGACY_EVENTS_PREFIX, LEGACY_HOLD_PREFIX] } })) names.add(event.streamId);
+  for await (const event of log.readAll({ filter: { streamNamePrefix: [LEGACY_EVENTS_PREFIX, LEGACY_HOLD_PREFIX] } }))
+    names.add(event.streamId);
   const byStream = new Map<string, RecordedEvent[]>();
   for (const stream of names) {
     if (!isLegacySubjectStream(stream) && !stream.startsWith(LEGACY_HOLD_PREFIX)) continue;
@@ -140,7 +143,10 @@ export async function migrateByCopy(log: EventLog, vault: KeyVault): Promise<Pse
     for await (const event of log.readStream(stream)) events.push(event);
     byStream.set(stream, events);
   }
-  const found = legacyNames({ streamNames: (prefix) => [...byStream.keys()].filter((s) => s.startsWith(prefix)), readStream: (s) => byStream.get(s) ?? [] });
+  const found = legacyNames({
+    streamNames: (prefix) => [...byStream.keys()].filter((s) => s.startsWith(prefix)),
+    readStream: (s) => byStream.get(s) ?? [],
+  });
   const pseudonyms = await createPseudonyms(vault, found.subjects);
   const copy = async (from: string, to: string, events: RecordedEvent[], data: (event: RecordedEvent) => unknown) => {
     if (events.length > 0) {
@@ -157,8 +163,12 @@ export async function migrateByCopy(log: EventLog, vault: KeyVault): Promise<Pse
     const tenant = stream.slice(LEGACY_HOLD_PREFIX.length);
     await copy(stream, legalHoldStream(tenant), byStream.get(stream)!, (e) => rewrittenHold(e, pseudonyms.get(tenant)) ?? e.data);
   }
-  await log.append(MIGRATION_STREAM, [{ id: '2b0f9a52-6c1e-4d3b-9a57-0c1d2e3f4a51', type: LAYOUT_MIGRATED, data: { version: PSEUDONYM_LAYOUT } }], {
-    expectedRevision: 'any',
-  });
+  await log.append(
+    MIGRATION_STREAM,
+    [{ id: '2b0f9a52-6c1e-4d3b-9a57-0c1d2e3f4a51', type: LAYOUT_MIGRATED, data: { version: PSEUDONYM_LAYOUT } }],
+    {
+      expectedRevision: 'any',
+    },
+  );
   return { streams: found.streams.length, holds: found.holds.length };
 }

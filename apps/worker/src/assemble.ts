@@ -2,7 +2,13 @@ import type { Connection } from '@temporalio/client';
 import type { ActivityDeps } from '@elma/activities';
 import type { ElmaConfig } from '@elma/infra';
 import type { Elma } from '@elma/runtime';
-import { ensureConsolidationSchedule, ensureRetentionSchedule, startConsolidation, temporalErasureWorkflows, type ElmaClientOptions } from './client';
+import {
+  ensureConsolidationSchedule,
+  ensureRetentionSchedule,
+  startConsolidation,
+  temporalErasureWorkflows,
+  type ElmaClientOptions,
+} from './client';
 import { createElmaWorker, type ElmaWorker, type ElmaWorkerOptions } from './worker';
 
 /*
@@ -18,12 +24,18 @@ export function workerDeps(elma: Pick<Elma, 'views' | 'erasure' | 'consolidation
 }
 
 /** The Temporal server, mTLS, namespace and task queue the configuration names, as worker options. */
-export function configuredWorkerOptions(config: ElmaConfig, address: string): Pick<ElmaWorkerOptions, 'address' | 'tls' | 'namespace' | 'taskQueue'> {
+export function configuredWorkerOptions(
+  config: ElmaConfig,
+  address: string,
+): Pick<ElmaWorkerOptions, 'address' | 'tls' | 'namespace' | 'taskQueue'> {
   return { address, tls: config.temporal.tls, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
 }
 
 /** A worker (both task queues) whose activities run on `elma`. */
-export function createWorkerFor(elma: Pick<Elma, 'views' | 'erasure' | 'consolidation'>, options: Omit<ElmaWorkerOptions, 'deps'>): Promise<ElmaWorker> {
+export function createWorkerFor(
+  elma: Pick<Elma, 'views' | 'erasure' | 'consolidation'>,
+  options: Omit<ElmaWorkerOptions, 'deps'>,
+): Promise<ElmaWorker> {
   return createElmaWorker({ ...options, deps: workerDeps(elma) });
 }
 

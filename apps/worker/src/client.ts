@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, isGrpcServiceError } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  ScheduleAlreadyRunning,
+  ScheduleOverlapPolicy,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  isGrpcServiceError,
+} from '@temporalio/client';
 import type { ErasureProgress, ErasureReason } from '@elma/domain';
 import { TemporalUnavailable, type TemporalTls } from '@elma/infra';
 import {
@@ -63,7 +71,8 @@ export async function runReindex(options: ElmaClientOptions, tenant: string, req
 }
 
 async function withClient<T>(options: ElmaClientOptions, use: (client: Client) => Promise<T>): Promise<T> {
-  const connection = options.connection ?? (await Connection.connect({ address: options.address, ...(options.tls ? { tls: options.tls } : {}) }));
+  const connection =
+    options.connection ?? (await Connection.connect({ address: options.address, ...(options.tls ? { tls: options.tls } : {}) }));
   try {
     return await use(new Client({ connection, namespace: options.namespace ?? 'default' }));
   } finally {
@@ -119,7 +128,9 @@ export async function erasureProgress(options: ElmaClientOptions, tenant: string
 
 /** Sends the approval signal; the caller has checked the approver's role and that approval is awaited. */
 export async function approveErasure(options: ElmaClientOptions, tenant: string, requestId: string, approvedBy: string): Promise<void> {
-  await withClient(options, (client) => client.workflow.getHandle(erasureWorkflowId(tenant, requestId)).signal(approveErasureSignal, { approvedBy }));
+  await withClient(options, (client) =>
+    client.workflow.getHandle(erasureWorkflowId(tenant, requestId)).signal(approveErasureSignal, { approvedBy }),
+  );
 }
 
 /** Waits for an erasure's end; rejects with `WorkflowFailedError` when it failed. */
@@ -131,12 +142,20 @@ export const RETENTION_SCHEDULE_ID = 'elma-retention-sweep';
 export const CONSOLIDATION_SCHEDULE_ID = 'elma-consolidation';
 
 /** Creates the retention sweep schedule, or updates its interval; idempotent. */
-export function ensureRetentionSchedule(options: ElmaClientOptions, everyMinutes: number, scheduleId: string = RETENTION_SCHEDULE_ID): Promise<void> {
+export function ensureRetentionSchedule(
+  options: ElmaClientOptions,
+  everyMinutes: number,
+  scheduleId: string = RETENTION_SCHEDULE_ID,
+): Promise<void> {
   return ensureSchedule(options, scheduleId, 'retentionSweepWorkflow', everyMinutes);
 }
 
 /** Creates the consolidation sweep schedule (every tenant, one subject at a time), or updates its interval; idempotent. */
-export function ensureConsolidationSchedule(options: ElmaClientOptions, everyMinutes: number, scheduleId: string = CONSOLIDATION_SCHEDULE_ID): Promise<void> {
+export function ensureConsolidationSchedule(
+  options: ElmaClientOptions,
+  everyMinutes: number,
+  scheduleId: string = CONSOLIDATION_SCHEDULE_ID,
+): Promise<void> {
   return ensureSchedule(options, scheduleId, 'consolidationSweepWorkflow', everyMinutes);
 }
 
@@ -146,7 +165,8 @@ async function ensureSchedule(options: ElmaClientOptions, scheduleId: string, wo
     const action = {
       type: 'startWorkflow' as const,
       workflowType,
-      taskQueue: workflowType === 'consolidationSweepWorkflow' ? consolidationTaskQueue(options.taskQueue) : (options.taskQueue ?? ELMA_TASK_QUEUE),
+      taskQueue:
+        workflowType === 'consolidationSweepWorkflow' ? consolidationTaskQueue(options.taskQueue) : (options.taskQueue ?? ELMA_TASK_QUEUE),
       args: workflowType === 'consolidationSweepWorkflow' ? [] : [{}],
     };
     try {
@@ -237,6 +257,7 @@ export function temporalErasureWorkflows(options: ElmaClientOptions & { connecti
       await bounded(() => startErasure(options, input));
     },
     progress: (tenant: string, requestId: string) => bounded(() => erasureProgress(options, tenant, requestId)),
-    approve: (tenant: string, requestId: string, approvedBy: string) => bounded(() => approveErasure(options, tenant, requestId, approvedBy)),
+    approve: (tenant: string, requestId: string, approvedBy: string) =>
+      bounded(() => approveErasure(options, tenant, requestId, approvedBy)),
   };
 }

@@ -1,7 +1,15 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type Logger, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type Logger,
+  type WorkflowBundle,
+  type WorkflowBundleOption,
+} from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '@elma/activities';
 import { ELMA_TASK_QUEUE, consolidationTaskQueue } from '@elma/workflows';
 import type { TemporalTls } from '@elma/infra';
@@ -62,7 +70,8 @@ export async function createElmaWorker(options: ElmaWorkerOptions): Promise<Elma
   try {
     const taskQueue = options.taskQueue ?? ELMA_TASK_QUEUE;
     // One bundle for both workers (bundling takes seconds).
-    const workflowBundle = options.workflowBundle ?? prebuiltWorkflowBundle() ?? (await bundleElmaWorkflows({ logger: Runtime.instance().logger }));
+    const workflowBundle =
+      options.workflowBundle ?? prebuiltWorkflowBundle() ?? (await bundleElmaWorkflows({ logger: Runtime.instance().logger }));
     const activities = createActivities(options.deps);
     const common = { connection, namespace: options.namespace ?? 'default', workflowBundle, activities };
     workers.push(await Worker.create({ ...common, taskQueue }));

@@ -77,8 +77,7 @@ export type ChainBreakReason = 'hash_mismatch' | 'prev_hash_mismatch' | 'seq_gap
  * always `checked`: for a gap it is the first missing seq.
  */
 export type ChainVerification =
-  | { ok: true; checked: number }
-  | { ok: false; checked: number; firstBroken: { seq: number; reason: ChainBreakReason } };
+  { ok: true; checked: number } | { ok: false; checked: number; firstBroken: { seq: number; reason: ChainBreakReason } };
 
 export type LinkVerification = { ok: true; entry: AuditEntry } | { ok: false; reason: ChainBreakReason };
 

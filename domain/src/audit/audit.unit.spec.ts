@@ -1,15 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ValidationFailed } from '../shared/errors';
-import {
-  AuditEntry,
-  GENESIS_HASH,
-  canonicalJson,
-  chainEntry,
-  matchesAuditFilter,
-  verifyChain,
-  type AuditDraft,
-} from './audit';
+import { AuditEntry, GENESIS_HASH, canonicalJson, chainEntry, matchesAuditFilter, verifyChain, type AuditDraft } from './audit';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 

@@ -23,7 +23,11 @@ describe('fact extraction from what a speaker says about themselves', () => {
       { attribute: 'commitment', value: 'send the signed contract by Friday', due: '2026-12-04', pattern: 'en.commitment' },
     ]);
     expect(extractFacts('We will deliver on 2026-12-10, as agreed', at)[0]).toMatchObject({ due: '2026-12-10' });
-    expect(extractFacts('我会在12月15日前提交报价', at)[0]).toMatchObject({ attribute: 'commitment', value: '在12月15日前提交报价', due: '2026-12-15' });
+    expect(extractFacts('我会在12月15日前提交报价', at)[0]).toMatchObject({
+      attribute: 'commitment',
+      value: '在12月15日前提交报价',
+      due: '2026-12-15',
+    });
     expect(extractFacts('我们保证明天发货', at)[0]).toMatchObject({ attribute: 'commitment', due: '2026-12-03' });
     expect(extractFacts('I will think about it', at)[0]).not.toHaveProperty('due');
   });
@@ -65,7 +69,15 @@ describe('extractive session summaries', () => {
 
   it('stops when nothing new is added or the limit is reached', () => {
     expect(extractiveSummary(session, 1).sentences).toHaveLength(1);
-    expect(extractiveSummary([{ id: 'a', text: 'same words.' }, { id: 'b', text: 'Same words!' }], 5).sentences).toHaveLength(1);
+    expect(
+      extractiveSummary(
+        [
+          { id: 'a', text: 'same words.' },
+          { id: 'b', text: 'Same words!' },
+        ],
+        5,
+      ).sentences,
+    ).toHaveLength(1);
     expect(extractiveSummary([], 3)).toEqual({ sentences: [], sourceIds: [], coverage: 0 });
   });
 });

@@ -26,23 +26,53 @@ interface Pattern {
 const CLAUSE_END = String.raw`(?=[.!?;,。！？；，]|$| but | and then )`;
 
 const PATTERNS: Pattern[] = [
-  { name: 'en.dislike', attribute: 'dislike', regex: new RegExp(String.raw`\bI (?:do not|don't|dont) (?:like|want|enjoy) (.+?)${CLAUSE_END}`, 'giu') },
-  { name: 'en.preference', attribute: 'preference', regex: new RegExp(String.raw`\bI (?:prefer|like|love|enjoy|would rather|'d rather) (.+?)${CLAUSE_END}`, 'giu') },
+  {
+    name: 'en.dislike',
+    attribute: 'dislike',
+    regex: new RegExp(String.raw`\bI (?:do not|don't|dont) (?:like|want|enjoy) (.+?)${CLAUSE_END}`, 'giu'),
+  },
+  {
+    name: 'en.preference',
+    attribute: 'preference',
+    regex: new RegExp(String.raw`\bI (?:prefer|like|love|enjoy|would rather|'d rather) (.+?)${CLAUSE_END}`, 'giu'),
+  },
   { name: 'en.favourite', attribute: 'preference', regex: new RegExp(String.raw`\bmy favou?rite [\p{L} ]+? is (.+?)${CLAUSE_END}`, 'giu') },
   {
     name: 'en.commitment',
     attribute: 'commitment',
     regex: new RegExp(String.raw`\b(?:I|we) (?:will|'ll|shall|promise to|commit to) (.+?)${CLAUSE_END}`, 'giu'),
   },
-  { name: 'en.role', attribute: 'role', regex: new RegExp(String.raw`\bI(?: am|'m) (?:the|a|an) ((?:[\p{L}-]+ ){0,3}(?:manager|lead|owner|director|engineer|approver|officer|head|architect|analyst|consultant|CFO|CEO|CTO|DPO)\b(?: (?:for|of|at) [\p{L}\p{N} -]+?)?)${CLAUSE_END}`, 'giu') },
+  {
+    name: 'en.role',
+    attribute: 'role',
+    regex: new RegExp(
+      String.raw`\bI(?: am|'m) (?:the|a|an) ((?:[\p{L}-]+ ){0,3}(?:manager|lead|owner|director|engineer|approver|officer|head|architect|analyst|consultant|CFO|CEO|CTO|DPO)\b(?: (?:for|of|at) [\p{L}\p{N} -]+?)?)${CLAUSE_END}`,
+      'giu',
+    ),
+  },
   { name: 'zh.dislike', attribute: 'dislike', regex: /我(?:不喜欢|不想要|讨厌)([^，。！？；,.!?;]+)/gu },
   { name: 'zh.preference', attribute: 'preference', regex: /我(?:更喜欢|喜欢|偏好|倾向于|比较喜欢)([^，。！？；,.!?;]+)/gu },
   { name: 'zh.commitment', attribute: 'commitment', regex: /我(?:们)?(?:会|将|承诺|保证)([^，。！？；,.!?;]+)/gu },
-  { name: 'zh.role', attribute: 'role', regex: /我(?:是|担任)([^，。！？；,.!?;]{1,20}?(?:经理|负责人|主管|总监|工程师|审批人|总裁|主任|顾问))/gu },
+  {
+    name: 'zh.role',
+    attribute: 'role',
+    regex: /我(?:是|担任)([^，。！？；,.!?;]{1,20}?(?:经理|负责人|主管|总监|工程师|审批人|总裁|主任|顾问))/gu,
+  },
 ];
 
 const MONTHS: Record<string, number> = {
-  jan: 1, feb: 2, mar: 3, apr: 4, may: 5, jun: 6, jul: 7, aug: 8, sep: 9, oct: 10, nov: 11, dec: 12,
+  jan: 1,
+  feb: 2,
+  mar: 3,
+  apr: 4,
+  may: 5,
+  jun: 6,
+  jul: 7,
+  aug: 8,
+  sep: 9,
+  oct: 10,
+  nov: 11,
+  dec: 12,
 };
 const WEEKDAYS = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'];
 
@@ -96,7 +126,11 @@ export function dueDate(text: string, occurredAt: string): string | undefined {
   if (/后天/u.test(text)) return plusDays(2);
   const weekday = new RegExp(String.raw`\b(?:by|on|next)? ?(${WEEKDAYS.join('|')})\b`, 'iu').exec(text);
   const zhWeekday = /(?:周|星期|礼拜)([一二三四五六日天])/u.exec(text);
-  const target = weekday ? WEEKDAYS.indexOf(weekday[1].toLowerCase()) : zhWeekday ? '日一二三四五六'.indexOf(zhWeekday[1] === '天' ? '日' : zhWeekday[1]) : -1;
+  const target = weekday
+    ? WEEKDAYS.indexOf(weekday[1].toLowerCase())
+    : zhWeekday
+      ? '日一二三四五六'.indexOf(zhWeekday[1] === '天' ? '日' : zhWeekday[1])
+      : -1;
   if (target >= 0) {
     const ahead = (target - base.getUTCDay() + 7) % 7 || 7;
     return plusDays(ahead);

@@ -55,7 +55,11 @@ describe('the deletion closure D*(m)', () => {
   });
 
   it('reports seeds it does not know, once', () => {
-    expect(deletionClosure(['ghost', 'ghost', 'm'], [derived('m', [])])).toEqual({ recordIds: ['m'], eventIds: [], unknownSeeds: ['ghost'] });
+    expect(deletionClosure(['ghost', 'ghost', 'm'], [derived('m', [])])).toEqual({
+      recordIds: ['m'],
+      eventIds: [],
+      unknownSeeds: ['ghost'],
+    });
   });
 });
 
@@ -70,7 +74,9 @@ describe('erasure requests', () => {
     ]) {
       expect(ErasureScopeInput.safeParse(scope).success).toBe(true);
     }
-    expect(ErasureScopeInput.safeParse({ type: 'time_range', from: '2026-02-01T00:00:00Z', to: '2026-01-01T00:00:00Z' }).success).toBe(false);
+    expect(ErasureScopeInput.safeParse({ type: 'time_range', from: '2026-02-01T00:00:00Z', to: '2026-01-01T00:00:00Z' }).success).toBe(
+      false,
+    );
     expect(ErasureScopeInput.safeParse({ type: 'expired', asOf: '2026-02-01T00:00:00Z' }).success).toBe(false);
     expect(ErasureScopeInput.safeParse({ type: 'records', recordIds: [] }).success).toBe(false);
   });

@@ -28,14 +28,20 @@ describe('the erasure decider', () => {
   });
 
   it('refuses every other fact for a request that was never stored', () => {
-    expect(() => given(erasureDecider).when({ type: 'CompleteStep', requestId: 'era_1', record: step('authorize') })).toThrow(ErasureNotFound);
-    expect(() => given(erasureDecider).when({ type: 'Abandon', requestId: 'era_1', abandonment: { outcome: 'ERASURE.FAILED', at: 'x' } })).toThrow(ErasureNotFound);
+    expect(() => given(erasureDecider).when({ type: 'CompleteStep', requestId: 'era_1', record: step('authorize') })).toThrow(
+      ErasureNotFound,
+    );
+    expect(() =>
+      given(erasureDecider).when({ type: 'Abandon', requestId: 'era_1', abandonment: { outcome: 'ERASURE.FAILED', at: 'x' } }),
+    ).toThrow(ErasureNotFound);
   });
 
   it('records each step once; the first record of a step wins', () => {
     const done: ErasureEvent = { type: 'ErasureStepCompleted', data: step('authorize') };
     expect(given(erasureDecider, requested).when({ type: 'CompleteStep', requestId: 'era_1', record: step('authorize') })).toEqual([done]);
-    expect(given(erasureDecider, requested, done).when({ type: 'CompleteStep', requestId: 'era_1', record: step('authorize', 'later') })).toEqual([]);
+    expect(
+      given(erasureDecider, requested, done).when({ type: 'CompleteStep', requestId: 'era_1', record: step('authorize', 'later') }),
+    ).toEqual([]);
     expect(given(erasureDecider, requested, done).when({ type: 'CompleteStep', requestId: 'era_1', record: step('locate') })).toEqual([
       { type: 'ErasureStepCompleted', data: step('locate') },
     ]);
@@ -46,14 +52,30 @@ describe('the erasure decider', () => {
     const anchor: ErasureEvent = { type: 'ErasureAuditClosed', data: { seq: 3, hash: 'h' } };
     const certified: ErasureEvent = { type: 'ErasureCertified', data: signed };
     const abandoned: ErasureEvent = { type: 'ErasureAbandoned', data: { outcome: 'ERASURE.FAILED', at: '2026-12-01T00:01:00.000Z' } };
-    expect(given(erasureDecider, requested).when({ type: 'CaptureWorkset', requestId: 'era_1', workset: workset.data.workset })).toEqual([workset]);
-    expect(given(erasureDecider, requested, workset).when({ type: 'CaptureWorkset', requestId: 'era_1', workset: sealed('bmV3') })).toEqual([]);
-    expect(given(erasureDecider, requested).when({ type: 'CloseAudit', requestId: 'era_1', anchor: { seq: 3, hash: 'h' } })).toEqual([anchor]);
-    expect(given(erasureDecider, requested, anchor).when({ type: 'CloseAudit', requestId: 'era_1', anchor: { seq: 4, hash: 'i' } })).toEqual([]);
+    expect(given(erasureDecider, requested).when({ type: 'CaptureWorkset', requestId: 'era_1', workset: workset.data.workset })).toEqual([
+      workset,
+    ]);
+    expect(given(erasureDecider, requested, workset).when({ type: 'CaptureWorkset', requestId: 'era_1', workset: sealed('bmV3') })).toEqual(
+      [],
+    );
+    expect(given(erasureDecider, requested).when({ type: 'CloseAudit', requestId: 'era_1', anchor: { seq: 3, hash: 'h' } })).toEqual([
+      anchor,
+    ]);
+    expect(
+      given(erasureDecider, requested, anchor).when({ type: 'CloseAudit', requestId: 'era_1', anchor: { seq: 4, hash: 'i' } }),
+    ).toEqual([]);
     expect(given(erasureDecider, requested).when({ type: 'Certify', requestId: 'era_1', certificate: signed })).toEqual([certified]);
     expect(given(erasureDecider, requested, certified).when({ type: 'Certify', requestId: 'era_1', certificate: signed })).toEqual([]);
-    expect(given(erasureDecider, requested).when({ type: 'Abandon', requestId: 'era_1', abandonment: abandoned.data })).toEqual([abandoned]);
-    expect(given(erasureDecider, requested, abandoned).when({ type: 'Abandon', requestId: 'era_1', abandonment: { outcome: 'X.Y', at: 'later' } })).toEqual([]);
+    expect(given(erasureDecider, requested).when({ type: 'Abandon', requestId: 'era_1', abandonment: abandoned.data })).toEqual([
+      abandoned,
+    ]);
+    expect(
+      given(erasureDecider, requested, abandoned).when({
+        type: 'Abandon',
+        requestId: 'era_1',
+        abandonment: { outcome: 'X.Y', at: 'later' },
+      }),
+    ).toEqual([]);
   });
 
   it('folds the stream into the request, sealed parts, steps in order and the end', () => {
@@ -77,7 +99,10 @@ describe('the erasure decider', () => {
     const stored = [
       { type: 'ErasureRequested', data: JSON.parse(JSON.stringify({ ...request, scope: sealed('c2NvcGU=') })) },
       { type: 'ErasureWorksetCaptured', data: { workset: sealed('d29ya3NldA==') } },
-      { type: 'ErasureStepCompleted', data: { step: 'closure', startedAt: 's', finishedAt: 'f', attempts: 2, counts: { records: 3, events: 1 } } },
+      {
+        type: 'ErasureStepCompleted',
+        data: { step: 'closure', startedAt: 's', finishedAt: 'f', attempts: 2, counts: { records: 3, events: 1 } },
+      },
       { type: 'ErasureAuditClosed', data: { seq: 12, hash: 'ab' } },
       { type: 'ErasureCertified', data: JSON.parse(JSON.stringify(signed)) },
       { type: 'ErasureAbandoned', data: { outcome: 'ERASURE.APPROVAL_TIMEOUT', at: '2026-12-01T00:01:00.000Z' } },

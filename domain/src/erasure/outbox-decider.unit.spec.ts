@@ -5,7 +5,9 @@ import { erasureOutboxDecider, type ErasureOutboxEvent } from './outbox-decider'
 const entry = { tenant: 'acme', requestId: 'era_1', reason: 'subject_request' as const };
 const queued: ErasureOutboxEvent = { type: 'ErasureStartQueued', data: entry };
 const started: ErasureOutboxEvent = { type: 'ErasureStarted', data: { tenant: 'acme', requestId: 'era_1' } };
-const pending = (...events: ErasureOutboxEvent[]) => [...events.reduce(erasureOutboxDecider.evolve, erasureOutboxDecider.initialState()).pending.values()];
+const pending = (...events: ErasureOutboxEvent[]) => [
+  ...events.reduce(erasureOutboxDecider.evolve, erasureOutboxDecider.initialState()).pending.values(),
+];
 
 describe('the erasure outbox decider', () => {
   it('queues a start and marks it started', () => {
@@ -22,7 +24,9 @@ describe('the erasure outbox decider', () => {
   it('parses entries as stored and skips one that does not parse', () => {
     expect(erasureOutboxDecider.parse(queued)).toEqual(queued);
     expect(erasureOutboxDecider.parse(started)).toEqual(started);
-    expect(erasureOutboxDecider.parse({ type: 'ErasureStartQueued', data: { tenant: 'acme', requestId: 'era_3', reason: 'whim' } })).toBeUndefined();
+    expect(
+      erasureOutboxDecider.parse({ type: 'ErasureStartQueued', data: { tenant: 'acme', requestId: 'era_3', reason: 'whim' } }),
+    ).toBeUndefined();
     expect(erasureOutboxDecider.parse({ type: 'Other', data: {} })).toBeUndefined();
   });
 });

@@ -11,9 +11,7 @@ export interface StoredRef {
 }
 
 /** What an adapter must do for one append request. */
-export type AppendPlan =
-  | { kind: 'write'; events: EventData[] }
-  | { kind: 'duplicate'; revision: bigint; position: bigint };
+export type AppendPlan = { kind: 'write'; events: EventData[] } | { kind: 'duplicate'; revision: bigint; position: bigint };
 
 /**
  * Decides an append the same way for every adapter. `current` is the stream's

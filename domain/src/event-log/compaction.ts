@@ -29,4 +29,9 @@ export interface LogCompaction {
 }
 
 /** The report of a log that deletes in place: nothing to wait for. */
-export const IN_PLACE_COMPACTION = (engine: string): LogCompactionReport => ({ engine, method: 'in_place', requested: false, completed: true });
+export const IN_PLACE_COMPACTION = (engine: string): LogCompactionReport => ({
+  engine,
+  method: 'in_place',
+  requested: false,
+  completed: true,
+});

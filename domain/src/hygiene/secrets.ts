@@ -61,9 +61,9 @@ const TOKEN_SHAPES: Detect[] = [
   shape('token', /(?<![A-Za-z0-9])glpat-[A-Za-z0-9_-]{20,}/g),
   shape('token', /(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}/g),
   shape('token', /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?![A-Za-z0-9_-])/g),
-  shape('token', /Authorization\s*:\s*Bearer\s+([A-Za-z0-9._~+/-]{16,}=*)/gid, { group: 1 }),
+  shape('token', /Authorization\s*:\s*Bearer\s+([A-Za-z0-9._~+/-]{16,}=*)/dgi, { group: 1 }),
   // Outside a header "Bearer" is also an English word, so the token must look random.
-  shape('token', /(?<![A-Za-z])Bearer\s+([A-Za-z0-9._~+/-]{20,}=*)/gd, { group: 1, accept: hasLetterAndDigit }),
+  shape('token', /(?<![A-Za-z])Bearer\s+([A-Za-z0-9._~+/-]{20,}=*)/dg, { group: 1, accept: hasLetterAndDigit }),
 ];
 
 /**
@@ -76,10 +76,16 @@ const PRIVATE_KEY = shape(
 );
 
 const PAIRS: Detect[] = [
-  shape('password', new RegExp(String.raw`${KEY_START}(?:password|passwd|pwd|secret)${KEY_END}${VALUE}`, 'gid'), { group: 1, accept: pairValue }),
+  shape('password', new RegExp(String.raw`${KEY_START}(?:password|passwd|pwd|secret)${KEY_END}${VALUE}`, 'gid'), {
+    group: 1,
+    accept: pairValue,
+  }),
   shape('password', new RegExp(String.raw`密码\s*(?:[:：=]|是|为)\s*${VALUE}`, 'gd'), { group: 1, accept: pairValue }),
   shape('api_key', new RegExp(String.raw`${KEY_START}api[_-]?key${KEY_END}${VALUE}`, 'gid'), { group: 1, accept: pairValue }),
-  shape('token', new RegExp(String.raw`${KEY_START}(?:access|auth|refresh)[_-]?token${KEY_END}${VALUE}`, 'gid'), { group: 1, accept: pairValue }),
+  shape('token', new RegExp(String.raw`${KEY_START}(?:access|auth|refresh)[_-]?token${KEY_END}${VALUE}`, 'gid'), {
+    group: 1,
+    accept: pairValue,
+  }),
 ];
 
 /** Chinese resident id; the lookarounds keep it from matching inside a longer run of digits. */
@@ -119,7 +125,13 @@ function detectCards(text: string): SecretFinding[] {
       for (let j = i; j <= lastJ && digits.length + groups[j].digits.length <= 19; j++) {
         digits += groups[j].digits;
         if (digits.length < 13 || !cardIssuerLengthValid(digits) || !luhnValid(digits)) continue;
-        if (cardShape(groups.slice(i, j + 1).map((g) => g.digits), separators.slice(i, j))) best = j;
+        if (
+          cardShape(
+            groups.slice(i, j + 1).map((g) => g.digits),
+            separators.slice(i, j),
+          )
+        )
+          best = j;
       }
       if (best < 0) {
         i++;

@@ -10,7 +10,8 @@ export interface PersonalMarker {
   end: number;
 }
 
-const EMAIL = /(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}(?![A-Za-z0-9-])/g;
+const EMAIL =
+  /(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}(?![A-Za-z0-9-])/g;
 
 /** E.164 as people write it: "+86 138 0013 8000", "+1 (415) 555-2671", "+4930123456". */
 const INTERNATIONAL_PHONE = /(?<![\w+])\+[1-9][\d ()-]{6,22}\d(?!\d)/g;
@@ -20,9 +21,7 @@ const E164_DIGITS = { min: 8, max: 15 };
 const CN_MOBILE = /(?<!\d)1[3-9]\d(?:\d{8}|([ -])\d{4}\1\d{4})(?!\d)/g;
 
 function markers(text: string, pattern: RegExp, kind: PersonalKind, accept: (s: string) => boolean = () => true): PersonalMarker[] {
-  return [...text.matchAll(pattern)]
-    .filter((m) => accept(m[0]))
-    .map((m) => ({ kind, start: m.index, end: m.index + m[0].length }));
+  return [...text.matchAll(pattern)].filter((m) => accept(m[0])).map((m) => ({ kind, start: m.index, end: m.index + m[0].length }));
 }
 
 function plausibleInternational(s: string): boolean {
@@ -85,11 +84,7 @@ export interface SensitivityFloor {
  * `knownSecrets`: the kinds a caller already found with `detectSecrets` on
  * the same text, so the scan is not run twice on the write path.
  */
-export function classifySensitivity(
-  text: string,
-  keywords: SensitivityKeywords,
-  knownSecrets?: readonly SecretKind[],
-): SensitivityFloor {
+export function classifySensitivity(text: string, keywords: SensitivityKeywords, knownSecrets?: readonly SecretKind[]): SensitivityFloor {
   const found: PersonalMarker[] = knownSecrets
     ? [...contactMarkers(text), ...knownSecrets.map((kind) => ({ kind, start: 0, end: 0 }))]
     : detectPersonalMarkers(text);

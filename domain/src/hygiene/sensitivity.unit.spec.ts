@@ -78,7 +78,10 @@ describe('classifying sensitivity by rules', () => {
     });
 
     it('matches Chinese keywords inside running text', () => {
-      expect(classifySensitivity('这是公司机密文件，请勿外传', keywords)).toEqual({ floor: 'restricted', reasons: ['keyword:restricted:机密'] });
+      expect(classifySensitivity('这是公司机密文件，请勿外传', keywords)).toEqual({
+        floor: 'restricted',
+        reasons: ['keyword:restricted:机密'],
+      });
       expect(classifySensitivity('附件为内部资料', keywords).floor).toBe('confidential');
     });
 

@@ -50,14 +50,23 @@ export function cleanContent(
   // Every string the content stores, by its path under `content.`: secrets hide in steps and ids as well as in text.
   const { fact, procedure, relation } = content;
   const fields: { path: string; text: string }[] = [{ path: 'text', text: content.text }];
-  if (fact) fields.push({ path: 'fact.entity', text: fact.entity }, { path: 'fact.attribute', text: fact.attribute }, { path: 'fact.value', text: fact.value });
+  if (fact)
+    fields.push(
+      { path: 'fact.entity', text: fact.entity },
+      { path: 'fact.attribute', text: fact.attribute },
+      { path: 'fact.value', text: fact.value },
+    );
   if (procedure) {
     fields.push({ path: 'procedure.name', text: procedure.name });
     procedure.steps.forEach((step, i) => fields.push({ path: `procedure.steps.${i}`, text: step }));
     procedure.conditions?.forEach((condition, i) => fields.push({ path: `procedure.conditions.${i}`, text: condition }));
   }
   if (relation) {
-    fields.push({ path: 'relation.from.id', text: relation.from.id }, { path: 'relation.relation', text: relation.relation }, { path: 'relation.to.id', text: relation.to.id });
+    fields.push(
+      { path: 'relation.from.id', text: relation.from.id },
+      { path: 'relation.relation', text: relation.relation },
+      { path: 'relation.to.id', text: relation.to.id },
+    );
   }
 
   const found = fields.map((field) => ({ ...field, findings: detectSecrets(field.text) })).filter((f) => f.findings.length > 0);
@@ -65,7 +74,9 @@ export function cleanContent(
   if (found.length > 0) {
     if (policy.secrets.mode === 'reject') {
       throw new SecretDetected(
-        found.flatMap((f) => [...new Set(f.findings.map((finding) => finding.kind))].map((kind) => ({ kind, path: `${path}content.${f.path}` }))),
+        found.flatMap((f) =>
+          [...new Set(f.findings.map((finding) => finding.kind))].map((kind) => ({ kind, path: `${path}content.${f.path}` })),
+        ),
       );
     }
     const redacted = new Map(found.map((f) => [f.path, redactSecrets(f.text, f.findings, fingerprint)]));
@@ -73,7 +84,16 @@ export function cleanContent(
     cleaned = {
       ...content,
       text: clean('text', content.text),
-      ...(fact ? { fact: { ...fact, entity: clean('fact.entity', fact.entity), attribute: clean('fact.attribute', fact.attribute), value: clean('fact.value', fact.value) } } : {}),
+      ...(fact
+        ? {
+            fact: {
+              ...fact,
+              entity: clean('fact.entity', fact.entity),
+              attribute: clean('fact.attribute', fact.attribute),
+              value: clean('fact.value', fact.value),
+            },
+          }
+        : {}),
       ...(procedure
         ? {
             procedure: {

@@ -4,7 +4,12 @@ import { makeIngested as event } from '../testing';
 
 describe('what an idempotency key stands for', () => {
   it('is the same for a retry recorded later, by another agent, with keys in another order', () => {
-    const retry = event({ recordedAt: '2026-11-21T00:00:00Z', expiresAt: '2027-11-21T00:00:00Z', actor: 'agent-2', source: { channel: 'chat', system: 'crm' } });
+    const retry = event({
+      recordedAt: '2026-11-21T00:00:00Z',
+      expiresAt: '2027-11-21T00:00:00Z',
+      actor: 'agent-2',
+      source: { channel: 'chat', system: 'crm' },
+    });
     expect(writtenIdentity(retry)).toBe(writtenIdentity(event()));
   });
 

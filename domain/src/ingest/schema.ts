@@ -26,10 +26,7 @@ export const IngestEventInput = z.strictObject({
 export type IngestEventInput = z.infer<typeof IngestEventInput>;
 
 /** `POST /v1/events` takes one event or `{ events: [...] }` with up to 1,000; a batch is all or nothing. */
-export const IngestRequest = z.union([
-  z.strictObject({ events: z.array(IngestEventInput).min(1).max(MAX_BATCH) }),
-  IngestEventInput,
-]);
+export const IngestRequest = z.union([z.strictObject({ events: z.array(IngestEventInput).min(1).max(MAX_BATCH) }), IngestEventInput]);
 export type IngestRequest = z.infer<typeof IngestRequest>;
 
 /** The stored form of an ingested event (type `EventIngested` in `events-{tenant}-{subjectPseudonym}`). */

@@ -29,7 +29,8 @@ export const LegalHoldEvent = z.discriminatedUnion('type', [
 ]);
 export type LegalHoldEvent = z.infer<typeof LegalHoldEvent>;
 
-export type LegalHoldCommand = { type: 'PlaceHold'; hold: StoredLegalHold } | { type: 'ReleaseHold'; id: string; releasedBy: string; releasedAt: string };
+export type LegalHoldCommand =
+  { type: 'PlaceHold'; hold: StoredLegalHold } | { type: 'ReleaseHold'; id: string; releasedBy: string; releasedAt: string };
 
 /** The active holds by id, as stored (subjects by pseudonym). */
 export interface LegalHoldState {

@@ -10,7 +10,10 @@ const hold = (id: string): StoredLegalHold => ({
   placedAt: '2026-12-01T00:00:00.000Z',
 });
 const placed = (id: string): LegalHoldEvent => ({ type: 'LegalHoldPlaced', data: hold(id) });
-const released = (id: string): LegalHoldEvent => ({ type: 'LegalHoldReleased', data: { id, releasedBy: 'legal-2', releasedAt: '2026-12-02T00:00:00.000Z' } });
+const released = (id: string): LegalHoldEvent => ({
+  type: 'LegalHoldReleased',
+  data: { id, releasedBy: 'legal-2', releasedAt: '2026-12-02T00:00:00.000Z' },
+});
 const release = (id: string) => ({ type: 'ReleaseHold' as const, id, releasedBy: 'legal-2', releasedAt: '2026-12-02T00:00:00.000Z' });
 
 describe('the legal hold decider', () => {
@@ -34,7 +37,16 @@ describe('the legal hold decider', () => {
 
   it('parses holds as stored before and after pseudonyms', () => {
     // As written before pseudonyms (the data folder's migration rewrites them) and after.
-    const legacy = { type: 'LegalHoldPlaced', data: { scope: { subjects: ['fixture-subject-one'] }, reason: 'matter-0001', id: 'hold_f9', placedBy: 'fixture-legal', placedAt: '2026-12-03T02:40:58.062Z' } };
+    const legacy = {
+      type: 'LegalHoldPlaced',
+      data: {
+        scope: { subjects: ['fixture-subject-one'] },
+        reason: 'matter-0001',
+        id: 'hold_f9',
+        placedBy: 'fixture-legal',
+        placedAt: '2026-12-03T02:40:58.062Z',
+      },
+    };
     expect(legalHoldDecider.parse(legacy)).toEqual(legacy);
     expect(legalHoldDecider.parse(placed('hold_1'))).toEqual(placed('hold_1'));
     expect(legalHoldDecider.parse(released('hold_1'))).toEqual(released('hold_1'));

@@ -163,8 +163,12 @@ export interface CheckpointStore {
  */
 export class IndexPartitionCorrupt extends DomainError {
   constructor(readonly tenant: string) {
-    super('INDEX.PARTITION_CORRUPT', `the index partition of tenant ${tenant} is corrupt and quarantined; rebuild it with \`elma rebuild --tenant ${tenant}\``, {
-      tenant,
-    });
+    super(
+      'INDEX.PARTITION_CORRUPT',
+      `the index partition of tenant ${tenant} is corrupt and quarantined; rebuild it with \`elma rebuild --tenant ${tenant}\``,
+      {
+        tenant,
+      },
+    );
   }
 }

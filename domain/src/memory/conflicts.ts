@@ -9,13 +9,13 @@ import { type ConflictRule, type MemoryRecord, type MemoryStatus, SOURCE_TRUST_R
  */
 
 export type ConflictDecision =
-  | { kind: 'resolved'; rule: ConflictRule; winner: string; loser: string; effect: 'supersede' | 'bound' }
-  | { kind: 'disputed' };
+  { kind: 'resolved'; rule: ConflictRule; winner: string; loser: string; effect: 'supersede' | 'bound' } | { kind: 'disputed' };
 
 const normalise = (text: string) => text.normalize('NFKC').toLowerCase().replace(/\s+/gu, ' ').trim();
 
 /** The identity of what a fact is about: entity and attribute, normalised, joined by a unit separator. */
-export const factKey = (fact: { entity: string; attribute: string }): string => `${normalise(fact.entity)}\u001f${normalise(fact.attribute)}`;
+export const factKey = (fact: { entity: string; attribute: string }): string =>
+  `${normalise(fact.entity)}\u001f${normalise(fact.attribute)}`;
 
 /** Whether two fact values say the same thing, up to case, width and whitespace. */
 export const sameValue = (a: string, b: string): boolean => normalise(a) === normalise(b);
@@ -61,7 +61,12 @@ const CONFIDENCE_EPSILON = 1e-9;
  * a dispute. Symmetric: swapping the arguments gives the same decision.
  */
 export function resolveConflict(a: MemoryRecord, b: MemoryRecord): ConflictDecision {
-  const resolved = (rule: ConflictRule, winner: MemoryRecord, loser: MemoryRecord, effect: 'supersede' | 'bound' = 'supersede'): ConflictDecision => ({
+  const resolved = (
+    rule: ConflictRule,
+    winner: MemoryRecord,
+    loser: MemoryRecord,
+    effect: 'supersede' | 'bound' = 'supersede',
+  ): ConflictDecision => ({
     kind: 'resolved',
     rule,
     winner: winner.id,
@@ -101,7 +106,11 @@ const earlier = (a: string | null, b: string): string => (a !== null && instant(
 
 /** What `decision` between `p` and `other` does to `p`; `p` itself when nothing changes. */
 function apply(p: Pending, decision: ConflictDecision, other: MemoryRecord): Pending {
-  const changed = (change: Partial<Pending> & { rule: ConflictRule }): Pending => ({ ...p, ...change, decidedAgainst: [...p.decidedAgainst, other.id] });
+  const changed = (change: Partial<Pending> & { rule: ConflictRule }): Pending => ({
+    ...p,
+    ...change,
+    decidedAgainst: [...p.decidedAgainst, other.id],
+  });
   if (decision.kind === 'disputed') {
     // A dispute already on record is not news: re-settling it must not write another version.
     const known = p.stored.status === 'disputed' && (p.stored.resolution?.against ?? []).includes(other.id);

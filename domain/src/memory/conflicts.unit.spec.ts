@@ -21,7 +21,9 @@ const hq = (id: string, value: string, overrides: RecordOverrides = {}): MemoryR
 
 describe('what counts as the same fact', () => {
   it('ignores case, width and whitespace in entity, attribute and value', () => {
-    expect(factKey({ entity: '  ＡＣＭＥ   Corp ', attribute: 'Head\tQuarters' })).toBe(factKey({ entity: 'acme corp', attribute: 'head quarters' }));
+    expect(factKey({ entity: '  ＡＣＭＥ   Corp ', attribute: 'Head\tQuarters' })).toBe(
+      factKey({ entity: 'acme corp', attribute: 'head quarters' }),
+    );
     expect(factKey({ entity: 'ACME', attribute: 'ceo' })).not.toBe(factKey({ entity: 'ACME c', attribute: 'eo' }));
     expect(sameValue(' Berlin ', 'ＢＥＲＬＩＮ')).toBe(true);
     expect(sameValue('Berlin', 'Paris')).toBe(false);
@@ -116,12 +118,18 @@ describe('resolving a conflict, one rule at a time', () => {
 
 describe('the order of the rules', () => {
   it('puts a correction above source authority', () => {
-    const decision = resolveConflict(hq('a', 'Berlin', { sourceTrust: 'authoritative' }), hq('b', 'Paris', { sourceTrust: 'model', correction: true }));
+    const decision = resolveConflict(
+      hq('a', 'Berlin', { sourceTrust: 'authoritative' }),
+      hq('b', 'Paris', { sourceTrust: 'model', correction: true }),
+    );
     expect(decision).toMatchObject({ rule: 'explicit_correction', winner: 'b' });
   });
 
   it('puts source authority above later valid time', () => {
-    const decision = resolveConflict(hq('a', 'Berlin', { sourceTrust: 'certified' }), hq('b', 'Paris', { sourceTrust: 'user', validFrom: MAR }));
+    const decision = resolveConflict(
+      hq('a', 'Berlin', { sourceTrust: 'certified' }),
+      hq('b', 'Paris', { sourceTrust: 'user', validFrom: MAR }),
+    );
     expect(decision).toMatchObject({ rule: 'source_authority', winner: 'a', effect: 'supersede' });
   });
 
@@ -157,7 +165,12 @@ describe('settling an incoming fact', () => {
     const incoming = hq('mem-paris', 'Paris', { sourceTrust: 'authoritative' });
     const [revised, ...rest] = settleConflicts(incoming, [existing], AT);
     expect(rest).toEqual([]);
-    expect(revised).toMatchObject({ id: 'mem-paris', status: 'superseded', version: 2, resolution: { rule: 'explicit_correction', against: ['mem-berlin'] } });
+    expect(revised).toMatchObject({
+      id: 'mem-paris',
+      status: 'superseded',
+      version: 2,
+      resolution: { rule: 'explicit_correction', against: ['mem-berlin'] },
+    });
   });
 
   it('bounds an earlier fact at the later one’s start and keeps it active, so as-of queries before the change still see it', () => {
@@ -174,7 +187,9 @@ describe('settling an incoming fact', () => {
 
   it('bounds the incoming fact when it is the earlier one, never widening a validTo it already has', () => {
     const existing = hq('mem-berlin', 'Berlin', { validFrom: JUN });
-    expect(settleConflicts(hq('mem-paris', 'Paris', { validFrom: JAN }), [existing], AT)).toMatchObject([{ id: 'mem-paris', status: 'active', validTo: JUN }]);
+    expect(settleConflicts(hq('mem-paris', 'Paris', { validFrom: JAN }), [existing], AT)).toMatchObject([
+      { id: 'mem-paris', status: 'active', validTo: JUN },
+    ]);
     const alreadyEnding = hq('mem-paris', 'Paris', { validFrom: JAN, validTo: '2024-09-01T00:00:00.000Z' });
     expect(settleConflicts(alreadyEnding, [existing], AT)).toMatchObject([{ id: 'mem-paris', validTo: JUN }]);
   });
@@ -208,7 +223,13 @@ describe('settling an incoming fact', () => {
     const incoming = hq('mem-paris', 'Paris', { validFrom: JAN, recordedAt: JUN });
     const revisions = settleConflicts(incoming, [rome, berlin], AT);
     expect(revisions).toEqual([
-      { ...berlin, status: 'disputed', version: 2, revisedAt: AT, resolution: { rule: 'adjudication', against: ['mem-paris'], decidedAt: AT } },
+      {
+        ...berlin,
+        status: 'disputed',
+        version: 2,
+        revisedAt: AT,
+        resolution: { rule: 'adjudication', against: ['mem-paris'], decidedAt: AT },
+      },
       {
         ...incoming,
         status: 'disputed',
@@ -305,7 +326,8 @@ describe('settling, for any facts', () => {
           expect(revision.version).toBe(base.version + 1);
           expect(revision.content).toEqual(base.content);
           expect(revision.validFrom).toBe(base.validFrom);
-          if (base.validTo !== null && revision.validTo !== null) expect(Date.parse(revision.validTo)).toBeLessThanOrEqual(Date.parse(base.validTo));
+          if (base.validTo !== null && revision.validTo !== null)
+            expect(Date.parse(revision.validTo)).toBeLessThanOrEqual(Date.parse(base.validTo));
           expect(revision.revisedAt).toBe(AT);
         }
       }),

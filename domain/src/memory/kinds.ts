@@ -51,7 +51,10 @@ export function indexKeyOf(record: Pick<MemoryRecord, 'kind' | 'content'>): stri
  */
 export class ProcedureVersionConflict extends DomainError {
   constructor(version: number, latestVersion: number) {
-    super('MEMORY.PROCEDURE_VERSION_CONFLICT', `procedure version ${version} is not above the recorded version ${latestVersion}`, { version, latestVersion });
+    super('MEMORY.PROCEDURE_VERSION_CONFLICT', `procedure version ${version} is not above the recorded version ${latestVersion}`, {
+      version,
+      latestVersion,
+    });
   }
 }
 
@@ -61,8 +64,7 @@ const GONE: readonly MemoryStatus[] = ['deleted', 'purged'];
 const SUPERSEDABLE: readonly MemoryStatus[] = ['candidate', 'active', 'disputed'];
 
 export type ProcedureDecision =
-  | { kind: 'conflict'; latest: { id: string; version: number } }
-  | { kind: 'record'; revisions: MemoryRecord[] };
+  { kind: 'conflict'; latest: { id: string; version: number } } | { kind: 'record'; revisions: MemoryRecord[] };
 
 /**
  * What recording the procedure version `incoming` does, given the current
@@ -79,7 +81,12 @@ export function decideProcedureVersion(incoming: MemoryRecord, current: readonly
   if (!procedure) return { kind: 'record', revisions: [] };
   const key = procedureKey(procedure.name);
   const others = current.filter(
-    (r) => r.id !== incoming.id && r.kind === 'procedural' && r.content.procedure && procedureKey(r.content.procedure.name) === key && !GONE.includes(r.status),
+    (r) =>
+      r.id !== incoming.id &&
+      r.kind === 'procedural' &&
+      r.content.procedure &&
+      procedureKey(r.content.procedure.name) === key &&
+      !GONE.includes(r.status),
   );
   const latest = others.reduce<MemoryRecord | undefined>(
     (top, r) => (top === undefined || r.content.procedure!.version > top.content.procedure!.version ? r : top),

@@ -22,7 +22,10 @@ const procedural = (id: string, procedure: Partial<Procedure> & { version: numbe
   makeRecord({
     id,
     kind: 'procedural',
-    content: { text: `refund approval v${procedure.version}`, procedure: { name: 'Refund approval', steps: ['check the order'], ...procedure } },
+    content: {
+      text: `refund approval v${procedure.version}`,
+      procedure: { name: 'Refund approval', steps: ['check the order'], ...procedure },
+    },
     recordedAt: JAN,
     ...overrides,
   });
@@ -51,7 +54,9 @@ describe('a write names what its kind needs', () => {
 
   it('a procedural memory states a procedure with at least one step', () => {
     expect(paths({ ...base, kind: 'procedural' })).toEqual(['content.procedure']);
-    expect(paths({ ...base, kind: 'procedural', content: { text: 'x', procedure: { name: 'p', version: 1, steps: [] } } })).toEqual(['content.procedure.steps']);
+    expect(paths({ ...base, kind: 'procedural', content: { text: 'x', procedure: { name: 'p', version: 1, steps: [] } } })).toEqual([
+      'content.procedure.steps',
+    ]);
     expect(paths({ ...base, kind: 'procedural', content: { text: 'x', procedure: { name: 'p', version: 1, steps: ['a'] } } })).toEqual([]);
   });
 
@@ -60,7 +65,9 @@ describe('a write names what its kind needs', () => {
     expect(paths({ ...base, kind: 'relational' })).toEqual(['content.relation']);
     expect(paths({ ...base, kind: 'relational', content: { text: 'x', relation } })).toEqual([]);
     expect(paths({ ...base, kind: 'semantic', content: { text: 'x', relation } })).toEqual(['content.relation']);
-    expect(structureIssues('episodic', { text: 'x', procedure: { name: 'p', version: 1, steps: ['a'] } }).map((i) => i.path.join('.'))).toEqual(['content.procedure']);
+    expect(
+      structureIssues('episodic', { text: 'x', procedure: { name: 'p', version: 1, steps: ['a'] } }).map((i) => i.path.join('.')),
+    ).toEqual(['content.procedure']);
   });
 
   it('a working memory may hold a procedure or an edge, for a promotion to keep', () => {
@@ -83,7 +90,9 @@ describe('procedure versions', () => {
     expect(procedureKey('  Refund   APPROVAL ')).toBe(procedureKey('refund approval'));
     expect(indexKeyOf(procedural('p1', { version: 1 }))).toBe(procedureKey('refund approval'));
     expect(procedureKey('procedure')).not.toBe(factKey({ entity: 'procedure', attribute: '' }));
-    expect(indexKeyOf(makeRecord({ content: { text: 'x', fact: { entity: 'ACME', attribute: 'ceo', value: 'Li Wei' } } }))).toBe(factKey({ entity: 'ACME', attribute: 'ceo' }));
+    expect(indexKeyOf(makeRecord({ content: { text: 'x', fact: { entity: 'ACME', attribute: 'ceo', value: 'Li Wei' } } }))).toBe(
+      factKey({ entity: 'ACME', attribute: 'ceo' }),
+    );
     expect(indexKeyOf(makeRecord())).toBeNull();
   });
 
@@ -92,7 +101,15 @@ describe('procedure versions', () => {
     const decision = decideProcedureVersion(procedural('p2', { version: 2, name: 'refund  approval' }), [v1], AT);
     expect(decision).toEqual({
       kind: 'record',
-      revisions: [{ ...v1, status: 'superseded', version: 2, revisedAt: AT, resolution: { rule: 'procedure_version', against: ['p2'], decidedAt: AT } }],
+      revisions: [
+        {
+          ...v1,
+          status: 'superseded',
+          version: 2,
+          revisedAt: AT,
+          resolution: { rule: 'procedure_version', against: ['p2'], decidedAt: AT },
+        },
+      ],
     });
     expect(MemoryRecord.safeParse((decision as { revisions: MemoryRecord[] }).revisions[0]).success).toBe(true);
   });
@@ -109,8 +126,14 @@ describe('procedure versions', () => {
   it('refuses a version at or below the latest recorded, superseded or not', () => {
     const v1 = procedural('p1', { version: 1 }, { status: 'superseded', version: 2 });
     const v2 = procedural('p2', { version: 2 });
-    expect(decideProcedureVersion(procedural('p1-again', { version: 1 }), [v1, v2], AT)).toEqual({ kind: 'conflict', latest: { id: 'p2', version: 2 } });
-    expect(decideProcedureVersion(procedural('p2-other', { version: 2 }), [v1, v2], AT)).toEqual({ kind: 'conflict', latest: { id: 'p2', version: 2 } });
+    expect(decideProcedureVersion(procedural('p1-again', { version: 1 }), [v1, v2], AT)).toEqual({
+      kind: 'conflict',
+      latest: { id: 'p2', version: 2 },
+    });
+    expect(decideProcedureVersion(procedural('p2-other', { version: 2 }), [v1, v2], AT)).toEqual({
+      kind: 'conflict',
+      latest: { id: 'p2', version: 2 },
+    });
   });
 
   it('ignores its own record and other procedures', () => {
@@ -120,9 +143,12 @@ describe('procedure versions', () => {
   });
 
   it('recall keeps only the highest version of each procedure among its candidates', () => {
-    const items = [procedural('p1', { version: 1 }), procedural('p2', { version: 2 }), procedural('o1', { version: 1, name: 'Onboarding' }), makeRecord({ id: 'n' })].map(
-      (record) => ({ record }),
-    );
+    const items = [
+      procedural('p1', { version: 1 }),
+      procedural('p2', { version: 2 }),
+      procedural('o1', { version: 1, name: 'Onboarding' }),
+      makeRecord({ id: 'n' }),
+    ].map((record) => ({ record }));
     expect(latestProcedureVersions(items).map((i) => i.record.id)).toEqual(['p2', 'o1', 'n']);
   });
 });
@@ -138,7 +164,10 @@ describe('entities', () => {
   it('are named by both ends of an edge, or by a fact about an entity key', () => {
     const edge = makeRecord({
       kind: 'relational',
-      content: { text: 'x', relation: { from: { type: 'person', id: 'li-wei' }, relation: 'approves', to: { type: 'project', id: 'apollo' } } },
+      content: {
+        text: 'x',
+        relation: { from: { type: 'person', id: 'li-wei' }, relation: 'approves', to: { type: 'project', id: 'apollo' } },
+      },
     });
     expect(entitiesNamedIn(edge)).toEqual([
       { type: 'person', id: 'li-wei' },
@@ -147,6 +176,8 @@ describe('entities', () => {
     const aboutKey = makeRecord({ content: { text: 'x', fact: { entity: 'Customer:C-1042', attribute: 'tier', value: 'gold' } } });
     expect(entitiesNamedIn(aboutKey)).toEqual([{ type: 'customer', id: 'C-1042' }]);
     expect(entitiesNamedIn(makeRecord({ content: { text: 'x', fact: { entity: 'ACME', attribute: 'tier', value: 'gold' } } }))).toEqual([]);
-    expect(entitiesNamedIn(makeRecord({ content: { text: 'x', fact: { entity: 'planet:mars', attribute: 'a', value: 'b' } } }))).toEqual([]);
+    expect(entitiesNamedIn(makeRecord({ content: { text: 'x', fact: { entity: 'planet:mars', attribute: 'a', value: 'b' } } }))).toEqual(
+      [],
+    );
   });
 });

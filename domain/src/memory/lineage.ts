@@ -54,7 +54,8 @@ export function inheritedRestrictions(inputs: readonly MemoryRecord[]): Inherite
   if (inputs.length === 0) throw new RangeError('a derived record has at least one input');
   const ancestry = ancestryOf(inputs);
   const project = inputs[0].policy.project;
-  const oneProject = project !== undefined && inputs.every((r) => r.policy.project === project) && ancestry.projects.every((p) => p === project);
+  const oneProject =
+    project !== undefined && inputs.every((r) => r.policy.project === project) && ancestry.projects.every((p) => p === project);
   return {
     sensitivity: inputs.map((r) => r.policy.sensitivity).reduce((a, b) => (SENSITIVITY_RANK[b] > SENSITIVITY_RANK[a] ? b : a)),
     purposes: inputs.map((r) => r.policy.purposes).reduce((a, b) => a.filter((p) => b.includes(p))),

@@ -110,7 +110,12 @@ const clause: fc.Arbitrary<ReadClause> = fc
 /** Holds naming a record, an event, an owner or a project: any restriction a hold can place on an input. */
 const hold: fc.Arbitrary<LegalHold> = fc
   .record({
-    recordIds: sometimes(fc.subarray([...Array.from({ length: 6 }, (_, i) => `mem_ep_e${i}`), ...Array.from({ length: 6 }, (_, i) => `mem_cs_${i}`), 'e0', 'e1'], { minLength: 1, maxLength: 2 })),
+    recordIds: sometimes(
+      fc.subarray(
+        [...Array.from({ length: 6 }, (_, i) => `mem_ep_e${i}`), ...Array.from({ length: 6 }, (_, i) => `mem_cs_${i}`), 'e0', 'e1'],
+        { minLength: 1, maxLength: 2 },
+      ),
+    ),
     subjects: sometimes(fc.subarray(OWNERS, { minLength: 1, maxLength: 1 })),
     projects: sometimes(fc.subarray(PROJECTS, { minLength: 1, maxLength: 1 })),
   })
@@ -131,17 +136,15 @@ const filter: fc.Arbitrary<IndexFilter> = fc
     clauses: sometimes(fc.array(clause, { minLength: 1, maxLength: 3 })),
     holds: fc.array(hold, { maxLength: 2 }),
   })
-  .map(
-    ({ holds, ...f }): IndexFilter => ({
-      ...defined(f),
-      statuses: ['active'],
-      exclude: {
-        ids: holds.flatMap((h) => h.scope.recordIds ?? []),
-        owners: holds.flatMap((h) => h.scope.subjects ?? []),
-        projects: holds.flatMap((h) => h.scope.projects ?? []),
-      },
-    }),
-  );
+  .map(({ holds, ...f }): IndexFilter => ({
+    ...defined(f),
+    statuses: ['active'],
+    exclude: {
+      ids: holds.flatMap((h) => h.scope.recordIds ?? []),
+      owners: holds.flatMap((h) => h.scope.subjects ?? []),
+      projects: holds.flatMap((h) => h.scope.projects ?? []),
+    },
+  }));
 
 const dag = fc.tuple(fc.array(root, { minLength: 1, maxLength: 6 }), fc.array(derivation, { minLength: 1, maxLength: 6 }));
 
@@ -152,7 +155,8 @@ describe('restrictions along lineage', () => {
         const { records, ancestors } = buildDag(roots, derivations);
         for (const [d, of] of ancestors.entries()) {
           if (!matchesFilter(records[d], f)) continue;
-          for (const a of of) expect(matchesFilter(records[a], f), `${records[d].id} visible, its ancestor ${records[a].id} not`).toBe(true);
+          for (const a of of)
+            expect(matchesFilter(records[a], f), `${records[d].id} visible, its ancestor ${records[a].id} not`).toBe(true);
         }
       }),
       { numRuns: 3_000 },
@@ -193,11 +197,22 @@ describe('restrictions along lineage', () => {
         { owner: 'ann', sensitivity: 'internal', purposes: ['support'], project: undefined, expiresIn: undefined },
         { owner: 'ann', sensitivity: 'internal', purposes: ['support'], project: undefined, expiresIn: undefined },
       ],
-      [{ parents: [0, 1], owner: undefined }, { parents: [2], owner: 'bob' }],
+      [
+        { parents: [0, 1], owner: undefined },
+        { parents: [2], owner: 'bob' },
+      ],
     );
     const grandchild = records[3];
-    expect(restrictionKeys(grandchild)).toEqual(expect.arrayContaining(['id:mem_ep_e0', 'id:e1', 'id:mem_cs_0', 'owner:ann', 'owner:bob', 'shared']));
-    const holdOn = (recordIds: string[]): LegalHold => ({ id: 'h', reason: 'm', placedBy: 'legal', placedAt: iso(0), scope: { recordIds } });
+    expect(restrictionKeys(grandchild)).toEqual(
+      expect.arrayContaining(['id:mem_ep_e0', 'id:e1', 'id:mem_cs_0', 'owner:ann', 'owner:bob', 'shared']),
+    );
+    const holdOn = (recordIds: string[]): LegalHold => ({
+      id: 'h',
+      reason: 'm',
+      placedBy: 'legal',
+      placedAt: iso(0),
+      scope: { recordIds },
+    });
     expect(isHeld(grandchild, [holdOn(['mem_ep_e0'])])).toBe(true);
     expect(isHeld(grandchild, [holdOn(['mem_ep_e9'])])).toBe(false);
     expect(withoutAncestry(grandchild).provenance).not.toHaveProperty('ancestry');

@@ -36,7 +36,12 @@ export const Fact = z.object({
 export type Fact = z.infer<typeof Fact>;
 
 /** A name or id that index adapters and keys may delimit with control characters, so it contains none. */
-const Label = (max: number) => z.string().min(1).max(max).regex(/^[^\p{Cc}]+$/u, 'contains no control characters');
+const Label = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .regex(/^[^\p{Cc}]+$/u, 'contains no control characters');
 
 /** A named procedure (procedural memory): a new version supersedes the old one for new tasks. */
 export const Procedure = z.object({
@@ -118,7 +123,14 @@ export type MemoryPolicy = z.infer<typeof MemoryPolicy>;
  * `procedure_version` is not about facts: a procedure's higher version
  * supersedes its earlier ones.
  */
-export const ConflictRule = z.enum(['explicit_correction', 'source_authority', 'later_valid_time', 'confidence', 'adjudication', 'procedure_version']);
+export const ConflictRule = z.enum([
+  'explicit_correction',
+  'source_authority',
+  'later_valid_time',
+  'confidence',
+  'adjudication',
+  'procedure_version',
+]);
 export type ConflictRule = z.infer<typeof ConflictRule>;
 
 /** A memory record (paper, section 3.2 'Formal definition of memory'). Times are ISO strings so the record round-trips through JSON unchanged. */
@@ -147,9 +159,7 @@ export const MemoryRecord = z.object({
   /** An explicit correction by an authorised subject: it wins a conflict before any other rule. */
   correction: z.boolean().optional(),
   /** Why this version's status or validTo changed: the rule, the records it was decided against, when and by whom. */
-  resolution: z
-    .object({ rule: ConflictRule, against: z.array(z.string()), decidedAt: IsoDate, by: z.string().optional() })
-    .optional(),
+  resolution: z.object({ rule: ConflictRule, against: z.array(z.string()), decidedAt: IsoDate, by: z.string().optional() }).optional(),
 });
 export type MemoryRecord = z.infer<typeof MemoryRecord>;
 
@@ -157,4 +167,8 @@ export type MemoryRecord = z.infer<typeof MemoryRecord>;
 export const transactionTime = (record: Pick<MemoryRecord, 'recordedAt' | 'revisedAt'>): string => record.revisedAt ?? record.recordedAt;
 
 /** A purpose name (`support`, `performance_review`): no control characters, which index adapters use as delimiters. */
-export const Purpose = z.string().min(1).max(50).regex(/^[^\p{Cc}]+$/u, 'purposes contain no control characters');
+export const Purpose = z
+  .string()
+  .min(1)
+  .max(50)
+  .regex(/^[^\p{Cc}]+$/u, 'purposes contain no control characters');

@@ -5,7 +5,11 @@ import { MemoryContent, MemoryKind, Purpose, RetentionClass, Sensitivity } from 
 const IsoDate = z.iso.datetime({ offset: true });
 
 /** A session or task id: no control characters. */
-export const SessionId = z.string().min(1).max(200).regex(/^[^\p{Cc}]+$/u, 'contains no control characters');
+export const SessionId = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[^\p{Cc}]+$/u, 'contains no control characters');
 
 export interface StructureIssue {
   path: (string | number)[];
@@ -21,10 +25,14 @@ export interface StructureIssue {
 export function structureIssues(kind: MemoryKind, content: MemoryContent): StructureIssue[] {
   const issues: StructureIssue[] = [];
   const holds = (structure: MemoryKind) => kind === structure || kind === 'working';
-  if (kind === 'procedural' && !content.procedure) issues.push({ path: ['content', 'procedure'], message: 'a procedural memory states its procedure (name, version, steps)' });
-  if (!holds('procedural') && content.procedure) issues.push({ path: ['content', 'procedure'], message: 'only procedural and working memories state a procedure' });
-  if (kind === 'relational' && !content.relation) issues.push({ path: ['content', 'relation'], message: 'a relational memory states its relation (from, relation, to)' });
-  if (!holds('relational') && content.relation) issues.push({ path: ['content', 'relation'], message: 'only relational and working memories state a relation' });
+  if (kind === 'procedural' && !content.procedure)
+    issues.push({ path: ['content', 'procedure'], message: 'a procedural memory states its procedure (name, version, steps)' });
+  if (!holds('procedural') && content.procedure)
+    issues.push({ path: ['content', 'procedure'], message: 'only procedural and working memories state a procedure' });
+  if (kind === 'relational' && !content.relation)
+    issues.push({ path: ['content', 'relation'], message: 'a relational memory states its relation (from, relation, to)' });
+  if (!holds('relational') && content.relation)
+    issues.push({ path: ['content', 'relation'], message: 'only relational and working memories state a relation' });
   return issues;
 }
 
@@ -69,7 +77,8 @@ export const WriteMemoryRequest = z
     for (const { path, message } of structureIssues(request.kind, request.content)) issue(path, message);
     if (request.kind === 'working') {
       if (request.session === undefined) issue(['session'], 'a working memory names its session');
-      if (request.retention !== undefined && request.retention !== 'session') issue(['retention'], 'a working memory has retention session');
+      if (request.retention !== undefined && request.retention !== 'session')
+        issue(['retention'], 'a working memory has retention session');
     } else {
       if (request.session !== undefined) issue(['session'], 'only working memories belong to a session');
       if (request.ttlSeconds !== undefined) issue(['ttlSeconds'], 'only working memories have a TTL');

@@ -19,7 +19,8 @@ const optional = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined })
 /** Mostly absent, so that random rules are not all too narrow to allow anything. */
 const sometimes = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ arbitrary: fc.constant(undefined), weight: 3 }, { arbitrary: arb, weight: 1 });
 /** Mostly non-empty; an empty list (a rule that admits nothing) now and then. */
-const someOf = <T>(values: readonly T[]) => fc.oneof({ arbitrary: fc.subarray([...values], { minLength: 1 }), weight: 9 }, { arbitrary: fc.constant<T[]>([]), weight: 1 });
+const someOf = <T>(values: readonly T[]) =>
+  fc.oneof({ arbitrary: fc.subarray([...values], { minLength: 1 }), weight: 9 }, { arbitrary: fc.constant<T[]>([]), weight: 1 });
 const withoutUndefined = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 
 const condition = fc
@@ -37,7 +38,10 @@ const condition = fc
   })
   .map(withoutUndefined);
 
-const operations = fc.oneof({ arbitrary: fc.constant(['read' as const]), weight: 3 }, { arbitrary: fc.subarray(Operation.options, { minLength: 1 }), weight: 1 });
+const operations = fc.oneof(
+  { arbitrary: fc.constant(['read' as const]), weight: 3 },
+  { arbitrary: fc.subarray(Operation.options, { minLength: 1 }), weight: 1 },
+);
 
 const rules = fc
   .array(fc.record({ operations, when: condition }), { maxLength: 6 })
@@ -54,7 +58,10 @@ const subject: fc.Arbitrary<PolicySubject> = fc.record(
 );
 
 const env: fc.Arbitrary<PolicyEnv> = fc
-  .record({ purpose: fc.option(fc.constantFrom(...PURPOSES), { nil: undefined, freq: 6 }), channel: optional(fc.constantFrom(...CHANNELS)) })
+  .record({
+    purpose: fc.option(fc.constantFrom(...PURPOSES), { nil: undefined, freq: 6 }),
+    channel: optional(fc.constantFrom(...CHANNELS)),
+  })
   .map(({ purpose, channel }) => ({ now: NOW, ...(purpose && { purpose }), ...(channel && { channel }) }));
 
 const record: fc.Arbitrary<MemoryRecord> = fc
@@ -73,7 +80,13 @@ const record: fc.Arbitrary<MemoryRecord> = fc
   .map((r) =>
     makeRecord({
       ...(r.upstreamOwners && {
-        provenance: { sourceEventIds: [], parentIds: [], rule: 'test', ruleVersion: '1', ancestry: { ids: [], owners: r.upstreamOwners, projects: [], expiresAt: null } },
+        provenance: {
+          sourceEventIds: [],
+          parentIds: [],
+          rule: 'test',
+          ruleVersion: '1',
+          ancestry: { ids: [], owners: r.upstreamOwners, projects: [], expiresAt: null },
+        },
       }),
       id: r.id,
       kind: r.kind,
@@ -109,16 +122,25 @@ describe('a read policy compiled to index clauses', () => {
 
   it('lets the index filter apply the clauses and the exclusions', () => {
     fc.assert(
-      fc.property(rules, subject, env, record, fc.subarray(USERS), fc.subarray(PROJECTS), fc.subarray(['m1', 'm2']), (rs, s, e, r, owners, projects, ids) => {
-        const clauses = compileRead({ rules: rs }, s, e);
-        const exclude = { owners, projects, ids };
-        const filter = { statuses: MemoryStatus.options, maxSensitivity: 'restricted' as const, now: NOW, clauses, exclude };
-        // A hold on the record's owner or subject, or on an owner it derives from, withholds it too.
-        const heldOwner = [r.policy.owner, r.subject, ...(r.provenance.ancestry?.owners ?? [])].some((o) => owners.includes(o));
-        const withheld = heldOwner || ids.includes(r.id) || (r.policy.project !== undefined && projects.includes(r.policy.project));
-        expect(matchesFilter(r, filter)).toBe(!withheld && matchesClauses(r, clauses));
-        expect(matchesClauses(r, clauses, exclude)).toBe(!withheld && matchesClauses(r, clauses));
-      }),
+      fc.property(
+        rules,
+        subject,
+        env,
+        record,
+        fc.subarray(USERS),
+        fc.subarray(PROJECTS),
+        fc.subarray(['m1', 'm2']),
+        (rs, s, e, r, owners, projects, ids) => {
+          const clauses = compileRead({ rules: rs }, s, e);
+          const exclude = { owners, projects, ids };
+          const filter = { statuses: MemoryStatus.options, maxSensitivity: 'restricted' as const, now: NOW, clauses, exclude };
+          // A hold on the record's owner or subject, or on an owner it derives from, withholds it too.
+          const heldOwner = [r.policy.owner, r.subject, ...(r.provenance.ancestry?.owners ?? [])].some((o) => owners.includes(o));
+          const withheld = heldOwner || ids.includes(r.id) || (r.policy.project !== undefined && projects.includes(r.policy.project));
+          expect(matchesFilter(r, filter)).toBe(!withheld && matchesClauses(r, clauses));
+          expect(matchesClauses(r, clauses, exclude)).toBe(!withheld && matchesClauses(r, clauses));
+        },
+      ),
     );
   });
 

@@ -1,5 +1,13 @@
 import { SENSITIVITY_RANK } from '../memory/record';
-import { DEFAULT_DENY, type Condition, type Operation, type PolicyEnv, type PolicyResource, type PolicyRule, type PolicySubject } from './policy';
+import {
+  DEFAULT_DENY,
+  type Condition,
+  type Operation,
+  type PolicyEnv,
+  type PolicyResource,
+  type PolicyRule,
+  type PolicySubject,
+} from './policy';
 
 export interface PolicyDecision {
   allowed: boolean;

@@ -1,13 +1,7 @@
 import { z } from 'zod';
 import type { Principal } from '../auth/principal';
 import { ROLES } from '../auth/roles';
-import {
-  MemoryKind,
-  MemoryStatus,
-  RetentionClass,
-  Sensitivity,
-  type MemoryRecord,
-} from '../memory/record';
+import { MemoryKind, MemoryStatus, RetentionClass, Sensitivity, type MemoryRecord } from '../memory/record';
 import { isSharedOwnership } from '../memory/lineage';
 
 export const Operation = z.enum(['read', 'write', 'export', 'erase', 'administer']);
@@ -89,7 +83,11 @@ export const POLICY_BOUNDS = {
 const Days = z.number().positive().max(POLICY_BOUNDS.retentionDays.max);
 
 export const TenantPolicy = z.strictObject({
-  version: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER - 1),
+  version: z
+    .number()
+    .int()
+    .min(1)
+    .max(Number.MAX_SAFE_INTEGER - 1),
   /** Evaluated in order; the first rule that matches allows and names the decision. */
   rules: Rules,
   /** What ingest does with detected secrets: refuse the write, or store it with the secret redacted. */

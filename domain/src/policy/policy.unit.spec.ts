@@ -6,7 +6,17 @@ import { Principal } from '../auth/principal';
 import { compileRead, matchesClauses } from './compile';
 import { evaluate } from './evaluate';
 import { makeRecord } from '../testing';
-import { DEFAULT_POLICY, POLICY_BOUNDS, PolicyDocument, resourceOf, storedPolicy, subjectOf, TenantPolicy, type PolicyEnv, type PolicySubject } from './policy';
+import {
+  DEFAULT_POLICY,
+  POLICY_BOUNDS,
+  PolicyDocument,
+  resourceOf,
+  storedPolicy,
+  subjectOf,
+  TenantPolicy,
+  type PolicyEnv,
+  type PolicySubject,
+} from './policy';
 
 const NOW = '2025-01-01T00:00:00.000Z';
 const agent: PolicySubject = { user: 'agent-7', roles: ['agent'], clearance: 'restricted' };
@@ -45,11 +55,17 @@ describe('the default policy', () => {
     const record = makeRecord({ policy: { owner: 'alice', sensitivity: 'restricted' } });
 
     it('alice may recall it', () => {
-      expect(canRead({ user: 'alice', roles: [], clearance: 'restricted' }, record)).toEqual({ allowed: true, ruleId: 'read-restricted-own' });
+      expect(canRead({ user: 'alice', roles: [], clearance: 'restricted' }, record)).toEqual({
+        allowed: true,
+        ruleId: 'read-restricted-own',
+      });
     });
 
     it('the DPO and legal may recall it', () => {
-      expect(canRead({ user: 'dora', roles: ['dpo'], clearance: 'restricted' }, record)).toEqual({ allowed: true, ruleId: 'read-restricted-privacy' });
+      expect(canRead({ user: 'dora', roles: ['dpo'], clearance: 'restricted' }, record)).toEqual({
+        allowed: true,
+        ruleId: 'read-restricted-privacy',
+      });
       expect(canRead({ user: 'lee', roles: ['legal'], clearance: 'restricted' }, record).allowed).toBe(true);
     });
 
@@ -59,7 +75,10 @@ describe('the default policy', () => {
     });
 
     it('even alice may not recall it above her clearance', () => {
-      expect(canRead({ user: 'alice', roles: ['dpo'], clearance: 'confidential' }, record)).toEqual({ allowed: false, ruleId: 'default-deny' });
+      expect(canRead({ user: 'alice', roles: ['dpo'], clearance: 'confidential' }, record)).toEqual({
+        allowed: false,
+        ruleId: 'default-deny',
+      });
     });
   });
 
@@ -82,10 +101,19 @@ describe('the default policy', () => {
 
   it('lets writers record at any sensitivity and nobody else write', () => {
     const write = (subject: PolicySubject, owner: string, sensitivity: 'confidential' | 'restricted') =>
-      evaluate(DEFAULT_POLICY, subject, resourceOf(makeRecord({ policy: { owner, sensitivity, purposes: ['billing'] } })), forPurpose('support'), 'write');
+      evaluate(
+        DEFAULT_POLICY,
+        subject,
+        resourceOf(makeRecord({ policy: { owner, sensitivity, purposes: ['billing'] } })),
+        forPurpose('support'),
+        'write',
+      );
     expect(write(agent, 'carol', 'confidential').allowed).toBe(true);
     expect(write(agent, 'carol', 'restricted')).toEqual({ allowed: true, ruleId: 'write-by-writers' });
-    expect(write({ user: 'root', roles: ['admin'], clearance: 'internal' }, 'carol', 'restricted')).toEqual({ allowed: true, ruleId: 'write-by-writers' });
+    expect(write({ user: 'root', roles: ['admin'], clearance: 'internal' }, 'carol', 'restricted')).toEqual({
+      allowed: true,
+      ruleId: 'write-by-writers',
+    });
     expect(write({ user: 'viewer', roles: ['viewer'], clearance: 'restricted' }, 'viewer', 'confidential').allowed).toBe(false);
   });
 
@@ -105,7 +133,10 @@ describe('a policy without rules', () => {
   it('denies every operation', () => {
     const admin: PolicySubject = { user: 'root', roles: ['admin', 'dpo', 'auditor'], clearance: 'restricted' };
     for (const op of ['read', 'write', 'export', 'erase', 'administer'] as const) {
-      expect(evaluate(empty, admin, resourceOf(makeRecord()), forPurpose('support'), op)).toEqual({ allowed: false, ruleId: 'default-deny' });
+      expect(evaluate(empty, admin, resourceOf(makeRecord()), forPurpose('support'), op)).toEqual({
+        allowed: false,
+        ruleId: 'default-deny',
+      });
     }
     expect(compileRead(empty, admin, forPurpose('support'))).toEqual([]);
   });
@@ -134,7 +165,9 @@ describe('rules that depend on the caller’s project and channel', () => {
     const member: PolicySubject = { user: 'u', roles: [], project: 'falcon', clearance: 'internal' };
     expect(canRead(member, record, { now: NOW, channel: 'chat' }, policy).allowed).toBe(true);
     expect(canRead(member, record, { now: NOW, channel: 'api' }, policy).allowed).toBe(false);
-    expect(compileRead(policy, member, { now: NOW, channel: 'chat' })).toEqual([{ ruleId: 'project-team', maxSensitivity: 'internal', project: 'falcon' }]);
+    expect(compileRead(policy, member, { now: NOW, channel: 'chat' })).toEqual([
+      { ruleId: 'project-team', maxSensitivity: 'internal', project: 'falcon' },
+    ]);
   });
 
   it('admits nothing to a caller without a project', () => {
@@ -164,8 +197,21 @@ describe('policy documents', () => {
 
 describe('a subject from a verified principal', () => {
   it('carries the token’s user, roles, clearance and ABAC claims', () => {
-    const principal = Principal.parse({ tenant: 'acme', sub: 'alice', roles: ['agent'], clearance: 'confidential', project: 'falcon', department: 'sales' });
-    expect(subjectOf(principal)).toEqual({ user: 'alice', roles: ['agent'], clearance: 'confidential', project: 'falcon', department: 'sales' });
+    const principal = Principal.parse({
+      tenant: 'acme',
+      sub: 'alice',
+      roles: ['agent'],
+      clearance: 'confidential',
+      project: 'falcon',
+      department: 'sales',
+    });
+    expect(subjectOf(principal)).toEqual({
+      user: 'alice',
+      roles: ['agent'],
+      clearance: 'confidential',
+      project: 'falcon',
+      department: 'sales',
+    });
   });
 });
 
@@ -198,7 +244,11 @@ describe('the bounds of a policy’s numbers', () => {
   });
 
   it('a policy stored before the bounds is read clamped to them', () => {
-    const stored = { ...DEFAULT_POLICY, retentionDays: { session: 0.00003, standard: 1e8, long_term: 3650 }, erasure: { approvalThreshold: 1e12, approvalTimeoutHours: 168 } };
+    const stored = {
+      ...DEFAULT_POLICY,
+      retentionDays: { session: 0.00003, standard: 1e8, long_term: 3650 },
+      erasure: { approvalThreshold: 1e12, approvalTimeoutHours: 168 },
+    };
     const policy = storedPolicy(stored);
     expect(policy.retentionDays).toEqual({ session: 0.00003, standard: 36_500, long_term: 3650 });
     expect(policy.erasure.approvalThreshold).toBe(POLICY_BOUNDS.approvalThreshold.max);

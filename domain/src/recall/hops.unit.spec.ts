@@ -10,7 +10,11 @@ const ref = (key: string): EntityRef => {
 };
 
 const edge = (id: string, from: string, relation: string, to: string): MemoryRecord =>
-  makeRecord({ id, kind: 'relational', content: { text: `${from} ${relation} ${to}`, relation: { from: ref(from), relation, to: ref(to) } } });
+  makeRecord({
+    id,
+    kind: 'relational',
+    content: { text: `${from} ${relation} ${to}`, relation: { from: ref(from), relation, to: ref(to) } },
+  });
 
 const approves = edge('e-approves', 'person:li-wei', 'approves', 'project:apollo');
 const owns = edge('e-owns', 'team:finance', 'owns', 'project:apollo');

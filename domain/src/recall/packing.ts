@@ -233,7 +233,10 @@ export function packByMarginalUtility(candidates: readonly PackCandidate[], opti
     }
   }
 
-  const single = pool.reduce<(typeof pool)[number] | undefined>((top, entry) => (top === undefined || entry.utility > top.utility ? entry : top), undefined);
+  const single = pool.reduce<(typeof pool)[number] | undefined>(
+    (top, entry) => (top === undefined || entry.utility > top.utility ? entry : top),
+    undefined,
+  );
   const greedyTotal = packed.reduce((sum, p) => sum + p.gain, 0);
   if (single !== undefined && single.utility > greedyTotal) {
     return [{ record: single.candidate.record, tokens: single.tokens, utility: single.utility, gain: single.utility }];

@@ -132,7 +132,9 @@ describe('budgeted packing', () => {
     const superseded = candidate('old-address', 0.5, unit(1, 0), { status: 'superseded', confidence: 0.95 });
     const options = { budgetTokens: 100, at: AT, countTokens: words };
     expect(packByMarginalUtility([superseded], { ...options, weights: packProfile('support') })).toEqual([]);
-    expect(packByMarginalUtility([superseded], { ...options, weights: packProfile('audit') }).map((p) => p.record.id)).toEqual(['old-address']);
+    expect(packByMarginalUtility([superseded], { ...options, weights: packProfile('audit') }).map((p) => p.record.id)).toEqual([
+      'old-address',
+    ]);
   });
 });
 
@@ -225,7 +227,14 @@ describe('prompt order', () => {
 describe('rendered context', () => {
   it('numbers the items in order, each followed by its citation', () => {
     const context = renderContext([
-      record('a', { text: 'ACME is headquartered in Berlin.', kind: 'semantic', sourceTrust: 'authoritative', confidence: 0.9, validFrom: '2024-01-01T00:00:00.000Z', recordedAt: '2024-01-02T09:30:15.000Z' }),
+      record('a', {
+        text: 'ACME is headquartered in Berlin.',
+        kind: 'semantic',
+        sourceTrust: 'authoritative',
+        confidence: 0.9,
+        validFrom: '2024-01-01T00:00:00.000Z',
+        recordedAt: '2024-01-02T09:30:15.000Z',
+      }),
       record('b', { text: '客户说交付风险很高。', kind: 'episodic', validTo: '2025-06-01T00:00:00+02:00', confidence: 0.756 }),
     ]);
     expect(context.split('\n')).toEqual([

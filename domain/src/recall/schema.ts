@@ -13,7 +13,10 @@ export const RecallRequest = z.strictObject({
   knownAsOf: IsoDate.optional(),
   consistency: z.enum(['eventual', 'strong']).default('eventual'),
   /** With `consistency: "strong"`: wait until the projection has applied this log position (returned by writes). */
-  afterPosition: z.string().regex(/^\d{1,20}$/).optional(),
+  afterPosition: z
+    .string()
+    .regex(/^\d{1,20}$/)
+    .optional(),
   /** The caller's session or task: its working memories are recalled too (never those of another session). */
   session: SessionId.optional(),
   /** Follow relations this many edges out from the entities the hits name (0: off). */

@@ -28,13 +28,19 @@ export interface Decider<Command, Event extends StreamEvent, State> {
  * A `parse` from a zod union of `{ type, data }` objects: unknown types are
  * skipped, known ones must match their schema.
  */
-export function eventParser<S extends z.ZodType<StreamEvent>>(schema: S, types: readonly string[]): (event: StreamEvent) => z.infer<S> | undefined {
+export function eventParser<S extends z.ZodType<StreamEvent>>(
+  schema: S,
+  types: readonly string[],
+): (event: StreamEvent) => z.infer<S> | undefined {
   const known = new Set(types);
   return (event) => (known.has(event.type) ? schema.parse({ type: event.type, data: event.data }) : undefined);
 }
 
 /** Folds events over a decider's initial state. */
-export function fold<Event extends StreamEvent, State>(decider: Pick<Decider<unknown, Event, State>, 'initialState' | 'evolve'>, events: Iterable<Event>): State {
+export function fold<Event extends StreamEvent, State>(
+  decider: Pick<Decider<unknown, Event, State>, 'initialState' | 'evolve'>,
+  events: Iterable<Event>,
+): State {
   let state = decider.initialState();
   for (const event of events) state = decider.evolve(state, event);
   return state;

@@ -50,4 +50,3 @@ export function tokenize(text: string): string[] {
 export function isHan(token: string): boolean {
   return HAN.test(token);
 }
-

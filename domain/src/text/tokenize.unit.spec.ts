@@ -16,8 +16,7 @@ describe('tokenize', () => {
 
 describe('tokenize without ICU for spaced scripts', () => {
   const icu = new Intl.Segmenter('en', { granularity: 'word' });
-  const viaIcu = (text: string) =>
-    [...icu.segment(text.normalize('NFKC').toLowerCase())].filter((s) => s.isWordLike).map((s) => s.segment);
+  const viaIcu = (text: string) => [...icu.segment(text.normalize('NFKC').toLowerCase())].filter((s) => s.isWordLike).map((s) => s.segment);
 
   it('cuts English, German and Russian exactly as ICU word boundaries do', () => {
     for (const text of [

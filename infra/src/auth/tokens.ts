@@ -79,10 +79,12 @@ export class TokenVerifier {
   async verify(token: string): Promise<Principal> {
     const payload = await this.claims(token);
     const parsed = Principal.safeParse({ ...payload, sub: payload.sub });
-    if (!parsed.success) throw new Unauthenticated('the token lacks valid tenant, sub, roles, purposes or clearance claims', 'AUTH.TOKEN_INVALID');
+    if (!parsed.success)
+      throw new Unauthenticated('the token lacks valid tenant, sub, roles, purposes or clearance claims', 'AUTH.TOKEN_INVALID');
     // The tenant's policy is read only for a role that is not built in.
     const unknown = unknownRoles(parsed.data.roles);
-    if (unknown.length > 0 && unknownRoles(unknown, await this.policyOf(parsed.data.tenant)).length > 0) throw new Unauthenticated('the token names a role that is neither built in nor named by the tenant policy', 'AUTH.UNKNOWN_ROLE');
+    if (unknown.length > 0 && unknownRoles(unknown, await this.policyOf(parsed.data.tenant)).length > 0)
+      throw new Unauthenticated('the token names a role that is neither built in nor named by the tenant policy', 'AUTH.UNKNOWN_ROLE');
     return parsed.data;
   }
 
@@ -91,8 +93,16 @@ export class TokenVerifier {
     const now = Math.floor(this.clock().getTime() / 1000);
     let payload: JWTPayload;
     try {
-      const options = { issuer, audience, algorithms: this.algorithms, clockTolerance: skew, currentDate: this.clock(), requiredClaims: ['exp'] };
-      const verified = typeof this.key === 'function' ? await jwtVerify(token, this.key, options) : await jwtVerify(token, this.key, options);
+      const options = {
+        issuer,
+        audience,
+        algorithms: this.algorithms,
+        clockTolerance: skew,
+        currentDate: this.clock(),
+        requiredClaims: ['exp'],
+      };
+      const verified =
+        typeof this.key === 'function' ? await jwtVerify(token, this.key, options) : await jwtVerify(token, this.key, options);
       payload = verified.payload;
     } catch (error) {
       throw refusal(error);
@@ -100,7 +110,10 @@ export class TokenVerifier {
     const { exp, iat } = payload as { exp: number; iat?: number };
     if (iat !== undefined && iat > now + skew) throw new Unauthenticated('the token was issued in the future', 'AUTH.TOKEN_NOT_YET_VALID');
     if (exp - (iat ?? now) > maxTtlSeconds) {
-      throw new Unauthenticated(`the token lives longer than the ${maxTtlSeconds} s allowed (ELMA_TOKEN_MAX_TTL)`, 'AUTH.TOKEN_LIFETIME_TOO_LONG');
+      throw new Unauthenticated(
+        `the token lives longer than the ${maxTtlSeconds} s allowed (ELMA_TOKEN_MAX_TTL)`,
+        'AUTH.TOKEN_LIFETIME_TOO_LONG',
+      );
     }
     return payload;
   }
@@ -126,13 +139,15 @@ function remoteKeys(url: URL): JWTVerifyGetKey {
 function refusal(error: unknown): DomainError {
   if (error instanceof errors.JWTExpired) return new Unauthenticated('the token has expired', 'AUTH.TOKEN_EXPIRED');
   if (error instanceof errors.JWTClaimValidationFailed) {
-    if (error.claim === 'exp' && error.reason === 'missing') return new Unauthenticated('the token has no expiry (exp)', 'AUTH.TOKEN_EXPIRY_REQUIRED');
+    if (error.claim === 'exp' && error.reason === 'missing')
+      return new Unauthenticated('the token has no expiry (exp)', 'AUTH.TOKEN_EXPIRY_REQUIRED');
     if (error.claim === 'nbf') return new Unauthenticated('the token is not valid yet (nbf)', 'AUTH.TOKEN_NOT_YET_VALID');
     if (error.claim === 'iss') return new Unauthenticated('the token has the wrong issuer', 'AUTH.TOKEN_INVALID');
     if (error.claim === 'aud') return new Unauthenticated('the token is for another audience', 'AUTH.TOKEN_INVALID');
     return new Unauthenticated('the token has an invalid claim', 'AUTH.TOKEN_INVALID');
   }
-  if (error instanceof errors.JOSEAlgNotAllowed) return new Unauthenticated('the token is signed with an algorithm not accepted here', 'AUTH.TOKEN_INVALID');
+  if (error instanceof errors.JOSEAlgNotAllowed)
+    return new Unauthenticated('the token is signed with an algorithm not accepted here', 'AUTH.TOKEN_INVALID');
   if (error instanceof KeysUnavailable) return error;
   return new Unauthenticated('the token is invalid', 'AUTH.TOKEN_INVALID');
 }

@@ -245,11 +245,21 @@ class Layout {
     // A table that fits on a page is not split; a longer one does not leave its header alone.
     const whole = Layout.tableHeight(rows.length);
     this.ensure(whole <= PAGE_HEIGHT - MARGIN - BOTTOM ? whole : 2 * rowHeight);
-    this.tableRow(columns, columns.map((c) => c.header), 'bold', rowHeight);
+    this.tableRow(
+      columns,
+      columns.map((c) => c.header),
+      'bold',
+      rowHeight,
+    );
     for (const row of rows) {
       if (this.y - rowHeight < BOTTOM) {
         this.newPage();
-        this.tableRow(columns, columns.map((c) => c.header), 'bold', rowHeight);
+        this.tableRow(
+          columns,
+          columns.map((c) => c.header),
+          'bold',
+          rowHeight,
+        );
       }
       this.tableRow(columns, row, 'regular', rowHeight);
     }
@@ -265,11 +275,9 @@ class Layout {
       const pageText = `page ${i + 1} of ${this.pages.length}`;
       const pageWidth = textWidth(pageText, 'regular', 8);
       const left = truncate(footer, 'regular', 8, CONTENT_WIDTH - pageWidth - 12);
-      return [
-        ...ops,
-        textOp(MARGIN, 30, 'regular', 8, left),
-        textOp(PAGE_WIDTH - MARGIN - pageWidth, 30, 'regular', 8, pageText),
-      ].join('\n');
+      return [...ops, textOp(MARGIN, 30, 'regular', 8, left), textOp(PAGE_WIDTH - MARGIN - pageWidth, 30, 'regular', 8, pageText)].join(
+        '\n',
+      );
     });
   }
 
@@ -280,8 +288,7 @@ class Layout {
     const baseline = top - height + (height - TABLE_SIZE) / 2 + 1.5;
     columns.forEach((column, i) => {
       const text = truncate(cells[i] ?? '', font, TABLE_SIZE, column.width - 2 * CELL_PADDING);
-      const left =
-        column.align === 'right' ? x + column.width - CELL_PADDING - textWidth(text, font, TABLE_SIZE) : x + CELL_PADDING;
+      const left = column.align === 'right' ? x + column.width - CELL_PADDING - textWidth(text, font, TABLE_SIZE) : x + CELL_PADDING;
       this.text(left, baseline, font, TABLE_SIZE, text);
       x += column.width;
     });

@@ -31,9 +31,7 @@ function parsePdf(bytes: Buffer): ParsedPdf {
     expect(entry).toMatch(/^\d{10} \d{5} [nf] \n$/);
     if (entry[17] === 'n') objectOffsets.set(first + i, Number(entry.slice(0, 10)));
   }
-  const text = [...pdf.matchAll(/\(((?:\\.|[^\\)])*)\) Tj/g)]
-    .map((m) => m[1].replace(/\\(.)/g, '$1'))
-    .join('\n');
+  const text = [...pdf.matchAll(/\(((?:\\.|[^\\)])*)\) Tj/g)].map((m) => m[1].replace(/\\(.)/g, '$1')).join('\n');
   const positions = [...pdf.matchAll(/ ([\d.]+) ([\d.]+) Td /g)].map((m) => ({ x: Number(m[1]), y: Number(m[2]) }));
   return {
     text,

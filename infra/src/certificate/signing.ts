@@ -16,9 +16,7 @@ export interface Jwk {
   alg: 'EdDSA';
 }
 
-export type CertificateVerification =
-  | { ok: true; certificate: ErasureCertificate; kid: string }
-  | { ok: false; reason: string };
+export type CertificateVerification = { ok: true; certificate: ErasureCertificate; kid: string } | { ok: false; reason: string };
 
 /**
  * Signs erasure certificates with an Ed25519 key derived from the master key,
@@ -123,7 +121,5 @@ function importEd25519(jwk: unknown): KeyObject | undefined {
 /** `certificate.closure.records[3].id`: schema keys and indices only (record keys are enum members). */
 function issuePath(path: readonly PropertyKey[] | undefined): string {
   if (!path || path.length === 0) return '(root)';
-  return path
-    .map((segment, i) => (typeof segment === 'number' ? `[${segment}]` : `${i === 0 ? '' : '.'}${String(segment)}`))
-    .join('');
+  return path.map((segment, i) => (typeof segment === 'number' ? `[${segment}]` : `${i === 0 ? '' : '.'}${String(segment)}`)).join('');
 }

@@ -16,13 +16,19 @@ const Env = z.object({
   /** Default: elasticsearch when ELMA_ELASTICSEARCH_URL is set, else sqlite. */
   ELMA_INDEX: z.enum(['sqlite', 'elasticsearch']).optional(),
   /** EventStoreDB / KurrentDB connection string, e.g. `esdb://localhost:2113?tls=false`. */
-  ELMA_EVENTSTORE_URL: z.string().regex(/^esdb(\+discover)?:\/\//, 'must be an esdb:// connection string').optional(),
+  ELMA_EVENTSTORE_URL: z
+    .string()
+    .regex(/^esdb(\+discover)?:\/\//, 'must be an esdb:// connection string')
+    .optional(),
   /** How long erasure verification waits for EventStoreDB's scavenge to complete before certifying that it had not yet. */
   ELMA_SCAVENGE_WAIT_SECONDS: z.coerce.number().min(0).default(60),
   /** Elasticsearch URL, e.g. `http://localhost:9200` (credentials may be given in the URL). */
   ELMA_ELASTICSEARCH_URL: z.string().url().optional(),
   /** Prefix of ELMA's index and alias names (`{namespace}-{tenant}-memories`), so several deployments can share a cluster. */
-  ELMA_ES_NAMESPACE: z.string().regex(/^[a-z0-9][a-z0-9_]{0,30}$/, 'lower-case letters, digits and underscores').default('elma'),
+  ELMA_ES_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_]{0,30}$/, 'lower-case letters, digits and underscores')
+    .default('elma'),
   /**
    * How an index write becomes searchable: `true`, a refresh per projection batch (searchable at
    * once; measured 5x the projection throughput of wait_for), or `wait_for` the next scheduled
@@ -166,17 +172,17 @@ export class ConfigError extends Error {
 export function loadConfig(env: Record<string, string | undefined> = process.env): ElmaConfig {
   const parsed = Env.safeParse(env);
   if (!parsed.success) {
-    throw new ConfigError(
-      `invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
-    );
+    throw new ConfigError(`invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   }
   const e = parsed.data;
   const dataDir = resolve(e.ELMA_DATA_DIR);
   const eventLog = e.ELMA_EVENT_LOG ?? (e.ELMA_EVENTSTORE_URL ? 'eventstoredb' : 'sqlite');
   const index = e.ELMA_INDEX ?? (e.ELMA_ELASTICSEARCH_URL ? 'elasticsearch' : 'sqlite');
   if (eventLog === 'eventstoredb' && !e.ELMA_EVENTSTORE_URL) throw new ConfigError('ELMA_EVENT_LOG=eventstoredb needs ELMA_EVENTSTORE_URL');
-  if (index === 'elasticsearch' && !e.ELMA_ELASTICSEARCH_URL) throw new ConfigError('ELMA_INDEX=elasticsearch needs ELMA_ELASTICSEARCH_URL');
-  if (Boolean(e.TEMPORAL_TLS_CERT) !== Boolean(e.TEMPORAL_TLS_KEY)) throw new ConfigError('TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together');
+  if (index === 'elasticsearch' && !e.ELMA_ELASTICSEARCH_URL)
+    throw new ConfigError('ELMA_INDEX=elasticsearch needs ELMA_ELASTICSEARCH_URL');
+  if (Boolean(e.TEMPORAL_TLS_CERT) !== Boolean(e.TEMPORAL_TLS_KEY))
+    throw new ConfigError('TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together');
   if (e.ELMA_EMBEDDER === 'openai-compatible' && !e.ELMA_EMBEDDING_URL) {
     throw new ConfigError('ELMA_EMBEDDER=openai-compatible needs ELMA_EMBEDDING_URL');
   }
@@ -190,9 +196,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: e.ELMA_PORT,
     eventLog,
     index,
-    ...(eventLog === 'eventstoredb' ? { eventStore: { url: e.ELMA_EVENTSTORE_URL!, scavengeWaitMs: e.ELMA_SCAVENGE_WAIT_SECONDS * 1000 } } : {}),
+    ...(eventLog === 'eventstoredb'
+      ? { eventStore: { url: e.ELMA_EVENTSTORE_URL!, scavengeWaitMs: e.ELMA_SCAVENGE_WAIT_SECONDS * 1000 } }
+      : {}),
     ...(index === 'elasticsearch'
-      ? { elasticsearch: { url: e.ELMA_ELASTICSEARCH_URL!, serverRrf: e.ELMA_ES_SERVER_RRF === 'true' || e.ELMA_ES_SERVER_RRF === '1', namespace: e.ELMA_ES_NAMESPACE, refresh: e.ELMA_ES_REFRESH === 'true' ? true : 'wait_for' } }
+      ? {
+          elasticsearch: {
+            url: e.ELMA_ELASTICSEARCH_URL!,
+            serverRrf: e.ELMA_ES_SERVER_RRF === 'true' || e.ELMA_ES_SERVER_RRF === '1',
+            namespace: e.ELMA_ES_NAMESPACE,
+            refresh: e.ELMA_ES_REFRESH === 'true' ? true : 'wait_for',
+          },
+        }
       : {}),
     masterKey: secret(e.ELMA_MASTER_KEY, dataDir, 'master.key'),
     jwtSecret: secret(e.ELMA_JWT_SECRET, dataDir, 'jwt.secret'),
@@ -240,7 +255,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxAliases: e.ELMA_GRAPHQL_MAX_ALIASES,
       maxCost: e.ELMA_GRAPHQL_MAX_COST,
       // The embedded engines are the developer's machine; a production deployment opts in.
-      explorer: e.ELMA_GRAPHIQL === undefined ? eventLog === 'sqlite' && index === 'sqlite' : e.ELMA_GRAPHIQL === 'true' || e.ELMA_GRAPHIQL === '1',
+      explorer:
+        e.ELMA_GRAPHIQL === undefined ? eventLog === 'sqlite' && index === 'sqlite' : e.ELMA_GRAPHIQL === 'true' || e.ELMA_GRAPHIQL === '1',
     },
   };
 }

@@ -73,7 +73,11 @@ describe('API admission limits', () => {
   });
 
   it('are read from the environment, and a zero or negative in-flight bound is refused', () => {
-    expect(loadConfig({ ...base, ELMA_MAX_INFLIGHT: '4', ELMA_MAX_QUEUE: '0', ELMA_MAX_QUEUE_WAIT_MS: '250' }).admission).toEqual({ maxInflight: 4, maxQueue: 0, maxQueueWaitMs: 250 });
+    expect(loadConfig({ ...base, ELMA_MAX_INFLIGHT: '4', ELMA_MAX_QUEUE: '0', ELMA_MAX_QUEUE_WAIT_MS: '250' }).admission).toEqual({
+      maxInflight: 4,
+      maxQueue: 0,
+      maxQueueWaitMs: 250,
+    });
     expect(() => loadConfig({ ...base, ELMA_MAX_INFLIGHT: '0' })).toThrow(/ELMA_MAX_INFLIGHT/);
   });
 });

@@ -82,7 +82,9 @@ describe('OpenAiCompatibleEmbedder against a local /v1/embeddings server', () =>
       res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `bad input ${body.input[0]}` }));
       return true;
     };
-    const error = await embedder().embed(['SECRET-CUSTOMER-NOTE']).catch((e: unknown) => e);
+    const error = await embedder()
+      .embed(['SECRET-CUSTOMER-NOTE'])
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EmbeddingFailed);
     expect((error as EmbeddingFailed).status).toBe(400);
     expect(String((error as Error).message)).not.toContain('SECRET-CUSTOMER-NOTE');
@@ -93,7 +95,9 @@ describe('OpenAiCompatibleEmbedder against a local /v1/embeddings server', () =>
   it('times out a slow server, retries, and gives up after the configured retries', async () => {
     server.behaviour = () => true; // never answers
     const started = Date.now();
-    const error = await embedder({ timeoutMs: 100, retries: 2 }).embed(['slow']).catch((e: unknown) => e);
+    const error = await embedder({ timeoutMs: 100, retries: 2 })
+      .embed(['slow'])
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EmbeddingFailed);
     expect((error as Error).message).toMatch(/timed out/);
     expect(server.requests).toHaveLength(3);
@@ -118,7 +122,9 @@ describe('OpenAiCompatibleEmbedder against a local /v1/embeddings server', () =>
   });
 
   it('rejects a response with the wrong dimensions without retrying', async () => {
-    const error = await embedder({ dimensions: 8 }).embed(['abc']).catch((e: unknown) => e);
+    const error = await embedder({ dimensions: 8 })
+      .embed(['abc'])
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EmbeddingFailed);
     expect((error as Error).message).toMatch(/expected 8/);
     expect(server.requests).toHaveLength(1);

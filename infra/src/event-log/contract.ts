@@ -243,9 +243,7 @@ export function eventLogContract(name: string, factory: () => Promise<EventLogUn
         await log.append('derived-t1-a', [seen], { expectedRevision: 'any' });
         const fresh = event('Derived', { n: 2 });
 
-        const [result] = await log.appendMany([
-          { stream: 'derived-t1-a', events: [seen, fresh], expectedRevision: 'any' },
-        ]);
+        const [result] = await log.appendMany([{ stream: 'derived-t1-a', events: [seen, fresh], expectedRevision: 'any' }]);
 
         expect(result).toMatchObject({ nextExpectedRevision: 1n, duplicate: false });
         expect((await collect(log.readStream('derived-t1-a'))).map((e) => e.id)).toEqual([seen.id, fresh.id]);

@@ -28,7 +28,7 @@ async function otherOwner(dataDir: string) {
   let out = '';
   child.stdout!.on('data', (chunk) => (out += chunk));
   child.stderr!.on('data', (chunk) => (out += chunk));
-  for (const deadline = Date.now() + 30_000; !out.includes('claimed'); ) {
+  for (const deadline = Date.now() + 30_000; !out.includes('claimed');) {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the other owner did not claim the folder: ${out}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -69,7 +69,9 @@ describe('one owner per data folder', () => {
 describe('database files are owner-only', () => {
   it('the event log and key vault create their files, -wal and -shm 0600 whatever the umask', async () => {
     const log = SqliteEventLog.open(join(dir, 'events.db'));
-    await log.append('events-acme-s1', [{ id: '6f1c1d6a-0d56-4b8e-9f0c-3f1f8e9b2a10', type: 'Test', data: { n: 1 } }], { expectedRevision: 'any' });
+    await log.append('events-acme-s1', [{ id: '6f1c1d6a-0d56-4b8e-9f0c-3f1f8e9b2a10', type: 'Test', data: { n: 1 } }], {
+      expectedRevision: 'any',
+    });
     const vault = new SqliteKeyVault({ path: join(dir, 'keys.db'), masterKey: randomBytes(32) });
     await vault.dataKeys('acme', ['r1'], { create: true });
     try {

@@ -20,7 +20,13 @@ export class DataDirInUse extends Error {
     readonly owner: DataDirOwnerInfo | undefined,
   ) {
     const who = owner
-      ? `pid ${owner.pid} (${owner.command}, since ${owner.startedAt}${Object.keys(owner.ports).length ? `; ports ${Object.entries(owner.ports).map(([name, port]) => `${name} ${port}`).join(', ')}` : ''})`
+      ? `pid ${owner.pid} (${owner.command}, since ${owner.startedAt}${
+          Object.keys(owner.ports).length
+            ? `; ports ${Object.entries(owner.ports)
+                .map(([name, port]) => `${name} ${port}`)
+                .join(', ')}`
+            : ''
+        })`
       : 'another process (it recorded no details)';
     super(
       `the data folder ${dataDir} is in use by ${who}. ` +
@@ -88,7 +94,12 @@ function readOwner(path: string): DataDirOwnerInfo | undefined {
   try {
     const parsed = JSON.parse(readFileSync(path, 'utf8')) as Partial<DataDirOwnerInfo>;
     if (typeof parsed.pid !== 'number') return undefined;
-    return { pid: parsed.pid, command: String(parsed.command ?? 'elma'), startedAt: String(parsed.startedAt ?? '?'), ports: parsed.ports ?? {} };
+    return {
+      pid: parsed.pid,
+      command: String(parsed.command ?? 'elma'),
+      startedAt: String(parsed.startedAt ?? '?'),
+      ports: parsed.ports ?? {},
+    };
   } catch {
     return undefined;
   }

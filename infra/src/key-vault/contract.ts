@@ -170,7 +170,9 @@ export function keyVaultContract(name: string, factory: () => Promise<KeyVaultUn
         expect(again.get('alice')).toBe(first.get('alice'));
         expect(read.get('alice')).toBe(first.get('alice'));
         expect(read.has('carol')).toBe(false);
-        expect(await vault.subjectsOfPseudonyms('t1', [first.get('alice')!, 'psn_unknown'])).toEqual(new Map([[first.get('alice')!, 'alice']]));
+        expect(await vault.subjectsOfPseudonyms('t1', [first.get('alice')!, 'psn_unknown'])).toEqual(
+          new Map([[first.get('alice')!, 'alice']]),
+        );
       });
 
       it('concurrent first writes of a subject get the same pseudonym', async () => {

@@ -137,7 +137,12 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
     const text = 'quarterly invoice dispute with the Lotus account';
     const filterCases: { name: string; excluded: RecordOverrides; included: RecordOverrides; filter: Partial<IndexFilter> }[] = [
       { name: 'a kind not asked for', excluded: { kind: 'semantic' }, included: { kind: 'episodic' }, filter: { kinds: ['episodic'] } },
-      { name: 'a status not allowed', excluded: { status: 'superseded' }, included: { status: 'disputed' }, filter: { statuses: ['active', 'disputed'] } },
+      {
+        name: 'a status not allowed',
+        excluded: { status: 'superseded' },
+        included: { status: 'disputed' },
+        filter: { statuses: ['active', 'disputed'] },
+      },
       {
         name: 'sensitivity above the clearance',
         excluded: { policy: { sensitivity: 'confidential' } },
@@ -202,15 +207,20 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
 
       it.each(ROUTES)('returns, through the %s route, exactly the records the in-memory filter admits', async (route) => {
         await fc.assert(
-          fc.asyncProperty(fc.array(policyRecord, { minLength: 40, maxLength: 40 }), readClauses, readExclusions, async (records, clauses, exclude) => {
-            await index.dropTenant(A);
-            const memories = records.map((r, i) => mem({ ...r, id: `r-${i}`, text: `${shared} ${i}` }));
-            await index.upsert(A, memories);
-            const q = query(route, shared, policyFilter(clauses, exclude), A, 100);
+          fc.asyncProperty(
+            fc.array(policyRecord, { minLength: 40, maxLength: 40 }),
+            readClauses,
+            readExclusions,
+            async (records, clauses, exclude) => {
+              await index.dropTenant(A);
+              const memories = records.map((r, i) => mem({ ...r, id: `r-${i}`, text: `${shared} ${i}` }));
+              await index.upsert(A, memories);
+              const q = query(route, shared, policyFilter(clauses, exclude), A, 100);
 
-            const expected = memories.filter((m) => matchesFilter(m.record, q.filter)).map((m) => m.record.id);
-            expect((await ids(q)).sort()).toEqual(expected.sort());
-          }),
+              const expected = memories.filter((m) => matchesFilter(m.record, q.filter)).map((m) => m.record.id);
+              expect((await ids(q)).sort()).toEqual(expected.sort());
+            },
+          ),
           { numRuns: 30 },
         );
       });
@@ -266,7 +276,10 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
     });
 
     it('purge removes records from get, search and count', async () => {
-      await index.upsert(A, [mem({ id: 'gone', text: 'erase me: passport number P1234567' }), mem({ id: 'kept', text: 'passport renewal reminder' })]);
+      await index.upsert(A, [
+        mem({ id: 'gone', text: 'erase me: passport number P1234567' }),
+        mem({ id: 'kept', text: 'passport renewal reminder' }),
+      ]);
 
       await index.purge(A, ['gone', 'never-existed']);
 
@@ -295,7 +308,9 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       expect(await asKnown('2026-03-01T00:00:00.000Z')).toEqual(['policy-refund']);
       expect(await asKnown('2026-06-01T00:00:00.000Z')).toEqual([]);
       expect(await asKnown('2025-12-31T00:00:00.000Z')).toEqual([]);
-      const history = await index.search(query('dense', 'refunds within 30 days', { statuses: ['active'], knownAsOf: '2026-03-01T00:00:00.000Z' }));
+      const history = await index.search(
+        query('dense', 'refunds within 30 days', { statuses: ['active'], knownAsOf: '2026-03-01T00:00:00.000Z' }),
+      );
       expect(history.map((h) => [h.record.id, h.record.version])).toEqual([['policy-refund', 1]]);
 
       await index.purge(A, ['policy-refund']);
@@ -305,10 +320,30 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
 
     it('finds the current records stating a fact about an entity and attribute, however written', async () => {
       const fact = (id: string, entity: string, attribute: string, value: string) =>
-        mem({ id, text: `${entity} ${attribute}: ${value}`, content: { text: `${entity} ${attribute}: ${value}`, fact: { entity, attribute, value } } });
-      await index.upsert(A, [fact('f1', 'ACME', 'renewal month', 'March'), fact('f2', 'acme ', 'Renewal  Month', 'April'), fact('f3', 'ACME', 'ceo', 'Li Wei')]);
-      await index.upsert(B, [indexed({ id: 'b1', tenant: B, text: 'ACME renewal month: May', content: { text: 'x', fact: { entity: 'ACME', attribute: 'renewal month', value: 'May' } } })]);
-      await index.upsert(A, [{ ...fact('f1', 'ACME', 'renewal month', 'March'), record: { ...fact('f1', 'ACME', 'renewal month', 'March').record, version: 2, status: 'superseded' } }]);
+        mem({
+          id,
+          text: `${entity} ${attribute}: ${value}`,
+          content: { text: `${entity} ${attribute}: ${value}`, fact: { entity, attribute, value } },
+        });
+      await index.upsert(A, [
+        fact('f1', 'ACME', 'renewal month', 'March'),
+        fact('f2', 'acme ', 'Renewal  Month', 'April'),
+        fact('f3', 'ACME', 'ceo', 'Li Wei'),
+      ]);
+      await index.upsert(B, [
+        indexed({
+          id: 'b1',
+          tenant: B,
+          text: 'ACME renewal month: May',
+          content: { text: 'x', fact: { entity: 'ACME', attribute: 'renewal month', value: 'May' } },
+        }),
+      ]);
+      await index.upsert(A, [
+        {
+          ...fact('f1', 'ACME', 'renewal month', 'March'),
+          record: { ...fact('f1', 'ACME', 'renewal month', 'March').record, version: 2, status: 'superseded' },
+        },
+      ]);
 
       const found = await index.currentFacts(A, 'acme\u001frenewal month');
       expect(found.map((r) => [r.id, r.version, r.status]).sort()).toEqual([
@@ -320,10 +355,22 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
 
     it('finds the current versions of a procedure by its name, however written, apart from facts', async () => {
       const version = (id: string, name: string, v: number) =>
-        mem({ id, kind: 'procedural', text: `${name} v${v}`, content: { text: `${name} v${v}`, procedure: { name, version: v, steps: ['check the order'] } } });
+        mem({
+          id,
+          kind: 'procedural',
+          text: `${name} v${v}`,
+          content: { text: `${name} v${v}`, procedure: { name, version: v, steps: ['check the order'] } },
+        });
       await index.upsert(A, [version('p1', 'Refund approval', 1), version('p2', ' refund  APPROVAL', 2), version('o1', 'Onboarding', 1)]);
-      await index.upsert(A, [{ ...version('p1', 'Refund approval', 1), record: { ...version('p1', 'Refund approval', 1).record, version: 2, status: 'superseded' } }]);
-      await index.upsert(A, [mem({ id: 'f1', content: { text: 'x', fact: { entity: 'refund approval', attribute: 'owner', value: 'finance' } } })]);
+      await index.upsert(A, [
+        {
+          ...version('p1', 'Refund approval', 1),
+          record: { ...version('p1', 'Refund approval', 1).record, version: 2, status: 'superseded' },
+        },
+      ]);
+      await index.upsert(A, [
+        mem({ id: 'f1', content: { text: 'x', fact: { entity: 'refund approval', attribute: 'owner', value: 'finance' } } }),
+      ]);
 
       const found = await index.currentFacts(A, procedureKey('refund approval'));
       expect(found.map((r) => [r.id, r.version, r.status]).sort()).toEqual([
@@ -335,7 +382,12 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
 
     it('finds an edge by the entity token of either end, under the same filters, and only current versions', async () => {
       const edge = (id: string, from: EntityRef, to: EntityRef, overrides: RecordOverrides = {}) =>
-        mem({ id, kind: 'relational', content: { text: 'an edge whose text names neither end', relation: { from, relation: 'approves', to } }, ...overrides });
+        mem({
+          id,
+          kind: 'relational',
+          content: { text: 'an edge whose text names neither end', relation: { from, relation: 'approves', to } },
+          ...overrides,
+        });
       const liWei: EntityRef = { type: 'person', id: 'Li-Wei' };
       const apollo: EntityRef = { type: 'project', id: 'apollo' };
       await index.upsert(A, [
@@ -352,7 +404,12 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       expect(await edgesAt(apollo)).toEqual(['e1', 'e2']);
       expect(await edgesAt({ type: 'person', id: 'li-wei' }, { maxSensitivity: 'confidential' })).toEqual(['e1']);
 
-      await index.upsert(A, [{ ...edge('e1', liWei, apollo), record: { ...edge('e1', liWei, apollo).record, version: 2, status: 'superseded', revisedAt: '2024-06-01T00:00:00.000Z' } }]);
+      await index.upsert(A, [
+        {
+          ...edge('e1', liWei, apollo),
+          record: { ...edge('e1', liWei, apollo).record, version: 2, status: 'superseded', revisedAt: '2024-06-01T00:00:00.000Z' },
+        },
+      ]);
       expect(await edgesAt(apollo)).toEqual(['e2']);
       expect(await edgesAt(apollo, { knownAsOf: '2024-03-01T00:00:00.000Z' })).toEqual(['e1', 'e2']);
     });
@@ -463,15 +520,16 @@ const policyRecord: fc.Arbitrary<RecordOverrides> = fc
     provenance: { sourceEventIds: ['evt-1'], parentIds, ...(ancestry ? { ancestry } : {}), rule: 'test', ruleVersion: '1' },
   }));
 
-const readClauses: fc.Arbitrary<ReadClause[] | undefined> = sometimes(
-  fc.array(
-    readClause(someOf),
-    { maxLength: 4 },
-  ),
-);
+const readClauses: fc.Arbitrary<ReadClause[] | undefined> = sometimes(fc.array(readClause(someOf), { maxLength: 4 }));
 
 const readExclusions: fc.Arbitrary<ReadExclusions | undefined> = sometimes(
-  fc.record({ owners: sometimes(fc.subarray(OWNERS)), projects: sometimes(fc.subarray(PROJECTS)), ids: sometimes(fc.subarray(IDS, { maxLength: 5 })) }).map(defined),
+  fc
+    .record({
+      owners: sometimes(fc.subarray(OWNERS)),
+      projects: sometimes(fc.subarray(PROJECTS)),
+      ids: sometimes(fc.subarray(IDS, { maxLength: 5 })),
+    })
+    .map(defined),
 );
 
 function isCheckpointStore(index: MemoryIndex): index is MemoryIndex & CheckpointStore {

@@ -66,7 +66,10 @@ export async function scanFiles(paths: string[], needles: Needle[]): Promise<Sca
   const request = JSON.stringify({
     paths,
     chunkBytes: CHUNK_BYTES,
-    needles: needles.map((n) => ({ id: n.id, bytes: Buffer.from(n.bytes.buffer, n.bytes.byteOffset, n.bytes.byteLength).toString('base64') })),
+    needles: needles.map((n) => ({
+      id: n.id,
+      bytes: Buffer.from(n.bytes.buffer, n.bytes.byteOffset, n.bytes.byteLength).toString('base64'),
+    })),
   });
   // Empty env and no execArgv: the script needs no loader, and NODE_OPTIONS from a test runner or tsx must not leak in.
   const child = spawn(process.execPath, [SCAN_PROCESS], { stdio: ['pipe', 'pipe', 'pipe'], env: {}, timeout: SCAN_TIMEOUT_MS });
@@ -84,7 +87,11 @@ export async function scanFiles(paths: string[], needles: Needle[]): Promise<Sca
   const { code, signal } = await exit;
   if (code !== 0) {
     // The first line only: a stack trace from the scanner names paths and code, never needle bytes.
-    const reason = Buffer.concat(err).toString('utf8').split('\n').find((line) => line.trim()) ?? '';
+    const reason =
+      Buffer.concat(err)
+        .toString('utf8')
+        .split('\n')
+        .find((line) => line.trim()) ?? '';
     throw new Error(`byte scan process failed (exit code ${code}, signal ${signal})${reason ? `: ${reason.slice(0, 200)}` : ''}`);
   }
   return JSON.parse(Buffer.concat(out).toString('utf8')) as ScanReport;

@@ -44,7 +44,13 @@ describe('scanning files for erased bytes', () => {
     content.set(short, 2 * CHUNK_BYTES - 7); // seven bytes before the second boundary, one after
     const path = await file('big.bin', content);
 
-    const report = await scanFiles([path], [{ id: 'long', bytes: long }, { id: 'short', bytes: short }]);
+    const report = await scanFiles(
+      [path],
+      [
+        { id: 'long', bytes: long },
+        { id: 'short', bytes: short },
+      ],
+    );
 
     expect(report.findings).toEqual(
       expect.arrayContaining([
@@ -81,7 +87,11 @@ describe('scanning files for erased bytes', () => {
 
     const report = await scanFiles(
       [path],
-      [needle('other', 'ABCDEFGH-other'), needle('present', 'ABCDEFGH-the-longer-one'), needle('longer', 'ABCDEFGH-the-longer-one-and-more')],
+      [
+        needle('other', 'ABCDEFGH-other'),
+        needle('present', 'ABCDEFGH-the-longer-one'),
+        needle('longer', 'ABCDEFGH-the-longer-one-and-more'),
+      ],
     );
 
     expect(report.findings).toEqual([{ needleId: 'present', path, offset: 100 }]);

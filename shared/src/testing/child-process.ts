@@ -11,13 +11,22 @@ import { fileURLToPath } from 'node:url';
 const scriptPath = (script: URL) => fileURLToPath(script);
 
 /** Runs a TypeScript file in a new Node process (through tsx) to its end; returns how it ended. */
-export function runChild(script: URL, args: string[], timeoutMs = 60_000): { status: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string } {
+export function runChild(
+  script: URL,
+  args: string[],
+  timeoutMs = 60_000,
+): { status: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string } {
   const result = spawnSync(process.execPath, ['--import', 'tsx', scriptPath(script), ...args], { encoding: 'utf8', timeout: timeoutMs });
   return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
 }
 
 /** Starts a TypeScript file in a new Node process and resolves once it printed a line matching `ready`. */
-export async function startChild(script: URL, args: string[], ready: RegExp, timeoutMs = 60_000): Promise<{ child: ChildProcess; line: string }> {
+export async function startChild(
+  script: URL,
+  args: string[],
+  ready: RegExp,
+  timeoutMs = 60_000,
+): Promise<{ child: ChildProcess; line: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', scriptPath(script), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -32,7 +41,13 @@ export async function startChild(script: URL, args: string[], ready: RegExp, tim
         resolve(match);
       }
     });
-    child.on('exit', (code, signal) => (clearTimeout(timer), reject(new Error(`child exited (${code ?? signal}) before it was ready: ${stderr.slice(0, 500)}`))));
+    child.on(
+      'exit',
+      (code, signal) => (
+        clearTimeout(timer),
+        reject(new Error(`child exited (${code ?? signal}) before it was ready: ${stderr.slice(0, 500)}`))
+      ),
+    );
   });
   return { child, line };
 }

@@ -3,7 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConsolidationActivities } from '@elma/activities';
 import { createWorkflowTestEnv, eventually, recording, type Call, type WorkflowTestEnv } from '../../../tests/support/workflow-env';
 import { consolidateSubjectsSignal } from './messages';
-import { SUBJECTS_PER_ACTIVITY, type consolidationSweepWorkflow, type consolidationWorkflow, type tenantConsolidationWorkflow } from './workflow';
+import {
+  SUBJECTS_PER_ACTIVITY,
+  type consolidationSweepWorkflow,
+  type consolidationWorkflow,
+  type tenantConsolidationWorkflow,
+} from './workflow';
 
 const refs = (tenant: string, n: number) => Array.from({ length: n }, (_, i) => `${tenant}-rec-${i}`);
 
@@ -50,7 +55,11 @@ describe('the consolidation workflows, with their activities stubbed', () => {
     const subjects = refs('acme', 2 * SUBJECTS_PER_ACTIVITY + 10);
     const { activities, calls } = recording(stubs({ acme: subjects }));
     const totals = await env.withWorker(activities, (client, taskQueue) =>
-      client.workflow.execute<typeof consolidationWorkflow>('consolidationWorkflow', { taskQueue, workflowId: `consolidation-${taskQueue}`, args: [{ tenant: 'acme' }] }),
+      client.workflow.execute<typeof consolidationWorkflow>('consolidationWorkflow', {
+        taskQueue,
+        workflowId: `consolidation-${taskQueue}`,
+        args: [{ tenant: 'acme' }],
+      }),
     );
 
     const batches = argsOf(calls, 'consolidateSubjects').map(([tenant, batch]) => [tenant, (batch as string[]).length]);
@@ -69,7 +78,11 @@ describe('the consolidation workflows, with their activities stubbed', () => {
     const { activities } = recording(stubs({ acme: subjects }));
     const [first, again] = await env.withWorker(activities, async (client, taskQueue) => {
       const run = (n: number) =>
-        client.workflow.execute<typeof consolidationWorkflow>('consolidationWorkflow', { taskQueue, workflowId: `consolidation-${taskQueue}-${n}`, args: [{ tenant: 'acme' }] });
+        client.workflow.execute<typeof consolidationWorkflow>('consolidationWorkflow', {
+          taskQueue,
+          workflowId: `consolidation-${taskQueue}-${n}`,
+          args: [{ tenant: 'acme' }],
+        });
       return [await run(1), await run(2)];
     });
 
@@ -90,12 +103,22 @@ describe('the consolidation workflows, with their activities stubbed', () => {
       },
     });
     const totals = await env.withWorker(activities, (client, taskQueue) =>
-      client.workflow.execute<typeof consolidationWorkflow>('consolidationWorkflow', { taskQueue, workflowId: `consolidation-${taskQueue}`, args: [{ tenant: 'acme' }] }),
+      client.workflow.execute<typeof consolidationWorkflow>('consolidationWorkflow', {
+        taskQueue,
+        workflowId: `consolidation-${taskQueue}`,
+        args: [{ tenant: 'acme' }],
+      }),
     );
 
     expect(argsOf(calls, 'consolidateSubjects').map(([, batch]) => (batch as string[]).length)).toEqual([SUBJECTS_PER_ACTIVITY, 5, 5]);
     // The retry found the first attempt's views in place: they count as unchanged, the subjects once.
-    expect(totals).toEqual({ tenant: 'acme', subjects: SUBJECTS_PER_ACTIVITY + 5, created: SUBJECTS_PER_ACTIVITY, unchanged: 5, skippedErased: 0 });
+    expect(totals).toEqual({
+      tenant: 'acme',
+      subjects: SUBJECTS_PER_ACTIVITY + 5,
+      created: SUBJECTS_PER_ACTIVITY,
+      unchanged: 5,
+      skippedErased: 0,
+    });
   });
 
   it('consolidates only the subjects it is given, without listing the tenant', async () => {
@@ -117,7 +140,11 @@ describe('the consolidation workflows, with their activities stubbed', () => {
     const { activities, calls } = recording(stubs({ acme: [] }));
     const [malformed, empty] = await env.withWorker(activities, async (client, taskQueue) => {
       const run = (tenant: string) =>
-        client.workflow.execute<typeof consolidationWorkflow>('consolidationWorkflow', { taskQueue, workflowId: `consolidation-${taskQueue}-${tenant}`, args: [{ tenant }] });
+        client.workflow.execute<typeof consolidationWorkflow>('consolidationWorkflow', {
+          taskQueue,
+          workflowId: `consolidation-${taskQueue}-${tenant}`,
+          args: [{ tenant }],
+        });
       return [await run('../acme'), await run('acme')];
     });
 
@@ -130,7 +157,10 @@ describe('the consolidation workflows, with their activities stubbed', () => {
   it('sweeps every tenant in turn and reports each tenant’s totals', async () => {
     const { activities, calls } = recording(stubs({ acme: refs('acme', 3), globex: refs('globex', 30), initech: [] }));
     const result = await env.withWorker(activities, (client, taskQueue) =>
-      client.workflow.execute<typeof consolidationSweepWorkflow>('consolidationSweepWorkflow', { taskQueue, workflowId: `sweep-${taskQueue}` }),
+      client.workflow.execute<typeof consolidationSweepWorkflow>('consolidationSweepWorkflow', {
+        taskQueue,
+        workflowId: `sweep-${taskQueue}`,
+      }),
     );
 
     expect(result.tenants.map((t) => [t.tenant, t.subjects, t.created])).toEqual([

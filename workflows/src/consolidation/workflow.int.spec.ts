@@ -37,7 +37,11 @@ describe('the consolidation sweep on a real Temporal dev server', () => {
     }));
     const { position } = await elma.ingest.ingest(principal, { events });
     await elma.runner.waitFor(BigInt(position), 120_000);
-    worker = await createElmaWorker({ address, taskQueue, deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation } });
+    worker = await createElmaWorker({
+      address,
+      taskQueue,
+      deps: { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation },
+    });
     running = worker.run();
     connection = await Connection.connect({ address });
   }, 180_000);
@@ -60,10 +64,15 @@ describe('the consolidation sweep on a real Temporal dev server', () => {
     // The sweep ran on the queue whose worker takes one activity at a time, a few subjects per activity.
     const client = new Client({ connection });
     const sweeps = [];
-    for await (const execution of client.workflow.list({ query: `WorkflowType = 'consolidationSweepWorkflow' AND TaskQueue = '${consolidationTaskQueue(taskQueue)}'` })) sweeps.push(execution);
+    for await (const execution of client.workflow.list({
+      query: `WorkflowType = 'consolidationSweepWorkflow' AND TaskQueue = '${consolidationTaskQueue(taskQueue)}'`,
+    }))
+      sweeps.push(execution);
     expect(sweeps.length).toBe(2);
     const history = await client.workflow.getHandle(sweeps[0].workflowId).fetchHistory();
-    const scheduled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name?.startsWith('consolidateSubject'));
+    const scheduled = (history.events ?? []).filter((e) =>
+      e.activityTaskScheduledEventAttributes?.activityType?.name?.startsWith('consolidateSubject'),
+    );
     expect(scheduled.length).toBeLessThan(SUBJECTS / 10);
   });
 
@@ -82,17 +91,22 @@ describe('the consolidation sweep on a real Temporal dev server', () => {
       const events = (await handle.fetchHistory()).events ?? [];
       const taken = events
         .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'consolidateSubjects')
-        .map((e) => JSON.parse(Buffer.from(e.activityTaskScheduledEventAttributes!.input!.payloads![1].data!).toString('utf8')) as string[]);
+        .map(
+          (e) => JSON.parse(Buffer.from(e.activityTaskScheduledEventAttributes!.input!.payloads![1].data!).toString('utf8')) as string[],
+        );
       return { taken, completed: events.filter((e) => e.activityTaskCompletedEventAttributes).length };
     };
-    for (const deadline = Date.now() + 60_000; ; ) {
+    for (const deadline = Date.now() + 60_000; ;) {
       const { taken, completed } = await passes();
       if (new Set(taken.flat()).size === refs.length && completed === taken.length) break;
       if (Date.now() > deadline) throw new Error('the triggered passes did not take every subject');
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     const triggered = [];
-    for await (const execution of client.workflow.list({ query: `WorkflowType = 'tenantConsolidationWorkflow' AND TaskQueue = '${consolidationTaskQueue(taskQueue)}'` })) triggered.push(execution);
+    for await (const execution of client.workflow.list({
+      query: `WorkflowType = 'tenantConsolidationWorkflow' AND TaskQueue = '${consolidationTaskQueue(taskQueue)}'`,
+    }))
+      triggered.push(execution);
     expect(triggered).toHaveLength(1);
     expect((await passes()).taken.length).toBeLessThanOrEqual(3);
   });

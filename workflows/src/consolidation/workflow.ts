@@ -76,7 +76,8 @@ export async function tenantConsolidationWorkflow(input: ConsolidationInput): Pr
     totals.unchanged += result.unchanged;
     totals.skippedErased += result.skippedErased;
     // A long-lived tenant keeps its history short; what is pending goes along.
-    if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof tenantConsolidationWorkflow>({ tenant, subjectRefs: [...pending] });
+    if (workflowInfo().continueAsNewSuggested)
+      await continueAsNew<typeof tenantConsolidationWorkflow>({ tenant, subjectRefs: [...pending] });
     await sleep(PAUSE_BETWEEN_PASSES);
   }
 }

@@ -32,7 +32,8 @@ function stubs(expired: Expired, options: { refuse?: string[] } = {}): ErasureAc
   const records = (tenant: string) => ({ recordIds: expired[tenant] ?? [], eventIds: [] });
   return {
     erasureAuthorize: async (tenant) => {
-      if (options.refuse?.includes(tenant)) throw ApplicationFailure.create({ type: 'ERASURE.NOT_FOUND', message: 'no such request', nonRetryable: true });
+      if (options.refuse?.includes(tenant))
+        throw ApplicationFailure.create({ type: 'ERASURE.NOT_FOUND', message: 'no such request', nonRetryable: true });
       return attempted({ perRecord: false, approvalThreshold: 1_000, approvalTimeoutMs: 60_000 });
     },
     erasureLocate: async (tenant) => attempted({ seeds: records(tenant).recordIds }),
@@ -117,7 +118,11 @@ describe('retentionSweepWorkflow, with its activities stubbed', () => {
   it('goes on with the other tenants when one tenant’s erasure fails, and reports it as failed', async () => {
     const { activities, calls } = recording(stubs({ acme: ['r1'], globex: ['g1', 'g2'], initech: ['i1'] }, { refuse: ['globex'] }));
     const result = await env.withWorker(activities, (client, taskQueue) =>
-      client.workflow.execute<typeof retentionSweepWorkflow>('retentionSweepWorkflow', { taskQueue, workflowId: `retention-${taskQueue}`, args: [{}] }),
+      client.workflow.execute<typeof retentionSweepWorkflow>('retentionSweepWorkflow', {
+        taskQueue,
+        workflowId: `retention-${taskQueue}`,
+        args: [{}],
+      }),
     );
 
     expect(result.erasures).toEqual([
@@ -148,7 +153,11 @@ describe('retentionSweepWorkflow, with its activities stubbed', () => {
   it('starts no erasure when no tenant has expired records, and still expires stale worksets', async () => {
     const { activities, calls } = recording(stubs({ acme: [], globex: [] }));
     const result = await env.withWorker(activities, (client, taskQueue) =>
-      client.workflow.execute<typeof retentionSweepWorkflow>('retentionSweepWorkflow', { taskQueue, workflowId: `retention-${taskQueue}`, args: [{}] }),
+      client.workflow.execute<typeof retentionSweepWorkflow>('retentionSweepWorkflow', {
+        taskQueue,
+        workflowId: `retention-${taskQueue}`,
+        args: [{}],
+      }),
     );
 
     expect(result).toEqual({ asOf: expect.any(String), erasures: [], worksetsExpired: 2 });

@@ -48,7 +48,11 @@ function stubs(overrides: Partial<ErasureActivities> = {}): ErasureActivities {
 
 const denied = (type: string) => ApplicationFailure.create({ type, message: 'refused', nonRetryable: true });
 
-const input = (requestId = `era_${Math.random().toString(36).slice(2)}`): ErasureInput => ({ tenant: 'acme', requestId, reason: 'subject_request' });
+const input = (requestId = `era_${Math.random().toString(36).slice(2)}`): ErasureInput => ({
+  tenant: 'acme',
+  requestId,
+  reason: 'subject_request',
+});
 
 const names = (calls: Call[]) => calls.map((c) => c.name);
 const argsOf = (calls: Call[], name: string) => calls.filter((c) => c.name === name).map((c) => c.args);
@@ -67,7 +71,11 @@ async function failureType(result: Promise<unknown>): Promise<string | undefined
 }
 
 const start = (client: Client, taskQueue: string, args: ErasureInput) =>
-  client.workflow.start<typeof erasureWorkflow>('erasureWorkflow', { taskQueue, workflowId: `erasure-${args.tenant}-${args.requestId}`, args: [args] });
+  client.workflow.start<typeof erasureWorkflow>('erasureWorkflow', {
+    taskQueue,
+    workflowId: `erasure-${args.tenant}-${args.requestId}`,
+    args: [args],
+  });
 
 describe('erasureWorkflow, with its activities stubbed', () => {
   let env: WorkflowTestEnv;
@@ -99,10 +107,28 @@ describe('erasureWorkflow, with its activities stubbed', () => {
       'erasureVerify',
       'erasureCertify',
     ]);
-    expect(result).toEqual({ requestId: expect.stringMatching(/^era_/), erased: 4, blockedByLegalHold: 0, keyId: 'key-1', signature: 'sig-1' });
+    expect(result).toEqual({
+      requestId: expect.stringMatching(/^era_/),
+      erased: 4,
+      blockedByLegalHold: 0,
+      keyId: 'key-1',
+      signature: 'sig-1',
+    });
     expect(argsOf(calls, 'erasureRecordApproval')[0][2]).toEqual({ required: false, startedAt: expect.any(String) });
-    expect(argsOf(calls, 'erasureCertify')[0][2]).toMatchObject({ set: CLOSURE, held: [], approvedBy: null, approvedAt: null, streamsDeleted: 2, tombstones: 4 });
-    expect(progress).toMatchObject<Partial<ErasureProgress>>({ status: 'completed', currentStep: null, closureSize: 4, certificateAvailable: true });
+    expect(argsOf(calls, 'erasureCertify')[0][2]).toMatchObject({
+      set: CLOSURE,
+      held: [],
+      approvedBy: null,
+      approvedAt: null,
+      streamsDeleted: 2,
+      tombstones: 4,
+    });
+    expect(progress).toMatchObject<Partial<ErasureProgress>>({
+      status: 'completed',
+      currentStep: null,
+      closureSize: 4,
+      certificateAvailable: true,
+    });
     expect(progress.steps.map((s) => s.step)).toEqual([...ERASURE_STEPS]);
     expect(progress.steps.every((s) => s.attempts === 1)).toBe(true);
   });
@@ -112,7 +138,8 @@ describe('erasureWorkflow, with its activities stubbed', () => {
       stubs({
         // Four records, one held: three to erase, below an approval threshold of three.
         erasureAuthorize: async () => attempted({ perRecord: false, approvalThreshold: 3, approvalTimeoutMs: 60_000 }),
-        erasureLegalHoldCheck: async () => attempted({ recordIds: ['r1', 'r3', 'r4'], eventIds: ['e1'], held: [{ recordId: 'r2', holdIds: ['hold-9'] }] }),
+        erasureLegalHoldCheck: async () =>
+          attempted({ recordIds: ['r1', 'r3', 'r4'], eventIds: ['e1'], held: [{ recordId: 'r2', holdIds: ['hold-9'] }] }),
       }),
     );
     const { result, progress } = await env.withWorker(activities, async (client, taskQueue) => {
@@ -121,7 +148,14 @@ describe('erasureWorkflow, with its activities stubbed', () => {
     });
 
     const erasable = { recordIds: ['r1', 'r3', 'r4'], eventIds: ['e1'] };
-    for (const step of ['erasurePurgeIndex', 'erasurePurgeCaches', 'erasureShredKeys', 'erasureDeleteStreams', 'erasureWriteTombstones', 'erasureVerify']) {
+    for (const step of [
+      'erasurePurgeIndex',
+      'erasurePurgeCaches',
+      'erasureShredKeys',
+      'erasureDeleteStreams',
+      'erasureWriteTombstones',
+      'erasureVerify',
+    ]) {
       expect(argsOf(calls, step)[0][2], step).toEqual(erasable);
     }
     expect(argsOf(calls, 'erasureCertify')[0][2]).toMatchObject({ set: erasable, held: [{ recordId: 'r2', holdIds: ['hold-9'] }] });
@@ -132,7 +166,9 @@ describe('erasureWorkflow, with its activities stubbed', () => {
   });
 
   it('purges again after a failed verification and certifies the round that passed, showing each step once', async () => {
-    const { activities, calls } = recording(stubs({ erasureVerify: async (_t, _r, _s, round) => attempted(verification(round === 3, round)) }));
+    const { activities, calls } = recording(
+      stubs({ erasureVerify: async (_t, _r, _s, round) => attempted(verification(round === 3, round)) }),
+    );
     const { result, progress } = await env.withWorker(activities, async (client, taskQueue) => {
       const handle = await start(client, taskQueue, input());
       return { result: await handle.result(), progress: await handle.query(erasureProgressQuery) };
@@ -178,7 +214,9 @@ describe('erasureWorkflow, with its activities stubbed', () => {
         },
       }),
     );
-    const type = await env.withWorker(activities, async (client, taskQueue) => failureType((await start(client, taskQueue, input())).result()));
+    const type = await env.withWorker(activities, async (client, taskQueue) =>
+      failureType((await start(client, taskQueue, input())).result()),
+    );
 
     expect(type).toBe(ERASURE_FAILURES.verificationFailed);
     expect(argsOf(calls, 'erasureAbandon')).toHaveLength(1);
@@ -192,7 +230,9 @@ describe('erasureWorkflow, with its activities stubbed', () => {
       const handle = await start(client, taskQueue, input());
       await eventually(async () => (await handle.query(erasureProgressQuery)).status === 'awaiting_approval');
       const waiting = await handle.query(erasureProgressQuery);
-      const purgedWhileWaiting = names(calls).filter((n) => n !== 'erasureAuthorize' && n !== 'erasureLocate' && n !== 'erasureClosure' && n !== 'erasureLegalHoldCheck');
+      const purgedWhileWaiting = names(calls).filter(
+        (n) => n !== 'erasureAuthorize' && n !== 'erasureLocate' && n !== 'erasureClosure' && n !== 'erasureLegalHoldCheck',
+      );
       await handle.signal(approveErasureSignal, { approvedBy: 'dpo-7' });
       return { waiting, purgedWhileWaiting, result: await handle.result(), progress: await handle.query(erasureProgressQuery) };
     });
@@ -218,7 +258,11 @@ describe('erasureWorkflow, with its activities stubbed', () => {
     expect(type).toBe(ERASURE_FAILURES.approvalTimeout);
     expect(names(calls)).toEqual(['erasureAuthorize', 'erasureLocate', 'erasureClosure', 'erasureLegalHoldCheck', 'erasureAbandon']);
     expect(argsOf(calls, 'erasureAbandon')[0][2]).toBe(ERASURE_FAILURES.approvalTimeout);
-    expect(progress).toMatchObject({ status: 'approval_timed_out', certificateAvailable: false, failure: { code: ERASURE_FAILURES.approvalTimeout } });
+    expect(progress).toMatchObject({
+      status: 'approval_timed_out',
+      certificateAvailable: false,
+      failure: { code: ERASURE_FAILURES.approvalTimeout },
+    });
   });
 
   it('ignores an approval sent before the erasure asks for one', async () => {

@@ -62,16 +62,34 @@ export async function erasureWorkflow(input: ErasureInput): Promise<ErasureResul
     progress.currentStep = step;
     const startedAt = new Date().toISOString();
     const { value, attempt } = await call();
-    progress.steps.push({ step, startedAt, finishedAt: new Date().toISOString(), attempts: attempt, ...(counts ? { counts: counts(value) } : {}) });
+    progress.steps.push({
+      step,
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      attempts: attempt,
+      ...(counts ? { counts: counts(value) } : {}),
+    });
     return value;
   }
 
   try {
     const settings = await run('authorize', () => activities.erasureAuthorize(tenant, requestId));
-    const { seeds } = await run('locate', () => activities.erasureLocate(tenant, requestId, settings.perRecord), (v) => ({ seeds: v.seeds.length }));
-    const closure = await run('closure', () => activities.erasureClosure(tenant, requestId, seeds), (v) => ({ records: v.recordIds.length, events: v.eventIds.length }));
+    const { seeds } = await run(
+      'locate',
+      () => activities.erasureLocate(tenant, requestId, settings.perRecord),
+      (v) => ({ seeds: v.seeds.length }),
+    );
+    const closure = await run(
+      'closure',
+      () => activities.erasureClosure(tenant, requestId, seeds),
+      (v) => ({ records: v.recordIds.length, events: v.eventIds.length }),
+    );
     progress.closureSize = closure.recordIds.length;
-    const checked = await run('legal_hold', () => activities.erasureLegalHoldCheck(tenant, requestId, closure), (v) => ({ held: v.held.length }));
+    const checked = await run(
+      'legal_hold',
+      () => activities.erasureLegalHoldCheck(tenant, requestId, closure),
+      (v) => ({ held: v.held.length }),
+    );
     progress.blockedByLegalHold = checked.held.map((h) => h.recordId);
     const set = { recordIds: checked.recordIds, eventIds: checked.eventIds };
 
@@ -84,13 +102,21 @@ export async function erasureWorkflow(input: ErasureInput): Promise<ErasureResul
       if (!(await condition(() => approval !== undefined, settings.approvalTimeoutMs))) {
         progress.failure = { code: ERASURE_FAILURES.approvalTimeout, message: 'no approval before the deadline' };
         setStatus('approval_timed_out');
-        throw ApplicationFailure.create({ type: ERASURE_FAILURES.approvalTimeout, message: 'the erasure was not approved in time', nonRetryable: true });
+        throw ApplicationFailure.create({
+          type: ERASURE_FAILURES.approvalTimeout,
+          message: 'the erasure was not approved in time',
+          nonRetryable: true,
+        });
       }
       progress.approvedBy = approval!.approvedBy;
       setStatus('running');
     }
     await run('approval', () =>
-      activities.erasureRecordApproval(tenant, requestId, { required, startedAt: approvalStartedAt, ...(approval ? { approvedBy: approval.approvedBy } : {}) }),
+      activities.erasureRecordApproval(tenant, requestId, {
+        required,
+        startedAt: approvalStartedAt,
+        ...(approval ? { approvedBy: approval.approvedBy } : {}),
+      }),
     );
 
     let verification: Verification | undefined;
@@ -100,22 +126,56 @@ export async function erasureWorkflow(input: ErasureInput): Promise<ErasureResul
       // Progress shows each step once: later rounds are purge retries of the same steps.
       const again = <T>(step: ErasureStep, call: () => Promise<Attempted<T>>, counts?: (value: T) => Record<string, number>) =>
         round === 1 ? run(step, call, counts) : call().then((r) => r.value);
-      await again('purge_index', () => activities.erasurePurgeIndex(tenant, requestId, set), (v) => v);
-      await again('purge_caches', () => activities.erasurePurgeCaches(tenant, requestId, set), (v) => v);
-      await again('shred_keys', () => activities.erasureShredKeys(tenant, requestId, set), (v) => v);
-      streamsDeleted += (await again('delete_streams', () => activities.erasureDeleteStreams(tenant, requestId, set), (v) => v)).deleted;
-      if (round === 1) tombstones = (await run('tombstones', () => activities.erasureWriteTombstones(tenant, requestId, set), (v) => v)).tombstones;
+      await again(
+        'purge_index',
+        () => activities.erasurePurgeIndex(tenant, requestId, set),
+        (v) => v,
+      );
+      await again(
+        'purge_caches',
+        () => activities.erasurePurgeCaches(tenant, requestId, set),
+        (v) => v,
+      );
+      await again(
+        'shred_keys',
+        () => activities.erasureShredKeys(tenant, requestId, set),
+        (v) => v,
+      );
+      streamsDeleted += (
+        await again(
+          'delete_streams',
+          () => activities.erasureDeleteStreams(tenant, requestId, set),
+          (v) => v,
+        )
+      ).deleted;
+      if (round === 1)
+        tombstones = (
+          await run(
+            'tombstones',
+            () => activities.erasureWriteTombstones(tenant, requestId, set),
+            (v) => v,
+          )
+        ).tombstones;
       progress.currentStep = 'verify';
       const startedAt = new Date().toISOString();
       const { value, attempt } = await activities.erasureVerify(tenant, requestId, set, round);
       verification = value;
       if (verification.passed) {
-        progress.steps.push({ step: 'verify', startedAt, finishedAt: new Date().toISOString(), attempts: attempt, counts: { rounds: round } });
+        progress.steps.push({
+          step: 'verify',
+          startedAt,
+          finishedAt: new Date().toISOString(),
+          attempts: attempt,
+          counts: { rounds: round },
+        });
         break;
       }
     }
     if (!verification?.passed) {
-      progress.failure = { code: ERASURE_FAILURES.verificationFailed, message: `verification failed after ${VERIFICATION_ROUNDS} purge rounds` };
+      progress.failure = {
+        code: ERASURE_FAILURES.verificationFailed,
+        message: `verification failed after ${VERIFICATION_ROUNDS} purge rounds`,
+      };
       setStatus('verification_failed');
       throw ApplicationFailure.create({ type: ERASURE_FAILURES.verificationFailed, message: progress.failure.message, nonRetryable: true });
     }
@@ -134,7 +194,13 @@ export async function erasureWorkflow(input: ErasureInput): Promise<ErasureResul
     progress.currentStep = null;
     progress.certificateAvailable = true;
     setStatus('completed');
-    return { requestId, erased: set.recordIds.length, blockedByLegalHold: checked.held.length, keyId: signed.keyId, signature: signed.signature };
+    return {
+      requestId,
+      erased: set.recordIds.length,
+      blockedByLegalHold: checked.held.length,
+      keyId: signed.keyId,
+      signature: signed.signature,
+    };
   } catch (error) {
     if (progress.status === 'running' || progress.status === 'awaiting_approval') {
       const failure = error as { cause?: { type?: string; message?: string }; type?: string; message?: string };

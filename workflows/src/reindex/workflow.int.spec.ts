@@ -43,7 +43,13 @@ class FlakyViews implements TenantViews {
   }
 }
 
-const principal = (tenant: string): Principal => ({ tenant, sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' });
+const principal = (tenant: string): Principal => ({
+  tenant,
+  sub: 'agent-1',
+  roles: ['agent'],
+  purposes: ['support'],
+  clearance: 'internal',
+});
 
 const QUERIES = ['交付风险', 'delivery risk', 'contract renewal March', '发票 付款', 'ACME headquarters'];
 
@@ -61,7 +67,10 @@ describe('ReindexWorkflow on a real Temporal dev server, over the real event log
   const snapshot = async (tenant: string) =>
     Promise.all(
       QUERIES.map(async (query) =>
-        (await elma.recall.recall(principal(tenant), { query, purpose: 'support', budgetTokens: 400 })).items.map((i) => [i.id, i.score.toFixed(6)]),
+        (await elma.recall.recall(principal(tenant), { query, purpose: 'support', budgetTokens: 400 })).items.map((i) => [
+          i.id,
+          i.score.toFixed(6),
+        ]),
       ),
     );
 
@@ -111,7 +120,13 @@ describe('ReindexWorkflow on a real Temporal dev server, over the real event log
       });
     }
     await elma.runner.waitFor(await elma.log.headPosition());
-    worker = await createElmaWorker({ address, namespace, taskQueue, deps: { views }, workflowBundle: await bundleElmaWorkflows({ logger }) });
+    worker = await createElmaWorker({
+      address,
+      namespace,
+      taskQueue,
+      deps: { views },
+      workflowBundle: await bundleElmaWorkflows({ logger }),
+    });
     running = worker.run();
     connection = await Connection.connect({ address });
   });

@@ -35,7 +35,13 @@ export async function reindexWorkflow({ tenant }: ReindexInput): Promise<Reindex
     stage = 'building';
     const built = await rebuildTenantViewsBeside(tenant);
     stage = 'done';
-    return { tenant, dropped: built.dropped, replayedEvents: built.events, memories: built.memories, ...(built.swap ? { swap: built.swap } : {}) };
+    return {
+      tenant,
+      dropped: built.dropped,
+      replayedEvents: built.events,
+      memories: built.memories,
+      ...(built.swap ? { swap: built.swap } : {}),
+    };
   }
 
   stage = 'dropping';

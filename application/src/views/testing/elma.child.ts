@@ -16,7 +16,13 @@ import { loadConfig } from '@elma/infra';
 import { openElma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
 
-const principal = (tenant: string): Principal => ({ tenant, sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' });
+const principal = (tenant: string): Principal => ({
+  tenant,
+  sub: 'agent-1',
+  roles: ['agent'],
+  purposes: ['support'],
+  clearance: 'internal',
+});
 const events = (tenant: string, from: number, count: number) => ({
   events: Array.from({ length: count }, (_, i) => ({
     subject: `cust-${(from + i) % 5}`,

@@ -49,7 +49,10 @@ export class ErasureDesk {
       return initialErasureProgress(requestId, caller.tenant, reason);
     }
     await this.erasure.workflowStarted(caller.tenant, requestId);
-    return (await workflows.progress(caller.tenant, requestId).catch(() => undefined)) ?? initialErasureProgress(requestId, caller.tenant, reason);
+    return (
+      (await workflows.progress(caller.tenant, requestId).catch(() => undefined)) ??
+      initialErasureProgress(requestId, caller.tenant, reason)
+    );
   }
 
   async progress(caller: Principal, requestId: string): Promise<ErasureProgress> {

@@ -28,7 +28,11 @@ export class ErasureResolver {
 
   @Mutation(() => ErasureType)
   @ParamTypes(Object, String, ErasureRequestInput)
-  requestErasure(@Caller() caller: Principal, @RequestId() requestId: string, @Args('input', { type: () => ErasureRequestInput }) input: ErasureRequestInput) {
+  requestErasure(
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Args('input', { type: () => ErasureRequestInput }) input: ErasureRequestInput,
+  ) {
     return this.desk.create(caller, withoutNulls(input), requestId);
   }
 

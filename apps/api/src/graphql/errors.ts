@@ -68,11 +68,19 @@ export function graphqlErrorFormatter(logServerError: ServerErrorLog) {
       message: c.message,
       ...(c.locations ? { locations: c.locations } : {}),
       ...(c.path ? { path: c.path } : {}),
-      extensions: { code: c.code, status: c.status, ...(c.errors ? { errors: c.errors } : {}), ...(c.internal && requestId ? { requestId } : {}) },
+      extensions: {
+        code: c.code,
+        status: c.status,
+        ...(c.errors ? { errors: c.errors } : {}),
+        ...(c.internal && requestId ? { requestId } : {}),
+      },
     }));
     if (classified.some((c) => c.code === 'GRAPHQL.METHOD_NOT_ALLOWED')) void context.reply?.header('allow', 'POST');
     const executed = classified.some((c) => c.kind === 'field') || execution.data !== undefined;
-    return { statusCode: httpStatus(classified, executed, request), response: executed ? { data: execution.data ?? null, errors } : { errors } };
+    return {
+      statusCode: httpStatus(classified, executed, request),
+      response: executed ? { data: execution.data ?? null, errors } : { errors },
+    };
   };
 }
 
@@ -87,7 +95,8 @@ function classify(error: GraphQLError, request: FastifyRequest | undefined, name
   const original = error.originalError as (Error & { code?: string; errors?: unknown[]; statusCode?: number }) | undefined;
   if (original?.code === 'MER_ERR_GQL_VALIDATION') {
     // Fastify's body schema refused the request (a batch, a query that is not a string), or GET variables are not JSON.
-    if (!Array.isArray(original.errors)) return [transport('GRAPHQL.BAD_REQUEST', 'the `variables` or `extensions` parameter is not valid JSON')];
+    if (!Array.isArray(original.errors))
+      return [transport('GRAPHQL.BAD_REQUEST', 'the `variables` or `extensions` parameter is not valid JSON')];
     return original.errors.map((inner) => requestError(inner, request, names));
   }
   if (original?.code?.startsWith('MER_ERR_GQL_PERSISTED_QUERY')) return [transport('GRAPHQL.BAD_REQUEST', NOT_A_GRAPHQL_REQUEST)];
@@ -103,7 +112,15 @@ function classify(error: GraphQLError, request: FastifyRequest | undefined, name
     // GraphQL itself: with a path, a resolver broke the schema's promise (a null for a non-null field), a fault;
     // without one, the request named an operation the document lacks.
     if (error.path) return [internal(error, error)];
-    return [{ kind: 'request', code: 'GRAPHQL.VALIDATION_FAILED', status: 400, message: withoutInput(error.message, names), locations: error.locations }];
+    return [
+      {
+        kind: 'request',
+        code: 'GRAPHQL.VALIDATION_FAILED',
+        status: 400,
+        message: withoutInput(error.message, names),
+        locations: error.locations,
+      },
+    ];
   }
   const problem = toProblem(original);
   if (problem.status === 500) return [internal(error, original)];
@@ -115,7 +132,10 @@ function requestError(inner: unknown, request: FastifyRequest | undefined, names
   // Duck-typed: mercurius raises errors of graphql's CommonJS build, which `instanceof` on an ES import refuses.
   if (!isGraphqlError(inner)) {
     // Fastify's schema validation of the body or query string, or no query at all.
-    return transport('GRAPHQL.BAD_REQUEST', Array.isArray(request?.body) ? 'batched operations are not accepted: send one operation per request' : NOT_A_GRAPHQL_REQUEST);
+    return transport(
+      'GRAPHQL.BAD_REQUEST',
+      Array.isArray(request?.body) ? 'batched operations are not accepted: send one operation per request' : NOT_A_GRAPHQL_REQUEST,
+    );
   }
   const own = inner.extensions?.code;
   const code =
@@ -134,12 +154,28 @@ const isGraphqlError = (error: unknown): error is GraphQLError => (error as Erro
 const transport = (code: string, message: string): Classified => ({ kind: 'transport', code, status: 400, message });
 
 function field(error: GraphQLError, problem: Problem): Classified {
-  return { kind: 'field', code: problem.code, status: problem.status, message: problem.detail, errors: problem.errors, locations: error.locations, path: error.path };
+  return {
+    kind: 'field',
+    code: problem.code,
+    status: problem.status,
+    message: problem.detail,
+    errors: problem.errors,
+    locations: error.locations,
+    path: error.path,
+  };
 }
 
 function internal(error: GraphQLError, cause: unknown): Classified {
   const problem = toProblem(undefined);
-  return { kind: 'field', code: problem.code, status: problem.status, message: problem.detail, locations: error.locations, path: error.path, internal: { error: cause, problem } };
+  return {
+    kind: 'field',
+    code: problem.code,
+    status: problem.status,
+    message: problem.detail,
+    locations: error.locations,
+    path: error.path,
+    internal: { error: cause, problem },
+  };
 }
 
 /**
@@ -149,7 +185,8 @@ function internal(error: GraphQLError, cause: unknown): Classified {
  * introspection anyway); anything else, and unquoted values, become `…`.
  */
 export function withoutInput(message: string, names: ReadonlySet<string>): string {
-  const known = (part: string) => names.has(part.replace(/^\$|[[\]!]/g, '')) || /^\d+$/.test(part) || /^[!$&()[\]{}:=@|.]{1,3}$/.test(part) || part === '<EOF>';
+  const known = (part: string) =>
+    names.has(part.replace(/^\$|[[\]!]/g, '')) || /^\d+$/.test(part) || /^[!$&()[\]{}:=@|.]{1,3}$/.test(part) || part === '<EOF>';
   return message
     .replace(/"((?:[^"\\]|\\.)*)"/g, (whole, inner: string) => (inner.length <= 100 && inner.split('.').every(known) ? whole : '"…"'))
     .replace(/(invalid value )[^;]+(?=;)/g, '$1…')
@@ -167,7 +204,10 @@ function schemaNames() {
       for (const type of Object.values(schema.getTypeMap())) {
         names.add(type.name);
         // Duck-typed for the same reason as isGraphqlError: the schema is of graphql's CommonJS build.
-        const shaped = type as { getFields?: () => Record<string, { name: string; args?: { name: string }[] }>; getValues?: () => { name: string }[] };
+        const shaped = type as {
+          getFields?: () => Record<string, { name: string; args?: { name: string }[] }>;
+          getValues?: () => { name: string }[];
+        };
         for (const f of Object.values(shaped.getFields?.() ?? {})) {
           names.add(f.name);
           for (const arg of f.args ?? []) names.add(arg.name);

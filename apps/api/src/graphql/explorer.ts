@@ -18,7 +18,11 @@ export function registerExplorer(fastify: FastifyInstance): void {
   fastify.get('/graphiql', (_request, reply) => sendPage(reply));
   fastify.get('/graphiql/assets/:name', (request, reply) => {
     const asset = assets.get((request.params as { name: string }).name);
-    if (!asset) return reply.code(404).type('application/problem+json').send(toProblem(new NotFoundException(), undefined, String(request.id)));
+    if (!asset)
+      return reply
+        .code(404)
+        .type('application/problem+json')
+        .send(toProblem(new NotFoundException(), undefined, String(request.id)));
     return reply.header('content-type', asset.type).header('cache-control', 'public, max-age=86400').send(asset.body);
   });
   fastify.addHook('onRequest', async (request, reply) => {

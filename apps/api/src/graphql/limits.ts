@@ -1,5 +1,12 @@
 import { createRequire } from 'node:module';
-import { Kind, type ASTVisitor, type FragmentDefinitionNode, type SelectionSetNode, type ValidationContext, type ValidationRule } from 'graphql';
+import {
+  Kind,
+  type ASTVisitor,
+  type FragmentDefinitionNode,
+  type SelectionSetNode,
+  type ValidationContext,
+  type ValidationRule,
+} from 'graphql';
 
 /**
  * mercurius (CommonJS) validates with graphql's CommonJS build, while an ES
@@ -49,10 +56,15 @@ function measure(
   const spread = new Set<string>();
   for (const selection of selectionSet.selections) {
     if (selection.kind === Kind.FIELD) {
-      const inner = selection.selectionSet ? measure(selection.selectionSet, fragment, false, expanding, memo) : { depth: 0, aliases: 0, cost: 0 };
+      const inner = selection.selectionSet
+        ? measure(selection.selectionSet, fragment, false, expanding, memo)
+        : { depth: 0, aliases: 0, cost: 0 };
       const introspection = selection.name.value.startsWith('__');
       const own = { depth: 0, aliases: selection.alias ? 1 : 0, cost: root && !introspection ? OPERATION_COST : FIELD_COST };
-      add({ depth: 0, aliases: own.aliases + inner.aliases, cost: own.cost + inner.cost }, inner.depth + (selection.name.value === 'ofType' ? 0 : 1));
+      add(
+        { depth: 0, aliases: own.aliases + inner.aliases, cost: own.cost + inner.cost },
+        inner.depth + (selection.name.value === 'ofType' ? 0 : 1),
+      );
     } else if (selection.kind === Kind.INLINE_FRAGMENT) {
       const inner = measure(selection.selectionSet, fragment, root, expanding, memo);
       add(inner, inner.depth);
@@ -104,14 +116,21 @@ export function limitsRule(limits: GraphqlLimits): ValidationRule {
       leave() {
         const m = documentMeasure(context);
         if (m.depth > limits.maxDepth) {
-          context.reportError(limitError('GRAPHQL.DEPTH_LIMIT', `the query nests ${m.depth} levels; at most ${limits.maxDepth} are allowed`));
+          context.reportError(
+            limitError('GRAPHQL.DEPTH_LIMIT', `the query nests ${m.depth} levels; at most ${limits.maxDepth} are allowed`),
+          );
         }
         if (m.aliases > limits.maxAliases) {
-          context.reportError(limitError('GRAPHQL.ALIAS_LIMIT', `the request uses ${m.aliases} aliases; at most ${limits.maxAliases} are allowed`));
+          context.reportError(
+            limitError('GRAPHQL.ALIAS_LIMIT', `the request uses ${m.aliases} aliases; at most ${limits.maxAliases} are allowed`),
+          );
         }
         if (m.cost > limits.maxCost) {
           context.reportError(
-            limitError('GRAPHQL.COST_LIMIT', `the request costs ${m.cost} (${OPERATION_COST} an operation, ${FIELD_COST} a field); at most ${limits.maxCost} is allowed`),
+            limitError(
+              'GRAPHQL.COST_LIMIT',
+              `the request costs ${m.cost} (${OPERATION_COST} an operation, ${FIELD_COST} a field); at most ${limits.maxCost} is allowed`,
+            ),
           );
         }
       },

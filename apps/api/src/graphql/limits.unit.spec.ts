@@ -20,11 +20,14 @@ describe('the GraphQL request limits', () => {
   });
 
   it('count depth through fragments and inline fragments', () => {
-    expect(codes('{ node { ...C } } fragment C on Node { child { child { ... on Node { child { id } } } } }')).toEqual(['GRAPHQL.DEPTH_LIMIT']);
+    expect(codes('{ node { ...C } } fragment C on Node { child { child { ... on Node { child { id } } } } }')).toEqual([
+      'GRAPHQL.DEPTH_LIMIT',
+    ]);
   });
 
   it('do not count `ofType` as a level (introspection nests it without multiplying anything)', () => {
-    const introspection = (ofTypes: number) => `{ __schema { types { fields { type { ${'ofType { '.repeat(ofTypes)}name${' }'.repeat(ofTypes)} } } } } }`;
+    const introspection = (ofTypes: number) =>
+      `{ __schema { types { fields { type { ${'ofType { '.repeat(ofTypes)}name${' }'.repeat(ofTypes)} } } } } }`;
     const limits = { maxDepth: 5, maxAliases: 0, maxCost: 1000 };
     expect(codes(introspection(0), limits)).toEqual([]);
     expect(codes(introspection(7), limits)).toEqual([]);
@@ -37,7 +40,9 @@ describe('the GraphQL request limits', () => {
 
   it('cost an operation 100 and a field 1, at whatever depth a fragment puts it', () => {
     expect(codes('{ recall(q: "x") { items { id } } node { id } }')).toEqual([]);
-    expect(codes('{ ...R } fragment R on Query { recall(q: "x") { items { id } } node { id } r: recall { items { id } } }')).toEqual(['GRAPHQL.COST_LIMIT']);
+    expect(codes('{ ...R } fragment R on Query { recall(q: "x") { items { id } } node { id } r: recall { items { id } } }')).toEqual([
+      'GRAPHQL.COST_LIMIT',
+    ]);
   });
 
   it('end on a fragment cycle (which the standard rules report)', () => {

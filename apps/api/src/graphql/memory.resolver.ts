@@ -1,6 +1,15 @@
 import { Inject, UseGuards } from '@nestjs/common';
 import { Args, ID, Mutation, Query, Resolver } from '@nestjs/graphql';
-import { IngestRequest, PromoteMemoryRequest, RecallFeedback, RecallRequest, WriteMemoryRequest, parseOrThrow, type MemoryRecord, type Principal } from '@elma/domain';
+import {
+  IngestRequest,
+  PromoteMemoryRequest,
+  RecallFeedback,
+  RecallRequest,
+  WriteMemoryRequest,
+  parseOrThrow,
+  type MemoryRecord,
+  type Principal,
+} from '@elma/domain';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { INGEST, MEMORIES, RECALL, type Ingest, type Memories, type Recall } from '../http/tokens';
 import { ParamTypes } from './param-types';
@@ -38,7 +47,12 @@ export class MemoryResolver {
     @Caller() caller: Principal,
     @RequestId() requestId: string,
     @Args('id', { type: () => ID }) id: string,
-    @Args('session', { type: () => String, nullable: true, description: "A working memory's session: only there (or by its owner) can it be read." }) session: string | null,
+    @Args('session', {
+      type: () => String,
+      nullable: true,
+      description: "A working memory's session: only there (or by its owner) can it be read.",
+    })
+    session: string | null,
   ): Promise<MemoryType> {
     return toGraphql(await this.memories.get(caller, id, { requestId, session: session ?? undefined }));
   }
@@ -62,13 +76,21 @@ export class MemoryResolver {
 
   @Mutation(() => IngestResultType)
   @ParamTypes(Object, String, Array)
-  ingestEvents(@Caller() caller: Principal, @RequestId() requestId: string, @Args('events', { type: () => [EventInput] }) events: EventInput[]) {
+  ingestEvents(
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Args('events', { type: () => [EventInput] }) events: EventInput[],
+  ) {
     return this.ingestion.ingest(caller, parseOrThrow(IngestRequest, { events: events.map(withoutNulls) }), requestId);
   }
 
   @Mutation(() => WriteMemoryResultType)
   @ParamTypes(Object, String, MemoryInput)
-  async writeMemory(@Caller() caller: Principal, @RequestId() requestId: string, @Args('input', { type: () => MemoryInput }) input: MemoryInput) {
+  async writeMemory(
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Args('input', { type: () => MemoryInput }) input: MemoryInput,
+  ) {
     const result = await this.memories.write(caller, parseOrThrow(WriteMemoryRequest, withoutNulls(input)), requestId);
     return { ...result, memory: toGraphql(result.memory) };
   }

@@ -47,10 +47,17 @@ describe('GraphQL client errors', () => {
   it.each([
     ['an unknown field', { query: `{ ${MARKER} }` }, 'GRAPHQL.VALIDATION_FAILED'],
     ['a document that does not parse', { query: `{ memory(id: "${MARKER}"` }, 'GRAPHQL.PARSE_FAILED'],
-    ['an unknown input field', { query: `{ recall(input: {query: "x", purpose: "support", ${MARKER}: 1}) { recallId } }` }, 'GRAPHQL.VALIDATION_FAILED'],
+    [
+      'an unknown input field',
+      { query: `{ recall(input: {query: "x", purpose: "support", ${MARKER}: 1}) { recallId } }` },
+      'GRAPHQL.VALIDATION_FAILED',
+    ],
     [
       'variables that do not coerce',
-      { query: 'query Q($input: RecallInput!) { recall(input: $input) { recallId } }', variables: { input: { query: MARKER, purpose: 'support', budgetTokens: MARKER } } },
+      {
+        query: 'query Q($input: RecallInput!) { recall(input: $input) { recallId } }',
+        variables: { input: { query: MARKER, purpose: 'support', budgetTokens: MARKER } },
+      },
       'GRAPHQL.BAD_USER_INPUT',
     ],
   ])('%s is a request error with its GraphQL code, no data, no echo and no error log', async (_label, body, code) => {
@@ -72,7 +79,11 @@ describe('GraphQL client errors', () => {
     expect(response.contentType).toContain('application/graphql-response+json');
     expect(codes(response.body)).toEqual(['GRAPHQL.VALIDATION_FAILED']);
     const ok = await gql({ query: '{ __typename }' }, { accept: 'application/graphql-response+json' });
-    expect([ok.status, ok.contentType.split(';')[0], ok.body]).toEqual([200, 'application/graphql-response+json', { data: { __typename: 'Query' } }]);
+    expect([ok.status, ok.contentType.split(';')[0], ok.body]).toEqual([
+      200,
+      'application/graphql-response+json',
+      { data: { __typename: 'Query' } },
+    ]);
   });
 
   it.each([
@@ -125,12 +136,15 @@ describe('GraphQL limits', () => {
     const response = await gql({ query: `{ ${spreads} } ${fragment}` });
     // 5 aliases of its own and 4 in F, counted once: one selection set merges the five spreads.
     expect(codes(response.body)).toEqual([]);
-    const nested = await gql({ query: `{ a: __schema { ...G } b: __schema { ...G } c: __schema { ...G } d: __schema { ...G } } fragment G on __Schema { ${Array.from({ length: 4 }, (_, i) => `g${i}: queryType { name }`).join(' ')} }` });
+    const nested = await gql({
+      query: `{ a: __schema { ...G } b: __schema { ...G } c: __schema { ...G } d: __schema { ...G } } fragment G on __Schema { ${Array.from({ length: 4 }, (_, i) => `g${i}: queryType { name }`).join(' ')} }`,
+    });
     expect(codes(nested.body)).toEqual(['GRAPHQL.ALIAS_LIMIT']);
   });
 
   it('refuses a query nested deeper than the limit, and accepts an introspection query', async () => {
-    const deep = '{ __schema { types { fields { type { fields { type { fields { type { fields { type { fields { name } } } } } } } } } } } }';
+    const deep =
+      '{ __schema { types { fields { type { fields { type { fields { type { fields { type { fields { name } } } } } } } } } } } }';
     const response = await gql({ query: deep });
     expect(codes(response.body)).toContain('GRAPHQL.DEPTH_LIMIT');
     const { getIntrospectionQuery } = await import('graphql');
@@ -140,13 +154,24 @@ describe('GraphQL limits', () => {
   });
 
   it('takes its limits from the configuration', async () => {
-    const strict = await startTestApp({ env: { ELMA_GRAPHQL_MAX_ALIASES: '1', ELMA_GRAPHQL_MAX_DEPTH: '2', ELMA_GRAPHQL_MAX_COST: '150' } });
+    const strict = await startTestApp({
+      env: { ELMA_GRAPHQL_MAX_ALIASES: '1', ELMA_GRAPHQL_MAX_DEPTH: '2', ELMA_GRAPHQL_MAX_COST: '150' },
+    });
     try {
-      const call = async (query: string) => codes((await fetch(`${strict.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) }).then((r) => r.json())) as never);
+      const call = async (query: string) =>
+        codes(
+          (await fetch(`${strict.url}/graphql`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ query }),
+          }).then((r) => r.json())) as never,
+        );
       expect(await call('{ a: __typename b: __typename }')).toEqual(['GRAPHQL.ALIAS_LIMIT']);
       expect(await call('{ __schema { queryType { fields { name } } } }')).toEqual(['GRAPHQL.DEPTH_LIMIT']);
       expect(await call(recallAliases(1).replace('r0: ', '') + '')).toEqual(['AUTH.UNAUTHENTICATED']);
-      expect(await call('{ memory(id: "a") { id } recall(input: {query: "x", purpose: "support"}) { recallId } }')).toEqual(['GRAPHQL.COST_LIMIT']);
+      expect(await call('{ memory(id: "a") { id } recall(input: {query: "x", purpose: "support"}) { recallId } }')).toEqual([
+        'GRAPHQL.COST_LIMIT',
+      ]);
     } finally {
       await strict.close();
     }
@@ -164,9 +189,12 @@ describe('the GraphQL explorer', () => {
     if (explorer && explorer !== t) await explorer.close();
   });
 
-  it.runIf(e2eIndex === 'elasticsearch')('is off by default with a production engine (runs with the index on Elasticsearch only)', async () => {
-    expect((await fetch(`${t.url}/graphiql`)).status).toBe(404);
-  });
+  it.runIf(e2eIndex === 'elasticsearch')(
+    'is off by default with a production engine (runs with the index on Elasticsearch only)',
+    async () => {
+      expect((await fetch(`${t.url}/graphiql`)).status).toBe(404);
+    },
+  );
 
   it(`is served, self-contained, when a browser opens /graphql ${e2eIndex === 'sqlite' ? 'in the embedded mode' : 'with it turned on'}`, async () => {
     for (const path of ['/graphql', '/graphiql']) {
@@ -184,7 +212,9 @@ describe('the GraphQL explorer', () => {
   it('is GraphiQL, with every script and style the page names served by ELMA itself', async () => {
     const html = await (await fetch(`${explorer.url}/graphiql`)).text();
     const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map(([, path]) => path);
-    expect(assets).toEqual(expect.arrayContaining(['/graphiql/assets/react.js', '/graphiql/assets/graphiql.js', '/graphiql/assets/graphiql.css']));
+    expect(assets).toEqual(
+      expect.arrayContaining(['/graphiql/assets/react.js', '/graphiql/assets/graphiql.js', '/graphiql/assets/graphiql.css']),
+    );
     for (const path of assets) {
       const asset = await fetch(`${explorer.url}${path}`);
       expect(asset.status, path).toBe(200);
@@ -202,7 +232,9 @@ describe('the GraphQL explorer', () => {
       expect(page.status).toBe(404);
       const browser = await fetch(`${off.url}/graphql`, { headers: { accept: 'text/html' } });
       expect(browser.status).toBe(400);
-      expect(((await browser.json()) as { errors: { extensions: { code: string } }[] }).errors[0].extensions.code).toBe('GRAPHQL.BAD_REQUEST');
+      expect(((await browser.json()) as { errors: { extensions: { code: string } }[] }).errors[0].extensions.code).toBe(
+        'GRAPHQL.BAD_REQUEST',
+      );
     } finally {
       await off.close();
     }

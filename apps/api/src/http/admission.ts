@@ -17,7 +17,10 @@ export interface AdmissionLimits {
 
 /** The server is at its bound for this kind of request; the client should retry after `retryAfterSeconds`. */
 export class Overloaded extends DomainError {
-  constructor(readonly requestClass: RequestClass, readonly retryAfterSeconds: number) {
+  constructor(
+    readonly requestClass: RequestClass,
+    readonly retryAfterSeconds: number,
+  ) {
     super('SERVER.OVERLOADED', `too many ${requestClass} requests in progress; retry after ${retryAfterSeconds} s`);
   }
 }
@@ -95,7 +98,11 @@ export class AdmissionGate {
  * the connection closes, whichever comes first.
  */
 export function registerAdmission(fastify: FastifyInstance, limits: AdmissionLimits): Record<RequestClass, AdmissionGate> {
-  const gates: Record<RequestClass, AdmissionGate> = { recall: new AdmissionGate(limits), ingest: new AdmissionGate(limits), other: new AdmissionGate(limits) };
+  const gates: Record<RequestClass, AdmissionGate> = {
+    recall: new AdmissionGate(limits),
+    ingest: new AdmissionGate(limits),
+    other: new AdmissionGate(limits),
+  };
   const retryAfterSeconds = Math.max(1, Math.ceil(limits.maxQueueWaitMs / 1000));
   fastify.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const kind = requestClass(request.method, request.url);

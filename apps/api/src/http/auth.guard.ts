@@ -56,7 +56,9 @@ function bindTenant(tenant: string, container: unknown): void {
 }
 
 /** The id Fastify gave this request, for audit entries and problem details. */
-export const RequestId = createParamDecorator((_: unknown, context: ExecutionContext): string => String(requestOf(context).id ?? 'graphql'));
+export const RequestId = createParamDecorator((_: unknown, context: ExecutionContext): string =>
+  String(requestOf(context).id ?? 'graphql'),
+);
 
 /** The authenticated caller of this request. */
 export const Caller = createParamDecorator((_: unknown, context: ExecutionContext): Principal => {

@@ -35,7 +35,9 @@ function emittedCodes(): Map<string, string> {
     for (const [, body] of text.matchAll(/extends DomainError\s*\{([\s\S]*?)(?=\n(?:export )?(?:class|function|const) |$)/g)) {
       for (const [, code] of body.matchAll(/super\(\s*'([^']+)'/g)) add(code, where);
       // A code that is not a literal could not be checked here, unless it is typed by a union of literal codes in the same file.
-      const typed = [...text.matchAll(/type \w*Code\s*=([^;]+);/g)].flatMap(([, union]) => [...union.matchAll(/'([^']+)'/g)].map(([, code]) => code));
+      const typed = [...text.matchAll(/type \w*Code\s*=([^;]+);/g)].flatMap(([, union]) =>
+        [...union.matchAll(/'([^']+)'/g)].map(([, code]) => code),
+      );
       for (const [call] of body.matchAll(/super\(\s*[^'\s)][^,)]*/g)) {
         if (typed.length > 0 && /^super\(\s*code$/.test(call)) typed.forEach((code) => add(code, where));
         else add(`(not a literal: ${call})`, where);
@@ -58,7 +60,16 @@ describe('error codes', () => {
   it('every code the code base can emit has the form AREA.CODE', () => {
     const codes = emittedCodes();
     // The scan must see the codes of every layer, or it proves nothing.
-    for (const known of ['MEMORY.NOT_FOUND', 'HYGIENE.SECRET_DETECTED', 'AUTH.TENANT_MISMATCH', 'REQUEST.HEADERS_TOO_LARGE', 'GRAPHQL.DEPTH_LIMIT', 'GRAPHQL.PARSE_FAILED', 'CONFIG.INVALID', 'SERVER.INTERNAL']) {
+    for (const known of [
+      'MEMORY.NOT_FOUND',
+      'HYGIENE.SECRET_DETECTED',
+      'AUTH.TENANT_MISMATCH',
+      'REQUEST.HEADERS_TOO_LARGE',
+      'GRAPHQL.DEPTH_LIMIT',
+      'GRAPHQL.PARSE_FAILED',
+      'CONFIG.INVALID',
+      'SERVER.INTERNAL',
+    ]) {
       expect(codes.has(known), known).toBe(true);
     }
     const malformed = [...codes].filter(([code]) => !FORM.test(code)).map(([code, where]) => `${code} (${where})`);

@@ -32,7 +32,11 @@ export function sendProblem(
   if (problem.code === 'ROUTE.NOT_FOUND') {
     const allowed = allowedMethods(request);
     if (allowed.length > 0) {
-      problem = toProblem(new DomainError('ROUTE.METHOD_NOT_ALLOWED', `this route answers ${allowed.join(', ')}`), undefined, String(request.id));
+      problem = toProblem(
+        new DomainError('ROUTE.METHOD_NOT_ALLOWED', `this route answers ${allowed.join(', ')}`),
+        undefined,
+        String(request.id),
+      );
       void reply.header('allow', allowed.join(', '));
     }
   }

@@ -26,7 +26,9 @@ describe('a full volume as the caller sees it', () => {
   });
 
   it('recognises a full volume behind a wrapper that kept the original as its cause', () => {
-    const wrapped = new Error('could not persist the graph', { cause: new Database.SqliteError('database or disk is full', 'SQLITE_FULL') });
+    const wrapped = new Error('could not persist the graph', {
+      cause: new Database.SqliteError('database or disk is full', 'SQLITE_FULL'),
+    });
     expect(toProblem(wrapped).code).toBe('STORAGE.FULL');
   });
 

@@ -54,7 +54,11 @@ describe('errors of every layer are problem+json and echo no input', () => {
 
   it('a method the route does not answer: 405 with Allow', async () => {
     const response = await fetch(`${t.url}/v1/events`, { method: 'DELETE', headers: { authorization: `Bearer ${admin}` } });
-    await expectProblem({ status: response.status, contentType: response.headers.get('content-type') ?? '', text: await response.text() }, 405, 'ROUTE.METHOD_NOT_ALLOWED');
+    await expectProblem(
+      { status: response.status, contentType: response.headers.get('content-type') ?? '', text: await response.text() },
+      405,
+      'ROUTE.METHOD_NOT_ALLOWED',
+    );
     expect(response.headers.get('allow')).toBe('POST');
   });
 
@@ -92,7 +96,11 @@ describe('errors of every layer are problem+json and echo no input', () => {
 
   it('a body that is not JSON, of another media type, or too large', async () => {
     const post = async (body: string, contentType: string) => {
-      const response = await fetch(`${t.url}/v1/events`, { method: 'POST', headers: { authorization: `Bearer ${admin}`, 'content-type': contentType }, body });
+      const response = await fetch(`${t.url}/v1/events`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${admin}`, 'content-type': contentType },
+        body,
+      });
       return { status: response.status, contentType: response.headers.get('content-type') ?? '', text: await response.text() };
     };
     await expectProblem(await post(`{"events": [${MARKER}`, 'application/json'), 400, 'REQUEST.MALFORMED_JSON');

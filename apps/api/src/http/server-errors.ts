@@ -18,7 +18,12 @@ export function serverErrorLog(logger: Logger, intervalMs = 10_000, now: () => n
       return;
     }
     last.set(problem.code, { at: now(), passedOver: 0 });
-    logger.warn('request refused', { ...fields, status: problem.status, code: problem.code, ...(seen ? { passedOverSinceLast: seen.passedOver } : {}) });
+    logger.warn('request refused', {
+      ...fields,
+      status: problem.status,
+      code: problem.code,
+      ...(seen ? { passedOverSinceLast: seen.passedOver } : {}),
+    });
   };
 }
 

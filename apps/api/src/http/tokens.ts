@@ -26,7 +26,10 @@ export type Recall = Pick<RecallService, 'recall' | 'feedback'>;
 
 /** Policy, legal holds and the audit log. */
 export const GOVERNANCE = Symbol('GOVERNANCE');
-export type Governance = Pick<GovernanceService, 'getPolicy' | 'putPolicy' | 'placeHold' | 'releaseHold' | 'listHolds' | 'exportAudit' | 'verifyAudit'>;
+export type Governance = Pick<
+  GovernanceService,
+  'getPolicy' | 'putPolicy' | 'placeHold' | 'releaseHold' | 'listHolds' | 'exportAudit' | 'verifyAudit'
+>;
 
 /** Each engine of the process and whether it is up. */
 export const HEALTH = Symbol('HEALTH');

@@ -4,7 +4,11 @@ import { ZodBody } from './zod-body';
 
 describe('ZodBody', () => {
   it('hands on the parsed DTO, defaults filled in', () => {
-    expect(new ZodBody(PromoteMemoryRequest, {}).transform({ session: 's1' })).toMatchObject({ session: 's1', kind: 'semantic', retention: 'standard' });
+    expect(new ZodBody(PromoteMemoryRequest, {}).transform({ session: 's1' })).toMatchObject({
+      session: 's1',
+      kind: 'semantic',
+      retention: 'standard',
+    });
   });
 
   it('takes an absent or null body as the given stand-in', () => {

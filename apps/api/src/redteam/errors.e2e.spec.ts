@@ -51,11 +51,17 @@ function hostilePolicies(): [string, unknown][] {
       policies.push([`retentionDays.${field}=${JSON.stringify(n)}`, { ...base, retentionDays: { ...base.retentionDays, [field]: n } }]);
     }
     policies.push([`erasure.approvalThreshold=${JSON.stringify(n)}`, { ...base, erasure: { ...base.erasure, approvalThreshold: n } }]);
-    policies.push([`erasure.approvalTimeoutHours=${JSON.stringify(n)}`, { ...base, erasure: { ...base.erasure, approvalTimeoutHours: n } }]);
+    policies.push([
+      `erasure.approvalTimeoutHours=${JSON.stringify(n)}`,
+      { ...base, erasure: { ...base.erasure, approvalTimeoutHours: n } },
+    ]);
   }
   policies.push(['501 rules', { ...base, rules: Array.from({ length: 501 }, (_, i) => ({ id: `r${i}`, operations: ['read'] })) }]);
   policies.push(['deeply nested', JSON.parse(`${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`)]);
-  policies.push(['keywords of 10,000 words', { ...base, sensitivityKeywords: { confidential: Array.from({ length: 10_000 }, (_, i) => `w${i}`), restricted: [] } }]);
+  policies.push([
+    'keywords of 10,000 words',
+    { ...base, sensitivityKeywords: { confidential: Array.from({ length: 10_000 }, (_, i) => `w${i}`), restricted: [] } },
+  ]);
   policies.push(['unknown field', { ...base, zqpolicymk: 1 }]);
   return policies;
 }
@@ -69,21 +75,64 @@ describe('bad input over REST', () => {
       for (const token of [undefined, agent]) {
         tasks.push(() => probe('unknown route', { token, method: 'GET', path: `/v1/${m}/x` }, m, 'GET /v1/{unknown}'));
         tasks.push(() => probe('wrong method', { token, method: 'PATCH', path: `/v1/events?${m}=1` }, m, 'PATCH /v1/events'));
-        tasks.push(() => probe('long path parameter', { token, method: 'GET', path: `/v1/memories/${m}${'x'.repeat(200 + round * 500)}` }, m));
-        tasks.push(() => probe('URL not validly encoded', { token, method: 'GET', path: `/v1/memories/${m}%E0%A4%A` }, m, 'GET /v1/memories/{bad encoding}'));
-        tasks.push(() => probe('URL longer than the parser takes', { token, method: 'GET', path: `/v1/memories/${m}${'y'.repeat(20_000 + round * 1000)}` }, m, 'GET /v1/memories/{long}'));
-        tasks.push(() => probe('huge header', { token, method: 'GET', path: '/v1/policy', headers: { 'x-zq': `${m}${'z'.repeat(20_000 + round * 1000)}` } }, m));
-        tasks.push(() => probe('many headers', { token, method: 'GET', path: '/health', headers: Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`x-${m}-${i}`, m.repeat(10)])) }, m));
+        tasks.push(() =>
+          probe('long path parameter', { token, method: 'GET', path: `/v1/memories/${m}${'x'.repeat(200 + round * 500)}` }, m),
+        );
+        tasks.push(() =>
+          probe(
+            'URL not validly encoded',
+            { token, method: 'GET', path: `/v1/memories/${m}%E0%A4%A` },
+            m,
+            'GET /v1/memories/{bad encoding}',
+          ),
+        );
+        tasks.push(() =>
+          probe(
+            'URL longer than the parser takes',
+            { token, method: 'GET', path: `/v1/memories/${m}${'y'.repeat(20_000 + round * 1000)}` },
+            m,
+            'GET /v1/memories/{long}',
+          ),
+        );
+        tasks.push(() =>
+          probe(
+            'huge header',
+            { token, method: 'GET', path: '/v1/policy', headers: { 'x-zq': `${m}${'z'.repeat(20_000 + round * 1000)}` } },
+            m,
+          ),
+        );
+        tasks.push(() =>
+          probe(
+            'many headers',
+            {
+              token,
+              method: 'GET',
+              path: '/health',
+              headers: Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`x-${m}-${i}`, m.repeat(10)])),
+            },
+            m,
+          ),
+        );
         tasks.push(() => probe('body not JSON', { token, method: 'POST', path: '/v1/events', body: `{"events": [${m}` }, m));
-        tasks.push(() => probe('media type', { token, method: 'POST', path: '/v1/events', body: m, headers: { 'content-type': 'application/xml' } }, m));
-        tasks.push(() => probe('body too large', { token, method: 'POST', path: '/v1/events', body: JSON.stringify({ events: [chatEvent('s', m.repeat(120_000))] }) }, m));
+        tasks.push(() =>
+          probe('media type', { token, method: 'POST', path: '/v1/events', body: m, headers: { 'content-type': 'application/xml' } }, m),
+        );
+        tasks.push(() =>
+          probe(
+            'body too large',
+            { token, method: 'POST', path: '/v1/events', body: JSON.stringify({ events: [chatEvent('s', m.repeat(120_000))] }) },
+            m,
+          ),
+        );
         tasks.push(() => probe('query not a version', { token, method: 'PUT', path: `/v1/policy?expectedVersion=${m}`, body: {} }, m));
         tasks.push(() => probe('audit query', { token, method: 'GET', path: `/v1/audit?from=${m}&${m}=1` }, m));
       }
     }
     await pool(tasks, 4, (task) => task());
     expect(red.probes).toBeGreaterThan(200);
-    process.stdout.write(`closed before an answer fetch could read: ${unanswered.length} (${[...new Set(unanswered)].join(', ') || 'none'})\n`);
+    process.stdout.write(
+      `closed before an answer fetch could read: ${unanswered.length} (${[...new Set(unanswered)].join(', ') || 'none'})\n`,
+    );
     expect(red.serverErrors).toEqual([]);
     expect(echoes).toEqual([]);
     expect(notProblems).toEqual([]);
@@ -101,7 +150,11 @@ describe('bad input over REST', () => {
         const problem = JSON.parse(put.text) as { errors?: { path: string }[] };
         expect(problem.errors?.length, label).toBeGreaterThan(0);
       }
-      const ingest = await probe(`ingest after ${label}`, { token: agent, method: 'POST', path: '/v1/events', body: chatEvent('cust-i', 'the lease renews in March') }, 'zqnever');
+      const ingest = await probe(
+        `ingest after ${label}`,
+        { token: agent, method: 'POST', path: '/v1/events', body: chatEvent('cust-i', 'the lease renews in March') },
+        'zqnever',
+      );
       expect(ingest?.status, `${label}: ${ingest?.text.slice(0, 300)}`).toBe(202);
     }
     expect(red.serverErrors).toEqual([]);

@@ -21,7 +21,12 @@ beforeAll(async () => {
   red = new RedTeam(t, 'graphql');
   const writer = await red.token('globex', 'writer', { roles: ['agent'], purposes: ['support'], clearance: 'restricted' });
   const marker = `canaryglobex${Math.random().toString(36).slice(2, 8)}`;
-  const written = await red.send({ token: writer, method: 'POST', path: '/v1/events', body: chatEvent('cust-g', `Lease renewal ${marker} for the harbour office`) });
+  const written = await red.send({
+    token: writer,
+    method: 'POST',
+    path: '/v1/events',
+    body: chatEvent('cust-g', `Lease renewal ${marker} for the harbour office`),
+  });
   expect(written.status, written.text).toBe(202);
   secret = { id: `mem_ep_${(JSON.parse(written.text) as { events: { id: string }[] }).events[0].id}`, marker, label: 'globex canary' };
   await t.elma.runner.waitFor(await t.elma.log.headPosition());
@@ -39,7 +44,13 @@ async function probe(label: string, request: ProbeRequest, echo: string) {
   return result;
 }
 
-const gql = (token: string | undefined, body: unknown, headers?: Record<string, string>): ProbeRequest => ({ token, method: 'POST', path: '/graphql', body, headers });
+const gql = (token: string | undefined, body: unknown, headers?: Record<string, string>): ProbeRequest => ({
+  token,
+  method: 'POST',
+  path: '/graphql',
+  body,
+  headers,
+});
 
 function documents(m: string): [string, unknown][] {
   const aliases = (n: number, field: string) => `{ ${Array.from({ length: n }, (_, i) => `${m}${i}: ${field}`).join(' ')} }`;
@@ -54,7 +65,13 @@ function documents(m: string): [string, unknown][] {
     ['batched array', [{ query: `{ ${m} }` }, { query: '{ __typename }' }]],
     ['unknown input field', { query: `{ recall(input: {query: "x", purpose: "support", ${m}: 1}) { recallId } }` }],
     ['wrong input type', { query: `{ recall(input: {query: 7, purpose: "support", budgetTokens: "${m}"}) { recallId } }` }],
-    ['variables that do not coerce', { query: 'query Q($i: RecallInput!) { recall(input: $i) { recallId } }', variables: { i: { query: m, purpose: 'support', hops: m, [m]: m } } }],
+    [
+      'variables that do not coerce',
+      {
+        query: 'query Q($i: RecallInput!) { recall(input: $i) { recallId } }',
+        variables: { i: { query: m, purpose: 'support', hops: m, [m]: m } },
+      },
+    ],
     ['variables not an object', { query: '{ __typename }', variables: m }],
     ['unknown operation name', { query: '{ __typename }', operationName: m }],
     ['two anonymous operations', { query: `{ __typename } { ${m}: __typename }` }],
@@ -65,8 +82,18 @@ function documents(m: string): [string, unknown][] {
     ['100 aliased recalls', { query: aliases(100, 'recall(input: {query: "lease", purpose: "support"}) { recallId items { id text } }') }],
     ['1000 aliased typenames', { query: aliases(1000, '__typename') }],
     ['deep introspection', { query: nest(8) }],
-    ['fragment bomb', { query: `{ ...F0 } ${Array.from({ length: 12 }, (_, i) => `fragment F${i} on Query { a${i}: __schema { queryType { name } } ${i < 11 ? `...F${i + 1}` : ''} }`).join(' ')} # ${m}` }],
-    ['mutations in one request', { query: `mutation { ${Array.from({ length: 20 }, (_, i) => `${m}${i}: recallFeedback(recallId: "r${i}", adopted: ["x"]) { adopted }`).join(' ')} }` }],
+    [
+      'fragment bomb',
+      {
+        query: `{ ...F0 } ${Array.from({ length: 12 }, (_, i) => `fragment F${i} on Query { a${i}: __schema { queryType { name } } ${i < 11 ? `...F${i + 1}` : ''} }`).join(' ')} # ${m}`,
+      },
+    ],
+    [
+      'mutations in one request',
+      {
+        query: `mutation { ${Array.from({ length: 20 }, (_, i) => `${m}${i}: recallFeedback(recallId: "r${i}", adopted: ["x"]) { adopted }`).join(' ')} }`,
+      },
+    ],
     ['directive abuse', { query: `{ __typename ${'@include(if: true) '.repeat(500)} } # ${m}` }],
   ];
 }
@@ -75,16 +102,34 @@ describe('GraphQL under hostile documents', () => {
   it('answers every malformed or oversized request with a client error: no 5xx, no echo, no leak, no error log', async () => {
     const agent = await red.token('acme', 'agent', { roles: ['agent'], purposes: ['support'], clearance: 'restricted' });
     const tasks: (() => Promise<unknown>)[] = [];
-    for (const [who, token] of [['anonymous', undefined], ['forged', 'eyJhbGciOiJub25lIn0.e30.'], ['agent', agent]] as const) {
+    for (const [who, token] of [
+      ['anonymous', undefined],
+      ['forged', 'eyJhbGciOiJub25lIn0.e30.'],
+      ['agent', agent],
+    ] as const) {
       for (const accept of [undefined, 'application/graphql-response+json']) {
         for (let round = 0; round < 3; round++) {
           const m = `zq${who}${round}${accept ? 'g' : 'j'}mk`;
           for (const [label, body] of documents(m)) {
             tasks.push(() => probe(`${label}/${who}`, gql(token, body, accept ? { accept } : undefined), m));
           }
-          tasks.push(() => probe(`GET without query/${who}`, { token, method: 'GET', path: `/graphql?${m}=1`, headers: { accept: 'text/html' } }, m));
-          tasks.push(() => probe(`GET variables not JSON/${who}`, { token, method: 'GET', path: `/graphql?query=%7B__typename%7D&variables=%7B${m}` }, m));
-          tasks.push(() => probe(`GET mutation/${who}`, { token, method: 'GET', path: `/graphql?query=${encodeURIComponent(`mutation { ${m}: recallFeedback(recallId: "r", adopted: ["x"]) { adopted } }`)}` }, m));
+          tasks.push(() =>
+            probe(`GET without query/${who}`, { token, method: 'GET', path: `/graphql?${m}=1`, headers: { accept: 'text/html' } }, m),
+          );
+          tasks.push(() =>
+            probe(`GET variables not JSON/${who}`, { token, method: 'GET', path: `/graphql?query=%7B__typename%7D&variables=%7B${m}` }, m),
+          );
+          tasks.push(() =>
+            probe(
+              `GET mutation/${who}`,
+              {
+                token,
+                method: 'GET',
+                path: `/graphql?query=${encodeURIComponent(`mutation { ${m}: recallFeedback(recallId: "r", adopted: ["x"]) { adopted } }`)}`,
+              },
+              m,
+            ),
+          );
           tasks.push(() => probe(`body not JSON/${who}`, gql(token, `{"query": "${m}`), m));
         }
       }

@@ -83,7 +83,12 @@ export class RedTeam {
   }
 
   /** Sends a probe; records a leak for each forbidden secret shown and a server error for any 5xx. */
-  async probe(label: string, request: ProbeRequest, forbidden: readonly Secret[] = [], surface = surfaceOf(request.method, request.path)): Promise<ProbeResult> {
+  async probe(
+    label: string,
+    request: ProbeRequest,
+    forbidden: readonly Secret[] = [],
+    surface = surfaceOf(request.method, request.path),
+  ): Promise<ProbeResult> {
     const tally = this.tallies.get(surface) ?? { probes: 0, leaks: 0, serverErrors: 0 };
     this.tallies.set(surface, tally);
     tally.probes += 1;
@@ -92,7 +97,8 @@ export class RedTeam {
     for (const secret of forbidden) {
       // What the prober itself sent may be echoed (a 404 names the id asked for); a leak is anything else of the record.
       const shown =
-        (!asked.includes(secret.id) && result.text.includes(secret.id)) || (!asked.includes(secret.marker) && result.text.includes(secret.marker));
+        (!asked.includes(secret.id) && result.text.includes(secret.id)) ||
+        (!asked.includes(secret.marker) && result.text.includes(secret.marker));
       if (shown) {
         tally.leaks += 1;
         this.leaks.push(`${label}: ${secret.label ?? secret.id} (HTTP ${result.status}) ${result.text.slice(0, 300)}`);
@@ -114,7 +120,8 @@ export class RedTeam {
   /** Probes, leaks and 5xx by surface, as a table; also left for the run's summary when one is collected. */
   report(): string {
     const dir = process.env[REDTEAM_DIR_ENV];
-    if (dir) writeFileSync(join(dir, `${this.name.replace(/[^A-Za-z0-9_-]+/g, '-')}.json`), JSON.stringify(Object.fromEntries(this.tallies)));
+    if (dir)
+      writeFileSync(join(dir, `${this.name.replace(/[^A-Za-z0-9_-]+/g, '-')}.json`), JSON.stringify(Object.fromEntries(this.tallies)));
     return formatReport(`red team (${this.name})`, this.tallies);
   }
 }
@@ -125,11 +132,14 @@ export function formatReport(title: string, tallies: ReadonlyMap<string, Tally>)
   const width = Math.max(7, ...rows.map(([surface]) => surface.length));
   const line = (surface: string, t: Tally) =>
     `  ${surface.padEnd(width)}  ${String(t.probes).padStart(7)}  ${String(t.leaks).padStart(5)}  ${String(t.serverErrors).padStart(4)}`;
-  const total = rows.reduce((sum, [, t]) => ({ probes: sum.probes + t.probes, leaks: sum.leaks + t.leaks, serverErrors: sum.serverErrors + t.serverErrors }), {
-    probes: 0,
-    leaks: 0,
-    serverErrors: 0,
-  });
+  const total = rows.reduce(
+    (sum, [, t]) => ({ probes: sum.probes + t.probes, leaks: sum.leaks + t.leaks, serverErrors: sum.serverErrors + t.serverErrors }),
+    {
+      probes: 0,
+      leaks: 0,
+      serverErrors: 0,
+    },
+  );
   return [
     `${title}: ${total.probes} probes, ${total.leaks} leaks, ${total.serverErrors} 5xx`,
     `  ${'surface'.padEnd(width)}  ${'probes'.padStart(7)}  ${'leaks'.padStart(5)}  ${'5xx'.padStart(4)}`,

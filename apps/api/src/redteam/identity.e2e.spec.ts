@@ -56,10 +56,18 @@ describe('red team: identity of what is written', () => {
     const attacker = await red.token('acme', 'attacker', { roles: ['agent'], purposes: ['support'], clearance: 'restricted' });
     const attempts = victims.flatMap((v, i) => [
       { label: `key reuse, other subject #${i}`, body: chatEvent(`attacker-${i}`, `overwrite attempt ${i}`, { idempotencyKey: v.key }) },
-      { label: `key reuse, same subject other content #${i}`, body: chatEvent(v.subject, `the record now says nothing ${i}`, { idempotencyKey: v.key }) },
+      {
+        label: `key reuse, same subject other content #${i}`,
+        body: chatEvent(v.subject, `the record now says nothing ${i}`, { idempotencyKey: v.key }),
+      },
       { label: `key reuse, same text other subject #${i}`, body: chatEvent(`attacker-${i}`, v.text, { idempotencyKey: v.key }) },
       { label: `key reuse, other purpose #${i}`, body: chatEvent(v.subject, v.text, { idempotencyKey: v.key, purposes: ['marketing'] }) },
-      { label: `key reuse inside a batch #${i}`, body: { events: [chatEvent('bystander', `harmless ${i}`), chatEvent(`attacker-${i}`, `batch overwrite ${i}`, { idempotencyKey: v.key })] } },
+      {
+        label: `key reuse inside a batch #${i}`,
+        body: {
+          events: [chatEvent('bystander', `harmless ${i}`), chatEvent(`attacker-${i}`, `batch overwrite ${i}`, { idempotencyKey: v.key })],
+        },
+      },
     ]);
     await pool(attempts, 4, async ({ label, body }) => {
       const result = await red.probe(label, { token: attacker, method: 'POST', path: '/v1/events', body }, victims);
@@ -93,7 +101,12 @@ describe('red team: identity of what is written', () => {
       expect(record.text).toContain(v.marker);
     }
     // Nothing of the refused batches was written either.
-    const bystander = await red.send({ token: writer, method: 'POST', path: '/v1/recall', body: { query: 'harmless', purpose: 'support', budgetTokens: 2000 } });
+    const bystander = await red.send({
+      token: writer,
+      method: 'POST',
+      path: '/v1/recall',
+      body: { query: 'harmless', purpose: 'support', budgetTokens: 2000 },
+    });
     expect(bystander.text).not.toMatch(/harmless \d/);
   });
 
@@ -102,11 +115,20 @@ describe('red team: identity of what is written', () => {
     for (const [i, v] of victims.entries()) {
       const guess = deterministicUuid('acme', v.key);
       expect(guess).not.toBe(v.id);
-      const byId = await red.probe(`guessed memory id #${i}`, { token: attacker, method: 'GET', path: `/v1/memories/mem_ep_${guess}` }, victims);
+      const byId = await red.probe(
+        `guessed memory id #${i}`,
+        { token: attacker, method: 'GET', path: `/v1/memories/mem_ep_${guess}` },
+        victims,
+      );
       expect(byId.status).toBe(404);
       const cited = await red.probe(
         `guessed source event #${i}`,
-        { token: attacker, method: 'POST', path: '/v1/memories', body: { kind: 'semantic', content: { text: `built on a guess ${i}` }, sourceEventIds: [guess], purposes: ['support'] } },
+        {
+          token: attacker,
+          method: 'POST',
+          path: '/v1/memories',
+          body: { kind: 'semantic', content: { text: `built on a guess ${i}` }, sourceEventIds: [guess], purposes: ['support'] },
+        },
         victims,
       );
       expect(cited.status).toBe(422);
@@ -114,7 +136,11 @@ describe('red team: identity of what is written', () => {
     // The same key in another tenant is another event with another id.
     const outsider = await red.token('globex', 'outsider', { roles: ['agent'], purposes: ['support'], clearance: 'restricted' });
     for (const [i, v] of victims.slice(0, 4).entries()) {
-      const result = await red.probe(`same key in another tenant #${i}`, { token: outsider, method: 'POST', path: '/v1/events', body: chatEvent(v.subject, `globex note ${i}`, { idempotencyKey: v.key }) }, victims);
+      const result = await red.probe(
+        `same key in another tenant #${i}`,
+        { token: outsider, method: 'POST', path: '/v1/events', body: chatEvent(v.subject, `globex note ${i}`, { idempotencyKey: v.key }) },
+        victims,
+      );
       expect(result.status, result.text).toBe(202);
     }
   });
@@ -125,16 +151,24 @@ describe('red team: identity of what is written', () => {
     const dpo = await red.token('initech', 'dpo', { roles: ['dpo'], purposes: ['support'], clearance: 'restricted' });
     const policy = JSON.parse((await red.send({ token: admin, method: 'GET', path: '/v1/policy' })).text);
     const { version, ...document } = policy;
-    const put = await red.send({ token: admin, method: 'PUT', path: `/v1/policy?expectedVersion=${version}`, body: { ...document, erasure: { ...document.erasure, tombstoneScope: 'tenant' } } });
+    const put = await red.send({
+      token: admin,
+      method: 'PUT',
+      path: `/v1/policy?expectedVersion=${version}`,
+      body: { ...document, erasure: { ...document.erasure, tombstoneScope: 'tenant' } },
+    });
     expect(put.status, put.text).toBe(200);
 
-    const erased = [
-      'Quinn Abernathy routes her pension letters to the PO box in Dunmore',
-      '许敏把备用钥匙放在楼下第三个信箱里',
-    ];
-    for (const text of erased) expect((await red.send({ token: writer, method: 'POST', path: '/v1/events', body: chatEvent('subject-q', text) })).status).toBe(202);
+    const erased = ['Quinn Abernathy routes her pension letters to the PO box in Dunmore', '许敏把备用钥匙放在楼下第三个信箱里'];
+    for (const text of erased)
+      expect((await red.send({ token: writer, method: 'POST', path: '/v1/events', body: chatEvent('subject-q', text) })).status).toBe(202);
     await strong();
-    const request = await red.send({ token: dpo, method: 'POST', path: '/v1/erasures', body: { scope: { type: 'subject', subject: 'subject-q' }, reason: 'subject_request' } });
+    const request = await red.send({
+      token: dpo,
+      method: 'POST',
+      path: '/v1/erasures',
+      body: { scope: { type: 'subject', subject: 'subject-q' }, reason: 'subject_request' },
+    });
     expect(request.status, request.text).toBe(202);
     expect(await settle(dpo, JSON.parse(request.text).requestId)).toBe('completed');
 

@@ -27,9 +27,14 @@ let red: RedTeam;
 const canaries: Canary[] = [];
 
 const token = (tenant: string, name: string, claims: Partial<Principal>) => red.token(tenant, name, claims);
-const send = async (tokenValue: string, method: string, path: string, body?: unknown) => red.send({ token: tokenValue, method, path, body });
+const send = async (tokenValue: string, method: string, path: string, body?: unknown) =>
+  red.send({ token: tokenValue, method, path, body });
 const probe = (label: string, tokenValue: string, method: string, path: string, body: unknown, forbidden: Canary[]) =>
-  red.probe(label, { token: tokenValue, method, path, body }, forbidden.map((c) => ({ id: c.id, marker: c.marker, label: `${c.tenant}/${c.id} ${c.sensitivity}/${c.purpose}` })));
+  red.probe(
+    label,
+    { token: tokenValue, method, path, body },
+    forbidden.map((c) => ({ id: c.id, marker: c.marker, label: `${c.tenant}/${c.id} ${c.sensitivity}/${c.purpose}` })),
+  );
 
 beforeAll(async () => {
   t = await startTestApp();
@@ -85,21 +90,50 @@ describe('tenant isolation and policy under hostile probes', () => {
       const notForCleared = own.filter((c) => c.purpose !== 'support' || c.sensitivity === 'restricted');
 
       for (const victim of foreign) {
-        for (const [who, tok] of [['agent', agent], ['cleared', cleared], ['legal', legal]] as const) {
+        for (const [who, tok] of [
+          ['agent', agent],
+          ['cleared', cleared],
+          ['legal', legal],
+        ] as const) {
           // BM25 probes with the victim's marker, and kNN probes with its exact text (hence its exact vector).
           tasks.push(() => probe(`bm25/${who}`, tok, 'POST', '/v1/recall', { query: victim.marker, purpose: 'support' }, foreign));
-          tasks.push(() => probe(`knn/${who}`, tok, 'POST', '/v1/recall', { query: victim.text, purpose: 'support', budgetTokens: 4000 }, foreign));
+          tasks.push(() =>
+            probe(`knn/${who}`, tok, 'POST', '/v1/recall', { query: victim.text, purpose: 'support', budgetTokens: 4000 }, foreign),
+          );
           // Id guessing.
           tasks.push(() => probe(`get/${who}`, tok, 'GET', `/v1/memories/${victim.id}`, undefined, foreign));
           // GraphQL field probing.
           tasks.push(() =>
-            probe(`graphql/${who}`, tok, 'POST', '/graphql', { query: `{ memory(id: "${victim.id}") { id text subject provenance { sourceEventIds } } }` }, foreign),
+            probe(
+              `graphql/${who}`,
+              tok,
+              'POST',
+              '/graphql',
+              { query: `{ memory(id: "${victim.id}") { id text subject provenance { sourceEventIds } } }` },
+              foreign,
+            ),
           );
           tasks.push(() =>
-            probe(`graphql-recall/${who}`, tok, 'POST', '/graphql', { query: `{ recall(input: {query: "${victim.marker}", purpose: "support"}) { items { id text } } }` }, foreign),
+            probe(
+              `graphql-recall/${who}`,
+              tok,
+              'POST',
+              '/graphql',
+              { query: `{ recall(input: {query: "${victim.marker}", purpose: "support"}) { items { id text } } }` },
+              foreign,
+            ),
           );
           // Naming the victim's tenant in the body.
-          tasks.push(() => probe(`tenant-field/${who}`, tok, 'POST', '/v1/recall', { tenant: victim.tenant, query: victim.marker, purpose: 'support' }, foreign));
+          tasks.push(() =>
+            probe(
+              `tenant-field/${who}`,
+              tok,
+              'POST',
+              '/v1/recall',
+              { tenant: victim.tenant, query: victim.marker, purpose: 'support' },
+              foreign,
+            ),
+          );
         }
         // Purpose escalation: the token carries only support.
         tasks.push(() => probe('purpose-escalation', agent, 'POST', '/v1/recall', { query: victim.marker, purpose: 'hr' }, foreign));
@@ -108,7 +142,9 @@ describe('tenant isolation and policy under hostile probes', () => {
         // Clearance and purpose limits inside the tenant.
         tasks.push(() => probe('clearance', agent, 'POST', '/v1/recall', { query: target.marker, purpose: 'support' }, aboveClearance));
         tasks.push(() => probe('clearance-get', agent, 'GET', `/v1/memories/${target.id}`, undefined, aboveClearance));
-        tasks.push(() => probe('restricted-owner', cleared, 'POST', '/v1/recall', { query: target.text, purpose: 'support' }, notForCleared));
+        tasks.push(() =>
+          probe('restricted-owner', cleared, 'POST', '/v1/recall', { query: target.text, purpose: 'support' }, notForCleared),
+        );
         tasks.push(() => probe('purpose-limit', cleared, 'POST', '/v1/recall', { query: target.marker, purpose: 'hr' }, own));
       }
       // Oversized and malformed filters.

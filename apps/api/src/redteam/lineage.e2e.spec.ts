@@ -64,22 +64,60 @@ async function probeAll(label: string, who: string, secrets: Secret[], queries: 
   const before = red.leaks.length;
   const tasks: (() => Promise<unknown>)[] = [];
   for (const query of queries) {
-    tasks.push(() => red.probe(`${label}/recall`, { token: tokens[who], method: 'POST', path: '/v1/recall', body: { query, purpose: 'support', budgetTokens: 4000 } }, secrets));
     tasks.push(() =>
-      red.probe(`${label}/recall-graph`, { token: tokens[who], method: 'POST', path: '/v1/recall', body: { query, purpose: 'support', budgetTokens: 4000, hops: 2 } }, secrets),
+      red.probe(
+        `${label}/recall`,
+        { token: tokens[who], method: 'POST', path: '/v1/recall', body: { query, purpose: 'support', budgetTokens: 4000 } },
+        secrets,
+      ),
+    );
+    tasks.push(() =>
+      red.probe(
+        `${label}/recall-graph`,
+        { token: tokens[who], method: 'POST', path: '/v1/recall', body: { query, purpose: 'support', budgetTokens: 4000, hops: 2 } },
+        secrets,
+      ),
     );
     for (const kinds of [['episodic'], ['semantic']]) {
-      tasks.push(() => red.probe(`${label}/recall-${kinds[0]}`, { token: tokens[who], method: 'POST', path: '/v1/recall', body: { query, purpose: 'support', budgetTokens: 4000, kinds } }, secrets));
+      tasks.push(() =>
+        red.probe(
+          `${label}/recall-${kinds[0]}`,
+          { token: tokens[who], method: 'POST', path: '/v1/recall', body: { query, purpose: 'support', budgetTokens: 4000, kinds } },
+          secrets,
+        ),
+      );
     }
     tasks.push(() =>
-      red.probe(`${label}/graphql-recall`, { token: tokens[who], method: 'POST', path: '/graphql', body: { query: `{ recall(input: {query: "${query}", purpose: "support"}) { items { id text citation { id sourceEventIds } } context } }` } }, secrets),
+      red.probe(
+        `${label}/graphql-recall`,
+        {
+          token: tokens[who],
+          method: 'POST',
+          path: '/graphql',
+          body: {
+            query: `{ recall(input: {query: "${query}", purpose: "support"}) { items { id text citation { id sourceEventIds } } context } }`,
+          },
+        },
+        secrets,
+      ),
     );
   }
   for (const secret of secrets) {
     tasks.push(() => red.probe(`${label}/get`, { token: tokens[who], method: 'GET', path: `/v1/memories/${secret.id}` }, secrets));
-    tasks.push(() => red.probe(`${label}/get-purpose`, { token: tokens[who], method: 'GET', path: `/v1/memories/${secret.id}?purpose=support` }, secrets));
     tasks.push(() =>
-      red.probe(`${label}/graphql`, { token: tokens[who], method: 'POST', path: '/graphql', body: { query: `{ memory(id: "${secret.id}") { id text subject provenance { sourceEventIds parentIds } } }` } }, secrets),
+      red.probe(`${label}/get-purpose`, { token: tokens[who], method: 'GET', path: `/v1/memories/${secret.id}?purpose=support` }, secrets),
+    );
+    tasks.push(() =>
+      red.probe(
+        `${label}/graphql`,
+        {
+          token: tokens[who],
+          method: 'POST',
+          path: '/graphql',
+          body: { query: `{ memory(id: "${secret.id}") { id text subject provenance { sourceEventIds parentIds } } }` },
+        },
+        secrets,
+      ),
     );
   }
   await pool(tasks, 4, (task) => task());
@@ -116,7 +154,12 @@ describe('derived records inherit the restrictions of their inputs', () => {
 
     const hold = await placeHold({ recordIds: [`mem_ep_${held}`] });
     const secrets = [`mem_ep_${held}`, ...views].map((id) => ({ id, marker: m, label: `held ${id}` }));
-    await probeAll('hold-record', 'agent', secrets, [m, 'Ningbo warehouse flooded', 'signed contract Monday shipment Shanghai', '华东区 销售经理']);
+    await probeAll('hold-record', 'agent', secrets, [
+      m,
+      'Ningbo warehouse flooded',
+      'signed contract Monday shipment Shanghai',
+      '华东区 销售经理',
+    ]);
     expect(await recalled('legal', m)).toContain(summary);
 
     await liftHold(hold);
@@ -131,10 +174,20 @@ describe('derived records inherit the restrictions of their inputs', () => {
       const m = marker(`tidemark${i}x`);
       const chinese = i % 2 === 1;
       const [source] = await ingest([
-        chatEvent(subject, chinese ? `仓库 ${m} 昨夜被淹，货物全部损失。` : `The ${m} depot was flooded last night and all goods were lost.`, { occurredAt: '2026-11-20T12:00:00Z' }),
-        chatEvent(subject, chinese ? '我下周一会寄出签好的合同。' : 'I will send the signed contract by Monday.', { occurredAt: '2026-11-20T12:01:00Z' }),
-        chatEvent(subject, chinese ? '我喜欢邮件联系，不要打电话。' : 'I prefer email over phone calls.', { occurredAt: '2026-11-20T12:02:00Z' }),
-        chatEvent(subject, chinese ? '去上海的货运推迟了两周。' : 'The shipment to Shanghai is delayed by two weeks.', { occurredAt: '2026-11-20T12:03:00Z' }),
+        chatEvent(
+          subject,
+          chinese ? `仓库 ${m} 昨夜被淹，货物全部损失。` : `The ${m} depot was flooded last night and all goods were lost.`,
+          { occurredAt: '2026-11-20T12:00:00Z' },
+        ),
+        chatEvent(subject, chinese ? '我下周一会寄出签好的合同。' : 'I will send the signed contract by Monday.', {
+          occurredAt: '2026-11-20T12:01:00Z',
+        }),
+        chatEvent(subject, chinese ? '我喜欢邮件联系，不要打电话。' : 'I prefer email over phone calls.', {
+          occurredAt: '2026-11-20T12:02:00Z',
+        }),
+        chatEvent(subject, chinese ? '去上海的货运推迟了两周。' : 'The shipment to Shanghai is delayed by two weeks.', {
+          occurredAt: '2026-11-20T12:03:00Z',
+        }),
       ]);
       planted.push({ subject, marker: m, source, views: await consolidatedViews(source) });
     }
@@ -142,12 +195,30 @@ describe('derived records inherit the restrictions of their inputs', () => {
     const free = planted.filter((_, i) => i % 3 === 2);
     const holds = [];
     for (const p of held) holds.push(await placeHold({ recordIds: [`mem_ep_${p.source}`] }));
-    const secrets = held.flatMap((p) => [`mem_ep_${p.source}`, ...p.views.filter((id) => id.startsWith('mem_cs_'))].map((id) => ({ id, marker: p.marker, label: `${p.subject} ${id}` })));
-    await probeAll('many-holds', 'agent', secrets, [...held.map((p) => p.marker), 'depot flooded goods lost', '仓库 被淹 货物 损失', 'signed contract Monday', '上海 货运 推迟']);
+    const secrets = held.flatMap((p) =>
+      [`mem_ep_${p.source}`, ...p.views.filter((id) => id.startsWith('mem_cs_'))].map((id) => ({
+        id,
+        marker: p.marker,
+        label: `${p.subject} ${id}`,
+      })),
+    );
+    await probeAll('many-holds', 'agent', secrets, [
+      ...held.map((p) => p.marker),
+      'depot flooded goods lost',
+      '仓库 被淹 货物 损失',
+      'signed contract Monday',
+      '上海 货运 推迟',
+    ]);
     // Subjects without a hold are not caught by anyone else's.
-    for (const p of free) expect(await recalled('agent', p.marker)).toEqual(expect.arrayContaining(p.views.filter((id) => id.startsWith('mem_cs_')).slice(0, 1)));
+    for (const p of free)
+      expect(await recalled('agent', p.marker)).toEqual(
+        expect.arrayContaining(p.views.filter((id) => id.startsWith('mem_cs_')).slice(0, 1)),
+      );
     for (const id of holds) await liftHold(id);
-    for (const p of held) expect(await recalled('agent', p.marker)).toEqual(expect.arrayContaining(p.views.filter((id) => id.startsWith('mem_cs_')).slice(0, 1)));
+    for (const p of held)
+      expect(await recalled('agent', p.marker)).toEqual(
+        expect.arrayContaining(p.views.filter((id) => id.startsWith('mem_cs_')).slice(0, 1)),
+      );
   });
 
   it('a hold on a subject withholds a memory another subject derived from that subject’s events', async () => {
@@ -166,7 +237,15 @@ describe('derived records inherit the restrictions of their inputs', () => {
     expect(await recalled('agent', m)).toContain(derived);
 
     const hold = await placeHold({ subjects: ['cust-h2'] });
-    await probeAll('hold-subject', 'agent', [{ id: derived, marker: m }, { id: `mem_ep_${source}`, marker: m }], [m, 'unpaid invoice ledger']);
+    await probeAll(
+      'hold-subject',
+      'agent',
+      [
+        { id: derived, marker: m },
+        { id: `mem_ep_${source}`, marker: m },
+      ],
+      [m, 'unpaid invoice ledger'],
+    );
     await liftHold(hold);
     expect(await recalled('agent', m)).toContain(derived);
   });
@@ -196,13 +275,21 @@ describe('derived records inherit the restrictions of their inputs', () => {
   it('a view over a restricted source is restricted: the summary is not shown to a confidential clearance', async () => {
     const m = marker('vaultpine');
     const [secret] = await ingest([
-      chatEvent('cust-s1', `The ${m} board approved the layoff plan for the Suzhou plant.`, { sensitivity: 'restricted', occurredAt: '2026-11-20T11:00:00Z' }),
+      chatEvent('cust-s1', `The ${m} board approved the layoff plan for the Suzhou plant.`, {
+        sensitivity: 'restricted',
+        occurredAt: '2026-11-20T11:00:00Z',
+      }),
       chatEvent('cust-s1', 'Please call me back about the invoice.', { occurredAt: '2026-11-20T11:01:00Z' }),
       chatEvent('cust-s1', 'The delivery address changed to Hangzhou.', { occurredAt: '2026-11-20T11:02:00Z' }),
     ]);
     const views = await consolidatedViews(secret);
     expect(views.length).toBeGreaterThan(0);
-    await probeAll('sensitivity', 'agent', [`mem_ep_${secret}`, ...views].map((id) => ({ id, marker: m })), [m, 'layoff plan Suzhou', 'invoice delivery address Hangzhou']);
+    await probeAll(
+      'sensitivity',
+      'agent',
+      [`mem_ep_${secret}`, ...views].map((id) => ({ id, marker: m })),
+      [m, 'layoff plan Suzhou', 'invoice delivery address Hangzhou'],
+    );
   });
 
   it('a memory citing a source keeps to the purposes the source allows', async () => {
@@ -234,7 +321,15 @@ describe('derived records inherit the restrictions of their inputs', () => {
     await t.elma.runner.waitFor(await t.elma.log.headPosition());
     expect(await recalled('agent', m)).toContain(derived.id);
     now += 2 * 86_400_000;
-    await probeAll('retention', 'agent', [{ id: derived.id, marker: m }, { id: `mem_ep_${source}`, marker: m }], [m, 'ferry timetable']);
+    await probeAll(
+      'retention',
+      'agent',
+      [
+        { id: derived.id, marker: m },
+        { id: `mem_ep_${source}`, marker: m },
+      ],
+      [m, 'ferry timetable'],
+    );
   });
 
   it('leaks nothing and never fails', () => {

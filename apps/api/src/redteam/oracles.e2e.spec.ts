@@ -58,7 +58,13 @@ beforeAll(async () => {
     token: writer,
     method: 'POST',
     path: '/v1/memories',
-    body: { kind: 'working', content: { text: `Scratch note ${workingMarker}: caller prefers mornings` }, sourceEventIds: [visibleEvent], session: 'sess-writer', purposes: ['support'] },
+    body: {
+      kind: 'working',
+      content: { text: `Scratch note ${workingMarker}: caller prefers mornings` },
+      sourceEventIds: [visibleEvent],
+      session: 'sess-writer',
+      purposes: ['support'],
+    },
   });
   expect(working.status, working.text).toBe(201);
   workingId = JSON.parse(working.text).memory.id;
@@ -96,16 +102,41 @@ describe('an explicit memory citing a source the caller may not read', () => {
       const mixed = await red.probe('cite readable + unreadable', write([visibleEvent, secretEvent], { subject: 'cust-visible' }), secrets);
       const mixedAbsent = await red.probe('cite readable + missing', write([visibleEvent, missing], { subject: 'cust-visible' }), secrets);
       expect(shape(mixed, secretEvent)).toEqual(shape(mixedAbsent, missing));
-      const working = await red.probe('cite unreadable (working)', write([secretEvent], { kind: 'working', session: 'sess-attacker' }), secrets);
-      expect(shape(working, secretEvent)).toEqual(shape(await red.probe('cite missing (working)', write([missing], { kind: 'working', session: 'sess-attacker' }), secrets), missing));
+      const working = await red.probe(
+        'cite unreadable (working)',
+        write([secretEvent], { kind: 'working', session: 'sess-attacker' }),
+        secrets,
+      );
+      expect(shape(working, secretEvent)).toEqual(
+        shape(await red.probe('cite missing (working)', write([missing], { kind: 'working', session: 'sess-attacker' }), secrets), missing),
+      );
     }
   });
 
   it('is the same over GraphQL', async () => {
-    const mutation = 'mutation($input: MemoryInput!) { writeMemory(input: $input) { memory { id subject purposes sensitivity provenance { parentIds } } } }';
+    const mutation =
+      'mutation($input: MemoryInput!) { writeMemory(input: $input) { memory { id subject purposes sensitivity provenance { parentIds } } } }';
     const missing = randomUUID();
-    const cited = await red.probe('graphql cite unreadable', { token: attacker, method: 'POST', path: '/graphql', body: { query: mutation, variables: { input: { content: { text: 'x' }, sourceEventIds: [secretEvent] } } } }, secrets);
-    const absent = await red.probe('graphql cite missing', { token: attacker, method: 'POST', path: '/graphql', body: { query: mutation, variables: { input: { content: { text: 'x' }, sourceEventIds: [missing] } } } }, secrets);
+    const cited = await red.probe(
+      'graphql cite unreadable',
+      {
+        token: attacker,
+        method: 'POST',
+        path: '/graphql',
+        body: { query: mutation, variables: { input: { content: { text: 'x' }, sourceEventIds: [secretEvent] } } },
+      },
+      secrets,
+    );
+    const absent = await red.probe(
+      'graphql cite missing',
+      {
+        token: attacker,
+        method: 'POST',
+        path: '/graphql',
+        body: { query: mutation, variables: { input: { content: { text: 'x' }, sourceEventIds: [missing] } } },
+      },
+      secrets,
+    );
     expect(JSON.parse(cited.text).errors?.[0]?.extensions?.code, cited.text).toBe('MEMORY.UNKNOWN_SOURCE_EVENT');
     expect(shape(cited, secretEvent)).toEqual(shape(absent, missing));
   });
@@ -114,9 +145,23 @@ describe('an explicit memory citing a source the caller may not read', () => {
     const own = await red.probe('cite readable', write([visibleEvent]), secrets);
     expect(own.status, own.text).toBe(201);
     // Restricted records are their owner's and the DPO's (default policy): the writer itself may not cite it, a DPO who writes may.
-    expect((await red.send({ token: writer, method: 'POST', path: '/v1/memories', body: { content: { text: 'HR follow-up' }, sourceEventIds: [secretEvent], purposes: ['hr'] } })).status).toBe(422);
+    expect(
+      (
+        await red.send({
+          token: writer,
+          method: 'POST',
+          path: '/v1/memories',
+          body: { content: { text: 'HR follow-up' }, sourceEventIds: [secretEvent], purposes: ['hr'] },
+        })
+      ).status,
+    ).toBe(422);
     const dpo = await red.token('acme', 'dpo', { roles: ['agent', 'dpo'], purposes: ['hr'], clearance: 'restricted' });
-    const both = await red.send({ token: dpo, method: 'POST', path: '/v1/memories', body: { content: { text: 'HR follow-up' }, sourceEventIds: [secretEvent], purposes: ['hr'] } });
+    const both = await red.send({
+      token: dpo,
+      method: 'POST',
+      path: '/v1/memories',
+      body: { content: { text: 'HR follow-up' }, sourceEventIds: [secretEvent], purposes: ['hr'] },
+    });
     expect(both.status, both.text).toBe(201);
     expect(JSON.parse(both.text).memory.policy.sensitivity).toBe('restricted');
   });
@@ -124,35 +169,72 @@ describe('an explicit memory citing a source the caller may not read', () => {
 
 describe("another session's working memory", () => {
   const get = (token: string, query = '') => ({ token, method: 'GET', path: `/v1/memories/${workingId}${query}` });
-  const promote = (token: string, body: Record<string, unknown> = {}) => ({ token, method: 'POST', path: `/v1/memories/${workingId}/promote`, body });
+  const promote = (token: string, body: Record<string, unknown> = {}) => ({
+    token,
+    method: 'POST',
+    path: `/v1/memories/${workingId}/promote`,
+    body,
+  });
 
   it('cannot be read or promoted from another session or none, and is answered like an unknown id', async () => {
     const unknown = `mem_${randomUUID()}`;
     const absentGet = shape(await red.send({ token: attacker, method: 'GET', path: `/v1/memories/${unknown}` }), unknown);
-    const absentPromote = shape(await red.send({ token: attacker, method: 'POST', path: `/v1/memories/${unknown}/promote`, body: {} }), unknown);
+    const absentPromote = shape(
+      await red.send({ token: attacker, method: 'POST', path: `/v1/memories/${unknown}/promote`, body: {} }),
+      unknown,
+    );
     expect(absentGet).toMatchObject({ status: 404, body: { code: 'MEMORY.NOT_FOUND' } });
     for (let round = 0; round < 10; round++) {
-      for (const [label, query] of [['no session', ''], ['other session', '?session=sess-attacker'], ['purpose', '?purpose=support']] as const) {
+      for (const [label, query] of [
+        ['no session', ''],
+        ['other session', '?session=sess-attacker'],
+        ['purpose', '?purpose=support'],
+      ] as const) {
         expect(shape(await red.probe(`get working, ${label}`, get(attacker, query), secrets), workingId), label).toEqual(absentGet);
       }
       expect(shape(await red.probe('promote working, no session', promote(attacker), secrets), workingId)).toEqual(absentPromote);
-      expect(shape(await red.probe('promote working, other session', promote(attacker, { session: 'sess-attacker' }), secrets), workingId)).toEqual(absentPromote);
-      expect(shape(await red.probe('promote working as fact, other session', promote(attacker, { kind: 'semantic', session: 'sess-x' }), secrets), workingId)).toEqual(absentPromote);
+      expect(
+        shape(await red.probe('promote working, other session', promote(attacker, { session: 'sess-attacker' }), secrets), workingId),
+      ).toEqual(absentPromote);
+      expect(
+        shape(
+          await red.probe('promote working as fact, other session', promote(attacker, { kind: 'semantic', session: 'sess-x' }), secrets),
+          workingId,
+        ),
+      ).toEqual(absentPromote);
       // The writer too needs the session: the binding is to the session, not the token.
       expect(shape(await red.probe('get working, writer without session', get(writer), secrets), workingId)).toEqual(absentGet);
     }
-    const graphqlGet = await red.probe('graphql get working', { token: attacker, method: 'POST', path: '/graphql', body: { query: `{ memory(id: "${workingId}", session: "sess-attacker") { id text } }` } }, secrets);
+    const graphqlGet = await red.probe(
+      'graphql get working',
+      {
+        token: attacker,
+        method: 'POST',
+        path: '/graphql',
+        body: { query: `{ memory(id: "${workingId}", session: "sess-attacker") { id text } }` },
+      },
+      secrets,
+    );
     expect(JSON.parse(graphqlGet.text).errors?.[0]?.extensions?.code).toBe('MEMORY.NOT_FOUND');
     const graphqlPromote = await red.probe(
       'graphql promote working',
-      { token: attacker, method: 'POST', path: '/graphql', body: { query: `mutation { promoteMemory(id: "${workingId}") { memory { id text } } }` } },
+      {
+        token: attacker,
+        method: 'POST',
+        path: '/graphql',
+        body: { query: `mutation { promoteMemory(id: "${workingId}") { memory { id text } } }` },
+      },
       secrets,
     );
     expect(JSON.parse(graphqlPromote.text).errors?.[0]?.extensions?.code).toBe('MEMORY.NOT_FOUND');
     // Nothing was promoted: no one recalls it outside its session.
     await strong();
     for (const token of [attacker, writer]) {
-      const recalled = await red.probe('recall after promotion attempts', { token, method: 'POST', path: '/v1/recall', body: { query: `Scratch note ${workingMarker} mornings`, purpose: 'support' } }, secrets);
+      const recalled = await red.probe(
+        'recall after promotion attempts',
+        { token, method: 'POST', path: '/v1/recall', body: { query: `Scratch note ${workingMarker} mornings`, purpose: 'support' } },
+        secrets,
+      );
       expect(recalled.status).toBe(200);
     }
   });
@@ -161,7 +243,12 @@ describe("another session's working memory", () => {
     const inSession = await red.send(get(attacker, '?session=sess-writer'));
     expect(inSession.status, inSession.text).toBe(200);
     expect((await red.send(get(owner))).status).toBe(200);
-    const graphql = await red.send({ token: writer, method: 'POST', path: '/graphql', body: { query: `{ memory(id: "${workingId}", session: "sess-writer") { id } }` } });
+    const graphql = await red.send({
+      token: writer,
+      method: 'POST',
+      path: '/graphql',
+      body: { query: `{ memory(id: "${workingId}", session: "sess-writer") { id } }` },
+    });
     expect(JSON.parse(graphql.text).data.memory.id).toBe(workingId);
     const promoted = await red.send(promote(writer, { session: 'sess-writer' }));
     expect(promoted.status, promoted.text).toBe(201);
@@ -184,7 +271,9 @@ describe('adjudicating a fact the caller may not read', () => {
       sensitivity,
     });
     // Two contradicting facts: one the reviewer may read, one above its clearance.
-    const written = [await red.send({ token: writer, method: 'POST', path: '/v1/memories', body: fact(`Ann ${factMarker}`, 'confidential') })];
+    const written = [
+      await red.send({ token: writer, method: 'POST', path: '/v1/memories', body: fact(`Ann ${factMarker}`, 'confidential') }),
+    ];
     written.push(await red.send({ token: writer, method: 'POST', path: '/v1/memories', body: fact('Bob', 'internal') }));
     for (const w of written) expect(w.status, w.text).toBe(201);
     [hidden, open] = written.map((w) => JSON.parse(w.text).memory.id);
@@ -194,13 +283,24 @@ describe('adjudicating a fact the caller may not read', () => {
   it('is answered like an unknown id, and a decision on a visible fact settles nothing hidden', async () => {
     const hiddenSecret = [{ id: hidden, marker: factMarker, label: 'confidential fact' }];
     const unknown = `mem_${randomUUID()}`;
-    const absent = shape(await red.send({ token: reviewer, method: 'POST', path: `/v1/memories/${unknown}/adjudicate`, body: { decision: 'accept' } }), unknown);
+    const absent = shape(
+      await red.send({ token: reviewer, method: 'POST', path: `/v1/memories/${unknown}/adjudicate`, body: { decision: 'accept' } }),
+      unknown,
+    );
     expect(absent).toMatchObject({ status: 404, body: { code: 'MEMORY.NOT_FOUND' } });
     for (const decision of ['accept', 'reject']) {
-      const probed = await red.probe(`adjudicate hidden (${decision})`, { token: reviewer, method: 'POST', path: `/v1/memories/${hidden}/adjudicate`, body: { decision } }, hiddenSecret);
+      const probed = await red.probe(
+        `adjudicate hidden (${decision})`,
+        { token: reviewer, method: 'POST', path: `/v1/memories/${hidden}/adjudicate`, body: { decision } },
+        hiddenSecret,
+      );
       expect(shape(probed, hidden)).toEqual(absent);
     }
-    const decided = await red.probe('adjudicate visible', { token: reviewer, method: 'POST', path: `/v1/memories/${open}/adjudicate`, body: { decision: 'accept' } }, hiddenSecret);
+    const decided = await red.probe(
+      'adjudicate visible',
+      { token: reviewer, method: 'POST', path: `/v1/memories/${open}/adjudicate`, body: { decision: 'accept' } },
+      hiddenSecret,
+    );
     expect(decided.status, decided.text).toBe(200);
     expect(JSON.parse(decided.text).revised.map((r: { id: string }) => r.id)).toEqual([open]);
   });
@@ -214,13 +314,27 @@ describe('a new version of a procedure whose earlier version the caller may not 
       token: writer,
       method: 'POST',
       path: '/v1/memories',
-      body: { kind: 'procedural', content: { text: `Grievance escalation ${procedureMarker}`, procedure: procedure(1) }, sourceEventIds: [visibleEvent], sensitivity: 'restricted' },
+      body: {
+        kind: 'procedural',
+        content: { text: `Grievance escalation ${procedureMarker}`, procedure: procedure(1) },
+        sourceEventIds: [visibleEvent],
+        sensitivity: 'restricted',
+      },
     });
     expect(first.status, first.text).toBe(201);
     const hidden = [{ id: JSON.parse(first.text).memory.id as string, marker: procedureMarker, label: 'restricted procedure v1' }];
     const second = await red.probe(
       'procedure over a hidden version',
-      { token: attacker, method: 'POST', path: '/v1/memories', body: { kind: 'procedural', content: { text: 'Grievance escalation, support edition', procedure: procedure(2) }, sourceEventIds: [visibleEvent] } },
+      {
+        token: attacker,
+        method: 'POST',
+        path: '/v1/memories',
+        body: {
+          kind: 'procedural',
+          content: { text: 'Grievance escalation, support edition', procedure: procedure(2) },
+          sourceEventIds: [visibleEvent],
+        },
+      },
       hidden,
     );
     expect(second.status, second.text).toBe(201);
@@ -230,13 +344,25 @@ describe('a new version of a procedure whose earlier version the caller may not 
 
 describe("feedback on another caller's recall", () => {
   it('is answered like an unknown recall id', async () => {
-    const recalled = await red.send({ token: writer, method: 'POST', path: '/v1/recall', body: { query: 'Orkney delivery window', purpose: 'support' } });
+    const recalled = await red.send({
+      token: writer,
+      method: 'POST',
+      path: '/v1/recall',
+      body: { query: 'Orkney delivery window', purpose: 'support' },
+    });
     const { recallId, items } = JSON.parse(recalled.text) as { recallId: string; items: { id: string }[] };
     expect(items.length).toBeGreaterThan(0);
     const unknown = `rcl_${randomUUID()}`;
-    const absent = shape(await red.send({ token: attacker, method: 'POST', path: `/v1/recall/${unknown}/feedback`, body: { adopted: [items[0].id] } }), unknown);
+    const absent = shape(
+      await red.send({ token: attacker, method: 'POST', path: `/v1/recall/${unknown}/feedback`, body: { adopted: [items[0].id] } }),
+      unknown,
+    );
     expect(absent).toMatchObject({ status: 404, body: { code: 'RECALL.NOT_FOUND' } });
-    const probed = await red.probe('feedback on another recall', { token: attacker, method: 'POST', path: `/v1/recall/${recallId}/feedback`, body: { adopted: [items[0].id] } }, secrets);
+    const probed = await red.probe(
+      'feedback on another recall',
+      { token: attacker, method: 'POST', path: `/v1/recall/${recallId}/feedback`, body: { adopted: [items[0].id] } },
+      secrets,
+    );
     expect(shape(probed, recallId)).toEqual(absent);
   });
 });

@@ -36,7 +36,9 @@ function streamNames(): string[] {
 
 function fileNames(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? [relative(t.dataDir, join(dir, entry.name)), ...fileNames(join(dir, entry.name))] : [relative(t.dataDir, join(dir, entry.name))],
+    entry.isDirectory()
+      ? [relative(t.dataDir, join(dir, entry.name)), ...fileNames(join(dir, entry.name))]
+      : [relative(t.dataDir, join(dir, entry.name))],
   );
 }
 
@@ -58,7 +60,9 @@ async function ingest(subject: string, text: string) {
 async function workflows(): Promise<{ workflowId: string; attributes: string; history: Buffer }[]> {
   const client = new Client({ connection: temporal });
   const found: { workflowId: string; attributes: string; history: Buffer }[] = [];
-  for await (const execution of client.workflow.list({ query: `TaskQueue = '${t.taskQueue}' OR TaskQueue = '${t.taskQueue}-consolidation'` })) {
+  for await (const execution of client.workflow.list({
+    query: `TaskQueue = '${t.taskQueue}' OR TaskQueue = '${t.taskQueue}-consolidation'`,
+  })) {
     const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
     found.push({
       workflowId: execution.workflowId,
@@ -79,7 +83,9 @@ function bytesIn(value: unknown, out: Buffer[] = []): Buffer[] {
 
 /** Workflows whose id, search attributes or history name the subject. */
 const naming = (listed: Awaited<ReturnType<typeof workflows>>, subject: string) =>
-  listed.filter((w) => w.workflowId.includes(subject) || w.attributes.includes(subject) || w.history.includes(Buffer.from(subject))).map((w) => w.workflowId);
+  listed
+    .filter((w) => w.workflowId.includes(subject) || w.attributes.includes(subject) || w.history.includes(Buffer.from(subject)))
+    .map((w) => w.workflowId);
 
 async function settle(requestId: string) {
   for (let i = 0; i < 600; i++) {
@@ -172,7 +178,9 @@ describe('subject pseudonyms', () => {
         [who, 'POST', '/graphql', { query: `{ memory(id: "mem_ep_${eventId}") { id subject } }` }],
       );
     }
-    await pool(paths, 4, ([who, method, path, body]) => red.probe(`${who} ${method} ${path}`, { token: tokens[who], method, path, body }, secrets));
+    await pool(paths, 4, ([who, method, path, body]) =>
+      red.probe(`${who} ${method} ${path}`, { token: tokens[who], method, path, body }, secrets),
+    );
     // Holds answer alike for a subject that has a stream and one that never wrote.
     const known = await send('legal', 'POST', '/v1/legal-holds', { scope: { subjects: [SUBJECT] }, reason: 'MATTER-A' });
     const unknown = await send('legal', 'POST', '/v1/legal-holds', { scope: { subjects: [`never-${run}`] }, reason: 'MATTER-A' });
@@ -189,17 +197,28 @@ describe('subject pseudonyms', () => {
   }, 120_000);
 
   it('erasing a subject destroys the mapping: the certificate names only the pseudonym, a new write gets a fresh one', async () => {
-    const before = await Promise.resolve().then(() => pseudonymOf(SUBJECT)).catch(() => undefined);
-    const request = await send('compliance', 'POST', '/v1/erasures', { scope: { type: 'subject', subject: SUBJECT }, reason: 'subject_request' });
+    const before = await Promise.resolve()
+      .then(() => pseudonymOf(SUBJECT))
+      .catch(() => undefined);
+    const request = await send('compliance', 'POST', '/v1/erasures', {
+      scope: { type: 'subject', subject: SUBJECT },
+      reason: 'subject_request',
+    });
     expect(request.status, request.text).toBe(202);
     const requestId = JSON.parse(request.text).requestId as string;
     expect(await settle(requestId)).toBe('completed');
-    const mappedAfterErasure = await Promise.resolve().then(() => pseudonymOf(SUBJECT)).catch(() => 'no mapping at all');
-    const reverseAfterErasure = await Promise.resolve().then(() => t.elma.vault.subjectsOfPseudonyms('acme', [before!])).catch(() => 'no mapping at all');
+    const mappedAfterErasure = await Promise.resolve()
+      .then(() => pseudonymOf(SUBJECT))
+      .catch(() => 'no mapping at all');
+    const reverseAfterErasure = await Promise.resolve()
+      .then(() => t.elma.vault.subjectsOfPseudonyms('acme', [before!]))
+      .catch(() => 'no mapping at all');
     // Before pseudonyms this write hit the erased subject's deleted stream: 410, naming the stream (and so the subject).
-    const again = await red.probe('write again after erasure', { token: tokens.agent, method: 'POST', path: '/v1/events', body: chatEvent(SUBJECT, 'came back with a new question about pallets') }, [
-      { id: streams.events('acme', SUBJECT), marker: 'STREAM_DELETED', label: 'the erased subject’s old stream' },
-    ]);
+    const again = await red.probe(
+      'write again after erasure',
+      { token: tokens.agent, method: 'POST', path: '/v1/events', body: chatEvent(SUBJECT, 'came back with a new question about pallets') },
+      [{ id: streams.events('acme', SUBJECT), marker: 'STREAM_DELETED', label: 'the erased subject’s old stream' }],
+    );
     expect(again.status, again.text).toBe(202);
     await strong();
 
@@ -237,14 +256,22 @@ describe('subject pseudonyms', () => {
     const pseudonym = await pseudonymOf(CHINESE_SUBJECT);
     expect(pseudonym).toMatch(SUBJECT_PSEUDONYM);
 
-    const request = await red.send({ token: self, method: 'POST', path: '/v1/erasures', body: { scope: { type: 'subject', subject: CHINESE_SUBJECT }, reason: 'subject_request' } });
+    const request = await red.send({
+      token: self,
+      method: 'POST',
+      path: '/v1/erasures',
+      body: { scope: { type: 'subject', subject: CHINESE_SUBJECT }, reason: 'subject_request' },
+    });
     expect(request.status, request.text).toBe(202);
     const requestId = JSON.parse(request.text).requestId as string;
     expect(await settle(requestId)).toBe('completed');
 
     const certificate = await send('compliance', 'GET', `/v1/erasures/${requestId}/certificate`);
     expect(certificate.status, certificate.text).toBe(200);
-    expect(JSON.parse(certificate.text).certificate.request).toMatchObject({ requestedBy: pseudonym, scope: { type: 'subject', subjectPseudonym: pseudonym } });
+    expect(JSON.parse(certificate.text).certificate.request).toMatchObject({
+      requestedBy: pseudonym,
+      scope: { type: 'subject', subjectPseudonym: pseudonym },
+    });
     expect(certificate.text).not.toContain(CHINESE_SUBJECT);
     expect(await pseudonymOf(CHINESE_SUBJECT)).toBeUndefined();
   }, 120_000);
@@ -261,7 +288,10 @@ describe('subject pseudonyms', () => {
       const pseudonym = (await old.elma.vault.subjectPseudonyms('acme', [subject], { create: false })).get(subject);
       expect(pseudonym).toMatch(SUBJECT_PSEUDONYM);
       const compliance = await old.token({ sub: 'compliance-1', roles: ['compliance'], purposes: ['support'], clearance: 'restricted' });
-      const request = await callApi(old.url, compliance, 'POST', '/v1/erasures', { scope: { type: 'subject', subject }, reason: 'subject_request' });
+      const request = await callApi(old.url, compliance, 'POST', '/v1/erasures', {
+        scope: { type: 'subject', subject },
+        reason: 'subject_request',
+      });
       expect(request.status, request.text).toBe(202);
       let status = '';
       for (let i = 0; i < 600 && !['completed', 'failed', 'verification_failed'].includes(status); i++) {

@@ -43,7 +43,8 @@ const claims = (extra: JWTPayload = {}): JWTPayload => ({
 });
 
 /** A token with exactly these claims (no defaults from jose), signed HS256 with `key`. */
-const hs256 = (payload: JWTPayload, key: Uint8Array = secret) => new SignJWT(payload).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(key);
+const hs256 = (payload: JWTPayload, key: Uint8Array = secret) =>
+  new SignJWT(payload).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(key);
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 /** What no answer to a token may show: the token itself, its signature, its subject. */
@@ -63,7 +64,11 @@ async function refused(label: string, token: string, code: string, status = 401)
     expect(result.headers.get('content-type')).toMatch(/application\/problem\+json/);
     expect(JSON.parse(result.text).code, label).toBe(code);
   }
-  const graphql = await red.probe(label, { token, method: 'POST', path: '/graphql', body: { query: '{ memory(id: "mem_x") { id } }' } }, echoes(token));
+  const graphql = await red.probe(
+    label,
+    { token, method: 'POST', path: '/graphql', body: { query: '{ memory(id: "mem_x") { id } }' } },
+    echoes(token),
+  );
   expect(JSON.parse(graphql.text).errors?.[0]?.extensions?.code, label).toBe(code);
 }
 
@@ -132,7 +137,11 @@ describe('HS256 tokens (the embedded default)', () => {
     const rs = await new SignJWT(claims({ iat: NOW(), exp: NOW() + HOUR })).setProtectedHeader({ alg: 'RS256' }).sign(privateKey);
     await refused('RS256 on an HS256 server', rs, 'AUTH.TOKEN_INVALID');
     await refused('garbage', `${MARKER}.${MARKER}.${MARKER}`, 'AUTH.TOKEN_INVALID');
-    await refused('tampered payload', `${(await t.token()).split('.')[0]}.${b64(claims({ roles: ['admin'], exp: NOW() + HOUR }))}.${(await t.token()).split('.')[2]}`, 'AUTH.TOKEN_INVALID');
+    await refused(
+      'tampered payload',
+      `${(await t.token()).split('.')[0]}.${b64(claims({ roles: ['admin'], exp: NOW() + HOUR }))}.${(await t.token()).split('.')[2]}`,
+      'AUTH.TOKEN_INVALID',
+    );
   });
 
   it('refuses a role that is neither built in nor named by the tenant policy, and accepts one the policy names', async () => {
@@ -153,7 +162,9 @@ describe('HS256 tokens (the embedded default)', () => {
 describe('issuer, audience and lifetime are configurable', () => {
   let custom: TestApp;
   beforeAll(async () => {
-    custom = await startTestApp({ env: { ELMA_JWT_ISSUER: 'https://id.example.test/', ELMA_JWT_AUDIENCE: 'memory', ELMA_TOKEN_MAX_TTL: '1h' } });
+    custom = await startTestApp({
+      env: { ELMA_JWT_ISSUER: 'https://id.example.test/', ELMA_JWT_AUDIENCE: 'memory', ELMA_TOKEN_MAX_TTL: '1h' },
+    });
   }, 60_000);
   afterAll(async () => custom?.close());
 
@@ -171,9 +182,18 @@ describe('issuer, audience and lifetime are configurable', () => {
     const issued = NOW();
     const own = claims({ iss: 'https://id.example.test/', aud: 'memory', iat: issued });
     expect(await recall(await hs256({ ...own, exp: issued + HOUR }, key))).toMatchObject({ status: 200 });
-    expect(await recall(await hs256({ ...own, exp: issued + 2 * HOUR }, key))).toMatchObject({ status: 401, body: { code: 'AUTH.TOKEN_LIFETIME_TOO_LONG' } });
-    expect(await recall(await hs256({ ...own, iss: 'elma', exp: issued + HOUR }, key))).toMatchObject({ status: 401, body: { code: 'AUTH.TOKEN_INVALID' } });
-    expect(await recall(await hs256({ ...own, aud: 'elma-api', exp: issued + HOUR }, key))).toMatchObject({ status: 401, body: { code: 'AUTH.TOKEN_INVALID' } });
+    expect(await recall(await hs256({ ...own, exp: issued + 2 * HOUR }, key))).toMatchObject({
+      status: 401,
+      body: { code: 'AUTH.TOKEN_LIFETIME_TOO_LONG' },
+    });
+    expect(await recall(await hs256({ ...own, iss: 'elma', exp: issued + HOUR }, key))).toMatchObject({
+      status: 401,
+      body: { code: 'AUTH.TOKEN_INVALID' },
+    });
+    expect(await recall(await hs256({ ...own, aud: 'elma-api', exp: issued + HOUR }, key))).toMatchObject({
+      status: 401,
+      body: { code: 'AUTH.TOKEN_INVALID' },
+    });
     // One of several audiences is enough.
     expect(await recall(await hs256({ ...own, aud: ['other', 'memory'], exp: issued + HOUR }, key))).toMatchObject({ status: 200 });
   });
@@ -201,7 +221,9 @@ describe('asymmetric tokens from an identity provider (JWKS)', () => {
     });
     await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve));
     idpUrl = `http://127.0.0.1:${(idp.address() as AddressInfo).port}`;
-    jwksApp = await startTestApp({ env: { ELMA_JWKS_URL: `${idpUrl}/.well-known/jwks.json`, ELMA_JWT_ISSUER: idpUrl, ELMA_JWT_AUDIENCE: 'elma-api' } });
+    jwksApp = await startTestApp({
+      env: { ELMA_JWKS_URL: `${idpUrl}/.well-known/jwks.json`, ELMA_JWT_ISSUER: idpUrl, ELMA_JWT_AUDIENCE: 'elma-api' },
+    });
     jwksRed = new RedTeam(jwksApp, 'tokens/jwks');
   }, 60_000);
 
@@ -234,19 +256,47 @@ describe('asymmetric tokens from an identity provider (JWKS)', () => {
       expect(JSON.parse(result.text).code, label).toBe(code);
     };
     const jwksSecret = Buffer.from(readFileSync(join(jwksApp.dataDir, 'jwt.secret'), 'utf8').trim(), 'hex');
-    await check('shared secret HS256', await hs256(claims({ iss: idpUrl, iat: NOW(), exp: NOW() + HOUR }), jwksSecret), 'AUTH.TOKEN_INVALID');
+    await check(
+      'shared secret HS256',
+      await hs256(claims({ iss: idpUrl, iat: NOW(), exp: NOW() + HOUR }), jwksSecret),
+      'AUTH.TOKEN_INVALID',
+    );
     // Algorithm confusion: the provider's public key (PEM or JWK text) used as an HMAC secret.
     const pem = new TextEncoder().encode(await exportSPKI(rsa.publicKey));
-    await check('HS256 with public PEM', await new SignJWT(claims({ iss: idpUrl, iat: NOW(), exp: NOW() + HOUR })).setProtectedHeader({ alg: 'HS256', kid: 'rsa-1' }).sign(pem), 'AUTH.TOKEN_INVALID');
+    await check(
+      'HS256 with public PEM',
+      await new SignJWT(claims({ iss: idpUrl, iat: NOW(), exp: NOW() + HOUR }))
+        .setProtectedHeader({ alg: 'HS256', kid: 'rsa-1' })
+        .sign(pem),
+      'AUTH.TOKEN_INVALID',
+    );
     const jwkText = new TextEncoder().encode(JSON.stringify(await exportJWK(rsa.publicKey)));
-    await check('HS256 with public JWK', await new SignJWT(claims({ iss: idpUrl, iat: NOW(), exp: NOW() + HOUR })).setProtectedHeader({ alg: 'HS256', kid: 'rsa-1' }).sign(jwkText), 'AUTH.TOKEN_INVALID');
-    await check('alg none', `${b64({ alg: 'none', kid: 'rsa-1' })}.${b64(claims({ iss: idpUrl, exp: NOW() + HOUR }))}.`, 'AUTH.TOKEN_INVALID');
+    await check(
+      'HS256 with public JWK',
+      await new SignJWT(claims({ iss: idpUrl, iat: NOW(), exp: NOW() + HOUR }))
+        .setProtectedHeader({ alg: 'HS256', kid: 'rsa-1' })
+        .sign(jwkText),
+      'AUTH.TOKEN_INVALID',
+    );
+    await check(
+      'alg none',
+      `${b64({ alg: 'none', kid: 'rsa-1' })}.${b64(claims({ iss: idpUrl, exp: NOW() + HOUR }))}.`,
+      'AUTH.TOKEN_INVALID',
+    );
     const foreign = await generateKeyPair('RS256');
     await check('foreign key, known kid', await signed('RS256', 'rsa-1', foreign.privateKey), 'AUTH.TOKEN_INVALID');
     await check('unknown kid', await signed('RS256', 'rsa-9', foreign.privateKey), 'AUTH.TOKEN_INVALID');
     await check('ES256 key under RS256 kid', await signed('ES256', 'rsa-1', ec.privateKey), 'AUTH.TOKEN_INVALID');
-    await check('no exp', await new SignJWT(claims({ iss: idpUrl, iat: NOW() })).setProtectedHeader({ alg: 'RS256', kid: 'rsa-1' }).sign(rsa.privateKey), 'AUTH.TOKEN_EXPIRY_REQUIRED');
-    await check('expired', await signed('RS256', 'rsa-1', rsa.privateKey, { iat: NOW() - 2 * HOUR, exp: NOW() - HOUR }), 'AUTH.TOKEN_EXPIRED');
+    await check(
+      'no exp',
+      await new SignJWT(claims({ iss: idpUrl, iat: NOW() })).setProtectedHeader({ alg: 'RS256', kid: 'rsa-1' }).sign(rsa.privateKey),
+      'AUTH.TOKEN_EXPIRY_REQUIRED',
+    );
+    await check(
+      'expired',
+      await signed('RS256', 'rsa-1', rsa.privateKey, { iat: NOW() - 2 * HOUR, exp: NOW() - HOUR }),
+      'AUTH.TOKEN_EXPIRED',
+    );
     await check('too long', await signed('ES256', 'ec-1', ec.privateKey, { exp: NOW() + 48 * HOUR }), 'AUTH.TOKEN_LIFETIME_TOO_LONG');
     await check('wrong issuer', await signed('ES256', 'ec-1', ec.privateKey, { iss: 'elma' }), 'AUTH.TOKEN_INVALID');
     await check('unknown role', await signed('ES256', 'ec-1', ec.privateKey, { roles: ['superuser'] }), 'AUTH.UNKNOWN_ROLE');
@@ -266,7 +316,6 @@ describe('asymmetric tokens from an identity provider (JWKS)', () => {
       await down.close();
     }
   });
-
 });
 
 describe('the red team tally', () => {

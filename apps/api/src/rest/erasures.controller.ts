@@ -54,7 +54,11 @@ export class ErasuresController {
 
   @Get(':id/certificate')
   @ApiId('The erasure request.')
-  @ApiOk(200, 'The signed certificate (JSON); verify with `elma verify-certificate` and /.well-known/elma-keys.', jsonSchema(SignedCertificate, 'output'))
+  @ApiOk(
+    200,
+    'The signed certificate (JSON); verify with `elma verify-certificate` and /.well-known/elma-keys.',
+    jsonSchema(SignedCertificate, 'output'),
+  )
   @ApiProblems(403, 404, 409)
   certificate(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string) {
     return this.desk.certificate(caller, id, requestId);
@@ -93,7 +97,14 @@ export class WellKnownController {
         items: {
           type: 'object',
           required: ['kty', 'crv', 'x', 'kid'],
-          properties: { kty: { type: 'string' }, crv: { type: 'string' }, x: { type: 'string' }, kid: { type: 'string' }, use: { type: 'string' }, alg: { type: 'string' } },
+          properties: {
+            kty: { type: 'string' },
+            crv: { type: 'string' },
+            x: { type: 'string' },
+            kid: { type: 'string' },
+            use: { type: 'string' },
+            alg: { type: 'string' },
+          },
         },
       },
     },

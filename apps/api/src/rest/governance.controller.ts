@@ -17,7 +17,13 @@ const AuditQuery = z.strictObject({
 });
 
 /** `?expectedVersion=n` on a policy PUT: a version number, or the PUT is refused with the parameter's path. */
-const PolicyPutQuery = z.object({ expectedVersion: z.string().regex(/^\d{1,15}$/, 'a policy version (a whole number)').transform(Number).optional() });
+const PolicyPutQuery = z.object({
+  expectedVersion: z
+    .string()
+    .regex(/^\d{1,15}$/, 'a policy version (a whole number)')
+    .transform(Number)
+    .optional(),
+});
 const Policy = jsonSchema(TenantPolicy, 'output');
 const Hold = LegalHoldSchema(jsonSchema(PlaceLegalHold, 'output'));
 
@@ -37,10 +43,20 @@ export class GovernanceController {
 
   @Put('policy')
   @ApiJsonBody(PolicyDocument)
-  @ApiQuery({ name: 'expectedVersion', required: false, description: 'The version this update replaces; guards against lost updates.', schema: { type: 'integer', minimum: 1 } })
+  @ApiQuery({
+    name: 'expectedVersion',
+    required: false,
+    description: 'The version this update replaces; guards against lost updates.',
+    schema: { type: 'integer', minimum: 1 },
+  })
   @ApiOk(200, 'The new policy version (role admin).', Policy)
   @ApiProblems(403, 409)
-  putPolicy(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown, @Query('expectedVersion') expected?: string) {
+  putPolicy(
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Body() body: unknown,
+    @Query('expectedVersion') expected?: string,
+  ) {
     const { expectedVersion } = parseOrThrow(PolicyPutQuery, { expectedVersion: expected });
     return this.governance.putPolicy(caller, body, requestId, expectedVersion);
   }
@@ -72,7 +88,11 @@ export class GovernanceController {
   /** NDJSON, one audit entry a line (role auditor). */
   @Get('audit')
   @ApiQueryOf(AuditQuery)
-  @ApiResponse({ status: 200, description: 'Audit entries, one JSON object a line (role auditor).', content: { 'application/x-ndjson': { schema: { type: 'string' } } } })
+  @ApiResponse({
+    status: 200,
+    description: 'Audit entries, one JSON object a line (role auditor).',
+    content: { 'application/x-ndjson': { schema: { type: 'string' } } },
+  })
   @ApiProblems(403, 422)
   async exportAudit(@Caller() caller: Principal, @RequestId() requestId: string, @Query() query: unknown, @Res() reply: FastifyReply) {
     const q = parseOrThrow(AuditQuery, query);

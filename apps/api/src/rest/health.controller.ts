@@ -9,7 +9,10 @@ const Health = {
   required: ['status', 'engines'],
   properties: {
     status: { type: 'string', enum: ['up', 'degraded', 'down'] },
-    engines: { type: 'object', additionalProperties: { type: 'object', required: ['up'], properties: { up: { type: 'boolean' }, degraded: { type: 'boolean' } } } },
+    engines: {
+      type: 'object',
+      additionalProperties: { type: 'object', required: ['up'], properties: { up: { type: 'boolean' }, degraded: { type: 'boolean' } } },
+    },
   },
 };
 
@@ -20,7 +23,11 @@ export class HealthController {
 
   /** Each engine and whether it is up; 503 when any is down; `degraded` (200) when all are up but one serves only part (e.g. a quarantined tenant). */
   @Get()
-  @ApiResponse({ status: 200, description: 'Every engine is up (`degraded` when one serves only part).', content: { 'application/json': { schema: Health } } })
+  @ApiResponse({
+    status: 200,
+    description: 'Every engine is up (`degraded` when one serves only part).',
+    content: { 'application/json': { schema: Health } },
+  })
   @ApiResponse({ status: 503, description: 'An engine is down.', content: { 'application/json': { schema: Health } } })
   @ApiProblems(414, 431)
   async health(@Res() reply: FastifyReply) {

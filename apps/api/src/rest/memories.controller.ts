@@ -28,7 +28,11 @@ export class MemoriesController {
   @ApiJsonBody(WriteMemoryRequest)
   @ApiOk(201, 'The recorded memory with its provenance.', WriteResultSchema(Memory), written)
   @ApiProblems(403, 409, 410)
-  async write(@Caller() caller: Principal, @RequestId() requestId: string, @Body(new ZodBody(WriteMemoryRequest)) body: WriteMemoryRequest) {
+  async write(
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Body(new ZodBody(WriteMemoryRequest)) body: WriteMemoryRequest,
+  ) {
     const result = await this.memories.write(caller, body, requestId);
     return { ...result, memory: withoutAncestry(result.memory) };
   }
@@ -51,7 +55,12 @@ export class MemoriesController {
   @Post(':id/promote')
   @ApiId('The working memory.')
   @ApiJsonBody(PromoteMemoryRequest, { required: false })
-  @ApiOk(201, 'Keeps a working memory beyond its session (named in `session`): a new record of `kind` (default semantic) citing it as parent.', WriteResultSchema(Memory), written)
+  @ApiOk(
+    201,
+    'Keeps a working memory beyond its session (named in `session`): a new record of `kind` (default semantic) citing it as parent.',
+    WriteResultSchema(Memory),
+    written,
+  )
   @ApiProblems(403, 404, 409, 410)
   async promote(
     @Caller() caller: Principal,
@@ -65,8 +74,18 @@ export class MemoriesController {
 
   @Get(':id')
   @ApiId('The memory.')
-  @ApiQuery({ name: 'purpose', required: false, description: 'The purpose of this read, when the caller has several.', schema: { type: 'string' } })
-  @ApiQuery({ name: 'session', required: false, description: 'The session of a working memory (its owner may omit it).', schema: { type: 'string' } })
+  @ApiQuery({
+    name: 'purpose',
+    required: false,
+    description: 'The purpose of this read, when the caller has several.',
+    schema: { type: 'string' },
+  })
+  @ApiQuery({
+    name: 'session',
+    required: false,
+    description: 'The session of a working memory (its owner may omit it).',
+    schema: { type: 'string' },
+  })
   @ApiOk(200, 'The record with provenance and status; a working memory only with its `session` (or to its owner).', Memory)
   @ApiProblems(403, 404, 410, 422)
   async get(

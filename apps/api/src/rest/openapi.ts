@@ -9,7 +9,10 @@ type SchemaObject = NonNullable<Extract<ApiBodyOptions, { schema?: unknown }>['s
  * in OpenAPI 3.0's dialect (boolean `exclusiveMinimum`, `nullable`), with patterns any regex engine reads.
  */
 export function jsonSchema(schema: z.ZodType, io: 'input' | 'output' = 'input'): SchemaObject {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'openapi-3.0' }) as Record<string, unknown>;
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'openapi-3.0' }) as Record<
+    string,
+    unknown
+  >;
   return portablePatterns(rest) as SchemaObject;
 }
 
@@ -67,7 +70,9 @@ const PROBLEMS: Record<number, string> = {
   507: 'The data volume is full (`STORAGE.FULL`); retry once an operator frees space.',
 };
 
-const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retrying, when the server sheds load.', schema: { type: 'integer' } } };
+const RETRY_AFTER = {
+  'Retry-After': { description: 'Seconds to wait before retrying, when the server sheds load.', schema: { type: 'integer' } },
+};
 
 /** problem+json responses for these statuses. */
 export function ApiProblems(...statuses: number[]): MethodDecorator & ClassDecorator {
@@ -92,7 +97,10 @@ export function ApiAuthenticated(): ClassDecorator {
 }
 
 /** A JSON body validated by this schema (with an example a client can send as is), and the statuses a body can be refused with. */
-export function ApiJsonBody(schema: z.ZodType, options: { description?: string; required?: boolean; example?: unknown } = {}): MethodDecorator {
+export function ApiJsonBody(
+  schema: z.ZodType,
+  options: { description?: string; required?: boolean; example?: unknown } = {},
+): MethodDecorator {
   const published = options.example === undefined ? jsonSchema(schema) : { ...jsonSchema(schema), example: options.example };
   return applyDecorators(
     ApiBody({ schema: published, description: options.description, required: options.required ?? true }),
@@ -217,5 +225,7 @@ export const ErasureProgressSchema: SchemaObject = {
 /** One query parameter for each field of a query schema. */
 export function ApiQueryOf(schema: z.ZodObject): MethodDecorator {
   const { properties = {}, required = [] } = jsonSchema(schema) as { properties?: Record<string, SchemaObject>; required?: string[] };
-  return applyDecorators(...Object.entries(properties).map(([name, field]) => ApiQuery({ name, required: required.includes(name), schema: field })));
+  return applyDecorators(
+    ...Object.entries(properties).map(([name, field]) => ApiQuery({ name, required: required.includes(name), schema: field })),
+  );
 }

@@ -16,7 +16,12 @@ export class RecallController {
   @Post()
   @HttpCode(200)
   @ApiJsonBody(RecallRequest, { example: { query: 'Where does the customer live?', purpose: 'support', budgetTokens: 1000 } })
-  @ApiOk(200, 'A budgeted, cited context pack.', RecallResultSchema, linksFrom('$response.body#/recallId', { RecallFeedback: ['post', '/v1/recall/{id}/feedback'] }))
+  @ApiOk(
+    200,
+    'A budgeted, cited context pack.',
+    RecallResultSchema,
+    linksFrom('$response.body#/recallId', { RecallFeedback: ['post', '/v1/recall/{id}/feedback'] }),
+  )
   @ApiProblems(403)
   recall(@Caller() caller: Principal, @RequestId() requestId: string, @Body(new ZodBody(RecallRequest)) body: RecallRequest) {
     return this.recalls.recall(caller, body, requestId);
@@ -32,7 +37,12 @@ export class RecallController {
     properties: { adopted: { type: 'integer', minimum: 0 } },
   })
   @ApiProblems(403, 404)
-  feedback(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Body(new ZodBody(RecallFeedback)) body: RecallFeedback) {
+  feedback(
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Param('id') id: string,
+    @Body(new ZodBody(RecallFeedback)) body: RecallFeedback,
+  ) {
     return this.recalls.feedback(caller, id, body, requestId);
   }
 }

@@ -58,12 +58,26 @@ const ASPECTS: Record<AspectId, AspectSpec> = {
       const day = intBetween(random, 1, 28);
       return zh ? `2026年${month}月${day}日` : `2026-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`;
     },
-    en: [(a, v) => `Delivery to ${a} is scheduled for ${v}.`, (a, v) => `${a} expects the shipment on ${v}.`, (a, v) => `The agreed delivery date for ${a} is ${v}.`],
+    en: [
+      (a, v) => `Delivery to ${a} is scheduled for ${v}.`,
+      (a, v) => `${a} expects the shipment on ${v}.`,
+      (a, v) => `The agreed delivery date for ${a} is ${v}.`,
+    ],
     zh: [(a, v) => `${a}的交付日期定在${v}。`, (a, v) => `${a}预计在${v}收到发货。`, (a, v) => `与${a}约定的交付日期是${v}。`],
   },
   contact: {
-    value: (random, zh) => pick(random, zh ? ['王丽', '陈伟', '李娜', '张强', '刘洋', '赵敏'] : ['Anna Weber', 'Tom Becker', 'Maria Rossi', 'Jonas Klein', 'Sara Lind', 'Paul Novak']),
-    en: [(a, v) => `The contact person at ${a} is ${v}.`, (a, v) => `${v} is our point of contact at ${a}.`, (a, v) => `Questions for ${a} go to ${v}.`],
+    value: (random, zh) =>
+      pick(
+        random,
+        zh
+          ? ['王丽', '陈伟', '李娜', '张强', '刘洋', '赵敏']
+          : ['Anna Weber', 'Tom Becker', 'Maria Rossi', 'Jonas Klein', 'Sara Lind', 'Paul Novak'],
+      ),
+    en: [
+      (a, v) => `The contact person at ${a} is ${v}.`,
+      (a, v) => `${v} is our point of contact at ${a}.`,
+      (a, v) => `Questions for ${a} go to ${v}.`,
+    ],
     zh: [(a, v) => `${a}的联系人是${v}。`, (a, v) => `${v}是我们在${a}的对接人。`, (a, v) => `${a}的问题请找${v}。`],
   },
   price: {
@@ -73,13 +87,22 @@ const ASPECTS: Record<AspectId, AspectSpec> = {
   },
   risk: {
     value: (random, zh) =>
-      pick(random, zh ? ['供应商产能不足', '海关清关延误', '关键工程师离职', '汇率波动'] : ['supplier capacity shortfall', 'customs clearance delays', 'key engineer leaving', 'currency swings']),
+      pick(
+        random,
+        zh
+          ? ['供应商产能不足', '海关清关延误', '关键工程师离职', '汇率波动']
+          : ['supplier capacity shortfall', 'customs clearance delays', 'key engineer leaving', 'currency swings'],
+      ),
     en: [(a, v) => `The main risk for ${a} is ${v}.`, (a, v) => `For ${a}, watch out for ${v}.`, (a, v) => `${a} is exposed to ${v}.`],
     zh: [(a, v) => `${a}的主要风险是${v}。`, (a, v) => `${a}需要注意${v}。`, (a, v) => `${a}面临${v}的风险。`],
   },
   term: {
     value: (random, zh) => (zh ? `${pick(random, [12, 24, 36])}个月` : `${pick(random, [12, 24, 36])} months`),
-    en: [(a, v) => `The ${a} contract runs for ${v}.`, (a, v) => `${a} signed for a term of ${v}.`, (a, v) => `Contract term with ${a}: ${v}.`],
+    en: [
+      (a, v) => `The ${a} contract runs for ${v}.`,
+      (a, v) => `${a} signed for a term of ${v}.`,
+      (a, v) => `Contract term with ${a}: ${v}.`,
+    ],
     zh: [(a, v) => `${a}的合同期限为${v}。`, (a, v) => `${a}签了${v}的合同。`, (a, v) => `与${a}的合同期是${v}。`],
   },
   payment: {
@@ -89,12 +112,20 @@ const ASPECTS: Record<AspectId, AspectSpec> = {
   },
   warehouse: {
     value: (random, zh) => pick(random, zh ? ['上海', '柏林', '东京', '伦敦'] : ['Shanghai', 'Berlin', 'Tokyo', 'London']),
-    en: [(a, v) => `${a} orders ship from the ${v} warehouse.`, (a, v) => `The ${v} warehouse serves ${a}.`, (a, v) => `Stock for ${a} is held in ${v}.`],
+    en: [
+      (a, v) => `${a} orders ship from the ${v} warehouse.`,
+      (a, v) => `The ${v} warehouse serves ${a}.`,
+      (a, v) => `Stock for ${a} is held in ${v}.`,
+    ],
     zh: [(a, v) => `${a}的订单从${v}仓库发货。`, (a, v) => `${v}仓库负责${a}。`, (a, v) => `${a}的库存放在${v}。`],
   },
   sla: {
     value: (random, zh) => (zh ? `${pick(random, [2, 4, 8, 24])}小时` : `${pick(random, [2, 4, 8, 24])} hours`),
-    en: [(a, v) => `${a} has a support response time of ${v}.`, (a, v) => `Our SLA with ${a} promises a reply within ${v}.`, (a, v) => `Tickets from ${a} must be answered in ${v}.`],
+    en: [
+      (a, v) => `${a} has a support response time of ${v}.`,
+      (a, v) => `Our SLA with ${a} promises a reply within ${v}.`,
+      (a, v) => `Tickets from ${a} must be answered in ${v}.`,
+    ],
     zh: [(a, v) => `${a}的支持响应时间是${v}。`, (a, v) => `我们对${a}承诺${v}内回复。`, (a, v) => `${a}的工单须在${v}内响应。`],
   },
 };
@@ -191,7 +222,13 @@ function question(random: Random, index: number, language: 'en' | 'zh'): Coverag
   }
   const total = intBetween(random, 30, 60);
   while (drafts.length < total) {
-    drafts.push({ text: joined(filler(intBetween(random, 1, 2))), aspects: [], role: 'irrelevant', relevance: between(random, 0.15, 0.6), vector: unitVector(random) });
+    drafts.push({
+      text: joined(filler(intBetween(random, 1, 2))),
+      aspects: [],
+      role: 'irrelevant',
+      relevance: between(random, 0.15, 0.6),
+      vector: unitVector(random),
+    });
   }
 
   // Retrieval order; the sort is stable, so ties keep draft order and the result stays deterministic.
@@ -247,7 +284,12 @@ export function truncateTopK(question: CoverageQuestion, budgetTokens: number): 
 /** The marginal-utility packer with the default profile and the real token counter. */
 export function packForCoverage(question: CoverageQuestion, budgetTokens: number): CoverageCandidate[] {
   const byId = new Map(question.candidates.map((c) => [c.record.id, c]));
-  const packed = packByMarginalUtility(question.candidates, { budgetTokens, at: question.at, countTokens, weights: packProfile('default') });
+  const packed = packByMarginalUtility(question.candidates, {
+    budgetTokens,
+    at: question.at,
+    countTokens,
+    weights: packProfile('default'),
+  });
   return packed.map((p) => byId.get(p.record.id)!);
 }
 

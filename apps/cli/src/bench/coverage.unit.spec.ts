@@ -20,7 +20,13 @@ describe('coverage workload', () => {
       questions.map((q) => ({
         language: q.language,
         aspects: q.aspects,
-        candidates: q.candidates.map((c) => ({ text: c.record.content.text, relevance: c.relevance, aspects: c.aspects, vector: Array.from(c.vector), kind: c.record.kind })),
+        candidates: q.candidates.map((c) => ({
+          text: c.record.content.text,
+          relevance: c.relevance,
+          aspects: c.aspects,
+          vector: Array.from(c.vector),
+          kind: c.record.kind,
+        })),
       }));
 
     const first = fingerprint(coverageWorkload(7, 12));

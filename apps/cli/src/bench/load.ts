@@ -76,9 +76,18 @@ export async function loadBench(options: LoadOptions, progress: (message: string
       if (response.status !== 202) throw new Error(`seeding failed with HTTP ${response.status}`);
       position = response.body.position;
     }
-    await post(server.url, tokens[0], '/v1/recall', { query: 'customer', purpose: 'support', consistency: 'strong', afterPosition: position }, 10 * 60_000);
+    await post(
+      server.url,
+      tokens[0],
+      '/v1/recall',
+      { query: 'customer', purpose: 'support', consistency: 'strong', afterPosition: position },
+      10 * 60_000,
+    );
 
-    const phases = [...options.clients.map((clients) => ({ clients, sweep: false })), ...(options.sweep ? [{ clients: options.clients[0], sweep: true }] : [])];
+    const phases = [
+      ...options.clients.map((clients) => ({ clients, sweep: false })),
+      ...(options.sweep ? [{ clients: options.clients[0], sweep: true }] : []),
+    ];
     let offset = seed;
     for (const phase of phases) {
       progress(`load: ${phase.clients} clients for ${options.seconds} s${phase.sweep ? ' with a consolidation sweep running' : ''}`);
@@ -95,7 +104,11 @@ export async function loadBench(options: LoadOptions, progress: (message: string
         what: `  RSS before -> after; load avg (1 min) before -> after`,
         figure: `${rssBefore} -> ${rssMb(server.child.pid!)} MB; ${loadBefore.toFixed(2)} -> ${loadavg()[0].toFixed(2)}`,
       });
-      if (swept) rows.push({ what: `  consolidation sweeps started; share of the phase one ran`, figure: `${swept.started}; ${Math.round(swept.runningShare * 100)} %` });
+      if (swept)
+        rows.push({
+          what: `  consolidation sweeps started; share of the phase one ran`,
+          figure: `${swept.started}; ${Math.round(swept.runningShare * 100)} %`,
+        });
     }
   } finally {
     await server.stop();
@@ -117,7 +130,12 @@ async function drive(url: string, tokens: string[], ms: number, offset: number):
         const body =
           kind === 'ingest'
             ? eventBatch(random, INGEST_BATCH, offset + client * 1_000_000 + n * INGEST_BATCH, `${TENANT}-${client}`)
-            : { query: query(random), purpose: 'support', budgetTokens: 1000, ...(kind === 'strong' ? { consistency: 'strong', ...(lastPosition ? { afterPosition: lastPosition } : {}) } : {}) };
+            : {
+                query: query(random),
+                purpose: 'support',
+                budgetTokens: 1000,
+                ...(kind === 'strong' ? { consistency: 'strong', ...(lastPosition ? { afterPosition: lastPosition } : {}) } : {}),
+              };
         const start = performance.now();
         let outcome: Sample['outcome'];
         let retryAfterMs = 0;
@@ -148,7 +166,10 @@ function summarise(label: string, samples: Sample[], seconds: number): LoadRow[]
   for (const sample of samples.filter((s) => !ok(s))) errors.set(String(sample.outcome), (errors.get(String(sample.outcome)) ?? 0) + 1);
   const ingested = samples.filter((s) => s.kind === 'ingest' && ok(s)).length * INGEST_BATCH;
   return [
-    { what: `${label}: throughput (${samples.length} requests in ${seconds.toFixed(0)} s)`, figure: `${(samples.filter(ok).length / seconds).toFixed(1)} req/s, ${(ingested / seconds).toFixed(0)} events/s` },
+    {
+      what: `${label}: throughput (${samples.length} requests in ${seconds.toFixed(0)} s)`,
+      figure: `${(samples.filter(ok).length / seconds).toFixed(1)} req/s, ${(ingested / seconds).toFixed(0)} events/s`,
+    },
     { what: `  all requests p50 / p95 / p99`, figure: triple(all) },
     { what: `  ingest (${INGEST_BATCH} events) p50 / p95 / p99`, figure: triple(ingests) },
     { what: `  recall p50 / p95 / p99`, figure: triple(recalls) },
@@ -230,7 +251,8 @@ async function startServer(dataDir: string): Promise<Server> {
       if (child.exitCode !== null) return;
       child.kill('SIGINT');
       const until = Date.now() + 30_000;
-      while (child.exitCode === null && child.signalCode === null && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
+      while (child.exitCode === null && child.signalCode === null && Date.now() < until)
+        await new Promise((resolve) => setTimeout(resolve, 100));
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     },
   };
@@ -241,7 +263,13 @@ async function startServer(dataDir: string): Promise<Server> {
  * per client at most, reused), with a time limit. The bench reads only the
  * position of an accepted ingest (202); other answers only by their status.
  */
-function post(url: string, token: string, path: string, body: unknown, timeoutMs = REQUEST_TIMEOUT_MS): Promise<{ status: number; body: { position: string }; retryAfterSeconds: number }> {
+function post(
+  url: string,
+  token: string,
+  path: string,
+  body: unknown,
+  timeoutMs = REQUEST_TIMEOUT_MS,
+): Promise<{ status: number; body: { position: string }; retryAfterSeconds: number }> {
   const payload = Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
     const request = httpRequest(`${url}${path}`, {

@@ -73,7 +73,9 @@ export async function benchCommand(argv: string[]): Promise<number> {
     rows.push([what, figure, targetText, ok === undefined ? '' : ok ? 'ok' : 'MISSED']);
 
   try {
-    process.stderr.write(`[bench] data in ${dataDir}; index ${elma.config.index}; ${TENANTS} tenants; one measured tenant; sizes ${sizes.join(', ')}\n`);
+    process.stderr.write(
+      `[bench] data in ${dataDir}; index ${elma.config.index}; ${TENANTS} tenants; one measured tenant; sizes ${sizes.join(', ')}\n`,
+    );
     const policy = benchPolicy();
     for (const tenant of tenants) await elma.policies.put(tenant, policy, 'bench');
     line(`policy rules per tenant`, `${policy.rules.length}`, '>= 20', policy.rules.length >= 20);
@@ -132,8 +134,17 @@ export async function benchCommand(argv: string[]): Promise<number> {
       line(`recall p50 @ ${fmt(count)} memories`, `${recall.p50.toFixed(2)} ms`, '');
       line(`recall p95 @ ${fmt(count)} memories`, `${recall.p95.toFixed(2)} ms`, '<= 15 ms', recall.p95 <= 15);
       line(`recall p99 @ ${fmt(count)} memories`, `${recall.p99.toFixed(2)} ms`, '');
-      line(`bare ${elma.config.index === 'sqlite' ? 'FTS5+vector' : 'Elasticsearch BM25+kNN'} p95 @ ${fmt(count)}`, `${bare.p95.toFixed(2)} ms`, '');
-      line(`governance tax @ ${fmt(count)} under ${benchPolicy().rules.length} rules (recall p95 / bare p95)`, `${tax.toFixed(2)}x`, '<= 1.5x', tax <= 1.5);
+      line(
+        `bare ${elma.config.index === 'sqlite' ? 'FTS5+vector' : 'Elasticsearch BM25+kNN'} p95 @ ${fmt(count)}`,
+        `${bare.p95.toFixed(2)} ms`,
+        '',
+      );
+      line(
+        `governance tax @ ${fmt(count)} under ${benchPolicy().rules.length} rules (recall p95 / bare p95)`,
+        `${tax.toFixed(2)}x`,
+        '<= 1.5x',
+        tax <= 1.5,
+      );
     }
   } finally {
     if (elma.config.index !== 'sqlite') for (const tenant of await elma.index.tenants()) await elma.index.dropTenant(tenant);
@@ -162,10 +173,18 @@ export async function benchCommand(argv: string[]): Promise<number> {
  * tenant that also holds `background` other records (the purge rewrites the
  * tenant's vector graph, so its size matters).
  */
-async function measureErasure(line: (what: string, figure: string, target: string, ok?: boolean) => void, closures: number[], background: number) {
+async function measureErasure(
+  line: (what: string, figure: string, target: string, ok?: boolean) => void,
+  closures: number[],
+  background: number,
+) {
   const dataDir = mkdtempSync(join(tmpdir(), 'elma-bench-erasure-'));
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const temporal = await startTemporalDevServer({ headless: true, dbFile: join(dataDir, 'temporal.db'), searchAttributes: ELMA_SEARCH_ATTRIBUTES });
+  const temporal = await startTemporalDevServer({
+    headless: true,
+    dbFile: join(dataDir, 'temporal.db'),
+    searchAttributes: ELMA_SEARCH_ATTRIBUTES,
+  });
   const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
   const tenant = 'bench_erasure';
   const taskQueue = 'elma-bench';
@@ -207,7 +226,12 @@ async function measureErasure(line: (what: string, figure: string, target: strin
       times.push(ms);
       if (result.erased !== size) throw new Error(`erasure of ${size} erased ${result.erased}`);
       const target = size === 1000 ? '< 10 s' : '';
-      line(`erasure, ${fmt(size)}-record closure (request -> signed certificate)`, `${(ms / 1000).toFixed(2)} s`, target, size === 1000 ? ms < 10_000 : undefined);
+      line(
+        `erasure, ${fmt(size)}-record closure (request -> signed certificate)`,
+        `${(ms / 1000).toFixed(2)} s`,
+        target,
+        size === 1000 ? ms < 10_000 : undefined,
+      );
       const progress = await erasureProgress({ connection, taskQueue }, tenant, requestId);
       const slowest = (progress?.steps ?? [])
         .map((s) => ({ step: s.step, ms: Date.parse(s.finishedAt) - Date.parse(s.startedAt) }))
@@ -217,7 +241,11 @@ async function measureErasure(line: (what: string, figure: string, target: strin
     }
     for (let i = 1; i < closures.length; i++) {
       const growth = times[i] / times[i - 1];
-      line(`  growth ${fmt(closures[i - 1])} -> ${fmt(closures[i])} records`, `${growth.toFixed(2)}x time for ${(closures[i] / closures[i - 1]).toFixed(0)}x records`, '');
+      line(
+        `  growth ${fmt(closures[i - 1])} -> ${fmt(closures[i])} records`,
+        `${growth.toFixed(2)}x time for ${(closures[i] / closures[i - 1]).toFixed(0)}x records`,
+        '',
+      );
     }
   } finally {
     await worker.shutdown();
@@ -239,18 +267,34 @@ function benchPolicy(): PolicyDocument {
   const { version: _version, ...base } = DEFAULT_POLICY;
   const extra: PolicyDocument['rules'] = [];
   for (const department of ['sales', 'finance', 'hr', 'legal', 'engineering']) {
-    extra.push({ id: `dept-${department}-reads`, operations: ['read'], when: { roles: [`${department}-analyst`], maxSensitivity: 'confidential' } });
+    extra.push({
+      id: `dept-${department}-reads`,
+      operations: ['read'],
+      when: { roles: [`${department}-analyst`], maxSensitivity: 'confidential' },
+    });
   }
   for (const project of ['apollo', 'gemini', 'mercury', 'artemis', 'orion']) {
-    extra.push({ id: `project-${project}`, operations: ['read'], when: { roles: [`member-${project}`], sameProject: true, maxSensitivity: 'restricted' } });
+    extra.push({
+      id: `project-${project}`,
+      operations: ['read'],
+      when: { roles: [`member-${project}`], sameProject: true, maxSensitivity: 'restricted' },
+    });
   }
   extra.push(
-    { id: 'support-chat-only', operations: ['read'], when: { roles: ['agent'], channels: ['chat'], kinds: ['episodic', 'semantic'], maxSensitivity: 'internal' } },
+    {
+      id: 'support-chat-only',
+      operations: ['read'],
+      when: { roles: ['agent'], channels: ['chat'], kinds: ['episodic', 'semantic'], maxSensitivity: 'internal' },
+    },
     { id: 'procedures-for-all', operations: ['read'], when: { kinds: ['procedural'], maxSensitivity: 'internal' } },
     { id: 'relations-for-sales', operations: ['read'], when: { roles: ['sales'], kinds: ['relational'] } },
     { id: 'disputed-for-reviewers', operations: ['read'], when: { roles: ['reviewer'], statuses: ['disputed'] } },
     { id: 'long-term-for-archivists', operations: ['read'], when: { roles: ['archivist'], retentionClasses: ['long_term'] } },
-    { id: 'reviews-cross-purpose', operations: ['read'], when: { purposes: ['performance_review'], roles: ['hr'], crossPurpose: true, maxSensitivity: 'internal' } },
+    {
+      id: 'reviews-cross-purpose',
+      operations: ['read'],
+      when: { purposes: ['performance_review'], roles: ['hr'], crossPurpose: true, maxSensitivity: 'internal' },
+    },
     { id: 'service-writes', operations: ['write'], when: { roles: ['service'], crossPurpose: true } },
   );
   return { ...base, rules: [...base.rules, ...extra] };
@@ -299,7 +343,11 @@ async function measureRecall(elma: Elma, tenant: string) {
 function productionIndex(): Record<string, string> {
   const url = process.env.ELMA_ELASTICSEARCH_URL;
   return url
-    ? { ELMA_ELASTICSEARCH_URL: url, ELMA_ES_NAMESPACE: `bench${Date.now().toString(36)}`, ...(process.env.ELMA_ES_REFRESH ? { ELMA_ES_REFRESH: process.env.ELMA_ES_REFRESH } : {}) }
+    ? {
+        ELMA_ELASTICSEARCH_URL: url,
+        ELMA_ES_NAMESPACE: `bench${Date.now().toString(36)}`,
+        ...(process.env.ELMA_ES_REFRESH ? { ELMA_ES_REFRESH: process.env.ELMA_ES_REFRESH } : {}),
+      }
     : {};
 }
 
@@ -314,6 +362,10 @@ const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 function printTable(rows: string[][]) {
   const header = ['measure', 'figure', 'target', ''];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const render = (r: string[]) => r.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd();
+  const render = (r: string[]) =>
+    r
+      .map((cell, i) => cell.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
   process.stdout.write(`\n${render(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(render).join('\n')}\n`);
 }

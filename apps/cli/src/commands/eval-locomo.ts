@@ -58,7 +58,9 @@ export async function evalLocomoCommand(argv: string[]): Promise<number> {
   const files = { turns: join(dataDir, 'turns.jsonl'), qa: join(dataDir, 'qa.jsonl') };
   const missing = [dataDir, files.turns, files.qa].find((path) => !existsSync(path));
   if (missing) {
-    process.stderr.write(`LoCoMo data not found: ${missing}\n(the folder needs turns.jsonl and qa.jsonl; give it with --data <dir> or ELMA_LOCOMO_DIR)\n`);
+    process.stderr.write(
+      `LoCoMo data not found: ${missing}\n(the folder needs turns.jsonl and qa.jsonl; give it with --data <dir> or ELMA_LOCOMO_DIR)\n`,
+    );
     return 2;
   }
   const sampleLimit = values.samples === undefined ? Infinity : Number(values.samples);
@@ -79,7 +81,9 @@ export async function evalLocomoCommand(argv: string[]): Promise<number> {
   let memories: number;
   let asked: Awaited<ReturnType<typeof askQuestions>>;
   try {
-    process.stderr.write(`[eval:locomo] ${dataDir}: ${samples.length} samples, ${turns.length} turns, ${questions.length} questions; data in ${workDir}\n`);
+    process.stderr.write(
+      `[eval:locomo] ${dataDir}: ${samples.length} samples, ${turns.length} turns, ${questions.length} questions; data in ${workDir}\n`,
+    );
     // A turn that looks like a secret is stored redacted rather than failing its whole batch.
     const { version: _version, ...policy } = DEFAULT_POLICY;
     await elma.policies.put(TENANT, { ...policy, secrets: { mode: 'redact' } }, 'eval-locomo');
@@ -143,7 +147,8 @@ function readJsonl<T>(path: string, schema: z.ZodType<T>): T[] {
     .filter((line) => line.trim() !== '')
     .map((line, i) => {
       const parsed = schema.safeParse(JSON.parse(line));
-      if (!parsed.success) throw new Error(`${path}:${i + 1}: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`);
+      if (!parsed.success)
+        throw new Error(`${path}:${i + 1}: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`);
       return parsed.data;
     });
 }
@@ -210,9 +215,22 @@ async function askQuestions(elma: Elma, questions: readonly Question[], ids: Mem
       clauses: [{ ruleId: 'eval', maxSensitivity: 'restricted', owner: question.sample_id }],
     };
     for (const route of ROUTES) {
-      const hits = await elma.index.search({ tenant: TENANT, ...routeQuery(route, question.question, vectors[i]), limit: MAX_DEPTH, filter });
-      if (hits.some((hit) => hit.record.subject !== question.sample_id)) throw new Error(`a search for ${question.sample_id} returned another sample's memory`);
-      scored.push({ category: question.category, route, score: scoreRetrieval(hits.map((hit) => hit.record.id), evidence) });
+      const hits = await elma.index.search({
+        tenant: TENANT,
+        ...routeQuery(route, question.question, vectors[i]),
+        limit: MAX_DEPTH,
+        filter,
+      });
+      if (hits.some((hit) => hit.record.subject !== question.sample_id))
+        throw new Error(`a search for ${question.sample_id} returned another sample's memory`);
+      scored.push({
+        category: question.category,
+        route,
+        score: scoreRetrieval(
+          hits.map((hit) => hit.record.id),
+          evidence,
+        ),
+      });
     }
   }
   return { scored, evaluated: answerable.length, adversarial, skipped };

@@ -74,7 +74,14 @@ describe('summary per category and route', () => {
 
   it('averages each category per route, categories in order and routes as they came', () => {
     const rows = summarise(scored);
-    expect(rows.map((r) => `${r.category}/${r.route}/${r.n}`)).toEqual(['1/bm25/2', '1/dense/1', '2/bm25/1', '2/dense/1', 'all/bm25/3', 'all/dense/2']);
+    expect(rows.map((r) => `${r.category}/${r.route}/${r.n}`)).toEqual([
+      '1/bm25/2',
+      '1/dense/1',
+      '2/bm25/1',
+      '2/dense/1',
+      'all/bm25/3',
+      'all/dense/2',
+    ]);
     expect(rows[0]).toMatchObject({ recall5: 0.25, recall10: 0.25, recall20: 0.25, mrr: 0.25 });
     expect(rows[1]).toMatchObject({ recall5: 1, mrr: 0.25 });
   });

@@ -13,12 +13,17 @@ export async function rebuildCommand(argv: string[]): Promise<number> {
   const address = temporalAddressOf(config, process.env, lastDataDirOwner(config.dataDir));
   try {
     // On the task queue the workers poll (TEMPORAL_TASK_QUEUE), as `elma start` and `elma worker` do.
-    const result = await runReindex({ address, tls: config.temporal.tls, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue }, values.tenant);
+    const result = await runReindex(
+      { address, tls: config.temporal.tls, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue },
+      values.tenant,
+    );
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (error) {
     if (!/connect/i.test(error instanceof Error ? error.message : '')) throw error;
-    process.stderr.write(`elma rebuild: no Temporal server answers at ${address}; start ELMA (npm start), or set TEMPORAL_ADDRESS (or TEMPORAL_PORT)\n`);
+    process.stderr.write(
+      `elma rebuild: no Temporal server answers at ${address}; start ELMA (npm start), or set TEMPORAL_ADDRESS (or TEMPORAL_PORT)\n`,
+    );
     return 1;
   }
 }
@@ -31,6 +36,9 @@ export async function rebuildCommand(argv: string[]): Promise<number> {
  */
 export function temporalAddressOf(config: ElmaConfig, env: NodeJS.ProcessEnv, owner: DataDirOwnerInfo | undefined): string {
   if (config.temporal.address) return config.temporal.address;
-  const port = env.TEMPORAL_PORT === undefined && owner?.command === 'elma start' && owner.ports.temporal ? owner.ports.temporal : config.temporal.port;
+  const port =
+    env.TEMPORAL_PORT === undefined && owner?.command === 'elma start' && owner.ports.temporal
+      ? owner.ports.temporal
+      : config.temporal.port;
   return `127.0.0.1:${port}`;
 }

@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '@elma/infra';
 import { temporalAddressOf } from './rebuild';
 
-const owner = { pid: 1, command: 'elma start', startedAt: '2026-12-03T00:00:00Z', ports: { api: 18700, temporal: 18701, temporalUi: 18702 } };
+const owner = {
+  pid: 1,
+  command: 'elma start',
+  startedAt: '2026-12-03T00:00:00Z',
+  ports: { api: 18700, temporal: 18701, temporalUi: 18702 },
+};
 const config = (env: Record<string, string> = {}) => loadConfig({ ELMA_DATA_DIR: '/tmp/elma-rebuild-unit', ...env });
 
 describe('where elma rebuild finds Temporal', () => {

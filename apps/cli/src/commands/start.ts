@@ -28,11 +28,15 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
   const config = loadConfig();
   if (!mode.worker) {
     if (!config.temporal.address) {
-      process.stderr.write('elma api needs TEMPORAL_ADDRESS (host:port of the Temporal front-end); `elma start` runs a dev server instead\n');
+      process.stderr.write(
+        'elma api needs TEMPORAL_ADDRESS (host:port of the Temporal front-end); `elma start` runs a dev server instead\n',
+      );
       return 2;
     }
     if (config.index === 'sqlite') {
-      process.stderr.write('elma api runs without a worker, which the embedded index cannot share between processes: use `elma start`, or ELMA_INDEX=elasticsearch\n');
+      process.stderr.write(
+        'elma api runs without a worker, which the embedded index cannot share between processes: use `elma start`, or ELMA_INDEX=elasticsearch\n',
+      );
       return 2;
     }
   }
@@ -84,7 +88,10 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
               supervise(temporal);
               return;
             } catch (error) {
-              elmaLogger.error('temporal dev server did not restart; retrying', { name: (error as Error)?.name, retryInMs: Math.min(delay * 2, RESTART_BACKOFF_MS.max) });
+              elmaLogger.error('temporal dev server did not restart; retrying', {
+                name: (error as Error)?.name,
+                retryInMs: Math.min(delay * 2, RESTART_BACKOFF_MS.max),
+              });
             }
           }
         });
@@ -102,14 +109,22 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     let running: Promise<void> = Promise.resolve();
     if (mode.worker) running = (await superviseWorker(config, temporalAddress, elma, () => stopping, stops)).running;
 
-    const temporalClient = await Connection.connect({ address: temporalAddress, ...(config.temporal.tls ? { tls: config.temporal.tls } : {}) });
+    const temporalClient = await Connection.connect({
+      address: temporalAddress,
+      ...(config.temporal.tls ? { tls: config.temporal.tls } : {}),
+    });
     stops.push(() => temporalClient.close());
     elma.addHealthProbe('temporal', async () => {
       const engine = temporal ? 'temporal dev server' : 'temporal';
       if (temporalRestarting) return { engine, up: false, detail: { address: temporalAddress, restarting: true } };
       // A bounded check: a server that is down must not hold /health for the client's whole retry budget.
       const status = await Promise.race([
-        temporalClient.withDeadline(Date.now() + 2_000, () => temporalClient.healthService.check({})).then((response) => response.status, () => undefined),
+        temporalClient
+          .withDeadline(Date.now() + 2_000, () => temporalClient.healthService.check({}))
+          .then(
+            (response) => response.status,
+            () => undefined,
+          ),
         sleep(2_000).then(() => undefined),
       ]);
       return { engine, up: status === 1, detail: { address: temporalAddress, ...(status === undefined ? { reachable: false } : {}) } };
@@ -194,7 +209,7 @@ async function superviseWorker(
   let worker = await create();
   stops.push(() => worker.shutdown());
   const running = (async () => {
-    for (let delay = RESTART_BACKOFF_MS.first; ; ) {
+    for (let delay = RESTART_BACKOFF_MS.first; ;) {
       try {
         await worker.run();
       } catch (error) {

@@ -11,7 +11,10 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 /** `elma token` as a user runs it, on a folder of its own. */
 function token(args: string[], env: Record<string, string> = {}) {
-  const result = spawnSync(process.execPath, elmaArgs('token', ...args), { env: { ...process.env, ELMA_DATA_DIR: dataDir, ...env }, encoding: 'utf8' });
+  const result = spawnSync(process.execPath, elmaArgs('token', ...args), {
+    env: { ...process.env, ELMA_DATA_DIR: dataDir, ...env },
+    encoding: 'utf8',
+  });
   return { status: result.status, stdout: result.stdout.trim(), stderr: result.stderr };
 }
 
@@ -20,7 +23,9 @@ describe('elma token', () => {
     const result = token(['--roles', 'agent,superuser']);
     expect(result.status).toBe(2);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toMatch(/unknown role superuser; built-in roles: agent, service, admin, reviewer, auditor, compliance, dpo, legal/);
+    expect(result.stderr).toMatch(
+      /unknown role superuser; built-in roles: agent, service, admin, reviewer, auditor, compliance, dpo, legal/,
+    );
   });
 
   it('mints built-in roles, plus roles a tenant policy defines when asked with --policy-roles, for 8 h by default', () => {

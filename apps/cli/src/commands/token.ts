@@ -3,7 +3,12 @@ import { BUILT_IN_ROLES, unknownRoles } from '@elma/domain';
 import { loadConfig, mintToken, parseDuration } from '@elma/infra';
 
 const list = (value: string | undefined, fallback: string[]) =>
-  value === undefined ? fallback : value.split(',').map((s) => s.trim()).filter(Boolean);
+  value === undefined
+    ? fallback
+    : value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
 
 /**
  * Mints a development token for the embedded default (signed with the secret
@@ -34,7 +39,9 @@ export async function tokenCommand(argv: string[]): Promise<number> {
   const roles = list(values.roles, ['agent']);
   const unknown = unknownRoles(roles);
   if (unknown.length > 0) {
-    return fail(`unknown role ${unknown.join(', ')}; built-in roles: ${BUILT_IN_ROLES.join(', ')} (roles a tenant policy defines go in --policy-roles)`);
+    return fail(
+      `unknown role ${unknown.join(', ')}; built-in roles: ${BUILT_IN_ROLES.join(', ')} (roles a tenant policy defines go in --policy-roles)`,
+    );
   }
   const ttlSeconds = values.ttl === undefined ? Math.min(8 * 3600, config.auth.maxTtlSeconds) : parseDuration(values.ttl);
   if (ttlSeconds === undefined || ttlSeconds < 1) return fail('--ttl is a duration such as 900, 15m, 8h or 1d');

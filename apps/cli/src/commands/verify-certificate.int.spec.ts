@@ -103,7 +103,10 @@ describe('elma verify-certificate', () => {
     try {
       expect(await verifyCertificateCommand([certificateFile], capture().io)).toBe(0);
     } finally {
-      for (const [name, value] of [['ELMA_URL', saved.url], ['ELMA_PORT', saved.port]] as const) {
+      for (const [name, value] of [
+        ['ELMA_URL', saved.url],
+        ['ELMA_PORT', saved.port],
+      ] as const) {
         if (value === undefined) delete process.env[name];
         else process.env[name] = value;
       }

@@ -56,9 +56,7 @@ export async function verifyCertificateCommand(
     return 1;
   }
   const { certificate: c, kid } = result;
-  io.stdout.write(
-    `certificate OK: request ${c.requestId}, tenant ${c.tenant}, ${c.closure.size} records, signed by ${kid}\n`,
-  );
+  io.stdout.write(`certificate OK: request ${c.requestId}, tenant ${c.tenant}, ${c.closure.size} records, signed by ${kid}\n`);
   return 0;
 }
 

@@ -33,7 +33,11 @@ export class EventStoreDbCheckpointStore implements CheckpointStore {
 
   async load(name: string): Promise<bigint | undefined> {
     try {
-      for await (const resolved of this.log.client.readStream(this.stream(name), { direction: BACKWARDS, fromRevision: END, maxCount: 1 })) {
+      for await (const resolved of this.log.client.readStream(this.stream(name), {
+        direction: BACKWARDS,
+        fromRevision: END,
+        maxCount: 1,
+      })) {
         return decodeCheckpoint(resolved.event?.data);
       }
     } catch (error) {

@@ -255,7 +255,8 @@ export class EventStoreDbEventLog implements EventLog {
     const events: RecordedEvent[] = [];
     const reading = this.client.readStream(this.name(stream), {
       direction: options.direction === 'backwards' ? BACKWARDS : FORWARDS,
-      fromRevision: options.fromRevision === undefined ? (options.direction === 'backwards' ? END : START) : (options.fromRevision as bigint),
+      fromRevision:
+        options.fromRevision === undefined ? (options.direction === 'backwards' ? END : START) : (options.fromRevision as bigint),
       maxCount: options.maxCount ?? PAGE,
     });
     try {

@@ -43,9 +43,7 @@ export function isInternalStream(stream: string, namespace: string): boolean {
  * again by `matchesFilter` on the client.
  */
 export type ServerFilter =
-  | { on: 'streamName'; prefixes: string[] }
-  | { on: 'eventType'; regex: string }
-  | { on: 'streamName'; regex: string };
+  { on: 'streamName'; prefixes: string[] } | { on: 'eventType'; regex: string } | { on: 'streamName'; regex: string };
 
 export function serverFilter(filter: EventFilter | undefined, namespace: string): ServerFilter {
   const prefixes = filter?.streamNamePrefix ?? [];

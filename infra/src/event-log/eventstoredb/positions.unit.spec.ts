@@ -32,13 +32,16 @@ describe('EventStoreDB positions', () => {
 
 describe('EventStoreDB checkpoints', () => {
   it('round-trip any position as a decimal string, -1 included', () => {
-    fc.assert(fc.property(fc.bigInt({ min: -1n, max: (1n << 128n) - 1n }), (p) => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: -1n, max: (1n << 128n) - 1n }), (p) => {
         expect(decodeCheckpoint(encodeCheckpoint(p))).toBe(p);
-      }));
+      }),
+    );
   });
 
   it('ignore a stored value that is not a position', () => {
-    for (const data of [null, {}, { position: 12 }, { position: '1e3' }, { position: '-2' }, { position: 'x' }]) expect(decodeCheckpoint(data)).toBeUndefined();
+    for (const data of [null, {}, { position: 12 }, { position: '1e3' }, { position: '-2' }, { position: 'x' }])
+      expect(decodeCheckpoint(data)).toBeUndefined();
   });
 
   it('an idle checkpoint goes to the head only when no kept event lies before it', () => {
@@ -53,7 +56,10 @@ describe('EventStoreDB checkpoints', () => {
 
 describe('EventStoreDB filters', () => {
   it('send stream prefixes with the namespace, types as an exact regex, else exclude system streams', () => {
-    expect(serverFilter({ streamNamePrefix: ['memory-t1-'], eventType: ['A'] }, 'ns.')).toEqual({ on: 'streamName', prefixes: ['ns.memory-t1-'] });
+    expect(serverFilter({ streamNamePrefix: ['memory-t1-'], eventType: ['A'] }, 'ns.')).toEqual({
+      on: 'streamName',
+      prefixes: ['ns.memory-t1-'],
+    });
     expect(serverFilter({ eventType: ['A'] }, 'ns.')).toEqual({ on: 'streamName', prefixes: ['ns.'] });
     expect(serverFilter({ eventType: ['Memory.Recorded', 'B'] }, '')).toEqual({ on: 'eventType', regex: '^(?:Memory\\.Recorded|B)$' });
     expect(serverFilter(undefined, '')).toEqual({ on: 'streamName', regex: '^[^$]' });

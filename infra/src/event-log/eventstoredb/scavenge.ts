@@ -20,9 +20,18 @@ export function scavengeOutcome(events: ScavengeEvent[], since: Date): LogCompac
     .sort((a, b) => a.created.getTime() - b.created.getTime());
   for (const start of started) {
     const done = events.find((e) => e.type === '$scavengeCompleted' && e.data.scavengeId === start.data.scavengeId);
-    if (!done) return { engine: 'eventstoredb', method: 'scavenge', requested: true, completed: false, id: start.data.scavengeId, result: 'running' };
+    if (!done)
+      return {
+        engine: 'eventstoredb',
+        method: 'scavenge',
+        requested: true,
+        completed: false,
+        id: start.data.scavengeId,
+        result: 'running',
+      };
     const result = done.data.result ?? 'unknown';
-    if (result === 'Success') return { engine: 'eventstoredb', method: 'scavenge', requested: true, completed: true, id: start.data.scavengeId, result };
+    if (result === 'Success')
+      return { engine: 'eventstoredb', method: 'scavenge', requested: true, completed: true, id: start.data.scavengeId, result };
   }
   const last = started.at(-1);
   return {
@@ -30,7 +39,14 @@ export function scavengeOutcome(events: ScavengeEvent[], since: Date): LogCompac
     method: 'scavenge',
     requested: started.length > 0,
     completed: false,
-    ...(last ? { id: last.data.scavengeId, result: String(events.find((e) => e.type === '$scavengeCompleted' && e.data.scavengeId === last.data.scavengeId)?.data.result ?? 'unknown') } : { result: 'not started' }),
+    ...(last
+      ? {
+          id: last.data.scavengeId,
+          result: String(
+            events.find((e) => e.type === '$scavengeCompleted' && e.data.scavengeId === last.data.scavengeId)?.data.result ?? 'unknown',
+          ),
+        }
+      : { result: 'not started' }),
   };
 }
 
@@ -42,7 +58,9 @@ export function adminBaseUrl(connectionString: string): { base: string; authoriz
   const tls = !/[?&]tls=false(?:&|$)/i.test(connectionString);
   return {
     base: `${tls ? 'https' : 'http'}://${host}`,
-    ...(user ? { authorization: `Basic ${Buffer.from(`${decodeURIComponent(user)}:${decodeURIComponent(password ?? '')}`).toString('base64')}` } : {}),
+    ...(user
+      ? { authorization: `Basic ${Buffer.from(`${decodeURIComponent(user)}:${decodeURIComponent(password ?? '')}`).toString('base64')}` }
+      : {}),
   };
 }
 
@@ -73,7 +91,11 @@ export class EventStoreDbScavenger implements LogCompaction {
       for await (const resolved of this.log.client.readStream('$scavenges', { direction: BACKWARDS, fromRevision: END, maxCount: 200 })) {
         const event = resolved.event;
         if (!event) continue;
-        events.push({ type: event.type, created: new Date(event.created), data: (event.isJson ? event.data : {}) as ScavengeEvent['data'] });
+        events.push({
+          type: event.type,
+          created: new Date(event.created),
+          data: (event.isJson ? event.data : {}) as ScavengeEvent['data'],
+        });
         if (event.type === '$scavengeStarted' && new Date(event.created).getTime() < since.getTime()) break;
       }
     } catch (error) {

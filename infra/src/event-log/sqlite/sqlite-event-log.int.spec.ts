@@ -76,7 +76,9 @@ describe('sqlite event log on disk', () => {
     legacy.close();
     log = SqliteEventLog.open(path);
     for (const name of [stream, 'events-t1-legacy']) {
-      await expect(log.append(name, [event({ n: 2 })], { expectedRevision: 'any' })).rejects.toMatchObject({ code: 'EVENT_LOG.STREAM_DELETED' });
+      await expect(log.append(name, [event({ n: 2 })], { expectedRevision: 'any' })).rejects.toMatchObject({
+        code: 'EVENT_LOG.STREAM_DELETED',
+      });
     }
   });
 

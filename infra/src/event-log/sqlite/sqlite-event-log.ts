@@ -89,40 +89,26 @@ export class SqliteEventLog implements EventLog {
       isDeleted: this.db.prepare('SELECT 1 FROM deleted_streams WHERE stream IN (?, ?)').pluck(),
       last: prepare('SELECT revision, position FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1'),
       byId: prepare('SELECT revision, position FROM events WHERE stream = ? AND id = ?'),
-      insert: prepare(
-        'INSERT INTO events (stream, revision, id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      ),
+      insert: prepare('INSERT INTO events (stream, revision, id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       head: prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'").pluck(),
-      streamForwards: prepare(
-        `SELECT ${columns} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`,
-      ),
-      streamBackwards: prepare(
-        `SELECT ${columns} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
-      ),
+      streamForwards: prepare(`SELECT ${columns} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`),
+      streamBackwards: prepare(`SELECT ${columns} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`),
       markDeleted: this.db.prepare('INSERT OR IGNORE INTO deleted_streams (stream) VALUES (?)'),
       deleteEvents: this.db.prepare('DELETE FROM events WHERE stream = ?'),
     };
-    this.appendTransaction = this.db.transaction((requests: AppendRequest[]) =>
-      requests.map((request) => this.appendOne(request)),
-    );
+    this.appendTransaction = this.db.transaction((requests: AppendRequest[]) => requests.map((request) => this.appendOne(request)));
     this.deleteTransaction = this.db.transaction((stream: string) => {
       this.statements.markDeleted.run(deletedName(stream));
       this.statements.deleteEvents.run(stream);
     });
     // One read transaction so the page and the head come from the same snapshot.
-    this.scanTransaction = this.db.transaction(
-      (query: AllQuery, after: bigint, limit: number): { rows: EventRow[]; head: bigint } => ({
-        rows: readPage(query, after, limit),
-        head: this.head(),
-      }),
-    );
+    this.scanTransaction = this.db.transaction((query: AllQuery, after: bigint, limit: number): { rows: EventRow[]; head: bigint } => ({
+      rows: readPage(query, after, limit),
+      head: this.head(),
+    }));
   }
 
-  async append(
-    stream: string,
-    events: EventData[],
-    options: { expectedRevision: ExpectedRevision },
-  ): Promise<AppendResult> {
+  async append(stream: string, events: EventData[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
     const [result] = await this.appendMany([{ stream, events, expectedRevision: options.expectedRevision }]);
     return result;
   }
@@ -217,7 +203,8 @@ export class SqliteEventLog implements EventLog {
           .all(prefix, prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)) as string[],
       readStream: (stream: string) => (this.statements.streamForwards.all(stream, 0n, MAX_INT64) as EventRow[]).map(toRecorded),
       // Files from before the list kept hashes hold plain names.
-      plainDeletedNames: () => this.db.prepare("SELECT stream FROM deleted_streams WHERE stream NOT LIKE 'sha256:%'").pluck().all() as string[],
+      plainDeletedNames: () =>
+        this.db.prepare("SELECT stream FROM deleted_streams WHERE stream NOT LIKE 'sha256:%'").pluck().all() as string[],
     };
   }
 
@@ -285,8 +272,7 @@ export class SqliteEventLog implements EventLog {
       revision += 1n;
       const data = JSON.stringify(event.data ?? null);
       const metadata = JSON.stringify(event.metadata ?? {});
-      position = this.statements.insert.run(stream, revision, event.id, event.type, data, metadata, created)
-        .lastInsertRowid as bigint;
+      position = this.statements.insert.run(stream, revision, event.id, event.type, data, metadata, created).lastInsertRowid as bigint;
     }
     return { nextExpectedRevision: revision, position, duplicate: false };
   }

@@ -53,7 +53,7 @@ describe('a key vault shared by two processes', () => {
   it('loses no acknowledged key and stays whole when one writer is killed mid-write', async () => {
     const killed = writer('a', 100_000);
     const survivor = writer('b', 1_500);
-    for (const deadline = Date.now() + 60_000; killed.acknowledged.size < 300 || survivor.acknowledged.size < 300; ) {
+    for (const deadline = Date.now() + 60_000; killed.acknowledged.size < 300 || survivor.acknowledged.size < 300;) {
       if (Date.now() > deadline) throw new Error('the writers did not get going');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -75,6 +75,8 @@ describe('a key vault shared by two processes', () => {
     } finally {
       await vault.close();
     }
-    console.info(`[faults] shared key vault: ${killed.acknowledged.size} keys from the killed writer and ${survivor.acknowledged.size} from the other, all kept`);
+    console.info(
+      `[faults] shared key vault: ${killed.acknowledged.size} keys from the killed writer and ${survivor.acknowledged.size} from the other, all kept`,
+    );
   });
 });

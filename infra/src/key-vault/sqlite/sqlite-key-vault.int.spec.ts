@@ -159,7 +159,9 @@ describe('sqlite key vault on disk', () => {
       const child = spawn(process.execPath, ['--import', 'tsx', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
       let output = '';
       child.stdout!.on('data', (chunk) => (output += chunk));
-      return new Promise<string>((resolve, reject) => child.once('exit', (code) => (code === 0 ? resolve(output) : reject(new Error(`writer exited ${code}`)))));
+      return new Promise<string>((resolve, reject) =>
+        child.once('exit', (code) => (code === 0 ? resolve(output) : reject(new Error(`writer exited ${code}`)))),
+      );
     };
     const [a, b] = await Promise.all([writer(), writer()]);
     vault = new SqliteKeyVault({ path, masterKey });

@@ -146,7 +146,11 @@ export class SqliteKeyVault implements KeyVault {
     const tenantKey = this.tenantKey(tenant, salt);
     for (const pseudonym of new Set(pseudonyms)) {
       const sealed = this.statements.subjectOf.get(tenant, pseudonym) as Buffer | undefined;
-      if (sealed) subjects.set(pseudonym, openJson<string>(tenantKey, JSON.parse(sealed.toString('utf8')) as Sealed, pseudonymAad(tenant, pseudonym)));
+      if (sealed)
+        subjects.set(
+          pseudonym,
+          openJson<string>(tenantKey, JSON.parse(sealed.toString('utf8')) as Sealed, pseudonymAad(tenant, pseudonym)),
+        );
     }
     return subjects;
   }

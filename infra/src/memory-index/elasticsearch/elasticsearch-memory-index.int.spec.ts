@@ -50,7 +50,14 @@ async function serverVersion(node: string): Promise<string> {
 if (URL) console.log(`Elasticsearch contract suite: the server is ${await serverVersion(URL)}`);
 
 const open = (node: string, namespace: string, extra: { serverRrf?: boolean } = {}) =>
-  ElasticsearchMemoryIndex.open({ node, dimensions: DIMENSIONS, namespace, refresh: true, ...(ANALYZER === 'english' ? {} : { textAnalyzer: ANALYZER }), ...extra });
+  ElasticsearchMemoryIndex.open({
+    node,
+    dimensions: DIMENSIONS,
+    namespace,
+    refresh: true,
+    ...(ANALYZER === 'english' ? {} : { textAnalyzer: ANALYZER }),
+    ...extra,
+  });
 
 function fixtureFactory(node: string, extra: { serverRrf?: boolean } = {}) {
   return async () => {
@@ -71,7 +78,8 @@ function fixtureFactory(node: string, extra: { serverRrf?: boolean } = {}) {
   };
 }
 
-const search = (index: ElasticsearchMemoryIndex, text: string, vector?: Float32Array): Promise<string[]> => searchIds(index, T, text, vector);
+const search = (index: ElasticsearchMemoryIndex, text: string, vector?: Float32Array): Promise<string[]> =>
+  searchIds(index, T, text, vector);
 
 if (URL) {
   memoryIndexContract(`ElasticsearchMemoryIndex${analyzerNote}`, fixtureFactory(URL));
@@ -93,7 +101,9 @@ if (URL) {
 
     it('leaves no document of a purged record, in any version, and expunges the deleted documents', async () => {
       const victim = indexed({ id: 'victim', tenant: T, text: 'Patient ZQXMARKER9731 was diagnosed with 糖尿病 in March.' });
-      const neighbours = Array.from({ length: 300 }, (_, i) => indexed({ id: `n-${i}`, tenant: T, text: `routine note ${i} about the patient portal` }));
+      const neighbours = Array.from({ length: 300 }, (_, i) =>
+        indexed({ id: `n-${i}`, tenant: T, text: `routine note ${i} about the patient portal` }),
+      );
       await index.upsert(T, [victim, ...neighbours]);
       await index.upsert(T, [{ ...victim, record: { ...victim.record, version: 2, revisedAt: '2024-06-01T00:00:00.000Z' } }]);
       await index.recordUsage(T, ['victim'], 'retrieved', '2026-01-01T00:00:00.000Z');
@@ -113,18 +123,29 @@ if (URL) {
     });
 
     it('purges down to the files: no segment keeps a live or deleted document of the records, which a plain delete leaves behind', async (context) => {
-      if (!DATA) return context.skip('ELMA_ELASTICSEARCH_DATA is not set (the node\'s folder is not on this machine): get/BM25/kNN and stats only, above');
+      if (!DATA)
+        return context.skip(
+          "ELMA_ELASTICSEARCH_DATA is not set (the node's folder is not on this machine): get/BM25/kNN and stats only, above",
+        );
       const node = await localNode(URL, DATA);
-      const english = indexed({ id: 'erase-en', tenant: T, text: 'Quorvath Ellingsworth hides the vault code ZQXMARKER4417 in his glovebox.' });
+      const english = indexed({
+        id: 'erase-en',
+        tenant: T,
+        text: 'Quorvath Ellingsworth hides the vault code ZQXMARKER4417 in his glovebox.',
+      });
       const chinese = indexed({ id: 'erase-zh', tenant: T, text: '患者欧阳鸮鹦的病历编号是七三一，放在二号柜。' });
       const ids = ['erase-en', 'erase-zh'];
-      const neighbours = Array.from({ length: 50 }, (_, i) => indexed({ id: `n-${i}`, tenant: T, text: `routine note ${i} about the patient portal 门诊 ${i}` }));
+      const neighbours = Array.from({ length: 50 }, (_, i) =>
+        indexed({ id: `n-${i}`, tenant: T, text: `routine note ${i} about the patient portal 门诊 ${i}` }),
+      );
       await index.upsert(T, [english, chinese, ...neighbours]);
       await index.recordUsage(T, ids, 'retrieved', '2026-01-01T00:00:00.000Z');
       const indices = [`${namespace}-*`];
       // Words as the analyzers keep them (lower case; CJK bigrams), so the terms dictionary is searched too.
       const needles = { texts: ['zqxmarker4417', 'quorvath', '鸮鹦', '病历编号', ...ids], vectors: [english.vector, chinese.vector] };
-      const places = (hits: { needle: string; in: string; field: string }[]) => [...new Set(hits.map((h) => `${h.needle} ${h.in} ${h.field}`))];
+      const places = (hits: { needle: string; in: string; field: string }[]) => [
+        ...new Set(hits.map((h) => `${h.needle} ${h.in} ${h.field}`)),
+      ];
 
       // A plain delete: gone for queries, still in the segments (soft deletes) and, raw, in the translog.
       await client.deleteByQuery({ index: indices, query: { terms: { id: ids } }, refresh: true });
@@ -151,7 +172,8 @@ if (URL) {
 
       await index.purge(T, ids);
 
-      for (const [name, counts] of Object.entries(await segmentCounts(URL, indices))) expect({ name, deleted: counts.deleted }).toEqual({ name, deleted: 0 });
+      for (const [name, counts] of Object.entries(await segmentCounts(URL, indices)))
+        expect({ name, deleted: counts.deleted }).toEqual({ name, deleted: 0 });
       for (const needle of [english.record.content.text, chinese.record.content.text, 'ZQXMARKER4417', '鸮鹦', ...ids]) {
         expect({ needle, files: filesContaining(node.folder, Buffer.from(needle)) }).toEqual({ needle, files: [] });
       }
@@ -166,7 +188,9 @@ if (URL) {
     });
 
     it('reindexes into a new index and swaps the alias in one step, keeping search results and usage counts', async () => {
-      const memories = Array.from({ length: 50 }, (_, i) => indexed({ id: `m-${i}`, tenant: T, text: `shipment delay report ${i} 发货 延迟 ${i}` }));
+      const memories = Array.from({ length: 50 }, (_, i) =>
+        indexed({ id: `m-${i}`, tenant: T, text: `shipment delay report ${i} 发货 延迟 ${i}` }),
+      );
       await index.upsert(T, memories);
       await index.recordUsage(T, ['m-7'], 'adopted', '2026-01-01T00:00:00.000Z');
       const before = await search(index, 'shipment delay report 7', embed('shipment delay report 7 发货 延迟 7'));
@@ -214,7 +238,8 @@ if (URL) {
         // The RRF retriever is a module (rank-rrf) that stripped builds leave out, and a licensed feature on 8.x
         // (refused with 403 security_exception under the basic licence).
         if (!Array.isArray(probe) && probe.type === 'parsing_exception') return context.skip('this server has no rrf retriever');
-        if (!Array.isArray(probe) && probe.type === 'security_exception' && probe.status === 403) return context.skip("this server's licence does not include the rrf retriever");
+        if (!Array.isArray(probe) && probe.type === 'security_exception' && probe.status === 403)
+          return context.skip("this server's licence does not include the rrf retriever");
         expect((await q(serverSide))[0]).toBe('en');
         expect((await q(serverSide))[0]).toBe((await q(index))[0]);
       } finally {

@@ -169,7 +169,10 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     const [hit] = await this.searchHits<MemoryDocument>(alias, getQuery(id), 'get');
     if (!hit?._source) return undefined;
     const usage = await this.usageOf(tenant, [id]);
-    return { record: withUsage(MemoryRecord.parse(hit._source.record), usage.get(id)), vector: vectorOf(hit._source, this.options.dimensions) };
+    return {
+      record: withUsage(MemoryRecord.parse(hit._source.record), usage.get(id)),
+      vector: vectorOf(hit._source, this.options.dimensions),
+    };
   }
 
   async search(query: HybridQuery): Promise<SearchHit[]> {
@@ -181,7 +184,10 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     if (fused.length === 0) return [];
     const [docs, usage] = await Promise.all([
       this.searchHits<MemoryDocument>(alias, { query: { ids: { values: fused.map((f) => f._id) } }, size: fused.length }, 'search'),
-      this.usageOf(query.tenant, fused.map((f) => f.id)),
+      this.usageOf(
+        query.tenant,
+        fused.map((f) => f.id),
+      ),
     ]);
     const byId = new Map(docs.map((d) => [d._id, d._source!]));
     const queryNorm = query.vector ? norm(query.vector) : 0;
@@ -209,9 +215,16 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     const bodies = [routes.bm25, routes.knn].filter((b): b is object => b !== undefined);
     if (bodies.length === 0) return [];
     const ranked = await this.call('msearch', alias, async () => {
-      const response = await this.client.msearch<{ id: string }>({ searches: bodies.flatMap((body) => [{ index: alias, ignore_unavailable: true }, body]) });
+      const response = await this.client.msearch<{ id: string }>({
+        searches: bodies.flatMap((body) => [{ index: alias, ignore_unavailable: true }, body]),
+      });
       return response.responses.map((r) => {
-        if ('error' in r) throw new ElasticsearchIndexError(`elasticsearch search failed on ${alias}: ${r.error.type} (status ${r.status})`, r.status, r.error.type);
+        if ('error' in r)
+          throw new ElasticsearchIndexError(
+            `elasticsearch search failed on ${alias}: ${r.error.type} (status ${r.status})`,
+            r.status,
+            r.error.type,
+          );
         return r.hits.hits.map((h): RouteHit => ({ _id: h._id!, id: h._source!.id }));
       });
     });
@@ -265,12 +278,20 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
       }
       const left = await this.countAll(targets, unique);
       if (left === 0) break;
-      if (attempt === 3) throw new ElasticsearchIndexError(`elasticsearch purge left ${left} documents in ${alias} after ${attempt} attempts`);
+      if (attempt === 3)
+        throw new ElasticsearchIndexError(`elasticsearch purge left ${left} documents in ${alias} after ${attempt} attempts`);
     }
     const usage = usageAliasName(tenant, this.namespace);
     for (const chunk of chunks(unique, TERMS_CHUNK)) {
       await this.call('purge usage', usage, () =>
-        this.client.deleteByQuery({ index: usage, query: { terms: { id: chunk } }, refresh: true, conflicts: 'proceed', ignore_unavailable: true, allow_no_indices: true }),
+        this.client.deleteByQuery({
+          index: usage,
+          query: { terms: { id: chunk } },
+          refresh: true,
+          conflicts: 'proceed',
+          ignore_unavailable: true,
+          allow_no_indices: true,
+        }),
       );
     }
     await this.expungeDeletes([...targets, usage]);
@@ -287,7 +308,8 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     const target = indices[0];
     const options = { index: indices, ignore_unavailable: true, allow_no_indices: true };
     await this.call('flush', target, () => this.client.indices.flush(options));
-    const shardStats = () => this.call('stats', target, () => this.client.indices.stats({ ...options, level: 'shards' }) as Promise<ShardStats>);
+    const shardStats = () =>
+      this.call('stats', target, () => this.client.indices.stats({ ...options, level: 'shards' }) as Promise<ShardStats>);
     const first = await shardStats();
     const marks = maxSeqNos(first);
     const deadline = Date.now() + (this.options.expungeTimeoutMs ?? 120_000);
@@ -297,7 +319,10 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
       released = leasesPast(await shardStats(), marks);
     }
     await this.call('forcemerge', target, () => this.client.indices.forcemerge({ ...options, only_expunge_deletes: true }));
-    if (!released) throw new ElasticsearchIndexError(`elasticsearch purge on ${target}: retention leases still hold the deleted documents; retry to expunge them`);
+    if (!released)
+      throw new ElasticsearchIndexError(
+        `elasticsearch purge on ${target}: retention leases still hold the deleted documents; retry to expunge them`,
+      );
   }
 
   /** Documents of these ids in any version, current or not. */
@@ -329,7 +354,7 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
    * meanwhile after the last page read is listed, one written before it is not.
    */
   private async *paged<S, T>(alias: string, size: number, source: readonly string[], map: (source: S) => T): AsyncIterable<T> {
-    for (let after: unknown[] | undefined; ; ) {
+    for (let after: unknown[] | undefined; ;) {
       const hits = await this.searchHits<S>(alias, pageQuery(size, source, after), 'page');
       for (const hit of hits) yield map(hit._source!);
       if (hits.length < size) return;
@@ -340,7 +365,7 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
   async currentFacts(tenant: string, factKey: string): Promise<MemoryRecord[]> {
     const alias = this.memoriesOf(tenant);
     const records: MemoryRecord[] = [];
-    for (let after: unknown[] | undefined; ; ) {
+    for (let after: unknown[] | undefined; ;) {
       const hits = await this.searchHits<{ record: MemoryRecord }>(alias, currentFactsQuery(factKey, MAX_PAGE, after), 'currentFacts');
       records.push(...hits.map((h) => h._source!.record));
       if (hits.length < MAX_PAGE) return records;
@@ -375,21 +400,34 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     await this.ensureIndex(usage, usageIndexName(tenant, this.namespace), usageIndexMapping());
     let pending = known;
     for (let attempt = 1; pending.length > 0; attempt++) {
-      if (attempt > 10) throw new ElasticsearchIndexError(`elasticsearch recordUsage on ${usage}: ${pending.length} ids still contended after ${attempt - 1} attempts`);
+      if (attempt > 10)
+        throw new ElasticsearchIndexError(
+          `elasticsearch recordUsage on ${usage}: ${pending.length} ids still contended after ${attempt - 1} attempts`,
+        );
       const stored = await this.storedUsage(usage, pending);
       const response = await this.call('recordUsage', usage, () =>
-        this.client.bulk({ index: usage, operations: usageOperations(pending, use, atMs, stored), refresh: this.options.refresh ?? 'wait_for', require_alias: true }),
+        this.client.bulk({
+          index: usage,
+          operations: usageOperations(pending, use, atMs, stored),
+          refresh: this.options.refresh ?? 'wait_for',
+          require_alias: true,
+        }),
       );
       if (!response.errors) return;
       const { conflicts, failures } = usageConflicts(response.items as never, pending);
-      if (failures.length > 0) throw new ElasticsearchIndexError(`elasticsearch recordUsage on ${usage}: ${failures.length} failed, first ${failures.slice(0, 3).join('; ')}`);
+      if (failures.length > 0)
+        throw new ElasticsearchIndexError(
+          `elasticsearch recordUsage on ${usage}: ${failures.length} failed, first ${failures.slice(0, 3).join('; ')}`,
+        );
       pending = conflicts;
     }
   }
 
   /** The usage documents of these ids with their sequence numbers, read in real time (`_mget`), not as of the last refresh. */
   private async storedUsage(usage: string, ids: string[]): Promise<Map<string, StoredUsage>> {
-    const response = await this.call('recordUsage read', usage, () => this.client.mget<UsageDocument>({ index: usage, ids: ids.map(usageDocId) }));
+    const response = await this.call('recordUsage read', usage, () =>
+      this.client.mget<UsageDocument>({ index: usage, ids: ids.map(usageDocId) }),
+    );
     const stored = new Map<string, StoredUsage>();
     for (const doc of response.docs) {
       if ('found' in doc && doc.found && doc._source && doc._seq_no !== undefined && doc._primary_term !== undefined) {
@@ -416,7 +454,9 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
   async count(tenant: string): Promise<number> {
     const alias = this.memoriesOf(tenant);
     this.assertOpen();
-    const { count } = await this.call('count', alias, () => this.client.count({ index: alias, query: CURRENT, ignore_unavailable: true, allow_no_indices: true }));
+    const { count } = await this.call('count', alias, () =>
+      this.client.count({ index: alias, query: CURRENT, ignore_unavailable: true, allow_no_indices: true }),
+    );
     return count;
   }
 
@@ -434,7 +474,9 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     this.assertOpen();
     const indices = new Set([indexName(tenant, MAPPING_VERSION, this.namespace), usageIndexName(tenant, this.namespace)]);
     for (const name of [alias, usage]) for (const index of await this.indicesOf(name)) indices.add(index);
-    await this.call('dropTenant', alias, () => this.client.indices.delete({ index: [...indices], ignore_unavailable: true, allow_no_indices: true }));
+    await this.call('dropTenant', alias, () =>
+      this.client.indices.delete({ index: [...indices], ignore_unavailable: true, allow_no_indices: true }),
+    );
     this.knownAliases.delete(alias);
     this.knownAliases.delete(usage);
   }
@@ -453,10 +495,7 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
    * reaches the new index too. Should `fill` fail, the new index is deleted
    * and the alias left where it was.
    */
-  async reindex(
-    tenant: string,
-    fill: (target: MemoryIndex) => Promise<void>,
-  ): Promise<{ from?: string; to: string; count: number }> {
+  async reindex(tenant: string, fill: (target: MemoryIndex) => Promise<void>): Promise<{ from?: string; to: string; count: number }> {
     const alias = aliasName(tenant, this.namespace);
     this.assertOpen();
     if (this.reindexing.has(tenant)) throw new Error(`tenant ${tenant} is already being reindexed`);
@@ -470,7 +509,8 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
       const from = await this.indicesOf(alias);
       await this.call('reindex alias swap', alias, () => this.client.indices.updateAliases({ actions: aliasSwapActions(alias, from, to) }));
       this.knownAliases.add(alias);
-      if (from.length > 0) await this.call('reindex delete old', alias, () => this.client.indices.delete({ index: from, ignore_unavailable: true }));
+      if (from.length > 0)
+        await this.call('reindex delete old', alias, () => this.client.indices.delete({ index: from, ignore_unavailable: true }));
       const { count } = await this.call('count', to, () => this.client.count({ index: to, query: CURRENT }));
       return { ...(from.length > 0 ? { from: from.join(',') } : {}), to, count };
     } catch (error) {
@@ -490,7 +530,9 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
   async flush(): Promise<void> {
     this.assertOpen();
     const pattern = `${this.namespace}-*`;
-    await this.call('refresh', pattern, () => this.client.indices.refresh({ index: pattern, allow_no_indices: true, ignore_unavailable: true }));
+    await this.call('refresh', pattern, () =>
+      this.client.indices.refresh({ index: pattern, allow_no_indices: true, ignore_unavailable: true }),
+    );
   }
 
   async close(): Promise<void> {
@@ -529,7 +571,7 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
   private async storedVersions(target: string, ids: string[]): Promise<StoredVersion[]> {
     const stored: StoredVersion[] = [];
     for (const chunk of chunks(ids, TERMS_CHUNK)) {
-      for (let after: unknown[] | undefined; ; ) {
+      for (let after: unknown[] | undefined; ;) {
         const hits = await this.searchHits<Omit<StoredVersion, '_id'>>(target, versionsQuery(chunk, MAX_PAGE, after), 'upsert lookup');
         stored.push(...hits.map((h) => ({ _id: h._id!, ...h._source!, tx_to: h._source!.tx_to ?? null })));
         if (hits.length < MAX_PAGE) break;
@@ -548,7 +590,12 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
   private async bulk(target: string, operations: object[], requireAlias: boolean): Promise<void> {
     for (const chunk of chunkOperations(operations as never[], BULK_ACTIONS)) {
       const response = await this.call('bulk', target, () =>
-        this.client.bulk({ index: target, operations: chunk, refresh: this.options.refresh ?? 'wait_for', ...(requireAlias ? { require_alias: true } : {}) }),
+        this.client.bulk({
+          index: target,
+          operations: chunk,
+          refresh: this.options.refresh ?? 'wait_for',
+          ...(requireAlias ? { require_alias: true } : {}),
+        }),
       ).catch((error: unknown) => {
         // The alias may have been dropped by another process: ask again on the retry rather than trust the cache.
         this.knownAliases.delete(target);
@@ -557,7 +604,9 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
       if (response.errors) {
         this.knownAliases.delete(target);
         const failures = bulkFailures(response.items as never);
-        throw new ElasticsearchIndexError(`elasticsearch bulk into ${target}: ${failures.length} failed, first ${failures.slice(0, 3).join('; ')}`);
+        throw new ElasticsearchIndexError(
+          `elasticsearch bulk into ${target}: ${failures.length} failed, first ${failures.slice(0, 3).join('; ')}`,
+        );
       }
     }
   }
@@ -566,7 +615,11 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
   private async usageOf(tenant: string, ids: string[]): Promise<Map<string, UsageDocument>> {
     const usage = usageAliasName(tenant, this.namespace);
     if (ids.length === 0) return new Map();
-    const hits = await this.searchHits<UsageDocument>(usage, { query: { ids: { values: [...new Set(ids)].map(usageDocId) } }, size: ids.length }, 'usage');
+    const hits = await this.searchHits<UsageDocument>(
+      usage,
+      { query: { ids: { values: [...new Set(ids)].map(usageDocId) } }, size: ids.length },
+      'usage',
+    );
     return new Map(hits.map((h) => [h._source!.id, h._source!]));
   }
 
@@ -585,7 +638,9 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     // An index created before lineage keys were kept lacks the field, and its strict mapping would refuse
     // the documents: adding a field is allowed in place. Documents indexed before keep only their own id,
     // owner and project for holds until the tenant is rebuilt.
-    await this.call('put mapping', alias, () => this.client.indices.putMapping({ index: alias, properties: { lineage: { type: 'keyword' } } }));
+    await this.call('put mapping', alias, () =>
+      this.client.indices.putMapping({ index: alias, properties: { lineage: { type: 'keyword' } } }),
+    );
   }
 
   /** Creates `index` with `alias` unless the alias exists; tolerates another process creating it first. */
@@ -617,8 +672,11 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
       (info) => checkServerVersion(info),
       (error: unknown) => {
         this.server = undefined;
-        if (error instanceof Error && error.name === 'ProductNotSupportedError') throw new Error(`the server at ${displayUrl(this.options.node)} is not Elasticsearch`);
-        throw new Error(`Elasticsearch at ${displayUrl(this.options.node)} is not reachable (${ElasticsearchIndexError.from('info', error).message})`);
+        if (error instanceof Error && error.name === 'ProductNotSupportedError')
+          throw new Error(`the server at ${displayUrl(this.options.node)} is not Elasticsearch`);
+        throw new Error(
+          `Elasticsearch at ${displayUrl(this.options.node)} is not reachable (${ElasticsearchIndexError.from('info', error).message})`,
+        );
       },
     );
     return this.server;
@@ -653,7 +711,8 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
       try {
         return await fn();
       } catch (error) {
-        if (isIndexNotFound(error)) throw new ElasticsearchIndexError(`elasticsearch ${operation} on ${target}: index not found`, 404, 'index_not_found_exception');
+        if (isIndexNotFound(error))
+          throw new ElasticsearchIndexError(`elasticsearch ${operation} on ${target}: index not found`, 404, 'index_not_found_exception');
         const failure = ElasticsearchIndexError.from(`${operation} on ${target}`, error);
         if ((failure.status !== 503 && failure.status !== 429) || attempt >= TRANSIENT_RETRIES) throw failure;
         await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));

@@ -43,7 +43,9 @@ function errorType(body: unknown): string | undefined {
 
 /** The index (or alias) does not exist. */
 export function isIndexNotFound(error: unknown): boolean {
-  return error instanceof errors.ResponseError && error.meta.statusCode === 404 && errorType(error.meta.body) === 'index_not_found_exception';
+  return (
+    error instanceof errors.ResponseError && error.meta.statusCode === 404 && errorType(error.meta.body) === 'index_not_found_exception'
+  );
 }
 
 export function isAlreadyExists(error: unknown): boolean {

@@ -1,4 +1,12 @@
-import { SENSITIVITY_RANK, SHARED_OWNERSHIP_KEY, exclusionKeys, reduceClauses, type IndexFilter, type ReadClause, type ReadExclusions } from '@elma/domain';
+import {
+  SENSITIVITY_RANK,
+  SHARED_OWNERSHIP_KEY,
+  exclusionKeys,
+  reduceClauses,
+  type IndexFilter,
+  type ReadClause,
+  type ReadExclusions,
+} from '@elma/domain';
 import { millis, type MemoryDocument } from './mapping';
 
 type Field = Exclude<keyof MemoryDocument, 'record' | 'vector' | 'text'>;
@@ -111,7 +119,8 @@ function compileClause(clause: ReadClause, globalMax: ReadClause['maxSensitivity
     predicates.push({ range: { sensitivity_rank: { lte: SENSITIVITY_RANK[clause.maxSensitivity] } } });
   }
   // A record derived from another owner's records is theirs too: an owner-only clause never admits it.
-  if (clause.owner !== undefined) predicates.push(term('owner', clause.owner), { bool: { must_not: [term('lineage', SHARED_OWNERSHIP_KEY)] } });
+  if (clause.owner !== undefined)
+    predicates.push(term('owner', clause.owner), { bool: { must_not: [term('lineage', SHARED_OWNERSHIP_KEY)] } });
   // A record without a project has no `project` field, which no `term` matches: it never matches a project clause.
   if (clause.project !== undefined) predicates.push(term('project', clause.project));
   if (clause.purpose !== undefined) predicates.push(term('purposes', clause.purpose));

@@ -64,10 +64,18 @@ const record: fc.Arbitrary<MemoryRecord> = fc
       validTo: r.validTo,
       recordedAt: r.recordedAt,
       // A later version: revised some days after it was first recorded.
-      ...(r.revisedAfter !== null ? { version: 2 + r.revisedAfter, revisedAt: new Date(Date.parse(r.recordedAt) + r.revisedAfter * DAY).toISOString() } : {}),
+      ...(r.revisedAfter !== null
+        ? { version: 2 + r.revisedAfter, revisedAt: new Date(Date.parse(r.recordedAt) + r.revisedAfter * DAY).toISOString() }
+        : {}),
       policy: defined({ owner: r.owner, roles: [], purposes: r.purposes, sensitivity: r.sensitivity, project: r.project }),
       retention: { class: r.retention, expiresAt: r.expiresAt },
-      provenance: { sourceEventIds: ['evt-1'], parentIds: r.parentIds, ...(r.ancestry ? { ancestry: r.ancestry } : {}), rule: 'test', ruleVersion: '1' },
+      provenance: {
+        sourceEventIds: ['evt-1'],
+        parentIds: r.parentIds,
+        ...(r.ancestry ? { ancestry: r.ancestry } : {}),
+        rule: 'test',
+        ruleVersion: '1',
+      },
     }),
   );
 
@@ -192,7 +200,12 @@ describe('the Elasticsearch filter target', () => {
   });
 
   it('compiles an empty allow-list in a clause to a terms query that matches nothing', () => {
-    const f: IndexFilter = { statuses: ['active'], maxSensitivity: 'restricted', now: '2025-01-01T00:00:00.000Z', clauses: [{ ruleId: 'r', maxSensitivity: 'restricted', kinds: [] }] };
+    const f: IndexFilter = {
+      statuses: ['active'],
+      maxSensitivity: 'restricted',
+      now: '2025-01-01T00:00:00.000Z',
+      clauses: [{ ruleId: 'r', maxSensitivity: 'restricted', kinds: [] }],
+    };
     expect(compileFilterDsl(f)).toMatchObject({ bool: { should: [{ terms: { kind: [] } }], minimum_should_match: 1 } });
     expect(evaluate(compileFilterDsl(f)!, toDocument(makeRecord(), VECTOR))).toBe(false);
   });
@@ -213,10 +226,18 @@ describe('the Elasticsearch index layout', () => {
     expect(mappings._meta.mapping_version).toBe(MAPPING_VERSION);
     const p = mappings.properties;
     expect(p.text).toEqual({ type: 'text', analyzer: 'english', fields: { cjk: { type: 'text', analyzer: 'cjk' } } });
-    expect(p.vector).toEqual({ type: 'dense_vector', dims: 384, index: true, similarity: 'cosine', index_options: { type: 'hnsw', m: 16, ef_construction: 100 } });
+    expect(p.vector).toEqual({
+      type: 'dense_vector',
+      dims: 384,
+      index: true,
+      similarity: 'cosine',
+      index_options: { type: 'hnsw', m: 16, ef_construction: 100 },
+    });
     expect(p.record).toEqual({ type: 'object', enabled: false });
-    for (const field of ['id', 'kind', 'status', 'owner', 'project', 'retention_class', 'purposes', 'fact_key'] as const) expect(p[field].type).toBe('keyword');
-    for (const field of ['valid_from', 'valid_to', 'recorded_at', 'expires_at', 'tx_from', 'tx_to'] as const) expect(p[field]).toEqual({ type: 'date', format: 'epoch_millis' });
+    for (const field of ['id', 'kind', 'status', 'owner', 'project', 'retention_class', 'purposes', 'fact_key'] as const)
+      expect(p[field].type).toBe('keyword');
+    for (const field of ['valid_from', 'valid_to', 'recorded_at', 'expires_at', 'tx_from', 'tx_to'] as const)
+      expect(p[field]).toEqual({ type: 'date', format: 'epoch_millis' });
     expect([p.sensitivity_rank.type, p.version.type]).toEqual(['integer', 'integer']);
     expect(() => memoryIndexMapping(0)).toThrow(RangeError);
     expect(() => memoryIndexMapping(4097)).toThrow(RangeError);
@@ -254,7 +275,12 @@ describe('the Elasticsearch index layout', () => {
 });
 
 describe('the hybrid search bodies', () => {
-  const filter: IndexFilter = { statuses: ['active'], maxSensitivity: 'internal', now: '2025-01-01T00:00:00.000Z', clauses: [{ ruleId: 'own', maxSensitivity: 'internal', owner: 'ann' }] };
+  const filter: IndexFilter = {
+    statuses: ['active'],
+    maxSensitivity: 'internal',
+    now: '2025-01-01T00:00:00.000Z',
+    clauses: [{ ruleId: 'own', maxSensitivity: 'internal', owner: 'ann' }],
+  };
 
   it('scores BM25 over both analyses of the text, inside the compiled filter', () => {
     expect(bm25Query('merger plan 并购', filter)).toEqual({

@@ -51,10 +51,12 @@ export const reindexName = (tenant: string, version: number, stamp: string, name
 };
 
 /** The alias every read and write goes through, so a reindex swaps versions atomically. */
-export const aliasName = (tenant: string, namespace = DEFAULT_NAMESPACE): string => `${checkNamespace(namespace)}-${tenantPart(tenant)}-memories`;
+export const aliasName = (tenant: string, namespace = DEFAULT_NAMESPACE): string =>
+  `${checkNamespace(namespace)}-${tenantPart(tenant)}-memories`;
 
 /** Usage counts live in their own index per tenant, beside the records: a use is not a new version, and a reindex keeps them. */
-export const usageAliasName = (tenant: string, namespace = DEFAULT_NAMESPACE): string => `${checkNamespace(namespace)}-${tenantPart(tenant)}-usage`;
+export const usageAliasName = (tenant: string, namespace = DEFAULT_NAMESPACE): string =>
+  `${checkNamespace(namespace)}-${tenantPart(tenant)}-usage`;
 export const usageIndexName = (tenant: string, namespace = DEFAULT_NAMESPACE): string => `${usageAliasName(tenant, namespace)}-v1`;
 
 /** Projection checkpoints of the whole namespace. */

@@ -181,7 +181,18 @@ export function pageQuery(size: number, source: readonly string[], after?: unkno
 }
 
 /** The fields `lineageEntryOf` reads: no content. */
-export const LINEAGE_SOURCE = ['id', 'kind', 'owner', 'project', 'recorded_at', 'expires_at', 'record.subject', 'record.provenance.rule', 'record.provenance.sourceEventIds', 'record.provenance.parentIds'] as const;
+export const LINEAGE_SOURCE = [
+  'id',
+  'kind',
+  'owner',
+  'project',
+  'recorded_at',
+  'expires_at',
+  'record.subject',
+  'record.provenance.rule',
+  'record.provenance.sourceEventIds',
+  'record.provenance.parentIds',
+] as const;
 
 export interface LineageSource {
   id: string;
@@ -327,17 +338,29 @@ export interface StoredUsage {
  * 409 and that id is read and written again, so uses add up without a
  * server-side script (which hardened clusters often disable).
  */
-export function usageOperations(ids: readonly string[], use: 'retrieved' | 'adopted', at: number, stored: ReadonlyMap<string, StoredUsage>): object[] {
+export function usageOperations(
+  ids: readonly string[],
+  use: 'retrieved' | 'adopted',
+  at: number,
+  stored: ReadonlyMap<string, StoredUsage>,
+): object[] {
   return [...new Set(ids)].flatMap((id): object[] => {
     const _id = usageDocId(id);
     const current = stored.get(id);
     if (!current) {
-      return [{ create: { _id } }, { id, retrieved: use === 'retrieved' ? 1 : 0, adopted: use === 'adopted' ? 1 : 0, last_used_at: at } satisfies UsageDocument];
+      return [
+        { create: { _id } },
+        { id, retrieved: use === 'retrieved' ? 1 : 0, adopted: use === 'adopted' ? 1 : 0, last_used_at: at } satisfies UsageDocument,
+      ];
     }
     const { doc } = current;
     return [
       { index: { _id, if_seq_no: current.seqNo, if_primary_term: current.primaryTerm } },
-      { ...doc, [use]: doc[use] + 1, last_used_at: doc.last_used_at === null ? at : Math.max(doc.last_used_at, at) } satisfies UsageDocument,
+      {
+        ...doc,
+        [use]: doc[use] + 1,
+        last_used_at: doc.last_used_at === null ? at : Math.max(doc.last_used_at, at),
+      } satisfies UsageDocument,
     ];
   });
 }
@@ -390,7 +413,8 @@ export function checkServerVersion(info: { version?: { number?: string; distribu
 }
 
 /** Whether the server drops dense vectors from `_source` unless told not to (9.2 and later). */
-export const dropsSourceVectors = (server: { major: number; minor: number }): boolean => server.major > 9 || (server.major === 9 && server.minor >= 2);
+export const dropsSourceVectors = (server: { major: number; minor: number }): boolean =>
+  server.major > 9 || (server.major === 9 && server.minor >= 2);
 
 /** The part of `GET {index}/_stats?level=shards` that tells whether deleted documents may still be retained. */
 export interface ShardStats {
@@ -399,7 +423,11 @@ export interface ShardStats {
     {
       shards?: Record<
         string,
-        { routing?: { primary?: boolean }; seq_no?: { max_seq_no?: number }; retention_leases?: { leases?: { retaining_seq_no: number }[] } }[]
+        {
+          routing?: { primary?: boolean };
+          seq_no?: { max_seq_no?: number };
+          retention_leases?: { leases?: { retaining_seq_no: number }[] };
+        }[]
       >;
     }
   >;

@@ -3,7 +3,17 @@ import { RRF_K, type HybridQuery, type IndexedMemory, type IndexFilter } from '@
 import { makeRecord, type RecordOverrides } from '@elma/domain/testing';
 import { evaluate } from './dsl-eval.testing';
 import { compileFilterDsl } from './filter-dsl';
-import { aliasName, aliasPattern, indexName, memoryIndexMapping, reindexName, tenantOfAlias, toDocument, usageAliasName, type MemoryDocument } from './mapping';
+import {
+  aliasName,
+  aliasPattern,
+  indexName,
+  memoryIndexMapping,
+  reindexName,
+  tenantOfAlias,
+  toDocument,
+  usageAliasName,
+  type MemoryDocument,
+} from './mapping';
 import {
   aliasSwapActions,
   bulkFailures,
@@ -58,7 +68,9 @@ const at = (iso: string) => Date.parse(iso);
 describe('planning an upsert against the stored versions', () => {
   it('writes a new record as its current version, with tokens and an insertion sequence', () => {
     const { operations } = plan([], [mem({ id: 'a', text: 'hello' })]);
-    expect(actions(operations)).toEqual([['index', 'a#v1', expect.objectContaining({ id: 'a', version: 1, tx_to: null, tokens: 5, seq: 101 })]]);
+    expect(actions(operations)).toEqual([
+      ['index', 'a#v1', expect.objectContaining({ id: 'a', version: 1, tx_to: null, tokens: 5, seq: 101 })],
+    ]);
   });
 
   it('replaces the same version in place, without closing anything', () => {
@@ -113,7 +125,10 @@ describe('planning an upsert against the stored versions', () => {
   });
 
   it('splits a bulk body between actions, never between an action and its source', () => {
-    const ops = plan([], ['a', 'b', 'c'].map((id) => mem({ id }))).operations;
+    const ops = plan(
+      [],
+      ['a', 'b', 'c'].map((id) => mem({ id })),
+    ).operations;
     expect(chunkOperations(ops, 2).map((c) => c.length)).toEqual([4, 2]);
   });
 });
@@ -155,11 +170,26 @@ describe('documents and their failures', () => {
 });
 
 describe('the hybrid search requests', () => {
-  const filter: IndexFilter = { statuses: ['active'], maxSensitivity: 'internal', now: '2025-01-01T00:00:00.000Z', clauses: [{ ruleId: 'own', maxSensitivity: 'internal', owner: 'ann' }] };
-  const q = (over: Partial<HybridQuery> = {}): HybridQuery => ({ tenant: 't', text: 'merger plan 并购', vector: VECTOR, limit: 5, filter, ...over });
+  const filter: IndexFilter = {
+    statuses: ['active'],
+    maxSensitivity: 'internal',
+    now: '2025-01-01T00:00:00.000Z',
+    clauses: [{ ruleId: 'own', maxSensitivity: 'internal', owner: 'ann' }],
+  };
+  const q = (over: Partial<HybridQuery> = {}): HybridQuery => ({
+    tenant: 't',
+    text: 'merger plan 并购',
+    vector: VECTOR,
+    limit: 5,
+    filter,
+    ...over,
+  });
 
   it('carries the compiled policy filter in both routes, kNN as a pre-filter', () => {
-    const { bm25, knn } = routeBodies(q()) as { bm25: { query: { bool: { filter: unknown[] } }; size: number }; knn: { knn: { filter: unknown; k: number; num_candidates: number }; size: number } };
+    const { bm25, knn } = routeBodies(q()) as {
+      bm25: { query: { bool: { filter: unknown[] } }; size: number };
+      knn: { knn: { filter: unknown; k: number; num_candidates: number }; size: number };
+    };
     expect(bm25.query.bool.filter).toEqual([compileFilterDsl(filter)]);
     expect(knn.knn.filter).toEqual(compileFilterDsl(filter));
     expect([bm25.size, knn.size, knn.knn.k]).toEqual([20, 20, 20]);
@@ -207,7 +237,10 @@ describe('usage beside the records', () => {
       { index: { _id: 'b', status: 200 } },
       { index: { _id: 'c', status: 429, error: { type: 'es_rejected_execution_exception' } } },
     ];
-    expect(usageConflicts(items, ['a', 'b', 'c'])).toEqual({ conflicts: ['a'], failures: ['index c: es_rejected_execution_exception (429)'] });
+    expect(usageConflicts(items, ['a', 'b', 'c'])).toEqual({
+      conflicts: ['a'],
+      failures: ['index c: es_rejected_execution_exception (429)'],
+    });
   });
 
   it('adds the counts to those the record was written with', () => {
@@ -242,7 +275,10 @@ describe('names, aliases and servers', () => {
   });
 
   it('moves the alias with one atomic action list, removing it from the old indices', () => {
-    expect(aliasSwapActions('al', ['old'], 'new')).toEqual([{ remove: { indices: ['old'], alias: 'al' } }, { add: { index: 'new', alias: 'al', is_write_index: true } }]);
+    expect(aliasSwapActions('al', ['old'], 'new')).toEqual([
+      { remove: { indices: ['old'], alias: 'al' } },
+      { add: { index: 'new', alias: 'al', is_write_index: true } },
+    ]);
     expect(aliasSwapActions('al', [], 'new')).toEqual([{ add: { index: 'new', alias: 'al', is_write_index: true } }]);
   });
 
@@ -252,7 +288,11 @@ describe('names, aliases and servers', () => {
         idx: {
           shards: {
             '0': [
-              { routing: { primary: true }, seq_no: { max_seq_no: 41 }, retention_leases: { leases: leases.map((n) => ({ retaining_seq_no: n })) } },
+              {
+                routing: { primary: true },
+                seq_no: { max_seq_no: 41 },
+                retention_leases: { leases: leases.map((n) => ({ retaining_seq_no: n })) },
+              },
               { routing: { primary: false }, seq_no: { max_seq_no: 40 } },
             ],
           },

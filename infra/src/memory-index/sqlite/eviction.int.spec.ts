@@ -16,7 +16,10 @@ describe('the open tenant partitions', () => {
     scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS, memoryBudgetBytes: 16 * MiB });
     const answers = new Map<string, string[]>();
     for (const tenant of tenants) {
-      await scratch.index.upsert(tenant, Array.from({ length: 1_500 }, (_, i) => indexed({ id: `${tenant}-${i}`, tenant, text: text(tenant, i) })));
+      await scratch.index.upsert(
+        tenant,
+        Array.from({ length: 1_500 }, (_, i) => indexed({ id: `${tenant}-${i}`, tenant, text: text(tenant, i) })),
+      );
       answers.set(tenant, await searchIds(scratch.index, tenant, 'invoice order depot', embed(text(tenant, 42))));
       expect(scratch.index.memory().bytes).toBeLessThanOrEqual(16 * MiB);
     }
@@ -34,7 +37,10 @@ describe('the open tenant partitions', () => {
   it('are not closed under an iterator or a purge that is using them', async () => {
     scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS, memoryBudgetBytes: 1 });
     for (const tenant of tenants.slice(0, 3)) {
-      await scratch.index.upsert(tenant, Array.from({ length: 2_500 }, (_, i) => indexed({ id: `${tenant}-${i}`, tenant, text: text(tenant, i) })));
+      await scratch.index.upsert(
+        tenant,
+        Array.from({ length: 2_500 }, (_, i) => indexed({ id: `${tenant}-${i}`, tenant, text: text(tenant, i) })),
+      );
     }
     // An iterator pages through t0 while other tenants are opened between its pages (each opening evicts the rest).
     let seen = 0;

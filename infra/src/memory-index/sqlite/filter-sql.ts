@@ -1,4 +1,12 @@
-import { SENSITIVITY_RANK, SHARED_OWNERSHIP_KEY, exclusionKeys, reduceClauses, type IndexFilter, type ReadClause, type ReadExclusions } from '@elma/domain';
+import {
+  SENSITIVITY_RANK,
+  SHARED_OWNERSHIP_KEY,
+  exclusionKeys,
+  reduceClauses,
+  type IndexFilter,
+  type ReadClause,
+  type ReadExclusions,
+} from '@elma/domain';
 import { lineageNeedle, purposeNeedle } from './schema';
 
 export interface FilterSql {

@@ -23,7 +23,7 @@ const damages: Record<string, (path: string) => void> = {
     writeFileSync(path, bytes);
   },
   'replaced by random bytes': (path) => writeFileSync(path, randomBytes(statSync(path).size)),
-  'emptied': (path) => writeFileSync(path, Buffer.alloc(0)),
+  emptied: (path) => writeFileSync(path, Buffer.alloc(0)),
 };
 
 describe('the tenant graph file', () => {
@@ -31,7 +31,10 @@ describe('the tenant graph file', () => {
 
   it.each(Object.keys(damages))('is rebuilt from the rows when it was %s, never trusted', async (damage) => {
     scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS });
-    await scratch.index.upsert(T, texts.map((text, i) => indexed({ id: `m-${i}`, tenant: T, text })));
+    await scratch.index.upsert(
+      T,
+      texts.map((text, i) => indexed({ id: `m-${i}`, tenant: T, text })),
+    );
     await scratch.index.close();
     const graph = join(scratch.dir, `tenant-${T}.usearch`);
     damages[damage](graph);
@@ -49,8 +52,14 @@ describe('the tenant graph file', () => {
 
   it('is rebuilt from the rows after an erasure of most of the tenant, so it holds no mass of removed slots', async () => {
     scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS });
-    await scratch.index.upsert(T, texts.map((text, i) => indexed({ id: `m-${i}`, tenant: T, text })));
-    await scratch.index.purge(T, texts.slice(0, 300).map((_, i) => `m-${i}`));
+    await scratch.index.upsert(
+      T,
+      texts.map((text, i) => indexed({ id: `m-${i}`, tenant: T, text })),
+    );
+    await scratch.index.purge(
+      T,
+      texts.slice(0, 300).map((_, i) => `m-${i}`),
+    );
     await scratch.index.close();
     scratch.index = undefined;
 
@@ -66,20 +75,24 @@ describe('the tenant graph file', () => {
   });
 
   // With usearch 2.25.3 and no compaction, the fresh process aborted (SIGABRT, free(): corrupted unsorted chunks).
-  it.each([0.5, 0.9])(
-    'loads in a fresh process after an erasure of %d of the tenant in one purge',
-    async (share) => {
-      const n = 1_000;
-      scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS });
-      await scratch.index.upsert(T, Array.from({ length: n }, (_, i) => indexed({ id: `m-${i}`, tenant: T, text: `${texts[i % texts.length]} batch ${i}` })));
-      const erased = Array.from({ length: n * share }, (_, i) => `m-${i}`);
-      await scratch.index.purge(T, erased);
-      await scratch.index.close();
-      scratch.index = undefined;
+  it.each([0.5, 0.9])('loads in a fresh process after an erasure of %d of the tenant in one purge', async (share) => {
+    const n = 1_000;
+    scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS });
+    await scratch.index.upsert(
+      T,
+      Array.from({ length: n }, (_, i) => indexed({ id: `m-${i}`, tenant: T, text: `${texts[i % texts.length]} batch ${i}` })),
+    );
+    const erased = Array.from({ length: n * share }, (_, i) => `m-${i}`);
+    await scratch.index.purge(T, erased);
+    await scratch.index.close();
+    scratch.index = undefined;
 
-      const child = runChild(new URL('./testing/reopen.child.ts', import.meta.url), [scratch.dir, T, 'delivery note warehouse']);
-      expect({ status: child.status, signal: child.signal, stderr: child.stderr.slice(0, 300) }).toEqual({ status: 0, signal: null, stderr: '' });
-      expect(child.stdout.trim()).toBe(`count ${n - erased.length} hits 10`);
-    },
-  );
+    const child = runChild(new URL('./testing/reopen.child.ts', import.meta.url), [scratch.dir, T, 'delivery note warehouse']);
+    expect({ status: child.status, signal: child.signal, stderr: child.stderr.slice(0, 300) }).toEqual({
+      status: 0,
+      signal: null,
+      stderr: '',
+    });
+    expect(child.stdout.trim()).toBe(`count ${n - erased.length} hits 10`);
+  });
 });

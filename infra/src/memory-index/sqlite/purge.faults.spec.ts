@@ -22,7 +22,11 @@ describe('a purge killed midway', () => {
 
   it('is completed by a retry in a fresh process: no plaintext or vector of the record in any tenant file, the WAL included', async () => {
     const vector = embed(VICTIM_TEXT);
-    const needles = [Buffer.from('ZQXMARKER9731'), Buffer.from('zqxmarker9731'), Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength)];
+    const needles = [
+      Buffer.from('ZQXMARKER9731'),
+      Buffer.from('zqxmarker9731'),
+      Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength),
+    ];
 
     // Given a purge killed (kill -9) after its row deletion committed and before the WAL checkpoint,
     const killed = runChild(new URL('./testing/purge.child.ts', import.meta.url), ['kill-mid-purge', dir]);

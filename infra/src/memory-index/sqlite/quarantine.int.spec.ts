@@ -17,7 +17,12 @@ function damage(path: string, offset: number, length: number): void {
 }
 
 const seed = async (index: SqliteMemoryIndex, tenant: string, n = 200) =>
-  index.upsert(tenant, Array.from({ length: n }, (_, i) => indexed({ id: `${tenant}-${i}`, tenant, text: `${tenant} shipment ${i} left the depot on day ${i % 30}` })));
+  index.upsert(
+    tenant,
+    Array.from({ length: n }, (_, i) =>
+      indexed({ id: `${tenant}-${i}`, tenant, text: `${tenant} shipment ${i} left the depot on day ${i % 30}` }),
+    ),
+  );
 
 describe('a corrupt tenant partition', () => {
   const scratch = scratchIndex('quarantine');
@@ -38,7 +43,13 @@ describe('a corrupt tenant partition', () => {
     scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS });
     // Reads of the damaged tenant fail with the typed error, naming the tenant only.
     const failure = await scratch.index
-      .search({ tenant: 'bad', text: 'shipment depot', vector: embed('bad shipment 3'), limit: 10, filter: { statuses: ['active'], maxSensitivity: 'restricted', now: '2025-01-01T00:00:00.000Z' } })
+      .search({
+        tenant: 'bad',
+        text: 'shipment depot',
+        vector: embed('bad shipment 3'),
+        limit: 10,
+        filter: { statuses: ['active'], maxSensitivity: 'restricted', now: '2025-01-01T00:00:00.000Z' },
+      })
       .then(() => scratch.index!.count('bad'))
       .then(() => scratch.index!.currentFacts('bad', 'x'))
       .then(() => Promise.all(Array.from({ length: 2_000 }, (_, i) => scratch.index!.get('bad', `bad-${i}`))))

@@ -145,7 +145,8 @@ export function migrateTenantSchema(db: Database.Database): void {
     })();
   }
   // Token counts came later; rows indexed before have none and are counted at recall instead.
-  if (!(db.pragma('table_info(memories)') as { name: string }[]).some((c) => c.name === 'tokens')) db.exec('ALTER TABLE memories ADD COLUMN tokens INTEGER');
+  if (!(db.pragma('table_info(memories)') as { name: string }[]).some((c) => c.name === 'tokens'))
+    db.exec('ALTER TABLE memories ADD COLUMN tokens INTEGER');
   db.exec(`
     CREATE INDEX IF NOT EXISTS memories_by_fact ON memories (fact_key) WHERE fact_key IS NOT NULL AND tx_to IS NULL;
     CREATE UNIQUE INDEX IF NOT EXISTS memories_current ON memories (id) WHERE tx_to IS NULL;
@@ -155,7 +156,10 @@ export function migrateTenantSchema(db: Database.Database): void {
 
 function backfillLineage(db: Database.Database): void {
   const update = db.prepare('UPDATE memories SET lineage_set = ? WHERE rowid = ?');
-  for (const row of db.prepare('SELECT rowid, record FROM memories WHERE lineage_set IS NULL').all() as { rowid: number; record: string }[]) {
+  for (const row of db.prepare('SELECT rowid, record FROM memories WHERE lineage_set IS NULL').all() as {
+    rowid: number;
+    record: string;
+  }[]) {
     update.run(lineageSet(JSON.parse(row.record) as MemoryRecord), row.rowid);
   }
 }
@@ -167,9 +171,26 @@ function backfillLineage(db: Database.Database): void {
  * generation moves on, so the vector graph is rebuilt from the rows.
  */
 function migrateToVersionRows(db: Database.Database): void {
-  const create = TENANT_SCHEMA.slice(TENANT_SCHEMA.indexOf('CREATE TABLE IF NOT EXISTS memories ('), TENANT_SCHEMA.indexOf(');') + 2)
-    .replace('CREATE TABLE IF NOT EXISTS memories (', 'CREATE TABLE memories_versioned (');
-  const kept = ['id', 'kind', 'status', 'sensitivity_rank', 'owner', 'project', 'retention_class', 'purpose_set', 'valid_from', 'valid_to', 'recorded_at', 'expires_at', 'record', 'vector'];
+  const create = TENANT_SCHEMA.slice(
+    TENANT_SCHEMA.indexOf('CREATE TABLE IF NOT EXISTS memories ('),
+    TENANT_SCHEMA.indexOf(');') + 2,
+  ).replace('CREATE TABLE IF NOT EXISTS memories (', 'CREATE TABLE memories_versioned (');
+  const kept = [
+    'id',
+    'kind',
+    'status',
+    'sensitivity_rank',
+    'owner',
+    'project',
+    'retention_class',
+    'purpose_set',
+    'valid_from',
+    'valid_to',
+    'recorded_at',
+    'expires_at',
+    'record',
+    'vector',
+  ];
   const sequence = (db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'memories'`).pluck().get() as number | undefined) ?? 0;
   db.transaction(() => {
     db.exec(create);

@@ -100,7 +100,12 @@ describe('SqliteMemoryIndex on disk', () => {
           tenant: T,
           text: 'upgrade note invoices',
           limit: 10,
-          filter: { statuses: RECALLABLE_STATUSES, maxSensitivity: 'restricted', now: '2025-01-01T00:00:00.000Z', clauses: [{ ruleId: 'r', maxSensitivity: 'restricted', ...clause }] },
+          filter: {
+            statuses: RECALLABLE_STATUSES,
+            maxSensitivity: 'restricted',
+            now: '2025-01-01T00:00:00.000Z',
+            clauses: [{ ruleId: 'r', maxSensitivity: 'restricted', ...clause }],
+          },
         })
       ).map((h) => h.record.id);
     expect(await byClause({ purpose: 'support' })).toEqual(['support-note']);
@@ -160,7 +165,9 @@ describe('SqliteMemoryIndex on disk', () => {
   it('ranks by the rare word of a query whose other words are in most memories, and still answers all-common queries', async () => {
     dir = tempDir();
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
-    const common = Array.from({ length: 1_500 }, (_, i) => indexed({ id: `c-${i}`, tenant: T, text: `weekly status update meeting notes ${i}` }));
+    const common = Array.from({ length: 1_500 }, (_, i) =>
+      indexed({ id: `c-${i}`, tenant: T, text: `weekly status update meeting notes ${i}` }),
+    );
     await index.upsert(T, [...common, indexed({ id: 'rare', tenant: T, text: 'weekly status update: the Zanzibar office closes' })]);
 
     expect((await search(index, 'weekly status zanzibar'))[0]).toBe('rare');

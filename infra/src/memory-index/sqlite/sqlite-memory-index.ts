@@ -86,7 +86,8 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     // A lost checkpoint after a power cut only means replaying a batch (idempotent); no fsync per save.
     this.meta.pragma('synchronous = NORMAL');
     this.meta.exec(META_SCHEMA);
-    for (const { tenant } of this.meta.prepare('SELECT tenant FROM quarantined_tenants').all() as { tenant: string }[]) this.quarantine.add(tenant);
+    for (const { tenant } of this.meta.prepare('SELECT tenant FROM quarantined_tenants').all() as { tenant: string }[])
+      this.quarantine.add(tenant);
   }
 
   async upsert(tenant: string, memories: IndexedMemory[]): Promise<void> {
@@ -168,7 +169,9 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
   }
 
   records(tenant: string): AsyncIterable<MemoryRecord> {
-    return this.batched(tenant, (partition, after) => partition.recordsAfter(after, 1_000).map((r) => ({ rowid: r.rowid, item: r.record })));
+    return this.batched(tenant, (partition, after) =>
+      partition.recordsAfter(after, 1_000).map((r) => ({ rowid: r.rowid, item: r.record })),
+    );
   }
 
   lineage(tenant: string): AsyncIterable<LineageEntry> {
@@ -176,8 +179,11 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
   }
 
   /** Pages through a partition by rowid, so no statement stays open across the consumer's awaits. */
-  private async *batched<T>(tenant: string, page: (partition: TenantPartition, after: number) => { rowid: number; item: T }[]): AsyncIterable<T> {
-    for (let after = 0; ; ) {
+  private async *batched<T>(
+    tenant: string,
+    page: (partition: TenantPartition, after: number) => { rowid: number; item: T }[],
+  ): AsyncIterable<T> {
+    for (let after = 0; ;) {
       const batch = this.guard(tenant, () => {
         const partition = this.partition(tenant, false);
         return partition ? page(partition, after) : [];
@@ -263,8 +269,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
   async load(name: string): Promise<bigint | undefined> {
     this.assertOpen();
     const row = this.meta.prepare('SELECT position FROM checkpoints WHERE name = ?').safeIntegers(true).get(name) as
-      | { position: bigint }
-      | undefined;
+      { position: bigint } | undefined;
     return row?.position;
   }
 

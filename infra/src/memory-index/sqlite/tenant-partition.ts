@@ -1,7 +1,15 @@
 import { closeSync, existsSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { MemoryRecord, SENSITIVITY_RANK, entityToken, tokenize, type IndexedMemory, type LineageEntry, type MemoryKind } from '@elma/domain';
+import {
+  MemoryRecord,
+  SENSITIVITY_RANK,
+  entityToken,
+  tokenize,
+  type IndexedMemory,
+  type LineageEntry,
+  type MemoryKind,
+} from '@elma/domain';
 import type { FilterSql } from './filter-sql';
 import { millis } from './filter-sql';
 import { factKeyOf, lineageSet, migrateTenantSchema, purposeSet, TENANT_SCHEMA } from './schema';
@@ -103,8 +111,7 @@ export class TenantPartition {
     this.db.transaction(() => {
       for (const { record, vector } of memories) {
         const current = this.stmt('SELECT rowid, version FROM memories WHERE id = ? AND tx_to IS NULL').get(record.id) as
-          | { rowid: number; version: number }
-          | undefined;
+          { rowid: number; version: number } | undefined;
         const txFrom = millis(record.revisedAt ?? record.recordedAt, 'revisedAt');
         if (current && current.version > record.version) continue;
         if (!current && this.stmt('SELECT 1 FROM memories WHERE id = ? AND version >= ?').get(record.id, record.version)) continue;
@@ -161,7 +168,10 @@ export class TenantPartition {
 
   /** Up to `limit` records with rowid > `after`, in rowid order. */
   recordsAfter(after: number, limit: number): { rowid: number; record: MemoryRecord }[] {
-    const rows = this.stmt('SELECT rowid, record FROM memories WHERE rowid > ? AND tx_to IS NULL ORDER BY rowid LIMIT ?').all(after, limit) as {
+    const rows = this.stmt('SELECT rowid, record FROM memories WHERE rowid > ? AND tx_to IS NULL ORDER BY rowid LIMIT ?').all(
+      after,
+      limit,
+    ) as {
       rowid: number;
       record: string;
     }[];
@@ -208,9 +218,11 @@ export class TenantPartition {
   }
 
   currentFacts(factKey: string): MemoryRecord[] {
-    return (this.stmt('SELECT record FROM memories WHERE fact_key = ? AND tx_to IS NULL ORDER BY tx_from, rowid').all(factKey) as { record: string }[]).map(
-      (r) => JSON.parse(r.record) as MemoryRecord,
-    );
+    return (
+      this.stmt('SELECT record FROM memories WHERE fact_key = ? AND tx_to IS NULL ORDER BY tx_from, rowid').all(factKey) as {
+        record: string;
+      }[]
+    ).map((r) => JSON.parse(r.record) as MemoryRecord);
   }
 
   allIds(): string[] {
@@ -311,7 +323,12 @@ export class TenantPartition {
     return new Map(
       rows.map((r) => [
         r.rowid,
-        { rowid: r.rowid, record: withUsage(JSON.parse(r.record) as MemoryRecord, r), vector: fromBlob(r.vector), ...(r.tokens !== null ? { tokens: r.tokens } : {}) },
+        {
+          rowid: r.rowid,
+          record: withUsage(JSON.parse(r.record) as MemoryRecord, r),
+          vector: fromBlob(r.vector),
+          ...(r.tokens !== null ? { tokens: r.tokens } : {}),
+        },
       ]),
     );
   }
@@ -535,7 +552,7 @@ function fileDigest(path: string): string {
   const buffer = Buffer.allocUnsafe(4 * 1024 * 1024);
   const fd = openSync(path, 'r');
   try {
-    for (let read; (read = readSync(fd, buffer, 0, buffer.length, null)) > 0; ) hash.update(buffer.subarray(0, read));
+    for (let read; (read = readSync(fd, buffer, 0, buffer.length, null)) > 0;) hash.update(buffer.subarray(0, read));
   } finally {
     closeSync(fd);
   }

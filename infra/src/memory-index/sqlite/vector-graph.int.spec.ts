@@ -25,13 +25,19 @@ describe('VectorGraph.scrub', () => {
   it('removes nodes and leaves none of their vector bytes in the saved graph, keeping the rest searchable', () => {
     const graph = new VectorGraph(64);
     const vectors = Array.from({ length: 3_000 }, (_, i) => prngVector(64, i + 1));
-    graph.add(vectors.map((_, i) => i + 1), vectors);
+    graph.add(
+      vectors.map((_, i) => i + 1),
+      vectors,
+    );
     const gone = Array.from({ length: 300 }, (_, i) => i * 10 + 1);
     const path = join(dir, 'graph.usearch');
 
     // A soft removal alone leaves the bytes: this is what scrub exists for.
     const soft = new VectorGraph(64);
-    soft.add(vectors.map((_, i) => i + 1), vectors);
+    soft.add(
+      vectors.map((_, i) => i + 1),
+      vectors,
+    );
     soft.remove(gone);
     soft.save(path);
     expect(gone.filter((k) => readFileSync(path).includes(Buffer.from(vectors[k - 1].buffer))).length).toBeGreaterThan(0);
@@ -54,12 +60,23 @@ describe('VectorGraph files', () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   // usearch 2.25.3 aborted the process (free(): corrupted unsorted chunks, exit 134) loading such files from 49 % on.
-  it.each([0.3, 0.5, 0.75, 0.99])('loads and searches a saved graph with %d of its nodes removed, without crashing the process', (share) => {
-    const nodes = 2_000;
-    const child = runChild(new URL('./testing/graph-reload.child.ts', import.meta.url), [join(dir, `graph-${share}.usearch`), String(nodes), String(share)]);
-    expect({ status: child.status, signal: child.signal, stderr: child.stderr.slice(0, 300) }).toEqual({ status: 0, signal: null, stderr: '' });
-    expect(child.stdout.trim()).toBe(`loaded ${nodes - Math.floor(nodes * share)}`);
-  });
+  it.each([0.3, 0.5, 0.75, 0.99])(
+    'loads and searches a saved graph with %d of its nodes removed, without crashing the process',
+    (share) => {
+      const nodes = 2_000;
+      const child = runChild(new URL('./testing/graph-reload.child.ts', import.meta.url), [
+        join(dir, `graph-${share}.usearch`),
+        String(nodes),
+        String(share),
+      ]);
+      expect({ status: child.status, signal: child.signal, stderr: child.stderr.slice(0, 300) }).toEqual({
+        status: 0,
+        signal: null,
+        stderr: '',
+      });
+      expect(child.stdout.trim()).toBe(`loaded ${nodes - Math.floor(nodes * share)}`);
+    },
+  );
 });
 
 describe('VectorGraph memory', () => {
@@ -71,7 +88,10 @@ describe('VectorGraph memory', () => {
     const dimensions = 384;
     const graph = new VectorGraph(dimensions);
     const vectors = Array.from({ length: 4_000 }, (_, i) => prngVector(dimensions, i + 1));
-    graph.add(vectors.map((_, i) => i + 1), vectors);
+    graph.add(
+      vectors.map((_, i) => i + 1),
+      vectors,
+    );
     const path = join(dir, 'graph.usearch');
     graph.save(path);
     graph.release();

@@ -150,7 +150,8 @@ export class VectorGraph {
       const { bavail, bsize } = statfsSync(dirname(path));
       // A torn temporary file would hold on to the very space that ran out.
       rmSync(temporary, { force: true });
-      if (bavail * bsize < 1024 * 1024) throw Object.assign(new Error('no space left to save the vector graph'), { code: 'ENOSPC', cause: error });
+      if (bavail * bsize < 1024 * 1024)
+        throw Object.assign(new Error('no space left to save the vector graph'), { code: 'ENOSPC', cause: error });
       throw error;
     }
     renameSync(temporary, path);
@@ -209,7 +210,15 @@ function release(index: Index, dimensions: number): void {
   try {
     if (!empty || !existsSync(empty)) {
       empty = join(mkdtempSync(join(tmpdir(), 'elma-graph-')), `empty-${dimensions}.usearch`);
-      new Index({ dimensions, metric: MetricKind.Cos, quantization: ScalarKind.F32, connectivity: 2, expansion_add: 2, expansion_search: 2, multi: false }).save(empty);
+      new Index({
+        dimensions,
+        metric: MetricKind.Cos,
+        quantization: ScalarKind.F32,
+        connectivity: 2,
+        expansion_add: 2,
+        expansion_search: 2,
+        multi: false,
+      }).save(empty);
       emptyGraphs.set(dimensions, empty);
     }
     index.load(empty);

@@ -11,11 +11,14 @@ const [path, nodesArg, shareArg] = process.argv.slice(2);
 const nodes = Number(nodesArg);
 const dimensions = 64;
 let state = 7;
-const random = () => ((state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 4294967296) - 0.5;
+const random = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 4294967296 - 0.5;
 const vectors = Array.from({ length: nodes }, () => Float32Array.from({ length: dimensions }, random));
 
 const graph = new VectorGraph(dimensions);
-graph.add(vectors.map((_, i) => i + 1), vectors);
+graph.add(
+  vectors.map((_, i) => i + 1),
+  vectors,
+);
 graph.scrub(Array.from({ length: Math.floor(nodes * Number(shareArg)) }, (_, i) => i + 1));
 graph.save(path);
 

@@ -20,7 +20,9 @@ const [mode, dir] = process.argv.slice(2);
 const index = await SqliteMemoryIndex.open({ dir, dimensions: 384 });
 
 if (mode === 'kill-mid-purge') {
-  const neighbours = Array.from({ length: 300 }, (_, i) => indexed({ id: `n-${i}`, tenant: PURGE_TENANT, text: `routine note ${i} about the patient portal` }));
+  const neighbours = Array.from({ length: 300 }, (_, i) =>
+    indexed({ id: `n-${i}`, tenant: PURGE_TENANT, text: `routine note ${i} about the patient portal` }),
+  );
   await index.upsert(PURGE_TENANT, [indexed({ id: 'victim', tenant: PURGE_TENANT, text: VICTIM_TEXT }), ...neighbours]);
   await index.flush();
   void index.purge(PURGE_TENANT, ['victim']);
