@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import type { ErasureCertification, ErasureRequests, ErasureSteps, EraseSet, HeldRecord, StepAttempt } from '@elma/application';
+import type { CertifyOutcome, ErasureCertification, ErasureRequests, ErasureSteps, EraseSet, StepAttempt } from '@elma/application';
 import type { Verification } from '@elma/domain';
 import { withDomainFailures } from '../shared/failures';
 
@@ -33,19 +33,7 @@ export function createErasureActivities(deps: { erasure: ErasureActivityDeps }) 
       step((at) => e.writeTombstones(tenant, requestId, set, at)),
     erasureVerify: (tenant: string, requestId: string, set: EraseSet, round: number): Promise<Attempted<Verification>> =>
       step((at) => e.verify(tenant, requestId, set, round, at)),
-    erasureCertify: (
-      tenant: string,
-      requestId: string,
-      outcome: {
-        set: EraseSet;
-        held: HeldRecord[];
-        verification: Verification;
-        approvedBy: string | null;
-        approvedAt: string | null;
-        streamsDeleted: number;
-        tombstones: number;
-      },
-    ) => step((at) => c.certify(tenant, requestId, outcome, at)),
+    erasureCertify: (tenant: string, requestId: string, outcome: CertifyOutcome) => step((at) => c.certify(tenant, requestId, outcome, at)),
     /** Shreds the scope and workset of a request that ends without a certificate; `outcome` is a failure code. */
     erasureAbandon: (tenant: string, requestId: string, outcome: string) => withDomainFailures(() => c.abandon(tenant, requestId, outcome)),
     /** Abandons the requests whose workset outlived the tenant's retention window. */

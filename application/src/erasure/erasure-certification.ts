@@ -17,6 +17,17 @@ import { inScope, recordStep, requireWorkset, type EraseSet, type HeldRecord, ty
 import { ErasureStore } from './erasure-store';
 import type { ErasureFingerprints } from './fingerprints';
 
+/** What the steps before certification found and did: the certificate states it. */
+export interface CertifyOutcome {
+  set: EraseSet;
+  held: HeldRecord[];
+  verification: Verification;
+  approvedBy: string | null;
+  approvedAt: string | null;
+  streamsDeleted: number;
+  tombstones: number;
+}
+
 /**
  * The end of an erasure: the signed certificate (step 12), or the
  * abandonment of a request that gets none, and the sweep that abandons
@@ -46,15 +57,7 @@ export class ErasureCertification {
   async certify(
     tenant: string,
     requestId: string,
-    outcome: {
-      set: EraseSet;
-      held: HeldRecord[];
-      verification: Verification;
-      approvedBy: string | null;
-      approvedAt: string | null;
-      streamsDeleted: number;
-      tombstones: number;
-    },
+    outcome: CertifyOutcome,
     at: StepAttempt,
   ): Promise<{ keyId: string; signature: string }> {
     const erasure = await this.deps.store.load(tenant, requestId);
