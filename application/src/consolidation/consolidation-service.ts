@@ -302,13 +302,13 @@ export class ConsolidationService {
     };
   }
 
-  /** Appends each view's `MemoryRecorded` with a deterministic event id; an existing one is a duplicate, an erased id is skipped. */
+  /**
+   * Appends each view's `MemoryRecorded` with a deterministic event id; an existing one is a duplicate, an erased
+   * id is skipped, and so is a view of an input erased since it was read (an erasure ran meanwhile).
+   */
   private async write(tenant: string, views: MemoryRecord[], result: ConsolidationResult): Promise<void> {
-    const erased = await this.deps.sealer.erasedAmong(
-      tenant,
-      views.map((v) => v.id),
-    );
-    const live = views.filter((v) => !erased.has(v.id));
+    const erased = await this.deps.sealer.erasedAmong(tenant, [...new Set(views.flatMap((v) => [v.id, ...v.provenance.parentIds]))]);
+    const live = views.filter((v) => !erased.has(v.id) && !v.provenance.parentIds.some((id) => erased.has(id)));
     result.skippedErased += views.length - live.length;
     if (live.length === 0) return;
     let requests;

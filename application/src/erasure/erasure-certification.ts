@@ -13,7 +13,7 @@ import type { AuditLog } from '../audit/audit-log';
 import type { CertificateSigner } from '@elma/domain';
 import type { LegalHolds } from '../governance/legal-holds';
 import type { PolicyStore } from '../governance/policy-store';
-import { inScope, recordStep, requireWorkset, type EraseSet, type HeldRecord, type StepAttempt } from './erasure-common';
+import { keepsPseudonym, recordStep, requireWorkset, type EraseSet, type HeldRecord, type StepAttempt } from './erasure-common';
 import { ErasureStore } from './erasure-store';
 import type { ErasureFingerprints } from './fingerprints';
 
@@ -220,10 +220,7 @@ export class ErasureCertification {
    * (the hold must still find them). A time range erases part of a subject: kept too.
    */
   private async forgetErasedSubject(tenant: string, scope: ErasureScope, held: HeldRecord[]): Promise<void> {
-    if (scope.type !== 'subject' || held.length > 0) return;
-    const holds = await this.deps.holds.list(tenant, { fresh: true });
-    if (holds.some((hold) => hold.scope.subjects?.includes(scope.subject))) return;
-    for await (const entry of this.deps.index.lineage(tenant)) if (inScope(entry, scope)) return;
+    if (scope.type !== 'subject' || (await keepsPseudonym(this.deps, tenant, scope, held.length))) return;
     await this.deps.vault.forgetSubject(tenant, scope.subject);
   }
 

@@ -5,10 +5,12 @@ import {
   type ErasureStep,
   type HoldTarget,
   type LineageEntry,
+  type MemoryIndex,
   type StepRecord,
   type Workset,
 } from '@elma/domain';
 import type { AuditLog } from '../audit/audit-log';
+import type { LegalHolds } from '../governance/legal-holds';
 import type { Erasure, ErasureStore } from './erasure-store';
 
 /** The actor of erasures the system starts itself (the retention sweep). */
@@ -96,4 +98,22 @@ export function heldView(entry: LineageEntry): HoldTarget {
     policy: { owner: entry.owner, project: entry.project },
     provenance: { parentIds: entry.parentIds, sourceEventIds: entry.sourceEventIds },
   };
+}
+
+/**
+ * Whether a subject erased whole keeps its pseudonym: while any record of theirs is left (held, or not the
+ * caller's to erase), or an active hold names them (the hold must still find them). Their events stream is
+ * deleted only when they lose it: a kept pseudonym names the stream their next write goes to.
+ */
+export async function keepsPseudonym(
+  deps: { holds: LegalHolds; index: MemoryIndex },
+  tenant: string,
+  scope: Extract<ErasureScope, { type: 'subject' }>,
+  held: number,
+): Promise<boolean> {
+  if (held > 0) return true;
+  const holds = await deps.holds.list(tenant, { fresh: true });
+  if (holds.some((hold) => hold.scope.subjects?.includes(scope.subject))) return true;
+  for await (const entry of deps.index.lineage(tenant)) if (inScope(entry, scope)) return true;
+  return false;
 }

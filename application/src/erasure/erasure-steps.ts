@@ -17,6 +17,7 @@ import {
   type LogCompaction,
   type LogCompactionReport,
   type KeyVault,
+  type ErasureScope,
   type LineageEntry,
   type MemoryIndex,
   type MemoryRecord,
@@ -30,8 +31,10 @@ import type { Projection } from '../views/projection';
 import type { ProjectionRunner } from '../views/runner';
 import {
   RETENTION_ACTOR,
+  heldView,
   inScope,
   isExpired,
+  keepsPseudonym,
   recordStep,
   requireWorkset,
   type EraseSet,
@@ -263,9 +266,12 @@ export class ErasureSteps {
   }
 
   /**
-   * Step 9: each erased record's memory stream, and each event stream whose
-   * events are all erased. An event stream that also holds kept events stays;
-   * its erased events are ciphertext under shredded keys.
+   * Step 9: first what was derived from the set after its closure was captured (see `eraseLateDerived`); then
+   * each erased record's memory stream, and each event stream whose events are all erased and whose subject
+   * loses its pseudonym. An event stream that also holds kept events stays, and so does one whose subject
+   * keeps its pseudonym (held records, an active hold, records left, an erasure by other than subject): the
+   * subject's next write goes to the stream its pseudonym names, and a deleted stream refuses writes for good.
+   * Their erased events are ciphertext under shredded keys.
    */
   async deleteStreams(
     tenant: string,
@@ -275,6 +281,11 @@ export class ErasureSteps {
   ): Promise<{ deleted: number; shreddedInPlace: number }> {
     const erasure = await this.deps.store.loadRequest(tenant, requestId);
     const workset = await requireWorkset(erasure);
+    const scope = await erasure.scope();
+    const lateDerived = await this.eraseLateDerived(tenant, scope, workset, set);
+    const erasedRecords = new Set(set.recordIds);
+    const held = workset.records.filter((r) => !erasedRecords.has(r.id)).length;
+    const forgotten = scope.type === 'subject' && !(await keepsPseudonym(this.deps, tenant, scope, held));
     const erasedEvents = new Set(set.eventIds);
     const candidates = new Set(await this.currentStreamNames(tenant, set.eventIds.map((id) => workset.eventStreams[id]).filter(Boolean)));
     let deleted = 0;
@@ -286,7 +297,7 @@ export class ErasureSteps {
         if (erasedEvents.has(event.id)) erasedHere++;
         else all = false;
       }
-      if (all) {
+      if (all && forgotten) {
         await this.deps.log.deleteStream(stream);
         deleted++;
       } else shreddedInPlace += erasedHere;
@@ -296,9 +307,41 @@ export class ErasureSteps {
       deleted++;
     }
     // A tombstone hides the events; only a scavenge removes them from the log's files.
-    if (this.deps.compaction && deleted > 0) await this.deps.compaction.port.request();
-    await this.complete(erasure, 'delete_streams', at, { deleted, shreddedInPlace });
+    if (this.deps.compaction && deleted + lateDerived > 0) await this.deps.compaction.port.request();
+    await this.complete(erasure, 'delete_streams', at, { deleted, shreddedInPlace, lateDerived });
     return { deleted, shreddedInPlace };
+  }
+
+  /**
+   * Records whose lineage meets the erased set but that the captured closure lacks: consolidation runs beside
+   * the erasure, so a view of records it read before the purge can be written after the closure step. They
+   * belong to D*(m), so they go the way of the set: purged, evicted, shredded, their memory streams deleted
+   * (a subject's pseudonym is otherwise kept by a view of their erased records). Records of the captured
+   * closure (a held one stays), records a hold covers now and, for expiry, records not expired are left (as
+   * `closure` leaves them). Returns how many were erased.
+   */
+  private async eraseLateDerived(tenant: string, scope: ErasureScope, workset: Workset, set: EraseSet): Promise<number> {
+    if (this.deps.runner.running) await this.deps.runner.waitFor(await this.deps.log.headPosition(), 60_000);
+    const erased = new Set([...set.recordIds, ...set.eventIds]);
+    const captured = new Set(workset.records.map((r) => r.id));
+    const nodes: LineageEntry[] = [];
+    for await (const entry of this.deps.index.lineage(tenant)) nodes.push(entry);
+    const meets = nodes.filter((n) => !captured.has(n.id) && [...n.parentIds, ...n.sourceEventIds].some((id) => erased.has(id)));
+    if (meets.length === 0) return 0;
+    const holds = await this.deps.holds.list(tenant, { fresh: true });
+    const byId = new Map(nodes.map((n) => [n.id, n]));
+    const kept = (entry: LineageEntry) =>
+      captured.has(entry.id) || isHeld(heldView(entry), holds) || (scope.type === 'expired' && !isExpired(entry, scope.asOf));
+    const late = deletionClosure(
+      meets.map((n) => n.id),
+      nodes,
+    ).recordIds.filter((id) => !kept(byId.get(id)!));
+    if (late.length === 0) return 0;
+    await this.deps.index.purge(tenant, late);
+    this.deps.projection.forget(tenant, late);
+    await this.deps.vault.shred(tenant, late);
+    for (const id of late) await this.deps.log.deleteStream(streams.memory(tenant, id));
+    return late.length;
   }
 
   /**
