@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { createApi } from '@elma/api';
-import { createLogger } from '@elma/shared';
+import { createLogger, type Logger } from '@elma/shared';
 import { loadConfig, startTemporalDevServer, type ElmaConfig, type TemporalDevServer } from '@elma/infra';
-import { openElma, type Elma } from '@elma/runtime';
+import { openElma, type Elma, type EngineHealth } from '@elma/runtime';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { configuredWorkerOptions, createWorkerFor, wireTemporal } from '@elma/worker';
@@ -26,20 +26,7 @@ const RESTART_BACKOFF_MS = { first: 1_000, max: 30_000 };
  */
 export async function startCommand(_argv: string[], mode: { worker: boolean } = { worker: true }): Promise<number | undefined> {
   const config = loadConfig();
-  if (!mode.worker) {
-    if (!config.temporal.address) {
-      process.stderr.write(
-        'elma api needs TEMPORAL_ADDRESS (host:port of the Temporal front-end); `elma start` runs a dev server instead\n',
-      );
-      return 2;
-    }
-    if (config.index === 'sqlite') {
-      process.stderr.write(
-        'elma api runs without a worker, which the embedded index cannot share between processes: use `elma start`, or ELMA_INDEX=elasticsearch\n',
-      );
-      return 2;
-    }
-  }
+  if (!mode.worker && !canRunApiOnly(config)) return 2;
   const stops: (() => Promise<void>)[] = [];
   let stopping = false;
   const stopAll = async () => {
@@ -55,50 +42,7 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     if (ownership) stops.push(async () => ownership.release());
 
     const elmaLogger = createLogger(config.logLevel);
-    let temporal: TemporalDevServer | undefined;
-    let temporalRestarting = false;
-    let address = config.temporal.address;
-    if (!address) {
-      process.stderr.write('[elma] starting the Temporal dev server...\n');
-      const devServerOptions = {
-        dbFile: config.temporal.dbFile,
-        port: config.temporal.port,
-        uiPort: config.temporal.uiPort,
-        namespace: config.temporal.namespace,
-        searchAttributes: ELMA_SEARCH_ATTRIBUTES,
-        pidFile: join(config.dataDir, 'temporal.pid'),
-      };
-      temporal = await startTemporalDevServer(devServerOptions);
-      stops.push(() => temporal!.stop());
-      address = temporal.address;
-      // A dev server that dies is started again on the same ports and database; health says down meanwhile.
-      const supervise = (server: TemporalDevServer) => {
-        void server.exited.then(async ({ code, signal }) => {
-          if (stopping || server !== temporal) return;
-          temporalRestarting = true;
-          elmaLogger.error('temporal dev server exited; restarting it', { code, signal });
-          for (let delay = RESTART_BACKOFF_MS.first; !stopping; delay = Math.min(delay * 2, RESTART_BACKOFF_MS.max)) {
-            await sleep(delay);
-            if (stopping) return;
-            try {
-              temporal = await startTemporalDevServer(devServerOptions);
-              if (stopping) return void (await temporal.stop());
-              temporalRestarting = false;
-              elmaLogger.warn('temporal dev server restarted', { startupMs: temporal.startupMs });
-              supervise(temporal);
-              return;
-            } catch (error) {
-              elmaLogger.error('temporal dev server did not restart; retrying', {
-                name: (error as Error)?.name,
-                retryInMs: Math.min(delay * 2, RESTART_BACKOFF_MS.max),
-              });
-            }
-          }
-        });
-      };
-      supervise(temporal);
-    }
-    const temporalAddress = address;
+    const temporal = await connectTemporalServer(config, elmaLogger, () => stopping, stops);
 
     const elma = await openElma(config, { logger: elmaLogger });
     stops.push(() => elma.close());
@@ -107,28 +51,14 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     // Temporal's runtime logs at INFO by default; WARN keeps the console to what an operator must see.
     Runtime.install({ logger: new DefaultLogger('WARN') });
     let running: Promise<void> = Promise.resolve();
-    if (mode.worker) running = (await superviseWorker(config, temporalAddress, elma, () => stopping, stops)).running;
+    if (mode.worker) running = (await superviseWorker(config, temporal.address, elma, () => stopping, stops)).running;
 
     const temporalClient = await Connection.connect({
-      address: temporalAddress,
+      address: temporal.address,
       ...(config.temporal.tls ? { tls: config.temporal.tls } : {}),
     });
     stops.push(() => temporalClient.close());
-    elma.addHealthProbe('temporal', async () => {
-      const engine = temporal ? 'temporal dev server' : 'temporal';
-      if (temporalRestarting) return { engine, up: false, detail: { address: temporalAddress, restarting: true } };
-      // A bounded check: a server that is down must not hold /health for the client's whole retry budget.
-      const status = await Promise.race([
-        temporalClient
-          .withDeadline(Date.now() + 2_000, () => temporalClient.healthService.check({}))
-          .then(
-            (response) => response.status,
-            () => undefined,
-          ),
-        sleep(2_000).then(() => undefined),
-      ]);
-      return { engine, up: status === 1, detail: { address: temporalAddress, ...(status === undefined ? { reachable: false } : {}) } };
-    });
+    elma.addHealthProbe('temporal', () => temporalHealth(temporal, temporalClient));
 
     const clientOptions = { connection: temporalClient, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
     const erasures = await wireTemporal(elma, clientOptions, {
@@ -139,48 +69,12 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     const app = await createApi(elma, { erasures });
     stops.push(() => app.close());
 
-    // Erasure requests stored while Temporal was unreachable, or by a process that died before starting them.
-    let draining: Promise<void> | undefined;
-    const drain = () =>
-      (draining ??= elma.erasure.requests
-        .startPending((entry) => erasures.start(entry))
-        .then(({ started, pending }) => {
-          if (started > 0 || pending > 0) elma.logger.info('erasure outbox drained', { started, pending });
-        })
-        .catch((error: unknown) => elma.logger.warn('erasure outbox not drained', { name: (error as Error)?.name }))
-        .finally(() => (draining = undefined)));
-    await drain();
-    const drainTimer = setInterval(() => void drain(), OUTBOX_DRAIN_MS);
-    drainTimer.unref();
-    stops.push(async () => {
-      clearInterval(drainTimer);
-      await draining;
-    });
+    await drainErasureOutbox(elma, erasures, stops);
 
     await app.listen({ port: config.port, host: config.host });
-    const api = `http://${config.host}:${config.port}`;
+    process.stdout.write(runningBanner(config, mode, temporal));
 
-    process.stdout.write(
-      [
-        '',
-        `ELMA is running (event log: ${config.eventLog}, index: ${config.index}${mode.worker ? ', with a worker' : ', API only'})`,
-        `  API        ${api}/v1`,
-        `  GraphQL    ${api}/graphql${config.graphql.explorer ? `  (GraphiQL ${api}/graphiql)` : ''}`,
-        `  OpenAPI    ${api}/docs`,
-        `  Health     ${api}/health`,
-        `  Temporal   ${temporalAddress}${temporal?.uiUrl ? `  (Web UI ${temporal.uiUrl})` : ''}`,
-        `  Data       ${config.dataDir}`,
-        '  Token      npm run elma -- token --tenant acme --purposes support',
-        'Press Ctrl-C to stop.',
-        '',
-      ].join('\n'),
-    );
-
-    await new Promise<void>((resolve) => {
-      const onSignal = () => resolve();
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-    });
+    await stopSignal();
     process.stderr.write('[elma] stopping...\n');
     await stopAll();
     await running;
@@ -190,6 +84,150 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     await stopAll();
     throw error;
   }
+}
+
+/** `elma api` needs a Temporal server to talk to, and an index it can share with the worker processes. */
+function canRunApiOnly(config: ElmaConfig): boolean {
+  if (!config.temporal.address) {
+    process.stderr.write('elma api needs TEMPORAL_ADDRESS (host:port of the Temporal front-end); `elma start` runs a dev server instead\n');
+    return false;
+  }
+  if (config.index === 'sqlite') {
+    process.stderr.write(
+      'elma api runs without a worker, which the embedded index cannot share between processes: use `elma start`, or ELMA_INDEX=elasticsearch\n',
+    );
+    return false;
+  }
+  return true;
+}
+
+/** The Temporal front-end this process talks to: the one TEMPORAL_ADDRESS names, or a dev server of its own. */
+interface TemporalServer {
+  address: string;
+  /** The dev server running now, when this process runs one (a new one after a restart). */
+  devServer?: TemporalDevServer;
+  /** True while a dev server that died is being started again. */
+  restarting: boolean;
+}
+
+/** Starts the Temporal dev server unless TEMPORAL_ADDRESS names a server, and starts it again whenever it dies. */
+async function connectTemporalServer(
+  config: ElmaConfig,
+  logger: Logger,
+  stopping: () => boolean,
+  stops: (() => Promise<void>)[],
+): Promise<TemporalServer> {
+  if (config.temporal.address) return { address: config.temporal.address, restarting: false };
+  process.stderr.write('[elma] starting the Temporal dev server...\n');
+  const devServerOptions = {
+    dbFile: config.temporal.dbFile,
+    port: config.temporal.port,
+    uiPort: config.temporal.uiPort,
+    namespace: config.temporal.namespace,
+    searchAttributes: ELMA_SEARCH_ATTRIBUTES,
+    pidFile: join(config.dataDir, 'temporal.pid'),
+  };
+  const devServer = await startTemporalDevServer(devServerOptions);
+  const temporal: TemporalServer = { address: devServer.address, devServer, restarting: false };
+  stops.push(() => temporal.devServer!.stop());
+  // A dev server that dies is started again on the same ports and database; health says down meanwhile.
+  const supervise = (server: TemporalDevServer) => {
+    void server.exited.then(async ({ code, signal }) => {
+      if (stopping() || server !== temporal.devServer) return;
+      temporal.restarting = true;
+      logger.error('temporal dev server exited; restarting it', { code, signal });
+      for (let delay = RESTART_BACKOFF_MS.first; !stopping(); delay = Math.min(delay * 2, RESTART_BACKOFF_MS.max)) {
+        await sleep(delay);
+        if (stopping()) return;
+        try {
+          temporal.devServer = await startTemporalDevServer(devServerOptions);
+          if (stopping()) return void (await temporal.devServer.stop());
+          temporal.restarting = false;
+          logger.warn('temporal dev server restarted', { startupMs: temporal.devServer.startupMs });
+          supervise(temporal.devServer);
+          return;
+        } catch (error) {
+          logger.error('temporal dev server did not restart; retrying', {
+            name: (error as Error)?.name,
+            retryInMs: Math.min(delay * 2, RESTART_BACKOFF_MS.max),
+          });
+        }
+      }
+    });
+  };
+  supervise(devServer);
+  return temporal;
+}
+
+/** The `temporal` entry of /health. */
+async function temporalHealth(temporal: TemporalServer, client: Connection): Promise<EngineHealth> {
+  const engine = temporal.devServer ? 'temporal dev server' : 'temporal';
+  if (temporal.restarting) return { engine, up: false, detail: { address: temporal.address, restarting: true } };
+  // A bounded check: a server that is down must not hold /health for the client's whole retry budget.
+  const status = await Promise.race([
+    client
+      .withDeadline(Date.now() + 2_000, () => client.healthService.check({}))
+      .then(
+        (response) => response.status,
+        () => undefined,
+      ),
+    sleep(2_000).then(() => undefined),
+  ]);
+  return { engine, up: status === 1, detail: { address: temporal.address, ...(status === undefined ? { reachable: false } : {}) } };
+}
+
+/**
+ * Starts the erasure requests stored while Temporal was unreachable, or by a process that died before starting them:
+ * now, then every OUTBOX_DRAIN_MS until the process stops.
+ */
+async function drainErasureOutbox(
+  elma: Elma,
+  erasures: Awaited<ReturnType<typeof wireTemporal>>,
+  stops: (() => Promise<void>)[],
+): Promise<void> {
+  let draining: Promise<void> | undefined;
+  const drain = () =>
+    (draining ??= elma.erasure.requests
+      .startPending((entry) => erasures.start(entry))
+      .then(({ started, pending }) => {
+        if (started > 0 || pending > 0) elma.logger.info('erasure outbox drained', { started, pending });
+      })
+      .catch((error: unknown) => elma.logger.warn('erasure outbox not drained', { name: (error as Error)?.name }))
+      .finally(() => (draining = undefined)));
+  await drain();
+  const drainTimer = setInterval(() => void drain(), OUTBOX_DRAIN_MS);
+  drainTimer.unref();
+  stops.push(async () => {
+    clearInterval(drainTimer);
+    await draining;
+  });
+}
+
+/** What the console shows once ELMA listens: where each part of it is. */
+function runningBanner(config: ElmaConfig, mode: { worker: boolean }, temporal: TemporalServer): string {
+  const api = `http://${config.host}:${config.port}`;
+  return [
+    '',
+    `ELMA is running (event log: ${config.eventLog}, index: ${config.index}${mode.worker ? ', with a worker' : ', API only'})`,
+    `  API        ${api}/v1`,
+    `  GraphQL    ${api}/graphql${config.graphql.explorer ? `  (GraphiQL ${api}/graphiql)` : ''}`,
+    `  OpenAPI    ${api}/docs`,
+    `  Health     ${api}/health`,
+    `  Temporal   ${temporal.address}${temporal.devServer?.uiUrl ? `  (Web UI ${temporal.devServer.uiUrl})` : ''}`,
+    `  Data       ${config.dataDir}`,
+    '  Token      npm run elma -- token --tenant acme --purposes support',
+    'Press Ctrl-C to stop.',
+    '',
+  ].join('\n');
+}
+
+/** Resolves on the first SIGINT or SIGTERM. */
+function stopSignal(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const onSignal = () => resolve();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  });
 }
 
 /**
