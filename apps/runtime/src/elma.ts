@@ -104,26 +104,8 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
   const logger = options.logger ?? createLogger(config.logLevel);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
 
-  const { log, checkpoints: logCheckpoints, compaction } = await openEventLog(config);
-  const vault = new SqliteKeyVault({ path: join(config.dataDir, 'keys.db'), masterKey: config.masterKey });
-  // Before anything reads the log: a folder made before pseudonyms names subjects in its streams.
-  await migrateToPseudonyms(log, vault).catch(async (error: unknown) => {
-    await vault.close();
-    await log.close();
-    throw error;
-  });
-  // An index that cannot be reached must not leave the log's connection holding the process open.
-  const index = await openIndex(config).catch(async (error: unknown) => {
-    await vault.close();
-    await log.close();
-    throw error;
-  });
-  // With EventStoreDB the projection's checkpoint is kept in the log itself; otherwise beside the views.
-  const checkpoints = logCheckpoints ?? index;
-  const embedder: Embedder =
-    config.embedder.kind === 'hashing'
-      ? new HashingEmbedder({ dimensions: config.embedder.dimensions })
-      : new OpenAiCompatibleEmbedder(config.embedder);
+  const { log, checkpoints, compaction, vault, index } = await openEngines(config);
+  const embedder = createEmbedder(config);
   const sealer = new EventSealer(vault);
   const projection = new Projection({ log, index, sealer, embedder });
   const runner = new ProjectionRunner({ log, checkpoints, projection, logger });
@@ -140,12 +122,6 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
   const signer = new CertificateSigner({ masterKey: config.masterKey });
   const audit = new AuditLog({ log, clock, pseudonymize: (tenant, subject) => `sfp_${fingerprints.subject(tenant, subject)}` });
   const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
-  const scanRoots = [
-    config.dataDir,
-    ...(config.temporal.dbFile && !config.temporal.dbFile.startsWith(config.dataDir)
-      ? [config.temporal.dbFile, `${config.temporal.dbFile}-wal`]
-      : []),
-  ];
 
   return {
     config,
@@ -164,64 +140,29 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
     governance: new GovernanceService({ policies, holds, audit }),
     ingest: new IngestService({ log, sealer, clock, fingerprintKey, eventIdKey, writes, policies, audit, erased, vault }),
     memories,
-    erasure: {
+    erasure: createErasures(config, {
+      log,
       store: erasureStore,
-      requests: new ErasureRequests({ log, store: erasureStore, index, holds, audit, fingerprints, clock, ids }),
-      steps: new ErasureSteps({
-        log,
-        store: erasureStore,
-        index,
-        vault,
-        projection,
-        runner,
-        holds,
-        policies,
-        audit,
-        tombstones,
-        fingerprints,
-        clock,
-        rawScan: rawStoreScan,
-        scanRoots,
-        logEngine: config.eventLog,
-        ...(compaction ? { compaction: { port: compaction, waitMs: config.eventStore!.scavengeWaitMs } } : {}),
-      }),
-      certification: new ErasureCertification({ store: erasureStore, index, vault, holds, policies, audit, fingerprints, signer, clock }),
-    },
+      index,
+      vault,
+      projection,
+      runner,
+      holds,
+      policies,
+      audit,
+      tombstones,
+      fingerprints,
+      signer,
+      clock,
+      ids,
+      compaction,
+    }),
     signer,
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
     consolidation: new ConsolidationService({ log, index, sealer, erased }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids }),
-    async health() {
-      const probe = async (check: () => Promise<unknown>) => {
-        try {
-          await check();
-          return true;
-        } catch {
-          return false;
-        }
-      };
-      // A quarantined tenant leaves the index up for the others: degraded, naming the tenants (ids, not content).
-      const indexHealth = async (): Promise<EngineHealth> => {
-        const up = await probe(() => index.load('views'));
-        const quarantined = up ? ((await index.quarantined?.().catch(() => [])) ?? []) : [];
-        return {
-          engine: config.index,
-          up,
-          ...(quarantined.length > 0 ? { degraded: true, detail: { quarantinedTenants: quarantined } } : {}),
-        };
-      };
-      return {
-        eventLog: { engine: config.eventLog, up: await probe(() => log.headPosition()) },
-        index: await indexHealth(),
-        keyVault: { engine: 'sqlite', up: await probe(() => vault.isShredded('health', 'probe')) },
-        projection: { engine: 'runner', up: !runner.status().error, detail: runner.status() },
-        storage: await storageProbe(config),
-        ...Object.fromEntries(
-          await Promise.all(
-            [...probes].map(async ([name, check]) => [name, await check().catch(() => ({ engine: name, up: false }))] as const),
-          ),
-        ),
-      };
+    health() {
+      return engineHealth(config, { log, index, vault, runner }, probes);
     },
     addHealthProbe(name, probe) {
       probes.set(name, probe);
@@ -232,6 +173,131 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
       await vault.close();
       await log.close();
     },
+  };
+}
+
+/** The engines that hold state: the event log, the key vault and the index, with where the projection keeps its checkpoint. */
+async function openEngines(config: ElmaConfig): Promise<{
+  log: EventLog;
+  checkpoints: CheckpointStore;
+  compaction: EventStoreDbScavenger | undefined;
+  vault: SqliteKeyVault;
+  index: ViewIndex;
+}> {
+  const { log, checkpoints: logCheckpoints, compaction } = await openEventLog(config);
+  const vault = new SqliteKeyVault({ path: join(config.dataDir, 'keys.db'), masterKey: config.masterKey });
+  // Before anything reads the log: a folder made before pseudonyms names subjects in its streams.
+  await migrateToPseudonyms(log, vault).catch(async (error: unknown) => {
+    await vault.close();
+    await log.close();
+    throw error;
+  });
+  // An index that cannot be reached must not leave the log's connection holding the process open.
+  const index = await openIndex(config).catch(async (error: unknown) => {
+    await vault.close();
+    await log.close();
+    throw error;
+  });
+  // With EventStoreDB the projection's checkpoint is kept in the log itself; otherwise beside the views.
+  return { log, checkpoints: logCheckpoints ?? index, compaction, vault, index };
+}
+
+function createEmbedder(config: ElmaConfig): Embedder {
+  return config.embedder.kind === 'hashing'
+    ? new HashingEmbedder({ dimensions: config.embedder.dimensions })
+    : new OpenAiCompatibleEmbedder(config.embedder);
+}
+
+/** What the erasure use cases share with the rest of the process. */
+interface ErasureDeps {
+  log: EventLog;
+  store: ErasureStore;
+  index: ViewIndex;
+  vault: KeyVault;
+  projection: Projection;
+  runner: ProjectionRunner;
+  holds: LegalHolds;
+  policies: PolicyStore;
+  audit: AuditLog;
+  tombstones: Tombstones;
+  fingerprints: ErasureFingerprints;
+  signer: CertificateSigner;
+  clock: Clock;
+  ids: IdSource;
+  compaction: EventStoreDbScavenger | undefined;
+}
+
+function createErasures(config: ElmaConfig, deps: ErasureDeps): Erasures {
+  const { log, store, index, vault, projection, runner, holds, policies, audit, tombstones, fingerprints, signer, clock, ids, compaction } =
+    deps;
+  const scanRoots = [
+    config.dataDir,
+    ...(config.temporal.dbFile && !config.temporal.dbFile.startsWith(config.dataDir)
+      ? [config.temporal.dbFile, `${config.temporal.dbFile}-wal`]
+      : []),
+  ];
+  return {
+    store,
+    requests: new ErasureRequests({ log, store, index, holds, audit, fingerprints, clock, ids }),
+    steps: new ErasureSteps({
+      log,
+      store,
+      index,
+      vault,
+      projection,
+      runner,
+      holds,
+      policies,
+      audit,
+      tombstones,
+      fingerprints,
+      clock,
+      rawScan: rawStoreScan,
+      scanRoots,
+      logEngine: config.eventLog,
+      ...(compaction ? { compaction: { port: compaction, waitMs: config.eventStore!.scavengeWaitMs } } : {}),
+    }),
+    certification: new ErasureCertification({ store, index, vault, holds, policies, audit, fingerprints, signer, clock }),
+  };
+}
+
+/** /health: one entry per engine, and one per probe added by the process (e.g. the Temporal server). */
+async function engineHealth(
+  config: ElmaConfig,
+  { log, index, vault, runner }: { log: EventLog; index: ViewIndex; vault: KeyVault; runner: ProjectionRunner },
+  probes: Map<string, () => Promise<EngineHealth>>,
+): Promise<Record<string, EngineHealth>> {
+  return {
+    eventLog: { engine: config.eventLog, up: await succeeds(() => log.headPosition()) },
+    index: await indexHealth(config, index),
+    keyVault: { engine: 'sqlite', up: await succeeds(() => vault.isShredded('health', 'probe')) },
+    projection: { engine: 'runner', up: !runner.status().error, detail: runner.status() },
+    storage: await storageProbe(config),
+    ...Object.fromEntries(
+      await Promise.all(
+        [...probes].map(async ([name, check]) => [name, await check().catch(() => ({ engine: name, up: false }))] as const),
+      ),
+    ),
+  };
+}
+
+async function succeeds(check: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await check();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A quarantined tenant leaves the index up for the others: degraded, naming the tenants (ids, not content). */
+async function indexHealth(config: ElmaConfig, index: ViewIndex): Promise<EngineHealth> {
+  const up = await succeeds(() => index.load('views'));
+  const quarantined = up ? ((await index.quarantined?.().catch(() => [])) ?? []) : [];
+  return {
+    engine: config.index,
+    up,
+    ...(quarantined.length > 0 ? { degraded: true, detail: { quarantinedTenants: quarantined } } : {}),
   };
 }
 
