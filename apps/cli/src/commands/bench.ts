@@ -27,6 +27,8 @@ const principal = (tenant: string): Principal => ({
   clearance: 'internal',
 });
 
+type Line = (what: string, figure: string, target: string, ok?: boolean) => void;
+
 /**
  * `npm run bench`: figures measured side by side in one run on this machine,
  * each printed beside its target. Everything goes through the real services
@@ -34,18 +36,7 @@ const principal = (tenant: string): Principal => ({
  * engine's, not the network stack's).
  */
 export async function benchCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      sizes: { type: 'string', default: '10000,100000' },
-      closures: { type: 'string', default: '10,100,1000' },
-      'erasure-background': { type: 'string', default: '10000' },
-      'load-clients': { type: 'string', default: '16,64,256' },
-      'load-seconds': { type: 'string', default: '60' },
-      'no-load-sweep': { type: 'boolean', default: false },
-      only: { type: 'string' },
-    },
-  });
+  const values = parseBenchArgs(argv);
   // Concurrent clients over real HTTP against `elma start` in a child process (see bench/load.ts).
   const load = () =>
     loadBench(
@@ -64,107 +55,156 @@ export async function benchCommand(argv: string[]): Promise<number> {
   const closures = values.only === 'recall' ? [] : values.closures!.split(',').map(Number);
   const dataDir = mkdtempSync(join(tmpdir(), 'elma-bench-'));
   const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir, ...productionIndex() }), { logger: silentLogger });
-  const random = prng(42);
-  const tenants = Array.from({ length: TENANTS }, (_, i) => `bench_${i}`);
-  const target = tenants[0];
-  const loaded = new Map(tenants.map((t) => [t, 0]));
   const rows: string[][] = [];
-  const line = (what: string, figure: string, targetText: string, ok?: boolean) =>
-    rows.push([what, figure, targetText, ok === undefined ? '' : ok ? 'ok' : 'MISSED']);
+  const line: Line = (what, figure, targetText, ok) => rows.push([what, figure, targetText, ok === undefined ? '' : ok ? 'ok' : 'MISSED']);
 
   try {
-    process.stderr.write(
-      `[bench] data in ${dataDir}; index ${elma.config.index}; ${TENANTS} tenants; one measured tenant; sizes ${sizes.join(', ')}\n`,
-    );
-    const policy = benchPolicy();
-    for (const tenant of tenants) await elma.policies.put(tenant, policy, 'bench');
-    line(`policy rules per tenant`, `${policy.rules.length}`, '>= 20', policy.rules.length >= 20);
-    let projectionStarted = false;
-    for (const size of sizes) {
-      // Fill the measured tenant to `size` memories and each other tenant to a tenth of that.
-      const plan = tenants.map((t) => [t, (t === target ? size : size / 10) - loaded.get(t)!] as const);
-      const total = plan.reduce((sum, [, n]) => sum + Math.max(0, n), 0);
-      // Validation and id derivation are timed apart from the append (seal + write) they feed.
-      let prepareMs = 0;
-      let prepareWithoutHygieneMs = 0;
-      let appendMs = 0;
-      for (const [tenant, missing] of plan) {
-        for (let done = 0; done < missing; done += BATCH) {
-          const n = Math.min(BATCH, missing - done);
-          const body = eventBatch(random, n, loaded.get(tenant)! + done, tenant);
-          // Secret detection and classification on (what is stored) and off (timed only), side by side.
-          let start = performance.now();
-          await elma.ingest.prepare(principal(tenant), body, { hygiene: false });
-          prepareWithoutHygieneMs += performance.now() - start;
-          start = performance.now();
-          const prepared = (await elma.ingest.prepare(principal(tenant), body)).events;
-          prepareMs += performance.now() - start;
-          start = performance.now();
-          await elma.ingest.append(principal(tenant), prepared);
-          appendMs += performance.now() - start;
-        }
-        loaded.set(tenant, loaded.get(tenant)! + Math.max(0, missing));
-      }
-      if (!projectionStarted) {
-        const appendEps = total / (appendMs / 1000);
-        const ingestEps = total / ((appendMs + prepareMs) / 1000);
-        line(`append (encrypt + write, batches of ${BATCH})`, `${fmt(appendEps)} events/s`, '>= 10,000 events/s', appendEps >= 10_000);
-        const withoutHygieneEps = total / ((appendMs + prepareWithoutHygieneMs) / 1000);
-        const slowdown = 1 - ingestEps / withoutHygieneEps;
-        line(`ingest without secret detection`, `${fmt(withoutHygieneEps)} events/s`, '');
-        line(`ingest with secret detection`, `${fmt(ingestEps)} events/s`, '');
-        line(`  slowdown from secret detection`, `${(slowdown * 100).toFixed(1)} %`, '<= 20 %', slowdown <= 0.2);
-      }
-
-      const projectStart = performance.now();
-      if (!projectionStarted) {
-        await elma.runner.start();
-        projectionStarted = true;
-      }
-      await elma.runner.waitFor(await elma.log.headPosition(), 30 * 60_000);
-      const projectSeconds = (performance.now() - projectStart) / 1000;
-      if (size === sizes[0]) {
-        const eps = total / projectSeconds;
-        line('projection (event -> searchable)', `${fmt(eps)} events/s`, '>= 3,000 events/s', eps >= 3_000);
-      }
-
-      const count = await elma.index.count(target);
-      const { recall, bare } = await measureRecall(elma, target);
-      const tax = recall.p95 / bare.p95;
-      line(`recall p50 @ ${fmt(count)} memories`, `${recall.p50.toFixed(2)} ms`, '');
-      line(`recall p95 @ ${fmt(count)} memories`, `${recall.p95.toFixed(2)} ms`, '<= 15 ms', recall.p95 <= 15);
-      line(`recall p99 @ ${fmt(count)} memories`, `${recall.p99.toFixed(2)} ms`, '');
-      line(
-        `bare ${elma.config.index === 'sqlite' ? 'FTS5+vector' : 'Elasticsearch BM25+kNN'} p95 @ ${fmt(count)}`,
-        `${bare.p95.toFixed(2)} ms`,
-        '',
-      );
-      line(
-        `governance tax @ ${fmt(count)} under ${benchPolicy().rules.length} rules (recall p95 / bare p95)`,
-        `${tax.toFixed(2)}x`,
-        '<= 1.5x',
-        tax <= 1.5,
-      );
-    }
+    await measureIngestAndRecall(elma, dataDir, sizes, line);
   } finally {
     if (elma.config.index !== 'sqlite') for (const tenant of await elma.index.tenants()) await elma.index.dropTenant(tenant);
     await elma.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
   if (closures.length > 0) await measureErasure(line, closures, Number(values['erasure-background']));
-  if (values.only !== 'erasure') {
-    for (const row of await coverageExperiment({ seed: 42, questions: 200, budgets: [256, 512, 1024, 2048] })) {
-      line(
-        `context coverage @ ${fmt(row.budget)} tokens: packer ${row.packer.toFixed(3)} vs top-k ${row.topK.toFixed(3)}`,
-        `${row.ratio.toFixed(2)}x`,
-        '>= 1x',
-        row.ratio >= 1,
-      );
-    }
-  }
+  if (values.only !== 'erasure') await measureCoverage(line);
   if (values.only === undefined) for (const row of await load()) line(row.what, row.figure, row.target ?? '');
   printTable(rows);
   return 0;
+}
+
+function parseBenchArgs(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    options: {
+      sizes: { type: 'string', default: '10000,100000' },
+      closures: { type: 'string', default: '10,100,1000' },
+      'erasure-background': { type: 'string', default: '10000' },
+      'load-clients': { type: 'string', default: '16,64,256' },
+      'load-seconds': { type: 'string', default: '60' },
+      'no-load-sweep': { type: 'boolean', default: false },
+      only: { type: 'string' },
+    },
+  }).values;
+}
+
+/**
+ * Ingest, projection and recall figures: the measured tenant is filled to each size in turn,
+ * beside `TENANTS - 1` others holding a tenth of it.
+ */
+async function measureIngestAndRecall(elma: Elma, dataDir: string, sizes: number[], line: Line): Promise<void> {
+  const random = prng(42);
+  const tenants = Array.from({ length: TENANTS }, (_, i) => `bench_${i}`);
+  const target = tenants[0];
+  const loaded = new Map(tenants.map((t) => [t, 0]));
+  process.stderr.write(
+    `[bench] data in ${dataDir}; index ${elma.config.index}; ${TENANTS} tenants; one measured tenant; sizes ${sizes.join(', ')}\n`,
+  );
+  const policy = benchPolicy();
+  for (const tenant of tenants) await elma.policies.put(tenant, policy, 'bench');
+  line(`policy rules per tenant`, `${policy.rules.length}`, '>= 20', policy.rules.length >= 20);
+  let projectionStarted = false;
+  for (const size of sizes) {
+    // Fill the measured tenant to `size` memories and each other tenant to a tenth of that.
+    const plan = tenants.map((t) => [t, (t === target ? size : size / 10) - loaded.get(t)!] as const);
+    const total = plan.reduce((sum, [, n]) => sum + Math.max(0, n), 0);
+    const times = await ingestPlan(elma, random, plan, loaded);
+    if (!projectionStarted) reportIngest(line, total, times);
+
+    const projectStart = performance.now();
+    if (!projectionStarted) {
+      await elma.runner.start();
+      projectionStarted = true;
+    }
+    await elma.runner.waitFor(await elma.log.headPosition(), 30 * 60_000);
+    const projectSeconds = (performance.now() - projectStart) / 1000;
+    if (size === sizes[0]) {
+      const eps = total / projectSeconds;
+      line('projection (event -> searchable)', `${fmt(eps)} events/s`, '>= 3,000 events/s', eps >= 3_000);
+    }
+
+    await reportRecall(elma, target, line);
+  }
+}
+
+/** Milliseconds spent preparing (with and without secret detection) and appending a fill. */
+interface IngestTimes {
+  prepareMs: number;
+  prepareWithoutHygieneMs: number;
+  appendMs: number;
+}
+
+/** Ingests each tenant's missing memories in batches of `BATCH`, and counts them into `loaded`. */
+async function ingestPlan(
+  elma: Elma,
+  random: () => number,
+  plan: readonly (readonly [string, number])[],
+  loaded: Map<string, number>,
+): Promise<IngestTimes> {
+  // Validation and id derivation are timed apart from the append (seal + write) they feed.
+  let prepareMs = 0;
+  let prepareWithoutHygieneMs = 0;
+  let appendMs = 0;
+  for (const [tenant, missing] of plan) {
+    for (let done = 0; done < missing; done += BATCH) {
+      const n = Math.min(BATCH, missing - done);
+      const body = eventBatch(random, n, loaded.get(tenant)! + done, tenant);
+      // Secret detection and classification on (what is stored) and off (timed only), side by side.
+      let start = performance.now();
+      await elma.ingest.prepare(principal(tenant), body, { hygiene: false });
+      prepareWithoutHygieneMs += performance.now() - start;
+      start = performance.now();
+      const prepared = (await elma.ingest.prepare(principal(tenant), body)).events;
+      prepareMs += performance.now() - start;
+      start = performance.now();
+      await elma.ingest.append(principal(tenant), prepared);
+      appendMs += performance.now() - start;
+    }
+    loaded.set(tenant, loaded.get(tenant)! + Math.max(0, missing));
+  }
+  return { prepareMs, prepareWithoutHygieneMs, appendMs };
+}
+
+function reportIngest(line: Line, total: number, { prepareMs, prepareWithoutHygieneMs, appendMs }: IngestTimes): void {
+  const appendEps = total / (appendMs / 1000);
+  const ingestEps = total / ((appendMs + prepareMs) / 1000);
+  line(`append (encrypt + write, batches of ${BATCH})`, `${fmt(appendEps)} events/s`, '>= 10,000 events/s', appendEps >= 10_000);
+  const withoutHygieneEps = total / ((appendMs + prepareWithoutHygieneMs) / 1000);
+  const slowdown = 1 - ingestEps / withoutHygieneEps;
+  line(`ingest without secret detection`, `${fmt(withoutHygieneEps)} events/s`, '');
+  line(`ingest with secret detection`, `${fmt(ingestEps)} events/s`, '');
+  line(`  slowdown from secret detection`, `${(slowdown * 100).toFixed(1)} %`, '<= 20 %', slowdown <= 0.2);
+}
+
+/** Recall latency on the measured tenant at its current size, against the bare index and under the bench policy. */
+async function reportRecall(elma: Elma, target: string, line: Line): Promise<void> {
+  const count = await elma.index.count(target);
+  const { recall, bare } = await measureRecall(elma, target);
+  const tax = recall.p95 / bare.p95;
+  line(`recall p50 @ ${fmt(count)} memories`, `${recall.p50.toFixed(2)} ms`, '');
+  line(`recall p95 @ ${fmt(count)} memories`, `${recall.p95.toFixed(2)} ms`, '<= 15 ms', recall.p95 <= 15);
+  line(`recall p99 @ ${fmt(count)} memories`, `${recall.p99.toFixed(2)} ms`, '');
+  line(
+    `bare ${elma.config.index === 'sqlite' ? 'FTS5+vector' : 'Elasticsearch BM25+kNN'} p95 @ ${fmt(count)}`,
+    `${bare.p95.toFixed(2)} ms`,
+    '',
+  );
+  line(
+    `governance tax @ ${fmt(count)} under ${benchPolicy().rules.length} rules (recall p95 / bare p95)`,
+    `${tax.toFixed(2)}x`,
+    '<= 1.5x',
+    tax <= 1.5,
+  );
+}
+
+async function measureCoverage(line: Line): Promise<void> {
+  for (const row of await coverageExperiment({ seed: 42, questions: 200, budgets: [256, 512, 1024, 2048] })) {
+    line(
+      `context coverage @ ${fmt(row.budget)} tokens: packer ${row.packer.toFixed(3)} vs top-k ${row.topK.toFixed(3)}`,
+      `${row.ratio.toFixed(2)}x`,
+      '>= 1x',
+      row.ratio >= 1,
+    );
+  }
 }
 
 /**
