@@ -1,6 +1,7 @@
 import {
   ERASURE_STEPS,
   ErasureCertificate,
+  type AuditAnchor,
   type CertifiedScope,
   type Clock,
   type ErasureScope,
@@ -8,13 +9,14 @@ import {
   type MemoryIndex,
   type MemoryKind,
   type Verification,
+  type Workset,
 } from '@elma/domain';
 import type { AuditLog } from '../audit/audit-log';
 import type { CertificateSigner } from '@elma/domain';
 import type { LegalHolds } from '../governance/legal-holds';
 import type { PolicyStore } from '../governance/policy-store';
 import { keepsPseudonym, recordStep, requireWorkset, type EraseSet, type HeldRecord, type StepAttempt } from './erasure-common';
-import { ErasureStore } from './erasure-store';
+import { ErasureStore, type Erasure } from './erasure-store';
 import type { ErasureFingerprints } from './fingerprints';
 
 /** What the steps before certification found and did: the certificate states it. */
@@ -26,6 +28,14 @@ export interface CertifyOutcome {
   approvedAt: string | null;
   streamsDeleted: number;
   tombstones: number;
+}
+
+/** The steps the erasure went through, in the order of `ERASURE_STEPS`. */
+function certifiedSteps(steps: Erasure['steps']) {
+  return ERASURE_STEPS.flatMap((step) => {
+    const record = steps.get(step);
+    return record ? [{ step, startedAt: record.startedAt, finishedAt: record.finishedAt, attempts: record.attempts }] : [];
+  });
 }
 
 /**
@@ -75,27 +85,9 @@ export class ErasureCertification {
     const workset = await requireWorkset(erasure);
     await recordStep(this.deps, erasure, 'certify', at, { records: outcome.set.recordIds.length });
 
-    let anchor = erasure.auditAnchor;
-    if (!anchor) {
-      const entry = await this.deps.audit.record({
-        tenant,
-        actor: request.requestedBy.sub,
-        subject: null,
-        operation: 'erase',
-        resourceIds: [`erasure/${requestId}`, 'certificate'],
-        decision: { effect: 'allow', rule: `erasure:${request.reason}` },
-        requestId,
-      });
-      anchor = { seq: entry.seq, hash: entry.hash };
-      await this.deps.store.saveAuditAnchor(erasure, anchor);
-    }
+    const anchor = await this.auditAnchor(tenant, requestId, erasure);
 
-    const erased = new Set(outcome.set.recordIds);
-    const records = workset.records
-      .filter((r) => erased.has(r.id))
-      .map((r) => ({ id: r.id, kind: r.kind, contentFingerprint: this.deps.fingerprints.content(tenant, r.text) }));
-    const byKind: Partial<Record<MemoryKind, number>> = {};
-    for (const r of records) byKind[r.kind] = (byKind[r.kind] ?? 0) + 1;
+    const closure = this.certifiedClosure(tenant, workset, outcome);
     const steps = erasure.steps;
     const certifiedScope = await this.certifiedScope(tenant, scope);
     // A data subject erasing their own records is named by the pseudonym too, not by their token's subject.
@@ -113,20 +105,9 @@ export class ErasureCertification {
         approvedBy: outcome.approvedBy,
         approvedAt: outcome.approvedAt,
       },
-      closure: {
-        size: records.length,
-        byKind,
-        records,
-        events: outcome.set.eventIds.length,
-        streamsDeleted: outcome.streamsDeleted,
-        keysShredded: outcome.set.recordIds.length + outcome.set.eventIds.length,
-        tombstones: outcome.tombstones,
-      },
+      closure,
       legalHoldExceptions: outcome.held,
-      steps: ERASURE_STEPS.flatMap((step) => {
-        const record = steps.get(step);
-        return record ? [{ step, startedAt: record.startedAt, finishedAt: record.finishedAt, attempts: record.attempts }] : [];
-      }),
+      steps: certifiedSteps(steps),
       verification: outcome.verification,
       auditAnchor: anchor,
       issuedAt: steps.get('certify')!.finishedAt,
@@ -137,6 +118,44 @@ export class ErasureCertification {
     await this.forgetErasedSubject(tenant, scope, outcome.held);
     await this.deps.vault.shred(tenant, [ErasureStore.keyId(requestId)]);
     return { keyId: signed.signature.kid, signature: signed.signature.value };
+  }
+
+  /** The audit entry the certificate is anchored to: written once, then read back on a retry. */
+  private async auditAnchor(tenant: string, requestId: string, erasure: Erasure): Promise<AuditAnchor> {
+    const existing = erasure.auditAnchor;
+    if (existing) return existing;
+    const { request } = erasure;
+    const entry = await this.deps.audit.record({
+      tenant,
+      actor: request.requestedBy.sub,
+      subject: null,
+      operation: 'erase',
+      resourceIds: [`erasure/${requestId}`, 'certificate'],
+      decision: { effect: 'allow', rule: `erasure:${request.reason}` },
+      requestId,
+    });
+    const anchor = { seq: entry.seq, hash: entry.hash };
+    await this.deps.store.saveAuditAnchor(erasure, anchor);
+    return anchor;
+  }
+
+  /** What the certificate says was erased: each record by kind and keyed content fingerprint, with the counts of the purge. */
+  private certifiedClosure(tenant: string, workset: Workset, outcome: CertifyOutcome) {
+    const erased = new Set(outcome.set.recordIds);
+    const records = workset.records
+      .filter((r) => erased.has(r.id))
+      .map((r) => ({ id: r.id, kind: r.kind, contentFingerprint: this.deps.fingerprints.content(tenant, r.text) }));
+    const byKind: Partial<Record<MemoryKind, number>> = {};
+    for (const r of records) byKind[r.kind] = (byKind[r.kind] ?? 0) + 1;
+    return {
+      size: records.length,
+      byKind,
+      records,
+      events: outcome.set.eventIds.length,
+      streamsDeleted: outcome.streamsDeleted,
+      keysShredded: outcome.set.recordIds.length + outcome.set.eventIds.length,
+      tombstones: outcome.tombstones,
+    };
   }
 
   /**
