@@ -170,11 +170,7 @@ export class ConfigError extends Error {
  * with owner-only permissions, so a restart keeps reading the same data.
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env): ElmaConfig {
-  const parsed = Env.safeParse(env);
-  if (!parsed.success) {
-    throw new ConfigError(`invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  }
-  const e = parsed.data;
+  const e = parseEnv(env);
   const dataDir = resolve(e.ELMA_DATA_DIR);
   const eventLog = e.ELMA_EVENT_LOG ?? (e.ELMA_EVENTSTORE_URL ? 'eventstoredb' : 'sqlite');
   const index = e.ELMA_INDEX ?? (e.ELMA_ELASTICSEARCH_URL ? 'elasticsearch' : 'sqlite');
@@ -218,34 +214,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       clockSkewSeconds: e.ELMA_TOKEN_CLOCK_SKEW_SECONDS,
       ...(e.ELMA_JWKS_URL ? { jwksUrl: e.ELMA_JWKS_URL } : {}),
     },
-    embedder:
-      e.ELMA_EMBEDDER === 'hashing'
-        ? { kind: 'hashing', dimensions: e.ELMA_EMBEDDING_DIMENSIONS }
-        : {
-            kind: 'openai-compatible',
-            dimensions: e.ELMA_EMBEDDING_DIMENSIONS,
-            baseUrl: e.ELMA_EMBEDDING_URL!,
-            model: e.ELMA_EMBEDDING_MODEL,
-            apiKey: e.ELMA_EMBEDDING_API_KEY,
-          },
+    embedder: embedderConfig(e),
     logLevel: e.ELMA_LOG_LEVEL,
-    temporal: {
-      address: e.TEMPORAL_ADDRESS,
-      namespace: e.TEMPORAL_NAMESPACE,
-      taskQueue: e.TEMPORAL_TASK_QUEUE,
-      port: e.TEMPORAL_PORT,
-      uiPort: e.TEMPORAL_UI_PORT,
-      dbFile: resolve(e.ELMA_TEMPORAL_DB_FILE ?? join(dataDir, 'temporal.db')),
-      ...(e.TEMPORAL_TLS_CERT && e.TEMPORAL_TLS_KEY
-        ? {
-            tls: {
-              clientCertPair: { crt: pem(e.TEMPORAL_TLS_CERT, 'TEMPORAL_TLS_CERT'), key: pem(e.TEMPORAL_TLS_KEY, 'TEMPORAL_TLS_KEY') },
-              ...(e.TEMPORAL_TLS_CA ? { serverRootCACertificate: pem(e.TEMPORAL_TLS_CA, 'TEMPORAL_TLS_CA') } : {}),
-              ...(e.TEMPORAL_TLS_SERVER_NAME ? { serverNameOverride: e.TEMPORAL_TLS_SERVER_NAME } : {}),
-            },
-          }
-        : {}),
-    },
+    temporal: temporalConfig(e, dataDir),
     retentionSweepMinutes: e.ELMA_RETENTION_SWEEP_MINUTES,
     indexMemoryMb: e.ELMA_INDEX_MEMORY_MB,
     consolidation: { everyEvents: e.ELMA_CONSOLIDATE_EVERY_EVENTS, sweepMinutes: e.ELMA_CONSOLIDATION_SWEEP_MINUTES },
@@ -258,6 +229,49 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       explorer:
         e.ELMA_GRAPHIQL === undefined ? eventLog === 'sqlite' && index === 'sqlite' : e.ELMA_GRAPHIQL === 'true' || e.ELMA_GRAPHIQL === '1',
     },
+  };
+}
+
+type EnvValues = z.infer<typeof Env>;
+
+function parseEnv(env: Record<string, string | undefined>): EnvValues {
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(`invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  }
+  return parsed.data;
+}
+
+function embedderConfig(e: EnvValues): ElmaConfig['embedder'] {
+  return e.ELMA_EMBEDDER === 'hashing'
+    ? { kind: 'hashing', dimensions: e.ELMA_EMBEDDING_DIMENSIONS }
+    : {
+        kind: 'openai-compatible',
+        dimensions: e.ELMA_EMBEDDING_DIMENSIONS,
+        baseUrl: e.ELMA_EMBEDDING_URL!,
+        model: e.ELMA_EMBEDDING_MODEL,
+        apiKey: e.ELMA_EMBEDDING_API_KEY,
+      };
+}
+
+/** The Temporal server to use (or the dev server to run, with its database), and mutual TLS when both halves are given. */
+function temporalConfig(e: EnvValues, dataDir: string): ElmaConfig['temporal'] {
+  return {
+    address: e.TEMPORAL_ADDRESS,
+    namespace: e.TEMPORAL_NAMESPACE,
+    taskQueue: e.TEMPORAL_TASK_QUEUE,
+    port: e.TEMPORAL_PORT,
+    uiPort: e.TEMPORAL_UI_PORT,
+    dbFile: resolve(e.ELMA_TEMPORAL_DB_FILE ?? join(dataDir, 'temporal.db')),
+    ...(e.TEMPORAL_TLS_CERT && e.TEMPORAL_TLS_KEY
+      ? {
+          tls: {
+            clientCertPair: { crt: pem(e.TEMPORAL_TLS_CERT, 'TEMPORAL_TLS_CERT'), key: pem(e.TEMPORAL_TLS_KEY, 'TEMPORAL_TLS_KEY') },
+            ...(e.TEMPORAL_TLS_CA ? { serverRootCACertificate: pem(e.TEMPORAL_TLS_CA, 'TEMPORAL_TLS_CA') } : {}),
+            ...(e.TEMPORAL_TLS_SERVER_NAME ? { serverNameOverride: e.TEMPORAL_TLS_SERVER_NAME } : {}),
+          },
+        }
+      : {}),
   };
 }
 
