@@ -26,6 +26,7 @@ import {
   type IdSource,
   type MemoryIndex,
   type MemoryRecord,
+  type MemoryState,
   type Principal,
   type TenantPolicy,
   PolicyDenied,
@@ -267,27 +268,12 @@ export class MemoryService {
     }
 
     const procedure = record.kind === 'procedural' ? record.content.procedure : undefined;
-    let revisions: MemoryRecord[] = [];
-    // The caller is told of the earlier versions it may read, and of no others.
-    let readableBefore = new Set<string>();
-    if (procedure) {
-      // Versions are checked against the index: it must hold every version written so far, by anyone.
-      await this.deps.runner.waitFor(await this.deps.log.headPosition());
-      const current = await this.deps.index.currentFacts(tenant, procedureKey(procedure.name));
-      const versions = decideProcedureVersion(record, current, now);
-      if (versions.kind === 'conflict') throw new ProcedureVersionConflict(procedure.version, versions.latest.version);
-      revisions = versions.revisions;
-      readableBefore = new Set((await this.visible(principal, current)).map((r) => r.id));
-    }
+    const { revisions, readableBefore } = procedure
+      ? await this.procedureRevisions(principal, record, procedure)
+      : { revisions: [], readableBefore: new Set<string>() };
 
     const stream = streams.memory(tenant, record.id);
-    let state = initialMemoryState();
-    let revision = -1n;
-    for await (const event of this.deps.log.readStream(stream)) {
-      const [opened] = await this.deps.sealer.open(tenant, [event]);
-      state = evolve(state, MemoryRecorded.parse(opened));
-      revision = event.revision;
-    }
+    const { state, revision } = await this.readMemoryStream(tenant, stream);
     if (options.expectedVersion !== undefined && BigInt(options.expectedVersion) - 1n !== revision) {
       throw new WrongExpectedVersion(stream, String(options.expectedVersion - 1), revision < 0n ? 'no_stream' : String(revision));
     }
@@ -325,6 +311,35 @@ export class MemoryService {
       duplicate: false,
       ...(superseded.length > 0 ? { superseded } : {}),
     };
+  }
+
+  /**
+   * The earlier versions a new procedure version supersedes, and those of them the caller may read:
+   * the caller is told of those, and of no others.
+   */
+  private async procedureRevisions(
+    principal: Principal,
+    record: MemoryRecord,
+    procedure: { name: string; version: number },
+  ): Promise<{ revisions: MemoryRecord[]; readableBefore: Set<string> }> {
+    // Versions are checked against the index: it must hold every version written so far, by anyone.
+    await this.deps.runner.waitFor(await this.deps.log.headPosition());
+    const current = await this.deps.index.currentFacts(principal.tenant, procedureKey(procedure.name));
+    const versions = decideProcedureVersion(record, current, record.recordedAt);
+    if (versions.kind === 'conflict') throw new ProcedureVersionConflict(procedure.version, versions.latest.version);
+    return { revisions: versions.revisions, readableBefore: new Set((await this.visible(principal, current)).map((r) => r.id)) };
+  }
+
+  /** A memory's stream folded into its state, with the revision it was read at (-1 when there is none). */
+  private async readMemoryStream(tenant: string, stream: string): Promise<{ state: MemoryState; revision: bigint }> {
+    let state = initialMemoryState();
+    let revision = -1n;
+    for await (const event of this.deps.log.readStream(stream)) {
+      const [opened] = await this.deps.sealer.open(tenant, [event]);
+      state = evolve(state, MemoryRecorded.parse(opened));
+      revision = event.revision;
+    }
+    return { state, revision };
   }
 
   /** A procedure version's id: keyed, so the id does not reveal the procedure's name. */
