@@ -174,8 +174,27 @@ export class RecallService {
       // Held records are withheld from everyone but the legal role.
       ...(principal.roles.includes(ROLES.legal) ? {} : { exclude: await this.deps.holds.exclusions(principal.tenant) }),
     };
-    // Working memories never come out of the shared query: the index has no notion of sessions, so the
-    // caller's own session gets a query of its own, whose hits are then kept only if they are that session's.
+    const candidates = await this.candidates(principal, request, kinds, base);
+    const result = this.pack(candidates, request, base.asOf!);
+    const packedIds = result.items.map((item) => item.id);
+    const counted = this.countRetrieved(principal.tenant, packedIds, now);
+    if (this.recent.size >= RecallService.RECENT_MAX) this.recent.delete(this.recent.keys().next().value as string);
+    this.recent.set(result.recallId, { tenant: principal.tenant, sub: principal.sub, ids: new Set(packedIds), counted });
+    const recordOf = new Map(candidates.map((hit) => [hit.record.id, hit.record]));
+    const rules = new Set(result.items.map((item) => clauses.find((c) => matchesClauses(recordOf.get(item.id)!, [c]))!.ruleId));
+    await audit(
+      result.items.map((item) => item.id),
+      { effect: 'allow', rule: [...rules].join(',') || clauses.map((c) => c.ruleId).join(',') },
+    );
+    return result;
+  }
+
+  /**
+   * The hits of the query under the filter, and the edges reached from them, each procedure at its latest version.
+   * Working memories never come out of the shared query: the index has no notion of sessions, so the
+   * caller's own session gets a query of its own, whose hits are then kept only if they are that session's.
+   */
+  private async candidates(principal: Principal, request: RecallRequest, kinds: MemoryKind[], base: IndexFilter): Promise<Candidate[]> {
     const filter: IndexFilter = { ...base, kinds: kinds.filter((k) => k !== 'working') };
     const sessionFilter: IndexFilter | undefined =
       request.session !== undefined && kinds.includes('working') ? { ...base, kinds: ['working'] } : undefined;
@@ -194,34 +213,20 @@ export class RecallService {
     const reached =
       request.hops > 0 && kinds.includes('relational') ? await this.reachEdges(principal.tenant, hits, request.hops, base) : [];
     const top = Math.max(0, ...hits.map((hit) => hit.score));
-    const candidates: Candidate[] = latestProcedureVersions([
+    return latestProcedureVersions([
       ...hits,
       // An edge reached by following relations is as relevant as the best hit, halved at every hop.
       ...reached.map(({ item, hop }) => ({ ...item, score: top * HOP_DECAY ** hop, hop })),
     ]);
-    const result = this.pack(candidates, request, base.asOf!);
-    const packedIds = result.items.map((item) => item.id);
-    // Usage is a statistic, not part of the answer: counted right after the response, on the next turn.
-    const counted =
-      packedIds.length === 0
-        ? Promise.resolve()
-        : new Promise<void>((resolve) =>
-            setImmediate(
-              () =>
-                void this.deps.index
-                  .recordUsage(principal.tenant, packedIds, 'retrieved', now.toISOString())
-                  .then(resolve, () => resolve()),
-            ),
-          );
-    if (this.recent.size >= RecallService.RECENT_MAX) this.recent.delete(this.recent.keys().next().value as string);
-    this.recent.set(result.recallId, { tenant: principal.tenant, sub: principal.sub, ids: new Set(packedIds), counted });
-    const recordOf = new Map(candidates.map((hit) => [hit.record.id, hit.record]));
-    const rules = new Set(result.items.map((item) => clauses.find((c) => matchesClauses(recordOf.get(item.id)!, [c]))!.ruleId));
-    await audit(
-      result.items.map((item) => item.id),
-      { effect: 'allow', rule: [...rules].join(',') || clauses.map((c) => c.ruleId).join(',') },
-    );
-    return result;
+  }
+
+  /** Usage is a statistic, not part of the answer: counted right after the response, on the next turn. */
+  private countRetrieved(tenant: string, ids: string[], now: Date): Promise<void> {
+    return ids.length === 0
+      ? Promise.resolve()
+      : new Promise<void>((resolve) =>
+          setImmediate(() => void this.deps.index.recordUsage(tenant, ids, 'retrieved', now.toISOString()).then(resolve, () => resolve())),
+        );
   }
 
   /**
