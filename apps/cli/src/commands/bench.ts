@@ -243,16 +243,7 @@ async function measureErasure(
     const times: number[] = [];
     for (const size of closures) {
       const subject = `erase-me-${size}`;
-      for (let done = 0; done < size; done += BATCH) {
-        const events = Array.from({ length: Math.min(BATCH, size - done) }, (_, i) => ({
-          subject,
-          occurredAt: '2026-11-20T10:00:00Z',
-          activity: 'chat.turn',
-          content: { text: `${subject} #${done + i}: ${sentence(random, i % 3 === 0)}` },
-          source: { system: 'bench', channel: 'chat' },
-        }));
-        await elma.ingest.ingest(principal(tenant), { events });
-      }
+      await ingestSubject(elma, random, tenant, subject, size);
       await elma.runner.waitFor(await elma.log.headPosition(), 10 * 60_000);
       const start = performance.now();
       const { requestId, reason } = await elma.erasure.requests.request(
@@ -279,14 +270,7 @@ async function measureErasure(
         .slice(0, 4);
       line(`  slowest steps`, slowest.map((s) => `${s.step} ${(s.ms / 1000).toFixed(1)} s`).join(', '), '');
     }
-    for (let i = 1; i < closures.length; i++) {
-      const growth = times[i] / times[i - 1];
-      line(
-        `  growth ${fmt(closures[i - 1])} -> ${fmt(closures[i])} records`,
-        `${growth.toFixed(2)}x time for ${(closures[i] / closures[i - 1]).toFixed(0)}x records`,
-        '',
-      );
-    }
+    reportErasureGrowth(line, closures, times);
   } finally {
     await worker.shutdown();
     await running.catch(() => undefined);
@@ -294,6 +278,32 @@ async function measureErasure(
     await elma.close();
     await temporal.stop();
     rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** `size` chat turns of one subject, the closure its erasure will have. */
+async function ingestSubject(elma: Elma, random: () => number, tenant: string, subject: string, size: number): Promise<void> {
+  for (let done = 0; done < size; done += BATCH) {
+    const events = Array.from({ length: Math.min(BATCH, size - done) }, (_, i) => ({
+      subject,
+      occurredAt: '2026-11-20T10:00:00Z',
+      activity: 'chat.turn',
+      content: { text: `${subject} #${done + i}: ${sentence(random, i % 3 === 0)}` },
+      source: { system: 'bench', channel: 'chat' },
+    }));
+    await elma.ingest.ingest(principal(tenant), { events });
+  }
+}
+
+/** How erasure time grows from one closure size to the next. */
+function reportErasureGrowth(line: Line, closures: number[], times: number[]): void {
+  for (let i = 1; i < closures.length; i++) {
+    const growth = times[i] / times[i - 1];
+    line(
+      `  growth ${fmt(closures[i - 1])} -> ${fmt(closures[i])} records`,
+      `${growth.toFixed(2)}x time for ${(closures[i] / closures[i - 1]).toFixed(0)}x records`,
+      '',
+    );
   }
 }
 
