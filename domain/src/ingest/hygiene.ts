@@ -47,7 +47,31 @@ export function cleanContent(
   policy: TenantPolicy,
   fingerprint: (secret: string) => string,
 ): { content: MemoryContent; sensitivity: Sensitivity } {
-  // Every string the content stores, by its path under `content.`: secrets hide in steps and ids as well as in text.
+  const fields = storedStrings(content);
+  const found = fields.map((field) => ({ ...field, findings: detectSecrets(field.text) })).filter((f) => f.findings.length > 0);
+  let cleaned = content;
+  if (found.length > 0) {
+    if (policy.secrets.mode === 'reject') {
+      throw new SecretDetected(
+        found.flatMap((f) =>
+          [...new Set(f.findings.map((finding) => finding.kind))].map((kind) => ({ kind, path: `${path}content.${f.path}` })),
+        ),
+      );
+    }
+    const redacted = new Map(found.map((f) => [f.path, redactSecrets(f.text, f.findings, fingerprint)]));
+    cleaned = withRedactions(content, (at, text) => redacted.get(at) ?? text);
+  }
+  // Classified on the original text: a redacted secret still tells how sensitive the record is.
+  const { floor } = classifySensitivity(
+    fields.map((f) => f.text).join('\n'),
+    policy.sensitivityKeywords,
+    found.flatMap((f) => f.findings.map((finding) => finding.kind)),
+  );
+  return { content: cleaned, sensitivity: raiseSensitivity(requested, floor) };
+}
+
+/** Every string the content stores, by its path under `content.`: secrets hide in steps and ids as well as in text. */
+function storedStrings(content: MemoryContent): { path: string; text: string }[] {
   const { fact, procedure, relation } = content;
   const fields: { path: string; text: string }[] = [{ path: 'text', text: content.text }];
   if (fact)
@@ -68,60 +92,45 @@ export function cleanContent(
       { path: 'relation.to.id', text: relation.to.id },
     );
   }
+  return fields;
+}
 
-  const found = fields.map((field) => ({ ...field, findings: detectSecrets(field.text) })).filter((f) => f.findings.length > 0);
-  let cleaned = content;
-  if (found.length > 0) {
-    if (policy.secrets.mode === 'reject') {
-      throw new SecretDetected(
-        found.flatMap((f) =>
-          [...new Set(f.findings.map((finding) => finding.kind))].map((kind) => ({ kind, path: `${path}content.${f.path}` })),
-        ),
-      );
-    }
-    const redacted = new Map(found.map((f) => [f.path, redactSecrets(f.text, f.findings, fingerprint)]));
-    const clean = (at: string, text: string) => redacted.get(at) ?? text;
-    cleaned = {
-      ...content,
-      text: clean('text', content.text),
-      ...(fact
-        ? {
-            fact: {
-              ...fact,
-              entity: clean('fact.entity', fact.entity),
-              attribute: clean('fact.attribute', fact.attribute),
-              value: clean('fact.value', fact.value),
-            },
-          }
-        : {}),
-      ...(procedure
-        ? {
-            procedure: {
-              ...procedure,
-              name: clean('procedure.name', procedure.name),
-              steps: procedure.steps.map((step, i) => clean(`procedure.steps.${i}`, step)),
-              ...(procedure.conditions ? { conditions: procedure.conditions.map((c, i) => clean(`procedure.conditions.${i}`, c)) } : {}),
-            },
-          }
-        : {}),
-      ...(relation
-        ? {
-            relation: {
-              from: { ...relation.from, id: clean('relation.from.id', relation.from.id) },
-              relation: clean('relation.relation', relation.relation),
-              to: { ...relation.to, id: clean('relation.to.id', relation.to.id) },
-            },
-          }
-        : {}),
-    };
-  }
-  // Classified on the original text: a redacted secret still tells how sensitive the record is.
-  const { floor } = classifySensitivity(
-    fields.map((f) => f.text).join('\n'),
-    policy.sensitivityKeywords,
-    found.flatMap((f) => f.findings.map((finding) => finding.kind)),
-  );
-  return { content: cleaned, sensitivity: raiseSensitivity(requested, floor) };
+/** The content with each stored string passed through `clean`, by the path `storedStrings` gives it. */
+function withRedactions(content: MemoryContent, clean: (at: string, text: string) => string): MemoryContent {
+  const { fact, procedure, relation } = content;
+  return {
+    ...content,
+    text: clean('text', content.text),
+    ...(fact
+      ? {
+          fact: {
+            ...fact,
+            entity: clean('fact.entity', fact.entity),
+            attribute: clean('fact.attribute', fact.attribute),
+            value: clean('fact.value', fact.value),
+          },
+        }
+      : {}),
+    ...(procedure
+      ? {
+          procedure: {
+            ...procedure,
+            name: clean('procedure.name', procedure.name),
+            steps: procedure.steps.map((step, i) => clean(`procedure.steps.${i}`, step)),
+            ...(procedure.conditions ? { conditions: procedure.conditions.map((c, i) => clean(`procedure.conditions.${i}`, c)) } : {}),
+          },
+        }
+      : {}),
+    ...(relation
+      ? {
+          relation: {
+            from: { ...relation.from, id: clean('relation.from.id', relation.from.id) },
+            relation: clean('relation.relation', relation.relation),
+            to: { ...relation.to, id: clean('relation.to.id', relation.to.id) },
+          },
+        }
+      : {}),
+  };
 }
 
 /** When a record of this retention class, written at `at`, expires (null: never). */
