@@ -32,6 +32,19 @@ function writeCertificate(layout: Layout, { certificate: c, signature }: SignedC
       'The signed JSON document is authoritative; this page renders it.',
   );
 
+  writeRequest(layout, c);
+  writeClosure(layout, c);
+  writeSteps(layout, c);
+  writeVerification(layout, c.verification);
+
+  layout.heading('Audit anchor');
+  layout.field('Sequence', String(c.auditAnchor.seq));
+  layout.field('Hash', c.auditAnchor.hash);
+
+  writeSignature(layout, signature);
+}
+
+function writeRequest(layout: Layout, c: ErasureCertificate): void {
   layout.heading('Request');
   layout.field('Tenant', c.tenant);
   layout.field('Request id', c.requestId);
@@ -42,7 +55,10 @@ function writeCertificate(layout: Layout, { certificate: c, signature }: SignedC
   layout.field('Approved at', c.request.approvedAt ?? 'not required');
   writeScope(layout, c.request.scope);
   layout.field('Issued at', c.issuedAt);
+}
 
+/** The closure's counts, then its records and the legal-hold exceptions, each list cut at LIST_LIMIT rows. */
+function writeClosure(layout: Layout, c: ErasureCertificate): void {
   layout.heading('Closure');
   layout.field('Records erased', String(c.closure.size));
   layout.field('By kind', MemoryKind.options.map((kind) => `${kind} ${c.closure.byKind[kind] ?? 0}`).join(', '));
@@ -75,7 +91,9 @@ function writeCertificate(layout: Layout, { certificate: c, signature }: SignedC
     );
     layout.more(c.legalHoldExceptions.length);
   }
+}
 
+function writeSteps(layout: Layout, c: ErasureCertificate): void {
   layout.heading('Steps', Layout.tableHeight(c.steps.length));
   layout.table(
     [
@@ -86,8 +104,10 @@ function writeCertificate(layout: Layout, { certificate: c, signature }: SignedC
     ],
     c.steps.map((s) => [s.step, s.startedAt, s.finishedAt, String(s.attempts)]),
   );
+}
 
-  const v = c.verification;
+/** One row per probe, then what the byte scan covered and the result. */
+function writeVerification(layout: Layout, v: ErasureCertificate['verification']): void {
   layout.heading('Verification', Layout.tableHeight(5) + 6 + Layout.fieldsHeight(4));
   layout.table(
     [
@@ -111,11 +131,9 @@ function writeCertificate(layout: Layout, { certificate: c, signature }: SignedC
   layout.field('Bytes scanned', String(v.byteScan.bytes));
   layout.field('Rounds', String(v.rounds));
   layout.field('Result', v.passed ? 'PASSED' : 'FAILED', 'bold');
+}
 
-  layout.heading('Audit anchor');
-  layout.field('Sequence', String(c.auditAnchor.seq));
-  layout.field('Hash', c.auditAnchor.hash);
-
+function writeSignature(layout: Layout, signature: SignedCertificate['signature']): void {
   layout.heading('Signature', Layout.fieldsHeight(6));
   layout.field('Algorithm', signature.alg);
   layout.field('Key id', signature.kid);
