@@ -108,31 +108,49 @@ export async function evalLocomoCommand(argv: string[]): Promise<number> {
   }
   seconds.wall = (performance.now() - started) / 1000;
 
+  const run: EvalRun = { dataDir, samples, embedder: elma.embedder.model, turns: turns.length, memories, asked, seconds, rows };
+  process.stdout.write(summaryText(run));
+  if (values.json) writeFileSync(resolve(process.cwd(), values.json), `${JSON.stringify(jsonReport(run), null, 2)}\n`);
+  return 0;
+}
+
+/** What one evaluation found, for the summary and the JSON report. */
+interface EvalRun {
+  dataDir: string;
+  samples: string[];
+  embedder: string;
+  turns: number;
+  memories: number;
+  asked: Awaited<ReturnType<typeof askQuestions>>;
+  seconds: { ingest: number; projection: number; queries: number; wall: number };
+  rows: SummaryRow[];
+}
+
+function summaryText({ samples, embedder, turns, memories, asked, seconds, rows }: EvalRun): string {
   const searches = asked.evaluated * ROUTES.length;
-  process.stdout.write(
+  return (
     [
-      `LoCoMo retrieval, ${samples.length} samples (${samples.join(', ')}), embedder ${elma.embedder.model}`,
-      `ingested ${turns.length} turns -> ${memories} memories; ingest ${seconds.ingest.toFixed(1)} s, projection ${seconds.projection.toFixed(1)} s`,
+      `LoCoMo retrieval, ${samples.length} samples (${samples.join(', ')}), embedder ${embedder}`,
+      `ingested ${turns} turns -> ${memories} memories; ingest ${seconds.ingest.toFixed(1)} s, projection ${seconds.projection.toFixed(1)} s`,
       `questions: ${asked.evaluated} evaluated (categories 1-4), ${asked.adversarial} adversarial left out, ${asked.skipped} skipped (no evidence or unknown dia_ids)`,
       `${searches} searches in ${seconds.queries.toFixed(1)} s (${((seconds.queries * 1000) / Math.max(1, searches)).toFixed(2)} ms each); wall time ${seconds.wall.toFixed(1)} s`,
       '',
       renderTable(rows),
-    ].join('\n') + '\n',
+    ].join('\n') + '\n'
   );
-  if (values.json) {
-    const report = {
-      data: dataDir,
-      samples,
-      embedder: elma.embedder.model,
-      turns: turns.length,
-      memories,
-      questions: { evaluated: asked.evaluated, adversarial: asked.adversarial, skipped: asked.skipped },
-      seconds,
-      rows: rows.map((r) => ({ ...r, categoryName: r.category === 'all' ? 'all' : CATEGORIES[r.category] })),
-    };
-    writeFileSync(resolve(process.cwd(), values.json), `${JSON.stringify(report, null, 2)}\n`);
-  }
-  return 0;
+}
+
+function jsonReport({ dataDir, samples, embedder, turns, memories, asked, seconds, rows }: EvalRun) {
+  return {
+    data: dataDir,
+    samples,
+    embedder,
+    turns,
+    memories,
+    questions: { evaluated: asked.evaluated, adversarial: asked.adversarial, skipped: asked.skipped },
+    seconds,
+    rows: rows.map((r) => ({ ...r, categoryName: r.category === 'all' ? 'all' : CATEGORIES[r.category] })),
+  };
 }
 
 /** The embedder settings of the environment, so a real model can be evaluated; everything else stays at its default. */
