@@ -88,12 +88,7 @@ async function startOnce(cli: string, namespace: string, options: TemporalDevSer
   const headless = options.headless ?? false;
   const port = options.port ?? (await freePort());
   const uiPort = headless ? undefined : (options.uiPort ?? (await freePort([port])));
-  const args = ['server', 'start-dev', '--ip', HOST, '--port', String(port), '--log-level', 'error'];
-  if (headless) args.push('--headless');
-  else args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
-  if (options.dbFile) args.push('--db-filename', options.dbFile);
-  if (namespace !== 'default') args.push('--namespace', namespace);
-  for (const [name, type] of Object.entries(options.searchAttributes ?? {})) args.push('--search-attribute', `${name}=${type}`);
+  const args = startDevArgs(port, uiPort, namespace, options);
 
   const startedAt = performance.now();
   // detached: the server gets its own process group, so stop() reaches the UI server and any helpers too.
@@ -137,13 +132,7 @@ async function startOnce(cli: string, namespace: string, options: TemporalDevSer
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null || spawnError) {
       await stop();
-      const text = output.text();
-      throw new DevServerStartError(
-        `Temporal dev server (${cli}) exited before serving ${address}` +
-          `${spawnError ? `: ${spawnError.message}` : ` (exit code ${child.exitCode}, signal ${child.signalCode})`}` +
-          `${text ? `\n--- last server output ---\n${text}` : ''}`,
-        /address already in use|bind:/i.test(text),
-      );
+      throw exitedBeforeServing(cli, address, spawnError ?? child, output.text());
     }
     const probe = await probeNamespace(address, namespace, expected);
     if (probe === true) break;
@@ -169,6 +158,32 @@ async function startOnce(cli: string, namespace: string, options: TemporalDevSer
     exited,
     pid: child.pid,
   };
+}
+
+/** `temporal server start-dev` with its ports, database, namespace and search attributes; headless when there is no UI port. */
+function startDevArgs(port: number, uiPort: number | undefined, namespace: string, options: TemporalDevServerOptions): string[] {
+  const args = ['server', 'start-dev', '--ip', HOST, '--port', String(port), '--log-level', 'error'];
+  if (options.headless ?? false) args.push('--headless');
+  else args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
+  if (options.dbFile) args.push('--db-filename', options.dbFile);
+  if (namespace !== 'default') args.push('--namespace', namespace);
+  for (const [name, type] of Object.entries(options.searchAttributes ?? {})) args.push('--search-attribute', `${name}=${type}`);
+  return args;
+}
+
+/** The server failed to spawn, or exited before serving: why, with the end of its output; a port taken is told apart. */
+function exitedBeforeServing(
+  cli: string,
+  address: string,
+  cause: Error | { exitCode: number | null; signalCode: NodeJS.Signals | null },
+  text: string,
+): DevServerStartError {
+  return new DevServerStartError(
+    `Temporal dev server (${cli}) exited before serving ${address}` +
+      `${cause instanceof Error ? `: ${cause.message}` : ` (exit code ${cause.exitCode}, signal ${cause.signalCode})`}` +
+      `${text ? `\n--- last server output ---\n${text}` : ''}`,
+    /address already in use|bind:/i.test(text),
+  );
 }
 
 /**
