@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
-import type { Principal } from '@elma/domain';
+import { ERASURE_STEPS, type Principal } from '@elma/domain';
 import { verifySignedCertificate } from '@elma/infra';
 import { ensureRetentionSchedule } from '@elma/worker';
 import { filesContaining, inspectIndices, localNode, segmentCounts, shardFolders } from '../../../tests/support/elasticsearch-files';
@@ -116,20 +116,7 @@ describe('erasure of a data subject, end to end on Temporal', () => {
     expect(requestId).toMatch(/^era_/);
     const done = await settle(requestId);
     expect(done.status, JSON.stringify(done.failure)).toBe('completed');
-    expect(done.steps.map((s: { step: string }) => s.step)).toEqual([
-      'authorize',
-      'locate',
-      'closure',
-      'legal_hold',
-      'approval',
-      'purge_index',
-      'purge_caches',
-      'shred_keys',
-      'delete_streams',
-      'tombstones',
-      'verify',
-      'certify',
-    ]);
+    expect(done.steps.map((s: { step: string }) => s.step)).toEqual([...ERASURE_STEPS]);
     for (const step of done.steps) {
       expect(step.attempts).toBeGreaterThanOrEqual(1);
       expect(Date.parse(step.finishedAt)).toBeGreaterThanOrEqual(Date.parse(step.startedAt));
