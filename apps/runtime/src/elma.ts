@@ -227,9 +227,7 @@ interface ErasureDeps {
   compaction: EventStoreDbScavenger | undefined;
 }
 
-function createErasures(config: ElmaConfig, deps: ErasureDeps): Erasures {
-  const { log, store, index, vault, projection, runner, holds, policies, audit, tombstones, fingerprints, signer, clock, ids, compaction } =
-    deps;
+function createErasures(config: ElmaConfig, { compaction, ...deps }: ErasureDeps): Erasures {
   const scanRoots = [
     config.dataDir,
     ...(config.temporal.dbFile && !config.temporal.dbFile.startsWith(config.dataDir)
@@ -237,27 +235,16 @@ function createErasures(config: ElmaConfig, deps: ErasureDeps): Erasures {
       : []),
   ];
   return {
-    store,
-    requests: new ErasureRequests({ log, store, index, holds, audit, fingerprints, clock, ids }),
+    store: deps.store,
+    requests: new ErasureRequests(deps),
     steps: new ErasureSteps({
-      log,
-      store,
-      index,
-      vault,
-      projection,
-      runner,
-      holds,
-      policies,
-      audit,
-      tombstones,
-      fingerprints,
-      clock,
+      ...deps,
       rawScan: rawStoreScan,
       scanRoots,
       logEngine: config.eventLog,
       ...(compaction ? { compaction: { port: compaction, waitMs: config.eventStore!.scavengeWaitMs } } : {}),
     }),
-    certification: new ErasureCertification({ store, index, vault, holds, policies, audit, fingerprints, signer, clock }),
+    certification: new ErasureCertification(deps),
   };
 }
 
