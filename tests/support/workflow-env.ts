@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { afterAll, beforeAll } from 'vitest';
 import { ensureTemporalCli } from '../../infra/src/temporal/cli-binary';
 import { bundleElmaWorkflows } from '../../apps/worker/src/worker';
 import { ElmaReason, ElmaRequestId, ElmaStatus, ElmaTenant } from '../../workflows/src/search-attributes';
@@ -60,6 +61,18 @@ export async function createWorkflowTestEnv(): Promise<WorkflowTestEnv> {
   };
 }
 
+/** The suite's environment: created before its first test and torn down after its last. */
+export function suiteWorkflowEnv(): Pick<WorkflowTestEnv, 'withWorker'> {
+  let env: WorkflowTestEnv | undefined;
+  beforeAll(async () => {
+    env = await createWorkflowTestEnv();
+  }, 120_000);
+  afterAll(async () => {
+    await env?.teardown();
+  });
+  return { withWorker: (activities, body) => env!.withWorker(activities, body) };
+}
+
 /** One activity call as the stub saw it. */
 export interface Call {
   name: string;
@@ -80,6 +93,12 @@ export function recording<T extends Activities>(activities: T): { activities: T;
   ) as T;
   return { activities: wrapped, calls };
 }
+
+/** The names of the activities called, in order. */
+export const names = (calls: Call[]) => calls.map((c) => c.name);
+
+/** The arguments of each call of one activity, in order. */
+export const argsOf = (calls: Call[], name: string) => calls.filter((c) => c.name === name).map((c) => c.args);
 
 /** Resolves `until()` is true, polling; fails after `timeoutMs`. */
 export async function eventually(until: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {

@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ConsolidationActivities } from '@elma/activities';
-import { createWorkflowTestEnv, eventually, recording, type Call, type WorkflowTestEnv } from '../../../tests/support/workflow-env';
+import { suiteWorkflowEnv, argsOf, eventually, recording } from '../../../tests/support/workflow-env';
 import { consolidateSubjectsSignal } from './messages';
 import {
   SUBJECTS_PER_ACTIVITY,
@@ -40,16 +40,8 @@ function stubs(subjects: Record<string, string[]>, overrides: Partial<Consolidat
   };
 }
 
-const argsOf = (calls: Call[], name: string) => calls.filter((c) => c.name === name).map((c) => c.args);
-
 describe('the consolidation workflows, with their activities stubbed', () => {
-  let env: WorkflowTestEnv;
-  beforeAll(async () => {
-    env = await createWorkflowTestEnv();
-  }, 120_000);
-  afterAll(async () => {
-    await env?.teardown();
-  });
+  const env = suiteWorkflowEnv();
 
   it(`consolidates every subject of a tenant once, ${SUBJECTS_PER_ACTIVITY} subjects per activity, in order`, async () => {
     const subjects = refs('acme', 2 * SUBJECTS_PER_ACTIVITY + 10);

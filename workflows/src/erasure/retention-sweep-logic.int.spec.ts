@@ -1,9 +1,9 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Attempted, ErasureActivities } from '@elma/activities';
 import type { Verification } from '@elma/domain';
-import { createWorkflowTestEnv, recording, type Call, type WorkflowTestEnv } from '../../../tests/support/workflow-env';
+import { suiteWorkflowEnv, argsOf, names, recording } from '../../../tests/support/workflow-env';
 import { ElmaReason, ElmaRequestId, ElmaTenant } from '../search-attributes';
 import { ERASURE_REQUEST_ID_PATTERN, erasureProgressQuery } from './messages';
 import type { retentionSweepWorkflow } from './retention-sweep';
@@ -54,17 +54,8 @@ function stubs(expired: Expired, options: { refuse?: string[] } = {}): ErasureAc
   };
 }
 
-const names = (calls: Call[]) => calls.map((c) => c.name);
-const argsOf = (calls: Call[], name: string) => calls.filter((c) => c.name === name).map((c) => c.args);
-
 describe('retentionSweepWorkflow, with its activities stubbed', () => {
-  let env: WorkflowTestEnv;
-  beforeAll(async () => {
-    env = await createWorkflowTestEnv();
-  }, 120_000);
-  afterAll(async () => {
-    await env?.teardown();
-  });
+  const env = suiteWorkflowEnv();
 
   it('runs one child erasure, with reason retention, per tenant with expired records, then expires stale worksets', async () => {
     const { activities, calls } = recording(stubs({ acme: ['r1', 'r2'], globex: [], initech: ['r9'] }));

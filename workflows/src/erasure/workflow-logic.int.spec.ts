@@ -1,9 +1,9 @@
 import { Context } from '@temporalio/activity';
 import { ActivityFailure, ApplicationFailure, CancelledFailure, WorkflowFailedError, type Client } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Attempted, ErasureActivities } from '@elma/activities';
 import { ERASURE_STEPS, type ErasureProgress, type Verification } from '@elma/domain';
-import { createWorkflowTestEnv, eventually, recording, type Call, type WorkflowTestEnv } from '../../../tests/support/workflow-env';
+import { suiteWorkflowEnv, argsOf, names, eventually, recording } from '../../../tests/support/workflow-env';
 import { ERASURE_FAILURES, VERIFICATION_ROUNDS, approveErasureSignal, erasureProgressQuery, type ErasureInput } from './messages';
 import type { erasureWorkflow } from './workflow';
 
@@ -54,9 +54,6 @@ const input = (requestId = `era_${Math.random().toString(36).slice(2)}`): Erasur
   reason: 'subject_request',
 });
 
-const names = (calls: Call[]) => calls.map((c) => c.name);
-const argsOf = (calls: Call[], name: string) => calls.filter((c) => c.name === name).map((c) => c.args);
-
 /** The failure type a workflow ended with, whether it threw itself or an activity's failure ended it. */
 async function failureType(result: Promise<unknown>): Promise<string | undefined> {
   const error = await result.then(
@@ -78,13 +75,7 @@ const start = (client: Client, taskQueue: string, args: ErasureInput) =>
   });
 
 describe('erasureWorkflow, with its activities stubbed', () => {
-  let env: WorkflowTestEnv;
-  beforeAll(async () => {
-    env = await createWorkflowTestEnv();
-  }, 120_000);
-  afterAll(async () => {
-    await env?.teardown();
-  });
+  const env = suiteWorkflowEnv();
 
   it('runs every step once, in order, and certifies what it erased', async () => {
     const { activities, calls } = recording(stubs());
