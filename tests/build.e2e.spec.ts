@@ -10,7 +10,7 @@ import type { Principal } from '@elma/domain';
 import { findTemporalCli, verifySignedCertificate } from '@elma/infra';
 import { approveErasure, erasureProgress, erasureResult, startErasure } from '@elma/worker';
 import { embeddedStartEnv, spawnElmaStart, type StartedElma } from '../apps/cli/src/embedded-env';
-import { elmaArgs, sleep, stopProcessGroups, withElmaAt } from './support/elma-process';
+import { elmaArgs, requestSubjectErasure, sleep, stopProcessGroups, withElmaAt } from './support/elma-process';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 
@@ -112,25 +112,7 @@ describe('the build (node dist/elma.mjs)', () => {
     it('runs the prebuilt workflows and takes an erasure to a certificate that verifies', async () => {
       const requestId = await withElmaAt(folder, async (elma) => {
         await elma.runner.start();
-        const events = ['a note about the Ravensworth contract', 'Ravensworth prefers email'].map((text) => ({
-          subject: 'cust-build',
-          occurredAt: '2026-11-20T10:00:00Z',
-          activity: 'chat.turn',
-          content: { text },
-          source: { system: 'crm', channel: 'chat' },
-        }));
-        const { position } = await elma.ingest.ingest(principal, { events });
-        await elma.runner.waitFor(BigInt(position));
-        const { version, ...policy } = await elma.policies.get('acme');
-        await elma.policies.put('acme', { ...policy, erasure: { approvalThreshold: 0, approvalTimeoutHours: 1 } }, 'admin', version);
-        const compliance = { ...principal, sub: 'compliance-1', roles: ['compliance'] };
-        return (
-          await elma.erasure.requests.request(
-            compliance,
-            { scope: { type: 'subject', subject: 'cust-build' }, reason: 'subject_request' },
-            'test',
-          )
-        ).requestId;
+        return requestSubjectErasure(elma, principal, 'cust-build', ['a note about the Ravensworth contract', 'Ravensworth prefers email']);
       });
 
       const env = {

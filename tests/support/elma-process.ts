@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { afterAll, inject } from 'vitest';
+import type { Principal } from '@elma/domain';
 import { loadConfig } from '../../infra/src';
 import { openElma, type Elma } from '../../apps/runtime/src';
 import { silentLogger } from '../../shared/src';
@@ -136,3 +137,25 @@ export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Ingests `texts` as chat turns of `subject`, waits until they are indexed, turns approvals off for the
+ * tenant, and requests the subject's erasure as a compliance officer; returns the request id. The
+ * projection must be running (`elma.runner.start()`).
+ */
+export async function requestSubjectErasure(elma: Elma, principal: Principal, subject: string, texts: string[]): Promise<string> {
+  const events = texts.map((text) => ({
+    subject,
+    occurredAt: '2026-11-20T10:00:00Z',
+    activity: 'chat.turn',
+    content: { text },
+    source: { system: 'crm', channel: 'chat' },
+  }));
+  const { position } = await elma.ingest.ingest(principal, { events });
+  await elma.runner.waitFor(BigInt(position));
+  const { version, ...policy } = await elma.policies.get(principal.tenant);
+  await elma.policies.put(principal.tenant, { ...policy, erasure: { approvalThreshold: 0, approvalTimeoutHours: 1 } }, 'admin', version);
+  const compliance = { ...principal, sub: 'compliance-1', roles: ['compliance'] };
+  return (await elma.erasure.requests.request(compliance, { scope: { type: 'subject', subject }, reason: 'subject_request' }, 'test'))
+    .requestId;
+}

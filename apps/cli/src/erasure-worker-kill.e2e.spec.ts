@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { Connection } from '@temporalio/client';
-import type { Principal } from '@elma/domain';
+import { ERASURE_STEPS, type Principal } from '@elma/domain';
 import { verifySignedCertificate } from '@elma/infra';
 import { approveErasure, erasureProgress, erasureResult, startErasure } from '@elma/worker';
-import { workerSuite } from '../../../tests/support/elma-process';
+import { requestSubjectErasure, workerSuite } from '../../../tests/support/elma-process';
 
 /**
  * Kill the worker in the middle of an erasure; a new worker
@@ -23,24 +23,11 @@ describe('an erasure survives the death of its worker', () => {
   it('finishes on a new worker with each step once and a certificate that verifies', async () => {
     const requestId = await withElma(async (elma) => {
       await elma.runner.start();
-      const events = ['first note about the Ravensworth contract', 'second note: Ravensworth prefers email', 'third note'].map((text) => ({
-        subject: 'cust-kill',
-        occurredAt: '2026-11-20T10:00:00Z',
-        activity: 'chat.turn',
-        content: { text },
-        source: { system: 'crm', channel: 'chat' },
-      }));
-      const { position } = await elma.ingest.ingest(principal, { events });
-      await elma.runner.waitFor(BigInt(position));
-      const { version, ...policy } = await elma.policies.get('acme');
-      await elma.policies.put('acme', { ...policy, erasure: { approvalThreshold: 0, approvalTimeoutHours: 1 } }, 'admin', version);
-      return (
-        await elma.erasure.requests.request(
-          { ...principal, sub: 'compliance-1', roles: ['compliance'] },
-          { scope: { type: 'subject', subject: 'cust-kill' }, reason: 'subject_request' },
-          'test',
-        )
-      ).requestId;
+      return requestSubjectErasure(elma, principal, 'cust-kill', [
+        'first note about the Ravensworth contract',
+        'second note: Ravensworth prefers email',
+        'third note',
+      ]);
     });
     connection = await Connection.connect({ address });
     const client = { connection, taskQueue };
@@ -62,20 +49,7 @@ describe('an erasure survives the death of its worker', () => {
     const progress = (await erasureProgress(client, 'acme', requestId))!;
     expect(progress.status).toBe('completed');
     // The steps before the kill ran once, on the first worker: the new worker replayed them from history.
-    expect(progress.steps.map((s) => s.step)).toEqual([
-      'authorize',
-      'locate',
-      'closure',
-      'legal_hold',
-      'approval',
-      'purge_index',
-      'purge_caches',
-      'shred_keys',
-      'delete_streams',
-      'tombstones',
-      'verify',
-      'certify',
-    ]);
+    expect(progress.steps.map((s) => s.step)).toEqual([...ERASURE_STEPS]);
     expect(progress.steps.every((s) => s.attempts === 1)).toBe(true);
 
     await withElma(async (elma) => {
