@@ -198,7 +198,7 @@ export class RecallService {
     const filter: IndexFilter = { ...base, kinds: kinds.filter((k) => k !== 'working') };
     const sessionFilter: IndexFilter | undefined =
       request.session !== undefined && kinds.includes('working') ? { ...base, kinds: ['working'] } : undefined;
-    const [vector] = await this.deps.embedder.embed([request.query]);
+    const [vector] = await this.deps.embedder.embed([request.query], 'query');
     const admitted = (hit: SearchHit, by: IndexFilter) =>
       hit.record.tenant === principal.tenant &&
       matchesFilter(hit.record, by) &&

@@ -42,7 +42,7 @@ export class MemoryViews {
   /** Embeds the records' text and upserts them, in one index write. */
   async index(tenant: string, records: MemoryRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const vectors = await this.deps.embedder.embed(records.map((r) => r.content.text));
+    const vectors = await this.deps.embedder.embed(records.map((r) => r.content.text), 'document');
     await this.deps.index.upsert(
       tenant,
       records.map((record, i) => ({ record, vector: vectors[i] })),

@@ -202,7 +202,7 @@ describe('erasure of a data subject, end to end on Temporal', () => {
       // The force-merge left no deleted document in the records' segments (usage counts are rewritten by the recalls above).
       expect(Object.values(await segmentCounts(es.url, [`${es.namespace}-acme-memories`])).map((c) => c.deleted)).toEqual([0]);
       // The projection embeds a record's text: the vectors of the two secrets, and of the other subject's record.
-      const vectors = await t.elma.embedder.embed([secretEn, secretZh, bystander]);
+      const vectors = await t.elma.embedder.embed([secretEn, secretZh, bystander], 'document');
       const inspection = await inspectIndices(node, indices, {
         texts: [secretEn, secretZh, ...words, 'cust-7', ...ids, 'bartholomew'],
         vectors,

@@ -1,4 +1,4 @@
-import { isHan, tokenize, type Embedder } from '@elma/domain';
+import { isHan, tokenize, type Embedder, type EmbeddingRole } from '@elma/domain';
 
 export interface HashingEmbedderOptions {
   /** Vector length; 384 by default. */
@@ -30,6 +30,7 @@ const SEED_HAN_BIGRAM = 0x3b9aca07;
 export class HashingEmbedder implements Embedder {
   readonly model = 'hashing-v1';
   readonly dimensions: number;
+  readonly semantic = false;
 
   constructor(options: HashingEmbedderOptions = {}) {
     const dimensions = options.dimensions ?? 384;
@@ -37,7 +38,8 @@ export class HashingEmbedder implements Embedder {
     this.dimensions = dimensions;
   }
 
-  async embed(texts: string[]): Promise<Float32Array[]> {
+  /** Queries and documents are hashed alike. */
+  async embed(texts: string[], _role: EmbeddingRole): Promise<Float32Array[]> {
     return texts.map((text) => this.embedOne(text));
   }
 

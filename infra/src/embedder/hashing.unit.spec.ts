@@ -8,14 +8,14 @@ describe('HashingEmbedder', () => {
   const embedder = new HashingEmbedder();
 
   it('gives the same vector for the same text, across instances', async () => {
-    const [a] = await embedder.embed(['The delivery risk of project Falcon is high']);
-    const [b] = await new HashingEmbedder().embed(['The delivery risk of project Falcon is high']);
+    const [a] = await embedder.embed(['The delivery risk of project Falcon is high'], 'document');
+    const [b] = await new HashingEmbedder().embed(['The delivery risk of project Falcon is high'], 'document');
     expect(Array.from(a)).toEqual(Array.from(b));
   });
 
   it('returns one L2-normalised vector per text, in input order', async () => {
     const texts = ['交付风险很高', 'delivery risk is high', 'x'];
-    const vectors = await embedder.embed(texts);
+    const vectors = await embedder.embed(texts, 'document');
     expect(vectors).toHaveLength(3);
     for (const v of vectors) {
       expect(v).toBeInstanceOf(Float32Array);

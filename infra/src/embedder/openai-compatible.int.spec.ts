@@ -51,7 +51,7 @@ describe('OpenAiCompatibleEmbedder against a local /v1/embeddings server', () =>
 
   it('batches the input and returns normalised vectors in input order', async () => {
     const texts = Array.from({ length: 5 }, (_, i) => 'x'.repeat(i + 1));
-    const vectors = await embedder({ batchSize: 2, apiKey: 'sk-test' }).embed(texts);
+    const vectors = await embedder({ batchSize: 2, apiKey: 'sk-test' }).embed(texts, 'document');
 
     expect(server.requests.map((r) => r.input.length)).toEqual([2, 2, 1]);
     expect(server.requests[0]).toMatchObject({ model: 'test-model', authorization: 'Bearer sk-test' });
@@ -72,7 +72,7 @@ describe('OpenAiCompatibleEmbedder against a local /v1/embeddings server', () =>
       }
       return false;
     };
-    const vectors = await embedder().embed(['hello']);
+    const vectors = await embedder().embed(['hello'], 'document');
     expect(server.requests).toHaveLength(2);
     expect(vectors[0][0]).toBeCloseTo(5 / Math.sqrt(26), 6);
   });
@@ -83,7 +83,7 @@ describe('OpenAiCompatibleEmbedder against a local /v1/embeddings server', () =>
       return true;
     };
     const error = await embedder()
-      .embed(['SECRET-CUSTOMER-NOTE'])
+      .embed(['SECRET-CUSTOMER-NOTE'], 'document')
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EmbeddingFailed);
     expect((error as EmbeddingFailed).status).toBe(400);
@@ -96,7 +96,7 @@ describe('OpenAiCompatibleEmbedder against a local /v1/embeddings server', () =>
     server.behaviour = () => true; // never answers
     const started = Date.now();
     const error = await embedder({ timeoutMs: 100, retries: 2 })
-      .embed(['slow'])
+      .embed(['slow'], 'document')
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EmbeddingFailed);
     expect((error as Error).message).toMatch(/timed out/);
@@ -116,14 +116,14 @@ describe('OpenAiCompatibleEmbedder against a local /v1/embeddings server', () =>
       }
       return false;
     };
-    const vectors = await embedder().embed(['abc']);
+    const vectors = await embedder().embed(['abc'], 'document');
     expect(server.requests).toHaveLength(3);
     expect(vectors).toHaveLength(1);
   });
 
   it('rejects a response with the wrong dimensions without retrying', async () => {
     const error = await embedder({ dimensions: 8 })
-      .embed(['abc'])
+      .embed(['abc'], 'document')
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EmbeddingFailed);
     expect((error as Error).message).toMatch(/expected 8/);

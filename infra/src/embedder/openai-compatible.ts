@@ -1,4 +1,4 @@
-import type { Embedder } from '@elma/domain';
+import type { Embedder, EmbeddingRole } from '@elma/domain';
 import { normalise } from './hashing';
 
 export interface OpenAiCompatibleEmbedderOptions {
@@ -47,6 +47,7 @@ interface EmbeddingsResponse {
 export class OpenAiCompatibleEmbedder implements Embedder {
   readonly model: string;
   readonly dimensions: number;
+  readonly semantic = true;
   private readonly url: string;
   private readonly batchSize: number;
   private readonly timeoutMs: number;
@@ -66,7 +67,7 @@ export class OpenAiCompatibleEmbedder implements Embedder {
     if (!Number.isInteger(this.batchSize) || this.batchSize < 1) throw new RangeError('batchSize must be a positive integer');
   }
 
-  async embed(texts: string[]): Promise<Float32Array[]> {
+  async embed(texts: string[], _role: EmbeddingRole): Promise<Float32Array[]> {
     const out: Float32Array[] = [];
     for (let start = 0; start < texts.length; start += this.batchSize) {
       const batch = texts.slice(start, start + this.batchSize);

@@ -359,7 +359,7 @@ function benchPolicy(): PolicyDocument {
 async function measureRecall(elma: Elma, tenant: string) {
   const random = prng(7);
   const queries = Array.from({ length: QUERIES + WARMUP }, () => query(random));
-  const vectors = await elma.embedder.embed(queries);
+  const vectors = await elma.embedder.embed(queries, 'query');
   const who = principal(tenant);
   const now = new Date().toISOString();
   const recall: number[] = [];

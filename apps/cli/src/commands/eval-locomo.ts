@@ -219,7 +219,7 @@ async function askQuestions(elma: Elma, questions: readonly Question[], ids: Mem
 
   const vectors: Float32Array[] = [];
   for (let i = 0; i < answerable.length; i += EMBED_BATCH) {
-    vectors.push(...(await elma.embedder.embed(answerable.slice(i, i + EMBED_BATCH).map((a) => a.question.question))));
+    vectors.push(...(await elma.embedder.embed(answerable.slice(i, i + EMBED_BATCH).map((a) => a.question.question), 'query')));
   }
   const now = new Date().toISOString();
   const scored: ScoredQuestion[] = [];
