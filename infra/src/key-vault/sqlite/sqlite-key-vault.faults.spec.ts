@@ -23,7 +23,10 @@ describe('a key vault shared by two processes', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   /** Creates data keys one by one and prints `id digest` for each once dataKeys() has returned. */
-  function writer(name: string, count: number): { child: ChildProcess; acknowledged: Map<string, string>; exited: Promise<number | null> } {
+  function writer(
+    name: string,
+    count: number,
+  ): { child: ChildProcess; acknowledged: Map<string, string>; exited: Promise<number | null>; stderr: () => string } {
     const script = `import(${JSON.stringify(vaultModule)}).then(async ({ SqliteKeyVault }) => {
       const { createHash } = await import('node:crypto');
       const vault = new SqliteKeyVault({ path: ${JSON.stringify(path)}, masterKey: Buffer.from(${JSON.stringify(masterKey.toString('hex'))}, 'hex') });
@@ -46,15 +49,22 @@ describe('a key vault shared by two processes', () => {
         acknowledged.set(id, hash);
       }
     });
+    let stderr = '';
+    child.stderr!.on('data', (chunk) => (stderr = (stderr + chunk).slice(-2_000)));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    return { child, acknowledged, exited };
+    return { child, acknowledged, exited, stderr: () => stderr };
   }
 
   it('loses no acknowledged key and stays whole when one writer is killed mid-write', async () => {
     const killed = writer('a', 100_000);
     const survivor = writer('b', 1_500);
     for (const deadline = Date.now() + 60_000; killed.acknowledged.size < 300 || survivor.acknowledged.size < 300;) {
-      if (Date.now() > deadline) throw new Error('the writers did not get going');
+      if (Date.now() > deadline) {
+        // What each writer managed and said, so a stall is diagnosed from the CI log alone.
+        const state = (w: ReturnType<typeof writer>, name: string) =>
+          `${name}: ${w.acknowledged.size} acknowledged, exit ${w.child.exitCode ?? 'none yet'}, stderr: ${w.stderr().trim() || '(empty)'}`;
+        throw new Error(`the writers did not get going\n${state(killed, 'a')}\n${state(survivor, 'b')}`);
+      }
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     killed.child.kill('SIGKILL');
