@@ -109,13 +109,13 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
   const logger = options.logger ?? createLogger(config.logLevel);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
 
-  // The embedding server first: a failed start leaves no engine file open. It never gates ingest (see EmbedderHost).
-  const embedding = await openEmbedder(config, logger);
+  // The embedding server first, so a failed start leaves no engine file open. Ingest does not use it.
+  const embedderHost = await openEmbedder(config, logger);
   const { log, checkpoints, compaction, vault, index } = await openEngines(config).catch(async (error: unknown) => {
-    await embedding.close();
+    await embedderHost.close();
     throw error;
   });
-  const embedder = embedding.embedder;
+  const embedder = embedderHost.embedder;
   const sealer = new EventSealer(vault);
   const projection = new Projection({ log, index, sealer, embedder });
   const runner = new ProjectionRunner({ log, checkpoints, projection, logger });
@@ -172,7 +172,7 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
     consolidation: new ConsolidationService({ log, index, sealer, erased }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids }),
     health() {
-      return engineHealth(config, { log, index, vault, runner, embedding }, probes);
+      return engineHealth(config, { log, index, vault, runner, embedderHost }, probes);
     },
     addHealthProbe(name, probe) {
       probes.set(name, probe);
@@ -182,7 +182,7 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
       await index.close();
       await vault.close();
       await log.close();
-      await embedding.close();
+      await embedderHost.close();
     },
   };
 }
@@ -343,8 +343,8 @@ async function engineHealth(
     index,
     vault,
     runner,
-    embedding,
-  }: { log: EventLog; index: ViewIndex; vault: KeyVault; runner: ProjectionRunner; embedding: EmbedderHost },
+    embedderHost,
+  }: { log: EventLog; index: ViewIndex; vault: KeyVault; runner: ProjectionRunner; embedderHost: EmbedderHost },
   probes: Map<string, () => Promise<EngineHealth>>,
 ): Promise<Record<string, EngineHealth>> {
   return {
@@ -353,7 +353,7 @@ async function engineHealth(
     keyVault: { engine: 'sqlite', up: await succeeds(() => vault.isShredded('health', 'probe')) },
     projection: { engine: 'runner', up: !runner.status().error, detail: runner.status() },
     storage: await storageProbe(config),
-    embedder: await embedding.health(),
+    embedder: await embedderHost.health(),
     ...Object.fromEntries(
       await Promise.all(
         [...probes].map(async ([name, check]) => [name, await check().catch(() => ({ engine: name, up: false }))] as const),
