@@ -76,9 +76,24 @@ export interface ConsolidationResult {
  * on any input (placed before or after) withholds it too. A view never mixes
  * owners, projects or retention classes. Erased content is never re-derived.
  */
+/** How long a consolidation pass waits for the tenant's pending vectors (an embedder that is down must not stall it). */
+const EMBEDDING_WAIT_MS = 30_000;
+
 export class ConsolidationService {
   constructor(
-    private readonly deps: { log: EventLog; index: MemoryIndex; sealer: EventSealer; erased: ErasureGuard },
+    private readonly deps: {
+      log: EventLog;
+      index: MemoryIndex;
+      sealer: EventSealer;
+      erased: ErasureGuard;
+      /**
+       * The embedding stage: near-duplicates are found by vector, so a pass
+       * first waits (bounded) for the tenant's pending vectors. Past the wait,
+       * records still without one are compared by fact only, and a later pass
+       * merges them.
+       */
+      embeddings?: { waitForEmbedded(tenant: string, timeoutMs: number): Promise<void> };
+    },
     private readonly params: ConsolidationParams = DEFAULT_CONSOLIDATION_PARAMS,
   ) {}
 
@@ -119,6 +134,7 @@ export class ConsolidationService {
       if (subject !== undefined) subjects.add(subject);
     }
     if (subjects.size === 0) return total;
+    await this.deps.embeddings?.waitForEmbedded(tenant, EMBEDDING_WAIT_MS).catch(() => undefined);
     const ids = new Map<string, string[]>();
     let seen = 0;
     for await (const entry of this.deps.index.lineage(tenant)) {
@@ -139,7 +155,7 @@ export class ConsolidationService {
 
   private async consolidateSubject(tenant: string, subject: string, recordIds: string[]): Promise<ConsolidationResult> {
     const result: ConsolidationResult = { created: 0, unchanged: 0, skippedErased: 0, merges: 0, summaries: 0, facts: 0 };
-    const mine: { record: MemoryRecord; vector: Float32Array }[] = [];
+    const mine: { record: MemoryRecord; vector?: Float32Array }[] = [];
     for (const [i, id] of recordIds.entries()) {
       const stored = await this.deps.index.get(tenant, id);
       if (stored && (stored.record.status === 'active' || stored.record.status === 'disputed')) mine.push(stored);
@@ -166,7 +182,7 @@ export class ConsolidationService {
   private views(
     tenant: string,
     subject: string,
-    mine: { record: MemoryRecord; vector: Float32Array }[],
+    mine: { record: MemoryRecord; vector?: Float32Array }[],
     result: ConsolidationResult,
   ): MemoryRecord[] {
     const episodic = mine.filter((m) => m.record.kind === 'episodic' && !m.record.provenance.rule.startsWith('consolidate.'));
@@ -180,11 +196,12 @@ export class ConsolidationService {
     const candidates = [...episodic, ...facts];
     const groups = [
       ...nearDuplicateGroups(
-        episodic.map((m) => ({ id: m.record.id, vector: m.vector })),
+        // A record still waiting for its vector is not compared by vector this time; a later pass will.
+        episodic.map((m) => ({ id: m.record.id, ...(m.vector ? { vector: m.vector } : {}) })),
         this.params.duplicateCosine,
       ),
       ...nearDuplicateGroups(
-        facts.map((m) => ({ id: m.record.id, vector: new Float32Array(0), factKey: sameFactKey(m.record) })),
+        facts.map((m) => ({ id: m.record.id, factKey: sameFactKey(m.record) })),
         Number.POSITIVE_INFINITY,
       ),
     ];

@@ -44,6 +44,7 @@ import {
   ErasureCertification,
   ErasureStore,
   Tombstones,
+  EmbeddingStage,
 } from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
@@ -84,6 +85,8 @@ export interface Elma {
   sealer: EventSealer;
   projection: Projection;
   runner: ProjectionRunner;
+  /** Gives indexed records their vectors; started and stopped with `runner`. */
+  embeddings: EmbeddingStage;
   views: TenantViewsService;
   policies: PolicyStore;
   holds: LegalHolds;
@@ -111,14 +114,17 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
 
   // The embedding server first, so a failed start leaves no engine file open. Ingest does not use it.
   const embedderHost = await openEmbedder(config, logger);
-  const { log, checkpoints, compaction, vault, index } = await openEngines(config).catch(async (error: unknown) => {
+  const embedder = embedderHost.embedder;
+  // The index searches only vectors of this model (a partition or index of another model needs a reindex).
+  const { log, checkpoints, compaction, vault, index } = await openEngines(config, embedder.model).catch(async (error: unknown) => {
     await embedderHost.close();
     throw error;
   });
-  const embedder = embedderHost.embedder;
   const sealer = new EventSealer(vault);
   const projection = new Projection({ log, index, sealer, embedder });
-  const runner = new ProjectionRunner({ log, checkpoints, projection, logger });
+  // Vectors are made beside the projection, in every process that runs it, and never hold it up.
+  const embeddings = new EmbeddingStage({ index, embedder, logger });
+  const runner = new ProjectionRunner({ log, checkpoints, projection, logger, follower: embeddings });
   const writes = new WriteTracker();
   const policies = new PolicyStore({ log });
   const holds = new LegalHolds({ log, clock, ids, vault });
@@ -143,7 +149,8 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
     sealer,
     projection,
     runner,
-    views: new TenantViewsService({ log, index, sealer, embedder }),
+    embeddings,
+    views: new TenantViewsService({ log, index, sealer, embedder, embeddings }),
     policies,
     holds,
     audit,
@@ -169,10 +176,10 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
     }),
     signer,
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
-    consolidation: new ConsolidationService({ log, index, sealer, erased }),
+    consolidation: new ConsolidationService({ log, index, sealer, erased, embeddings }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids }),
     health() {
-      return engineHealth(config, { log, index, vault, runner, embedderHost }, probes);
+      return engineHealth(config, { log, index, vault, runner, embedderHost, embeddings }, probes);
     },
     addHealthProbe(name, probe) {
       probes.set(name, probe);
@@ -188,7 +195,10 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
 }
 
 /** The engines that hold state: the event log, the key vault and the index, with where the projection keeps its checkpoint. */
-async function openEngines(config: ElmaConfig): Promise<{
+async function openEngines(
+  config: ElmaConfig,
+  model: string,
+): Promise<{
   log: EventLog;
   checkpoints: CheckpointStore;
   compaction: EventStoreDbScavenger | undefined;
@@ -204,7 +214,7 @@ async function openEngines(config: ElmaConfig): Promise<{
     throw error;
   });
   // An index that cannot be reached must not leave the log's connection holding the process open.
-  const index = await openIndex(config).catch(async (error: unknown) => {
+  const index = await openIndex(config, model).catch(async (error: unknown) => {
     await vault.close();
     await log.close();
     throw error;
@@ -344,7 +354,8 @@ async function engineHealth(
     vault,
     runner,
     embedderHost,
-  }: { log: EventLog; index: ViewIndex; vault: KeyVault; runner: ProjectionRunner; embedderHost: EmbedderHost },
+    embeddings,
+  }: { log: EventLog; index: ViewIndex; vault: KeyVault; runner: ProjectionRunner; embedderHost: EmbedderHost; embeddings: EmbeddingStage },
   probes: Map<string, () => Promise<EngineHealth>>,
 ): Promise<Record<string, EngineHealth>> {
   return {
@@ -352,6 +363,7 @@ async function engineHealth(
     index: await indexHealth(config, index),
     keyVault: { engine: 'sqlite', up: await succeeds(() => vault.isShredded('health', 'probe')) },
     projection: { engine: 'runner', up: !runner.status().error, detail: runner.status() },
+    embeddings: await embeddingHealth(index, embeddings),
     storage: await storageProbe(config),
     embedder: await embedderHost.health(),
     ...Object.fromEntries(
@@ -382,6 +394,28 @@ async function indexHealth(config: ElmaConfig, index: ViewIndex): Promise<Engine
   };
 }
 
+/**
+ * The embedding lag: records BM25 already finds but the dense route not yet.
+ * Never down (recall still answers by BM25): degraded while the embedder
+ * fails or a tenant's vectors are of another model (`reindexNeeded`: run
+ * `elma reindex` for them). Counts and tenant ids only.
+ */
+async function embeddingHealth(index: ViewIndex, embeddings: EmbeddingStage): Promise<EngineHealth> {
+  const stage = embeddings.status();
+  const lag = await index.embeddingLag().catch(() => undefined);
+  const detail: Record<string, unknown> = { ...stage };
+  if (lag) {
+    detail.pending = lag.pending;
+    if (lag.oldestPendingAt) {
+      detail.oldestPendingAt = lag.oldestPendingAt;
+      detail.oldestPendingAgeMs = Math.max(0, Date.now() - Date.parse(lag.oldestPendingAt));
+    }
+    detail.reindexNeeded = lag.reindexNeeded;
+  }
+  const degraded = stage.failures > 0 || (lag?.reindexNeeded.length ?? 0) > 0;
+  return { engine: 'embedder', up: true, ...(degraded ? { degraded: true } : {}), detail };
+}
+
 /** Free space where this process writes; the index folder counts apart only for the embedded index. */
 async function storageProbe(config: ElmaConfig): Promise<EngineHealth> {
   try {
@@ -405,11 +439,12 @@ async function openEventLog(
   return { log: SqliteEventLog.open(join(config.dataDir, 'events.db')) };
 }
 
-async function openIndex(config: ElmaConfig): Promise<ViewIndex> {
+async function openIndex(config: ElmaConfig, model: string): Promise<ViewIndex> {
   if (config.elasticsearch) {
     return ElasticsearchMemoryIndex.open({
       node: config.elasticsearch.url,
       dimensions: config.embedder.dimensions,
+      model,
       serverRrf: config.elasticsearch.serverRrf,
       namespace: config.elasticsearch.namespace,
       refresh: config.elasticsearch.refresh,
@@ -418,6 +453,7 @@ async function openIndex(config: ElmaConfig): Promise<ViewIndex> {
   return SqliteMemoryIndex.open({
     dir: join(config.dataDir, 'index'),
     dimensions: config.embedder.dimensions,
+    model,
     memoryBudgetBytes: config.indexMemoryMb * 1024 * 1024,
   });
 }
