@@ -61,6 +61,11 @@ export class VectorGraph {
     return this.options.expansionAdd ?? DEFAULT_EXPANSION_ADD;
   }
 
+  /** The ef_search this graph searches with. */
+  get expansionSearch(): number {
+    return this.options.expansionSearch ?? DEFAULT_EXPANSION_SEARCH;
+  }
+
   get size(): number {
     return this.index.size();
   }
@@ -212,7 +217,7 @@ export class VectorGraph {
       quantization: (this.options.quantization ?? 'f32') as ScalarKind,
       connectivity: this.options.connectivity ?? 16,
       expansion_add: this.expansionAdd,
-      expansion_search: this.options.expansionSearch ?? DEFAULT_EXPANSION_SEARCH,
+      expansion_search: this.expansionSearch,
       multi: false,
     });
   }
