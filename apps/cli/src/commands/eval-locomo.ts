@@ -21,6 +21,8 @@ const principal: Principal = { tenant: TENANT, sub: 'eval-locomo', roles: ['agen
 
 const Turn = z.object({
   sample_id: z.string().min(1),
+  /** The conversation session the turn belongs to (1, 2, ...): becomes the event's `session`. */
+  session: z.number().int().optional(),
   session_datetime: z.string(),
   dia_id: z.string().min(1),
   speaker: z.string(),
@@ -185,6 +187,8 @@ async function ingestTurns(elma: Elma, turns: readonly Turn[]): Promise<MemoryId
       content: { text: `${turn.speaker}: ${turn.text}${turn.blip_caption ? ` [image: ${turn.blip_caption}]` : ''}` },
       source: { system: 'locomo', externalId: turn.dia_id, channel: 'chat' },
       purposes: [PURPOSE],
+      // Neighbour smoothing looks at the turns around a hit within its session.
+      ...(turn.session !== undefined ? { session: `${turn.sample_id}/s${turn.session}` } : {}),
       // dia_ids repeat across samples: the key names both, so two samples' identical turns stay two events.
       idempotencyKey: `${turn.sample_id}/${turn.dia_id}`,
     }));
@@ -221,7 +225,12 @@ async function askQuestions(elma: Elma, questions: readonly Question[], ids: Mem
 
   const vectors: Float32Array[] = [];
   for (let i = 0; i < answerable.length; i += EMBED_BATCH) {
-    vectors.push(...(await elma.embedder.embed(answerable.slice(i, i + EMBED_BATCH).map((a) => a.question.question), 'query')));
+    vectors.push(
+      ...(await elma.embedder.embed(
+        answerable.slice(i, i + EMBED_BATCH).map((a) => a.question.question),
+        'query',
+      )),
+    );
   }
   const now = new Date().toISOString();
   const scored: ScoredQuestion[] = [];
