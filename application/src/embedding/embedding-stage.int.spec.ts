@@ -50,6 +50,11 @@ class EmbeddingServer {
   private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
+    // ELMA's health check of the embedder: not an embedding request.
+    if (req.method === 'GET') {
+      res.writeHead(404).end();
+      return;
+    }
     this.requests += 1;
     if (this.mode === 'hold') await new Promise<void>((resolve) => this.held.push(resolve));
     if (this.mode === 'down') {
@@ -88,7 +93,7 @@ describe('the embedding stage beside the projection', () => {
   });
 
   const open = async (dir: string, env: Record<string, string> = {}) =>
-    openElma(loadConfig({ ELMA_DATA_DIR: dir, ...env }), { logger: silentLogger });
+    openElma(loadConfig({ ELMA_DATA_DIR: dir, ELMA_EMBEDDER: 'hashing', ...env }), { logger: silentLogger });
   const served = (model: string) => ({
     ELMA_EMBEDDER: 'openai-compatible',
     ELMA_EMBEDDING_URL: server!.url,

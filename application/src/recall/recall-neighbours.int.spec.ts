@@ -30,7 +30,7 @@ describe('recall of the turns around a hit', () => {
   });
 
   beforeAll(async () => {
-    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir, ELMA_EMBEDDER: 'hashing' }), { logger: silentLogger });
     await elma.runner.start();
     const written = await elma.ingest.ingest(agent, {
       events: [
