@@ -13,6 +13,8 @@ import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 import { eventBatch, prng, query, sentence } from '../bench/corpus';
 import { coverageExperiment } from '../bench/coverage';
 import { loadBench } from '../bench/load';
+import { DEFAULT_SEMANTIC, semanticBench } from '../bench/semantic';
+import { percentiles } from '../bench/stats';
 
 const TENANTS = 10;
 const BATCH = 100;
@@ -47,8 +49,21 @@ export async function benchCommand(argv: string[]): Promise<number> {
       },
       (message) => process.stderr.write(`[bench] ${message}\n`),
     );
-  if (values.only === 'load') {
-    printTable((await load()).map((row) => [row.what, row.figure, row.target ?? '', '']));
+  // The embedder of the environment (a real model), in an ELMA of its own (see bench/semantic.ts).
+  const semantic = () =>
+    semanticBench(
+      {
+        sizes: (values['semantic-sizes'] ?? values.sizes!).split(',').map(Number),
+        pool: Number(values['semantic-pool']),
+        noise: Number(values['semantic-noise']),
+        queries: Number(values['semantic-queries']),
+        lagProbes: DEFAULT_SEMANTIC.lagProbes,
+      },
+      (message) => process.stderr.write(`[bench] ${message}\n`),
+    );
+  if (values.only === 'load' || values.only === 'semantic') {
+    const section = values.only === 'load' ? await load() : await semantic();
+    printTable(section.map((row) => [row.what, row.figure, row.target ?? '', '']));
     return 0;
   }
   const sizes = values.only === 'erasure' ? [] : values.sizes!.split(',').map(Number);
@@ -67,6 +82,7 @@ export async function benchCommand(argv: string[]): Promise<number> {
   }
   if (closures.length > 0) await measureErasure(line, closures, Number(values['erasure-background']));
   if (values.only !== 'erasure') await measureCoverage(line);
+  if (values.only === undefined) for (const row of await semantic()) line(row.what, row.figure, row.target ?? '');
   if (values.only === undefined) for (const row of await load()) line(row.what, row.figure, row.target ?? '');
   printTable(rows);
   return 0;
@@ -82,6 +98,10 @@ function parseBenchArgs(argv: string[]) {
       'load-clients': { type: 'string', default: '16,64,256' },
       'load-seconds': { type: 'string', default: '60' },
       'no-load-sweep': { type: 'boolean', default: false },
+      'semantic-sizes': { type: 'string' },
+      'semantic-pool': { type: 'string', default: String(DEFAULT_SEMANTIC.pool) },
+      'semantic-noise': { type: 'string', default: String(DEFAULT_SEMANTIC.noise) },
+      'semantic-queries': { type: 'string', default: String(DEFAULT_SEMANTIC.queries) },
       only: { type: 'string' },
     },
   }).values;
@@ -399,12 +419,6 @@ function productionIndex(): Record<string, string> {
         ...(process.env.ELMA_ES_REFRESH ? { ELMA_ES_REFRESH: process.env.ELMA_ES_REFRESH } : {}),
       }
     : {};
-}
-
-function percentiles(samples: number[]) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-  return { p50: at(50), p95: at(95), p99: at(99) };
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');

@@ -7,6 +7,7 @@ import { DEFAULT_POLICY, MAX_BATCH, episodicIdFor, type IndexFilter, type Memory
 import { loadConfig } from '@elma/infra';
 import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
+import { embedderEnv } from '../bench/embedder-env';
 import { DEFAULT_BOOTSTRAP, type BootstrapOptions } from '../eval/bootstrap';
 import {
   MAX_DEPTH,
@@ -107,7 +108,7 @@ export async function evalLocomoCommand(argv: string[]): Promise<number> {
   const questions = readJsonl(files.qa, Question).filter((q) => samples.includes(q.sample_id));
 
   const workDir = mkdtempSync(join(tmpdir(), 'elma-locomo-'));
-  const elma = await openElma(loadConfig({ ELMA_DATA_DIR: workDir, ...embedderSettings() }), { logger: silentLogger });
+  const elma = await openElma(loadConfig({ ELMA_DATA_DIR: workDir, ...embedderEnv() }), { logger: silentLogger });
   const has: Record<Feature, boolean> = { ...FEATURES, semantic: elma.embedder.semantic };
   const seconds = { ingest: 0, projection: 0, embedding: 0, variants: 0, queries: 0, wall: 0 };
   const variantIndexes = new Map<AnalysisName, MemoryIndex>();
@@ -247,12 +248,6 @@ function jsonReport({ dataDir, samples, embedder, semantic, has, bootstrap, turn
     rows: rows.map((r) => ({ ...r, categoryName: r.category === 'all' ? 'all' : CATEGORIES[r.category] })),
     gains,
   };
-}
-
-/** The embedder settings of the environment, so a real model can be evaluated; everything else stays at its default. */
-function embedderSettings(): Record<string, string | undefined> {
-  const names = ['ELMA_EMBEDDER', 'ELMA_EMBEDDING_DIMENSIONS', 'ELMA_EMBEDDING_URL', 'ELMA_EMBEDDING_MODEL', 'ELMA_EMBEDDING_API_KEY'];
-  return Object.fromEntries(names.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name]]));
 }
 
 function readJsonl<T>(path: string, schema: z.ZodType<T>): T[] {
