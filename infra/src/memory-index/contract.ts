@@ -134,6 +134,37 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       });
     });
 
+    describe('BM25 for conversational memory', () => {
+      beforeEach(async () => {
+        await index.upsert(A, [
+          mem({ id: 'paint', text: 'Melanie: I painted a sunrise over the lake last summer.', validFrom: '2023-05-08T13:56:00.000Z' }),
+          mem({ id: 'group', text: 'Caroline: I went to the LGBTQ support group yesterday.', validFrom: '2023-06-14T18:10:00.000Z' }),
+          mem({ id: 'zh-trip', text: '卡罗琳：我们下周去海边露营。', validFrom: '2023-07-21T09:00:00.000Z' }),
+          mem({ id: 'question', text: 'What is it that you did there, and what was it for?', validFrom: '2023-08-02T09:00:00.000Z' }),
+        ]);
+      });
+
+      it('a query in another inflection finds the record', async () => {
+        expect((await ids(query('bm25', 'paintings of sunrises')))[0]).toBe('paint');
+        expect((await ids(query('bm25', 'support groups')))[0]).toBe('group');
+      });
+
+      it('a date query, in English or in Chinese, finds the memory of that day', async () => {
+        expect((await ids(query('bm25', 'What happened on 8 May 2023?')))[0]).toBe('paint');
+        expect((await ids(query('bm25', 'Who was talking on Wednesday, June 14?')))[0]).toBe('group');
+        expect((await ids(query('bm25', '2023年7月21日发生了什么？')))[0]).toBe('zh-trip');
+      });
+
+      it("the question's stop words do not outrank its topic, and a speaker's name finds what they said", async () => {
+        expect((await ids(query('bm25', 'What did Caroline do there?')))[0]).toBe('group');
+        expect((await ids(query('bm25', '卡罗琳什么时候去露营？')))[0]).toBe('zh-trip');
+      });
+
+      it('a query made only of stop words is still searched', async () => {
+        expect(await ids(query('bm25', 'what was it for'))).toContain('question');
+      });
+    });
+
     const text = 'quarterly invoice dispute with the Lotus account';
     const filterCases: { name: string; excluded: RecordOverrides; included: RecordOverrides; filter: Partial<IndexFilter> }[] = [
       { name: 'a kind not asked for', excluded: { kind: 'semantic' }, included: { kind: 'episodic' }, filter: { kinds: ['episodic'] } },

@@ -18,6 +18,19 @@ import { indexKeyOf, restrictionKeys, type MemoryRecord } from '@elma/domain';
  */
 export const factKeyOf = (record: MemoryRecord): string | null => indexKeyOf(record);
 
+/**
+ * BM25 terms, one FTS row per memories row (same rowid): `documentTerms` joined
+ * by spaces. `partition_state.text_analysis` names the analysis they were
+ * made with (`documentAnalysisCode`); absent in files from before it, whose
+ * terms were the unstemmed words without date words.
+ */
+export const TENANT_FTS_SCHEMA = `
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(body, tokenize = 'unicode61');
+-- Document frequency per token, to plan BM25 queries (see TenantPartition.searchText). A view over
+-- the FTS index itself, so it costs nothing on write and never outlives a purged document's terms.
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, 'row');
+`;
+
 export const TENANT_SCHEMA = `
 CREATE TABLE IF NOT EXISTS memories (
   rowid INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -45,11 +58,7 @@ CREATE TABLE IF NOT EXISTS memories (
 CREATE INDEX IF NOT EXISTS memories_by_status ON memories (status, sensitivity_rank);
 -- Purposes used to live in a side table; the purpose_set column replaced it.
 DROP TABLE IF EXISTS memory_purposes;
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(body, tokenize = 'unicode61');
--- Document frequency per token, to plan BM25 queries (see TenantPartition.searchText). A view over
--- the FTS index itself, so it costs nothing on write and never outlives a purged document's terms.
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, 'row');
-DROP TABLE IF EXISTS term_df;
+${TENANT_FTS_SCHEMA}DROP TABLE IF EXISTS term_df;
 CREATE TABLE IF NOT EXISTS usage (
   id TEXT PRIMARY KEY,
   retrieved INTEGER NOT NULL DEFAULT 0,

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import {
+  DEFAULT_TEXT_ANALYSIS,
   IndexPartitionCorrupt,
   reciprocalRankFusion,
   type CheckpointStore,
@@ -11,6 +12,7 @@ import {
   type LineageEntry,
   type MemoryRecord,
   type SearchHit,
+  type TextAnalysis,
 } from '@elma/domain';
 import { compileFilter } from './filter-sql';
 import { META_SCHEMA } from './schema';
@@ -32,6 +34,12 @@ export interface SqliteMemoryIndexOptions {
    * graphs written first); a closed partition reopens on its next use.
    */
   memoryBudgetBytes?: number;
+  /**
+   * What the BM25 route indexes and queries with (`DEFAULT_TEXT_ANALYSIS` for
+   * what is not given). A partition indexed with other document terms has
+   * them derived again from its records when it is opened.
+   */
+  text?: Partial<TextAnalysis>;
 }
 
 /** Default memory budget of the open partitions: 512 MiB. */
@@ -300,6 +308,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
       dimensions: this.options.dimensions,
       graph: this.options.graph,
       persistEveryRows: this.options.persistEveryRows ?? 50_000,
+      text: { ...DEFAULT_TEXT_ANALYSIS, ...this.options.text },
     });
     this.partitions.set(tenant, partition);
     this.enforceBudget(tenant);

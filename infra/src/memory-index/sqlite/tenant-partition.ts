@@ -4,15 +4,17 @@ import Database from 'better-sqlite3';
 import {
   MemoryRecord,
   SENSITIVITY_RANK,
-  entityToken,
-  tokenize,
+  documentAnalysisCode,
+  documentTerms,
+  queryTerms,
   type IndexedMemory,
   type LineageEntry,
   type MemoryKind,
+  type TextAnalysis,
 } from '@elma/domain';
 import type { FilterSql } from './filter-sql';
 import { millis } from './filter-sql';
-import { factKeyOf, lineageSet, migrateTenantSchema, purposeSet, TENANT_SCHEMA } from './schema';
+import { factKeyOf, lineageSet, migrateTenantSchema, purposeSet, TENANT_FTS_SCHEMA, TENANT_SCHEMA } from './schema';
 import { VectorGraph, type VectorGraphOptions } from './vector-graph';
 import { cosine, fromBlob, norm, toBlob } from './vectors';
 import { scanFiles } from '../../raw-scan/byte-scan';
@@ -28,6 +30,8 @@ export interface PartitionOptions {
   graph?: VectorGraphOptions;
   /** Save the graph file after this many vectors were added since the last save. */
   persistEveryRows: number;
+  /** How the BM25 route cuts documents and queries; a partition indexed otherwise is re-derived on open. */
+  text: TextAnalysis;
 }
 
 export interface StoredRow {
@@ -89,6 +93,7 @@ export class TenantPartition {
       this.db.pragma('wal_autocheckpoint = 10000');
       this.db.exec(TENANT_SCHEMA);
       migrateTenantSchema(this.db);
+      this.deriveTextIfStale();
       // FTS5's own secure delete removes a purged document's terms from existing index segments.
       this.db.prepare(`INSERT INTO memories_fts (memories_fts, rank) VALUES ('secure-delete', 1)`).run();
       this.openGraph();
@@ -241,7 +246,7 @@ export class TenantPartition {
    */
   searchText(text: string, filter: FilterSql, depth: number): number[] {
     const dfOf = this.stmt('SELECT doc AS df FROM memories_vocab WHERE term = ?');
-    const terms = [...new Set(tokenize(text))]
+    const terms = [...new Set(queryTerms(text, this.options.text))]
       .slice(0, MAX_QUERY_TOKENS)
       .map((term) => ({ term, df: (dfOf.get(term) as { df: number } | undefined)?.df ?? 0 }))
       // A word no document contains cannot match; dropping it keeps the expression small.
@@ -453,9 +458,45 @@ export class TenantPartition {
       toBlob(vector),
     );
     const rowid = Number(lastInsertRowid);
-    const words = searchableWords(record);
-    this.stmt('INSERT INTO memories_fts (rowid, body) VALUES (?, ?)').run(rowid, words.join(' '));
+    this.insertText(rowid, record);
     return rowid;
+  }
+
+  /** The record's BM25 terms, joined by spaces, so FTS5's unicode61 splits exactly there. */
+  private insertText(rowid: number, record: MemoryRecord): void {
+    this.stmt('INSERT INTO memories_fts (rowid, body) VALUES (?, ?)').run(rowid, documentTerms(record, this.options.text).join(' '));
+  }
+
+  /**
+   * A partition whose FTS rows were made with another analysis (an older
+   * release, or other `text` options) would match stemmed queries against
+   * unstemmed words, silently: its FTS table is dropped and every row's terms
+   * (past versions too, which knownAsOf queries reach) derived again from the
+   * stored records, in one transaction with the new analysis code. Dropping
+   * the table (with secure_delete on) rather than deleting its rows leaves no
+   * old term lists behind.
+   */
+  private deriveTextIfStale(): void {
+    const code = documentAnalysisCode(this.options.text);
+    if (this.state('text_analysis') === code) return;
+    this.db.transaction(() => {
+      this.db.exec('DROP TABLE IF EXISTS memories_vocab; DROP TABLE memories_fts;');
+      this.db.exec(TENANT_FTS_SCHEMA);
+      const insert = this.db.prepare('INSERT INTO memories_fts (rowid, body) VALUES (?, ?)');
+      const page = this.db.prepare('SELECT rowid, record FROM memories WHERE rowid > ? ORDER BY rowid LIMIT 1000');
+      // Paged: better-sqlite3 allows no write while a statement is still being iterated.
+      for (let after = 0, rows: { rowid: number; record: string }[]; (rows = page.all(after) as typeof rows).length > 0;) {
+        for (const row of rows) insert.run(row.rowid, documentTerms(JSON.parse(row.record) as MemoryRecord, this.options.text).join(' '));
+        after = rows[rows.length - 1].rowid;
+      }
+      this.db
+        .prepare(
+          `INSERT INTO partition_state (key, value) VALUES ('text_analysis', ?)
+                       ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+        )
+        .run(code);
+    })();
+    this.cache.clear();
   }
 
   private deleteRow(rowid: number): void {
@@ -522,8 +563,10 @@ export class TenantPartition {
     this.stmt(`UPDATE partition_state SET value = value + 1 WHERE key = 'generation'`).run();
   }
 
-  private state(key: 'generation' | 'purge_pending'): number {
-    return (this.stmt('SELECT value FROM partition_state WHERE key = ?').get(key) as { value: number }).value;
+  private state(key: 'generation' | 'purge_pending'): number;
+  private state(key: 'text_analysis'): number | undefined;
+  private state(key: 'generation' | 'purge_pending' | 'text_analysis'): number | undefined {
+    return (this.stmt('SELECT value FROM partition_state WHERE key = ?').get(key) as { value: number } | undefined)?.value;
   }
 
   /** Prepared statements by SQL text; filter SQL varies only with list lengths, so the cache stays small. */
@@ -557,18 +600,6 @@ function fileDigest(path: string): string {
     closeSync(fd);
   }
   return hash.digest('hex');
-}
-
-/**
- * The words BM25 sees, from the shared tokenizer; stored joined by spaces, so FTS5's unicode61 splits exactly there.
- * An edge adds one word per endpoint (`entityToken`), by which recall follows relations.
- */
-function searchableWords(record: MemoryRecord): string[] {
-  const { fact, relation } = record.content;
-  const text = fact ? `${record.content.text}\n${fact.entity} ${fact.attribute} ${fact.value}` : record.content.text;
-  const words = tokenize(text);
-  if (relation) words.push(entityToken(relation.from), entityToken(relation.to));
-  return words;
 }
 
 interface UsageColumns {
