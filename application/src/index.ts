@@ -6,6 +6,7 @@ export * from './views/runner';
 export * from './views/tenant-views';
 export * from './views/write-tracker';
 export * from './recall/recall-service';
+export * from './recall/retrieval';
 export * from './sealing/sealed-events';
 export * from './governance/policy-store';
 export * from './governance/legal-holds';

@@ -24,6 +24,7 @@ export * from './memory/lineage';
 export * from './ingest/schema';
 export * from './recall/schema';
 export * from './recall/fusion';
+export * from './recall/smoothing';
 export * from './recall/packing';
 export * from './memory-index/filter';
 export * from './memory/write';

@@ -290,6 +290,7 @@ export class IngestService {
       expiresAt: derived.expiresAt,
       sourceTrust: derived.sourceTrust,
       ...(input.project ? { project: input.project } : {}),
+      ...(input.session !== undefined ? { session: input.session } : {}),
       idempotencyKey,
       actor: principal.sub,
     };

@@ -15,6 +15,8 @@ import {
   renderContext,
   type Clock,
   type Embedder,
+  type Fusion,
+  DEFAULT_SMOOTHING_FACTOR,
   type IndexFilter,
   type MemoryIndex,
   type Principal,
@@ -36,6 +38,7 @@ import type { AuditLog } from '../audit/audit-log';
 import type { LegalHolds } from '../governance/legal-holds';
 import type { PolicyStore } from '../governance/policy-store';
 import { countTokens } from '@elma/shared';
+import { Retrieval } from './retrieval';
 
 export class PurposeNotPermitted extends DomainError {
   constructor(purpose: string) {
@@ -51,11 +54,13 @@ const EDGES_PER_ENTITY = 20;
 /** A packing candidate: a search hit, or an edge reached `hop` edges away from one. */
 type Candidate = SearchHit & { hop?: number };
 /**
- * A hit found only by the dense route must be at least this similar to the
- * query: the nearest neighbours of a query always exist, related or not, and
- * an unrelated memory in a context pack costs budget and misleads.
+ * Ranking when the service is given none: normalised-score fusion, equal
+ * weights, and a dense floor of 0.2 cosine (a hit of the dense route less
+ * similar adds nothing: the nearest neighbours of a query always exist,
+ * related or not, and an unrelated memory in a context pack costs budget and
+ * misleads). Deployments set it per embedder (infra config `recall`).
  */
-const MIN_DENSE_ONLY_COSINE = 0.2;
+export const DEFAULT_RECALL_FUSION: Fusion = { method: 'normalised', weights: { bm25: 0.5, dense: 0.5 }, denseFloor: 0.2 };
 
 /**
  * Recall (paper, section 5.3 'Retrieval and context packing'): policy compiled into the index filter (pushdown), hybrid
@@ -98,8 +103,17 @@ export class RecallService {
       holds: LegalHolds;
       audit: AuditLog;
       ids: IdSource;
+      /** How the routes are fused and how much a memory gains from its neighbouring turns (0: no smoothing). */
+      ranking?: { fusion: Fusion; smoothing: number };
     },
-  ) {}
+  ) {
+    this.retrieval = new Retrieval(deps.index, {
+      fusion: deps.ranking?.fusion ?? DEFAULT_RECALL_FUSION,
+      smoothing: deps.ranking?.smoothing ?? DEFAULT_SMOOTHING_FACTOR,
+    });
+  }
+
+  private readonly retrieval: Retrieval;
 
   /**
    * What each recent recall packed, for its caller's feedback (bounded: feedback comes soon or not at all), and
@@ -198,16 +212,21 @@ export class RecallService {
     const filter: IndexFilter = { ...base, kinds: kinds.filter((k) => k !== 'working') };
     const sessionFilter: IndexFilter | undefined =
       request.session !== undefined && kinds.includes('working') ? { ...base, kinds: ['working'] } : undefined;
-    const [vector] = await this.deps.embedder.embed([request.query], 'query');
+    // A lexical embedder's dense route only repeats BM25 with noise: it is not asked at all.
+    const vector = this.deps.embedder.semantic ? (await this.deps.embedder.embed([request.query], 'query'))[0] : undefined;
+    // The fusion's dense floor keeps unrelated nearest neighbours out; smoothing adds the turns around the hits.
     const admitted = (hit: SearchHit, by: IndexFilter) =>
-      hit.record.tenant === principal.tenant &&
-      matchesFilter(hit.record, by) &&
-      visibleInSession(hit.record, request.session) &&
-      (hit.bm25Rank !== undefined || (hit.cosine ?? 0) >= MIN_DENSE_ONLY_COSINE);
+      hit.record.tenant === principal.tenant && matchesFilter(hit.record, by) && visibleInSession(hit.record, request.session);
     const search = async (by: IndexFilter) =>
-      (await this.deps.index.search({ tenant: principal.tenant, text: request.query, vector, limit: CANDIDATES, filter: by })).filter(
-        (hit) => admitted(hit, by),
-      );
+      (
+        await this.retrieval.search({
+          tenant: principal.tenant,
+          text: request.query,
+          ...(vector ? { vector } : {}),
+          limit: CANDIDATES,
+          filter: by,
+        })
+      ).filter((hit) => admitted(hit, by));
     const [shared, ofSession] = await Promise.all([search(filter), sessionFilter ? search(sessionFilter) : []]);
     const hits = [...shared, ...ofSession].sort((a, b) => b.score - a.score);
     const reached =

@@ -30,6 +30,8 @@ export function writtenIdentity(event: EventIngested): string {
     purposes: event.purposes,
     retention: event.retention,
     project: event.project ?? null,
+    // Absent for events written before sessions existed: their identity stays what it was.
+    ...(event.session !== undefined ? { session: event.session } : {}),
   });
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Fact, MemoryContent, Purpose, RetentionClass, Sensitivity, SourceTrust } from '../memory/record';
+import { SessionId } from '../memory/write';
 
 export const MAX_BATCH = 1000;
 
@@ -21,6 +22,12 @@ export const IngestEventInput = z.strictObject({
   retention: RetentionClass.default('standard'),
   /** The business project the event belongs to (an ABAC attribute of the memories derived from it). */
   project: z.string().min(1).max(100).optional(),
+  /**
+   * The conversation the event belongs to. Its episodic memory carries it, so
+   * that recall can look at the turns around a hit of the same conversation;
+   * it does not restrict who sees the memory (only working memories are session-bound).
+   */
+  session: SessionId.optional(),
   idempotencyKey: z.string().min(1).max(200).optional(),
 });
 export type IngestEventInput = z.infer<typeof IngestEventInput>;
@@ -47,6 +54,8 @@ export const EventIngested = z.object({
   /** Trust tier of the source, resolved at ingest from the tenant's registered sources and the channel. */
   sourceTrust: SourceTrust.optional(),
   project: z.string().optional(),
+  /** The conversation the event belongs to (see IngestEventInput). */
+  session: z.string().optional(),
   idempotencyKey: z.string(),
   actor: z.string(),
 });

@@ -1,6 +1,7 @@
 import { DomainError } from '../shared/errors';
 import type { MemoryKind, MemoryRecord, MemoryStatus, Sensitivity } from '../memory/record';
 import type { ReadClause, ReadExclusions } from '../policy/clause';
+import type { Fusion } from '../recall/fusion';
 
 /** A memory as the index stores it: the record (plaintext, as views must be) plus its vector. */
 export interface IndexedMemory {
@@ -45,20 +46,38 @@ export interface HybridQuery {
   /** How many fused hits to return. */
   limit: number;
   filter: IndexFilter;
+  /** How the routes are fused; absent: equal-weight reciprocal rank fusion with no dense floor. */
+  fusion?: Fusion;
 }
 
 export interface SearchHit {
   record: MemoryRecord;
   vector: Float32Array;
-  /** Reciprocal-rank-fusion score (higher is better). */
+  /** Fused score (higher is better): see `HybridQuery.fusion`. */
   score: number;
   /** 1-based rank in each route, when the hit came from it. */
   bm25Rank?: number;
   vectorRank?: number;
   /** Cosine similarity of the hit to the query vector, when a vector was given. */
   cosine?: number;
+  /** The BM25 route's raw score (higher is better), when the hit came from that route. */
+  bm25Score?: number;
   /** Tokens of `record.content.text`, counted when the record was indexed (absent for rows indexed before). */
   tokens?: number;
+}
+
+/** A memory next to another in its conversation, as `neighbours()` returns it. */
+export interface NeighbourMemory {
+  record: MemoryRecord;
+  vector: Float32Array;
+  tokens?: number;
+}
+
+/** The memories just before and after a record in its conversation (either may be absent). */
+export interface Neighbours {
+  id: string;
+  previous?: NeighbourMemory;
+  next?: NeighbourMemory;
 }
 
 /** A record as `lineage()` lists it. */
@@ -93,6 +112,18 @@ export interface MemoryIndex {
    * by the `entityToken` of either endpoint (domain/memory/kinds).
    */
   search(query: HybridQuery): Promise<SearchHit[]>;
+
+  /**
+   * For each id the filter admits, the records just before and just after it
+   * in valid time (ties by id) among the episodic records of the same
+   * conversation (`sameConversation`, domain/recall/smoothing: same subject,
+   * same `session`, or without one at most CONVERSATION_GAP_MS apart) that
+   * the filter admits. The filter is applied before adjacency, exactly as in
+   * `search`: a record the caller may not see is skipped as if it did not
+   * exist, never returned. Ids the filter does not admit, or that are not
+   * episodic, are left out.
+   */
+  neighbours(tenant: string, ids: string[], filter: IndexFilter): Promise<Neighbours[]>;
 
   /**
    * Physically removes the records, every version: rows, FTS entries and

@@ -66,6 +66,8 @@ export function deriveMemories(event: EventIngested): RecordMemory[] {
     validFrom: event.occurredAt,
     validTo: null,
     confidence: 1,
+    // The conversation it was said in: recall smooths over its neighbouring turns (not a visibility bound).
+    ...(event.session !== undefined ? { session: event.session } : {}),
   };
   const commands: RecordMemory[] = [{ type: 'RecordMemory', record: episodic }];
   const fact = event.content.fact;

@@ -152,7 +152,12 @@ export const MemoryRecord = z.object({
   version: z.number().int().min(1),
   status: MemoryStatus,
   retention: z.object({ class: RetentionClass, expiresAt: IsoDate.nullable() }),
-  /** The session or task a working memory belongs to: recall returns it only to a request naming the same session. */
+  /**
+   * The session or task a working memory belongs to: recall returns it only to
+   * a request naming the same session. On an episodic memory, the conversation
+   * its event was said in (the ingest event's `session`): recall smooths over
+   * its neighbouring turns; it does not restrict who sees it.
+   */
   session: z.string().optional(),
   /** Transaction time of this version; absent on version 1, whose transaction time is `recordedAt`. */
   revisedAt: IsoDate.optional(),

@@ -12,3 +12,83 @@ export function reciprocalRankFusion(rankings: string[][], k = RRF_K): { id: str
   }
   return [...scores.entries()].map(([id, score]) => ({ id, score })).sort((a, b) => b.score - a.score);
 }
+
+/**
+ * How the BM25 and dense routes of a hybrid search become one ranking.
+ * `normalised`: each route's scores are scaled to [0, 1] over the candidates
+ * it returned (see `normaliseScores`) and summed with the weights; `rrf`:
+ * reciprocal rank fusion, each route's term multiplied by its weight. In both,
+ * a dense hit whose cosine is below `denseFloor` contributes nothing: the
+ * nearest neighbours of a query always exist, related or not.
+ */
+export interface Fusion {
+  method: 'normalised' | 'rrf';
+  weights: { bm25: number; dense: number };
+  denseFloor: number;
+}
+
+/** A hit of one route: its id and raw score (BM25: higher is better; dense: cosine). */
+export interface RouteScore {
+  id: string;
+  score: number;
+}
+
+export interface FusedScore {
+  id: string;
+  score: number;
+  /** 1-based rank in each route, when the hit came from it (a dense hit below the floor has none). */
+  bm25Rank?: number;
+  vectorRank?: number;
+}
+
+/**
+ * How a route's raw scores are scaled: `minmax` maps the route's lowest
+ * candidate to 0 and its best to 1; `max` divides by the best. Measured on
+ * LoCoMo (dev half, BM25 + multilingual-e5-small): see the notes of issue 15;
+ * `minmax` is the default because e5's cosines sit in a narrow band (0.75 to
+ * 0.9), which dividing by the best barely spreads.
+ */
+export type Normalisation = 'minmax' | 'max';
+export const DEFAULT_NORMALISATION: Normalisation = 'minmax';
+
+/** Scores scaled to [0, 1] over the list (a single candidate, or all equal, scores 1). */
+export function normaliseScores(scores: readonly number[], how: Normalisation = DEFAULT_NORMALISATION): number[] {
+  if (scores.length === 0) return [];
+  const max = Math.max(...scores);
+  const min = how === 'minmax' ? Math.min(...scores) : 0;
+  const span = max - min;
+  return scores.map((s) => (span > 0 ? (s - min) / span : 1));
+}
+
+/**
+ * The routes' hits (each best first) as one ranking, best first; ties keep
+ * the order of first appearance (BM25 then dense). Without `fusion`, plain
+ * equal-weight RRF with no floor (what the index did before fusion was configurable).
+ */
+export function fuse(
+  routes: { bm25: readonly RouteScore[]; dense: readonly RouteScore[] },
+  fusion?: Fusion,
+  normalisation: Normalisation = DEFAULT_NORMALISATION,
+): FusedScore[] {
+  const dense = fusion ? routes.dense.filter((h) => h.score >= fusion.denseFloor) : routes.dense;
+  const weights = fusion?.weights ?? { bm25: 1, dense: 1 };
+  const fused = new Map<string, FusedScore>();
+  const add = (list: readonly RouteScore[], contributions: number[], weight: number, rank: 'bm25Rank' | 'vectorRank') =>
+    list.forEach((hit, i) => {
+      const entry = fused.get(hit.id) ?? { id: hit.id, score: 0 };
+      entry.score += weight * contributions[i];
+      entry[rank] = i + 1;
+      fused.set(hit.id, entry);
+    });
+  const contributions = (list: readonly RouteScore[]) =>
+    fusion?.method === 'normalised'
+      ? normaliseScores(
+          list.map((h) => h.score),
+          normalisation,
+        )
+      : list.map((_, i) => 1 / (RRF_K + i + 1));
+  add(routes.bm25, contributions(routes.bm25), weights.bm25, 'bm25Rank');
+  add(dense, contributions(dense), weights.dense, 'vectorRank');
+  // A stable sort keeps first appearance among equal scores.
+  return [...fused.values()].sort((a, b) => b.score - a.score);
+}

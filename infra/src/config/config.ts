@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_SMOOTHING_FACTOR, type Fusion } from '@elma/domain';
 
 /**
  * Configuration is parsed from the environment once, here, into a typed
@@ -60,6 +61,21 @@ const Env = z.object({
   ELMA_EMBEDDING_URL: z.string().url().optional(),
   ELMA_EMBEDDING_MODEL: z.string().default('text-embedding-3-small'),
   ELMA_EMBEDDING_API_KEY: z.string().optional(),
+  /**
+   * How recall fuses the BM25 and dense routes: `normalised` (each route's scores scaled to [0, 1], then
+   * weighted) or `rrf` (reciprocal rank fusion). Default normalised. The dense route is fused only when
+   * the embedder is semantic (not with `hashing`).
+   */
+  ELMA_FUSION: z.enum(['normalised', 'rrf']).optional(),
+  /** Weights of the BM25 and dense routes, `bm25,dense`, e.g. `0.5,0.5` (the default). */
+  ELMA_FUSION_WEIGHTS: z
+    .string()
+    .regex(/^\s*\d+(\.\d+)?\s*,\s*\d+(\.\d+)?\s*$/, 'two non-negative numbers, bm25,dense, e.g. 0.5,0.5')
+    .optional(),
+  /** Cosine below which a dense hit adds nothing; default per embedder model (see `denseFloorFor`). */
+  ELMA_DENSE_FLOOR: z.coerce.number().min(-1).max(1).optional(),
+  /** Share of the better neighbouring turn's score a memory gains in recall (neighbour smoothing); 0 turns it off. */
+  ELMA_SMOOTHING: z.coerce.number().min(0).max(1).default(DEFAULT_SMOOTHING_FACTOR),
   ELMA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TEMPORAL_ADDRESS: z.string().optional(),
   TEMPORAL_NAMESPACE: z.string().default('default'),
@@ -122,6 +138,8 @@ export interface ElmaConfig {
   embedder:
     | { kind: 'hashing'; dimensions: number }
     | { kind: 'openai-compatible'; dimensions: number; baseUrl: string; model: string; apiKey?: string };
+  /** How recall ranks: the routes' fusion and the neighbour smoothing factor (0: off). */
+  recall: { fusion: Fusion; smoothing: number };
   logLevel: z.infer<typeof Env>['ELMA_LOG_LEVEL'];
   temporal: { address?: string; namespace: string; taskQueue: string; port: number; uiPort: number; dbFile: string; tls?: TemporalTls };
   retentionSweepMinutes: number;
@@ -215,6 +233,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ...(e.ELMA_JWKS_URL ? { jwksUrl: e.ELMA_JWKS_URL } : {}),
     },
     embedder: embedderConfig(e),
+    recall: { fusion: fusionConfig(e), smoothing: e.ELMA_SMOOTHING },
     logLevel: e.ELMA_LOG_LEVEL,
     temporal: temporalConfig(e, dataDir),
     retentionSweepMinutes: e.ELMA_RETENTION_SWEEP_MINUTES,
@@ -252,6 +271,29 @@ function embedderConfig(e: EnvValues): ElmaConfig['embedder'] {
         model: e.ELMA_EMBEDDING_MODEL,
         apiKey: e.ELMA_EMBEDDING_API_KEY,
       };
+}
+
+/**
+ * Dense similarity floor by embedder model: a cosine below it is "unrelated".
+ * Models differ widely: e5's cosines between unrelated texts sit around 0.7
+ * (it was trained with a low temperature), OpenAI's around 0.1. Measured for
+ * e5 on LoCoMo (issue 15 notes); 0.2 otherwise, the floor recall used before.
+ */
+export function denseFloorFor(embedder: ElmaConfig['embedder']): number {
+  if (embedder.kind === 'openai-compatible' && /e5/i.test(embedder.model)) return E5_DENSE_FLOOR;
+  return 0.2;
+}
+
+/** e5 (multilingual-e5-small): see `denseFloorFor`. */
+export const E5_DENSE_FLOOR = 0.75;
+
+function fusionConfig(e: EnvValues): Fusion {
+  const [bm25, dense] = (e.ELMA_FUSION_WEIGHTS ?? '0.5,0.5').split(',').map((w) => Number(w.trim()));
+  return {
+    method: e.ELMA_FUSION ?? 'normalised',
+    weights: { bm25, dense },
+    denseFloor: e.ELMA_DENSE_FLOOR ?? denseFloorFor(embedderConfig(e)),
+  };
 }
 
 /** The Temporal server to use (or the dev server to run, with its database), and mutual TLS when both halves are given. */

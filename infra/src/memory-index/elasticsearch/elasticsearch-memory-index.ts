@@ -3,9 +3,12 @@ import {
   MemoryRecord,
   type CheckpointStore,
   type HybridQuery,
+  type IndexFilter,
   type IndexedMemory,
   type LineageEntry,
   type MemoryIndex,
+  type NeighbourMemory,
+  type Neighbours,
   type SearchHit,
 } from '@elma/domain';
 import { countTokens } from '@elma/shared';
@@ -39,6 +42,10 @@ import {
   currentFactsQuery,
   dropsSourceVectors,
   fuse,
+  knnCosine,
+  neighbourQuery,
+  neighbourSelfQuery,
+  type NeighbourSource,
   getQuery,
   leasesPast,
   lineageEntryOf,
@@ -69,7 +76,10 @@ export interface ElasticsearchMemoryIndexOptions {
   dimensions: number;
   /** Prefix of every index and alias name (`{namespace}-{tenant}-memories`); `elma` by default. */
   namespace?: string;
-  /** Fuse the two routes on the server (`retriever.rrf`) rather than in ELMA. Hits then carry no per-route ranks. */
+  /**
+   * Fuse the two routes on the server (`retriever.rrf`) rather than in ELMA, for queries asking for RRF (or no
+   * fusion in particular): the server's is unweighted and has no dense floor. Hits then carry no per-route ranks.
+   */
   serverRrf?: boolean;
   /** A client to use instead of one made from `node`; the caller keeps it (close() does not close it). */
   client?: Client;
@@ -180,7 +190,9 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     if (query.limit <= 0) return [];
     if (query.vector) this.checkVector(query.vector, 'query vector');
 
-    const fused = this.options.serverRrf ? await this.serverFused(alias, query) : await this.fusedHits(alias, query);
+    // The server only does (unweighted) RRF: a query asking for another fusion is fused by ELMA.
+    const onServer = this.options.serverRrf && (query.fusion === undefined || query.fusion.method === 'rrf');
+    const fused = onServer ? await this.serverFused(alias, query) : await this.fusedHits(alias, query);
     if (fused.length === 0) return [];
     const [docs, usage] = await Promise.all([
       this.searchHits<MemoryDocument>(alias, { query: { ids: { values: fused.map((f) => f._id) } }, size: fused.length }, 'search'),
@@ -201,12 +213,55 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
       const vector = vectorOf(doc, this.options.dimensions);
       const hit: SearchHit = { record: withUsage(doc.record, usage.get(doc.id)), vector, score: f.score };
       if (f.bm25Rank !== undefined) hit.bm25Rank = f.bm25Rank;
+      if (f.bm25Score !== undefined) hit.bm25Score = f.bm25Score;
       if (f.vectorRank !== undefined) hit.vectorRank = f.vectorRank;
       if (query.vector) hit.cosine = cosine(query.vector, vector, queryNorm);
       if (doc.tokens !== undefined) hit.tokens = doc.tokens;
       hits.push(hit);
     }
     return hits;
+  }
+
+  async neighbours(tenant: string, ids: string[], filter: IndexFilter): Promise<Neighbours[]> {
+    const alias = this.memoriesOf(tenant);
+    const wanted = [...new Set(ids)].filter(storableId);
+    const selfQuery = wanted.length > 0 ? neighbourSelfQuery(wanted, filter) : undefined;
+    if (!selfQuery) return [];
+    const selves = (await this.searchHits<NeighbourSource>(alias, selfQuery, 'neighbours'))
+      .map((h) => h._source!)
+      // Documents indexed before subjects were kept cannot be placed in a conversation.
+      .filter((s): s is NeighbourSource & { subject: string } => typeof s.subject === 'string');
+    if (selves.length === 0) return [];
+    const bodies = selves.flatMap((s) => [neighbourQuery(s, 'previous', filter)!, neighbourQuery(s, 'next', filter)!]);
+    const found = await this.call('msearch', alias, async () => {
+      const response = await this.client.msearch<MemoryDocument>({
+        searches: bodies.flatMap((body) => [{ index: alias, ignore_unavailable: true }, body]),
+      });
+      return response.responses.map((r) => {
+        if ('error' in r)
+          throw new ElasticsearchIndexError(
+            `elasticsearch neighbours failed on ${alias}: ${r.error.type} (status ${r.status})`,
+            r.status,
+            r.error.type,
+          );
+        return r.hits.hits[0]?._source;
+      });
+    });
+    const usage = await this.usageOf(
+      tenant,
+      found.flatMap((doc) => (doc ? [doc.id] : [])),
+    );
+    const memory = (doc: MemoryDocument | undefined): NeighbourMemory | undefined =>
+      doc && {
+        record: withUsage(doc.record, usage.get(doc.id)),
+        vector: vectorOf(doc, this.options.dimensions),
+        ...(doc.tokens !== undefined ? { tokens: doc.tokens } : {}),
+      };
+    return selves.map((s, i) => {
+      const previous = memory(found[2 * i]);
+      const next = memory(found[2 * i + 1]);
+      return { id: s.id, ...(previous ? { previous } : {}), ...(next ? { next } : {}) };
+    });
   }
 
   /** Both routes in one `_msearch`, fused by ELMA. */
@@ -225,12 +280,12 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
             r.status,
             r.error.type,
           );
-        return r.hits.hits.map((h): RouteHit => ({ _id: h._id!, id: h._source!.id }));
+        return r.hits.hits.map((h): RouteHit => ({ _id: h._id!, id: h._source!.id, score: h._score ?? 0 }));
       });
     });
     const bm25 = routes.bm25 ? ranked.shift()! : [];
-    const knn = routes.knn ? ranked.shift()! : [];
-    return fuse(bm25, knn, query.limit);
+    const knn = routes.knn ? ranked.shift()!.map((h) => ({ ...h, score: knnCosine(h.score) })) : [];
+    return fuse(bm25, knn, query.limit, query.fusion);
   }
 
   /**
@@ -638,8 +693,12 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     // An index created before lineage keys were kept lacks the field, and its strict mapping would refuse
     // the documents: adding a field is allowed in place. Documents indexed before keep only their own id,
     // owner and project for holds until the tenant is rebuilt.
+    // The same for the subject and session fields neighbours() seeks by (older documents lack them: no neighbours).
     await this.call('put mapping', alias, () =>
-      this.client.indices.putMapping({ index: alias, properties: { lineage: { type: 'keyword' } } }),
+      this.client.indices.putMapping({
+        index: alias,
+        properties: { lineage: { type: 'keyword' }, subject: { type: 'keyword' }, session: { type: 'keyword' } },
+      }),
     );
   }
 

@@ -128,6 +128,9 @@ export function memoryIndexMapping(dimensions: number, options: IndexSettingsOpt
         // Multi-valued: `restrictionKeys`, what a legal hold can name of the record and its ancestors.
         lineage: keyword,
         fact_key: keyword,
+        // A record's subject and conversation: what `neighbours` looks records up by.
+        subject: keyword,
+        session: keyword,
         sensitivity_rank: { type: 'integer' },
         version: { type: 'integer' },
         // Insertion order (SQLite's rowid): `records` and `lineage` page by it.
@@ -190,6 +193,9 @@ export interface MemoryDocument {
   /** `restrictionKeys` of the record. Absent on documents indexed before lineage keys were kept (mapping version 1). */
   lineage?: string[];
   fact_key: string | null;
+  /** Absent on documents indexed before neighbours were looked up (they have none until the tenant is reindexed). */
+  subject?: string;
+  session?: string | null;
   sensitivity_rank: number;
   version: number;
   /** Insertion order, set by the adapter when it writes the document. */
@@ -221,6 +227,8 @@ export function toDocument(record: MemoryRecord, vector: Float32Array, tokens?: 
     purposes: [...record.policy.purposes],
     lineage: restrictionKeys(record),
     fact_key: indexKeyOf(record),
+    subject: record.subject,
+    session: record.session ?? null,
     sensitivity_rank: SENSITIVITY_RANK[record.policy.sensitivity],
     version: record.version,
     ...(tokens !== undefined ? { tokens } : {}),

@@ -7,16 +7,19 @@
 import { createHash } from 'node:crypto';
 import {
   groupBy,
+  CONVERSATION_GAP_MS,
   RRF_K,
-  reciprocalRankFusion,
+  fuse as fuseRoutes,
   transactionTime,
+  type Fusion,
   type HybridQuery,
+  type IndexFilter,
   type IndexedMemory,
   type LineageEntry,
   type MemoryKind,
   type MemoryRecord,
 } from '@elma/domain';
-import { bm25Query, knnClause, type EsQuery } from './filter-dsl';
+import { bm25Query, compileFilterDsl, knnClause, type EsQuery } from './filter-dsl';
 import { millis, toDocument, type MemoryDocument } from './mapping';
 
 /** Elasticsearch refuses document ids over 512 bytes; longer record ids are hashed (lookups go by the `id` field). */
@@ -286,10 +289,12 @@ export function serverRrfBody(query: HybridQuery): object | undefined {
   };
 }
 
-/** A route's hits, best first: the document id and its record id. */
+/** A route's hits, best first: the document id, its record id and the route's raw score. */
 export interface RouteHit {
   _id: string;
   id: string;
+  /** BM25: Elasticsearch's score; kNN: the cosine similarity (see `knnCosine`). */
+  score: number;
 }
 
 export interface FusedHit {
@@ -298,22 +303,95 @@ export interface FusedHit {
   score: number;
   bm25Rank?: number;
   vectorRank?: number;
+  bm25Score?: number;
 }
 
-/** ELMA's reciprocal rank fusion over the routes' document ids, with each hit's 1-based rank in each route. */
-export function fuse(bm25: readonly RouteHit[], knn: readonly RouteHit[], limit: number): FusedHit[] {
+/** Elasticsearch scores a `cosine` dense_vector hit (1 + cosine) / 2; the cosine back. */
+export const knnCosine = (score: number): number => 2 * score - 1;
+
+/**
+ * ELMA's fusion (domain `fuse`) over the routes' document ids, with each hit's
+ * 1-based rank in each route and its BM25 score.
+ */
+export function fuse(bm25: readonly RouteHit[], knn: readonly RouteHit[], limit: number, fusion?: Fusion): FusedHit[] {
   const recordIds = new Map([...bm25, ...knn].map((h) => [h._id, h.id]));
-  const bm25Rank = new Map(bm25.map((h, i) => [h._id, i + 1]));
-  const vectorRank = new Map(knn.map((h, i) => [h._id, i + 1]));
-  return reciprocalRankFusion([bm25.map((h) => h._id), knn.map((h) => h._id)])
+  const bm25Score = new Map(bm25.map((h) => [h._id, h.score]));
+  return fuseRoutes(
+    { bm25: bm25.map((h) => ({ id: h._id, score: h.score })), dense: knn.map((h) => ({ id: h._id, score: h.score })) },
+    fusion,
+  )
     .slice(0, Math.max(limit, 0))
-    .map(({ id: _id, score }) => ({
+    .map(({ id: _id, score, bm25Rank, vectorRank }) => ({
       _id,
       id: recordIds.get(_id)!,
       score,
-      ...(bm25Rank.has(_id) ? { bm25Rank: bm25Rank.get(_id) } : {}),
-      ...(vectorRank.has(_id) ? { vectorRank: vectorRank.get(_id) } : {}),
+      ...(bm25Rank !== undefined ? { bm25Rank, bm25Score: bm25Score.get(_id) } : {}),
+      ...(vectorRank !== undefined ? { vectorRank } : {}),
     }));
+}
+
+/** The fields of a record `neighbours` seeks from. */
+export const NEIGHBOUR_SOURCE = ['id', 'subject', 'session', 'valid_from'] as const;
+export interface NeighbourSource {
+  id: string;
+  subject?: string;
+  session?: string | null;
+  valid_from: number;
+}
+
+/** The admitted episodic versions of these ids (at most one each: the filter selects the version). */
+export function neighbourSelfQuery(ids: readonly string[], filter: IndexFilter) {
+  const compiled = compileFilterDsl(filter);
+  if (compiled === undefined) return undefined;
+  return {
+    query: { bool: { filter: [compiled, { term: { kind: 'episodic' } }, { terms: { id: [...ids] } }] } },
+    _source: [...NEIGHBOUR_SOURCE],
+    size: ids.length,
+  };
+}
+
+/**
+ * The admitted episodic record just before (or after) `of` in its
+ * conversation: same subject, same session or, both without one, at most
+ * CONVERSATION_GAP_MS apart; ordered by valid time then id (the twin of the
+ * SQLite target's seek). The policy filter is part of the query, so a record
+ * the caller may not see is passed over as if absent.
+ */
+export function neighbourQuery(of: NeighbourSource & { subject: string }, direction: 'previous' | 'next', filter: IndexFilter) {
+  const compiled = compileFilterDsl(filter);
+  if (compiled === undefined) return undefined;
+  const at = of.valid_from;
+  const before = direction === 'previous';
+  const session = of.session ?? null;
+  const beyond = before ? { lt: at } : { gt: at };
+  const order: 'asc' | 'desc' = before ? 'desc' : 'asc';
+  const sort: Record<string, { order: 'asc' | 'desc' }>[] = [{ valid_from: { order } }, { id: { order } }];
+  return {
+    query: {
+      bool: {
+        filter: [
+          compiled,
+          { term: { kind: 'episodic' } },
+          { term: { subject: of.subject } },
+          session === null ? { bool: { must_not: [{ exists: { field: 'session' } }] } } : { term: { session } },
+          ...(session === null
+            ? [{ range: { valid_from: before ? { gte: at - CONVERSATION_GAP_MS } : { lte: at + CONVERSATION_GAP_MS } } }]
+            : []),
+          {
+            bool: {
+              should: [
+                { range: { valid_from: beyond } },
+                { bool: { filter: [{ term: { valid_from: at } }, { range: { id: before ? { lt: of.id } : { gt: of.id } } }] } },
+              ],
+              minimum_should_match: 1,
+            },
+          },
+        ],
+      },
+    },
+    sort,
+    size: 1,
+  };
 }
 
 /** A usage document. */

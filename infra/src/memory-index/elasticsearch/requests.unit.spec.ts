@@ -21,6 +21,7 @@ import {
   chunkOperations,
   dropsSourceVectors,
   fuse,
+  knnCosine,
   leasesPast,
   lineageEntryOf,
   maxSeqNos,
@@ -209,13 +210,26 @@ describe('the hybrid search requests', () => {
   });
 
   it('fuses the routes by reciprocal rank and keeps each hit’s rank in each route', () => {
-    const hit = (id: string) => ({ _id: `${id}#v1`, id });
-    const fused = fuse([hit('a'), hit('b')], [hit('b'), hit('c')], 2);
+    const hit = (id: string, score = 1) => ({ _id: `${id}#v1`, id, score });
+    const fused = fuse([hit('a', 7), hit('b', 3)], [hit('b'), hit('c')], 2);
     expect(fused).toEqual([
-      { _id: 'b#v1', id: 'b', score: 1 / (RRF_K + 2) + 1 / (RRF_K + 1), bm25Rank: 2, vectorRank: 1 },
-      { _id: 'a#v1', id: 'a', score: 1 / (RRF_K + 1), bm25Rank: 1 },
+      { _id: 'b#v1', id: 'b', score: 1 / (RRF_K + 2) + 1 / (RRF_K + 1), bm25Rank: 2, bm25Score: 3, vectorRank: 1 },
+      { _id: 'a#v1', id: 'a', score: 1 / (RRF_K + 1), bm25Rank: 1, bm25Score: 7 },
     ]);
     expect(fuse([hit('a')], [], 0)).toEqual([]);
+  });
+
+  it('fuses by normalised score when asked, a kNN hit below the floor adding nothing', () => {
+    const hit = (id: string, score: number) => ({ _id: `${id}#v1`, id, score });
+    const fusion = { method: 'normalised' as const, weights: { bm25: 0.5, dense: 0.5 }, denseFloor: 0.5 };
+    const fused = fuse([hit('a', 10), hit('b', 8), hit('e', 0)], [hit('b', 0.9), hit('c', 0.7), hit('d', 0.3)], 10, fusion);
+    expect(fused.map((f) => [f.id, f.score])).toEqual([
+      ['b', 0.9],
+      ['a', 0.5],
+      ['e', 0],
+      ['c', 0],
+    ]);
+    expect(knnCosine(0.75)).toBeCloseTo(0.5);
   });
 });
 

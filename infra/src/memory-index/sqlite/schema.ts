@@ -52,6 +52,8 @@ CREATE TABLE IF NOT EXISTS memories (
   valid_to INTEGER,
   recorded_at INTEGER NOT NULL,
   expires_at INTEGER,
+  subject TEXT,
+  session TEXT,
   record TEXT NOT NULL,
   vector BLOB NOT NULL
 );
@@ -105,6 +107,9 @@ CREATE TABLE IF NOT EXISTS quarantined_tenants (
 const ADDED_COLUMNS = [
   { name: 'project', backfill: `json_extract(record, '$.policy.project')` },
   { name: 'retention_class', backfill: `json_extract(record, '$.retention.class')` },
+  // The subject and conversation of a record: what `neighbours` looks records up by (see memories_timeline).
+  { name: 'subject', backfill: `json_extract(record, '$.subject')` },
+  { name: 'session', backfill: `json_extract(record, '$.session')` },
   {
     name: 'purpose_set',
     backfill: `char(31) || (SELECT group_concat(value, char(31)) FROM json_each(record, '$.policy.purposes')) || char(31)`,
@@ -160,6 +165,8 @@ export function migrateTenantSchema(db: Database.Database): void {
     CREATE INDEX IF NOT EXISTS memories_by_fact ON memories (fact_key) WHERE fact_key IS NOT NULL AND tx_to IS NULL;
     CREATE UNIQUE INDEX IF NOT EXISTS memories_current ON memories (id) WHERE tx_to IS NULL;
     CREATE UNIQUE INDEX IF NOT EXISTS memories_versions ON memories (id, version);
+    -- A conversation's turns in time order: neighbours() finds the turns around a hit with one seek each.
+    CREATE INDEX IF NOT EXISTS memories_timeline ON memories (subject, session, valid_from, id) WHERE kind = 'episodic';
   `);
 }
 
@@ -197,6 +204,8 @@ function migrateToVersionRows(db: Database.Database): void {
     'valid_to',
     'recorded_at',
     'expires_at',
+    'subject',
+    'session',
     'record',
     'vector',
   ];

@@ -4,10 +4,13 @@ import Database from 'better-sqlite3';
 import {
   DEFAULT_TEXT_ANALYSIS,
   IndexPartitionCorrupt,
-  reciprocalRankFusion,
+  fuse,
   type CheckpointStore,
   type HybridQuery,
+  type IndexFilter,
   type IndexedMemory,
+  type NeighbourMemory,
+  type Neighbours,
   type MemoryIndex,
   type LineageEntry,
   type MemoryRecord,
@@ -128,26 +131,49 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     const textRanking = query.text.trim() ? partition.searchText(query.text, filter, depth) : [];
     const vectorRanking = query.vector ? partition.searchVector(query.vector, filter, depth) : [];
 
-    const fused = reciprocalRankFusion([textRanking.map(String), vectorRanking.map((v) => String(v.rowid))]).slice(0, query.limit);
+    const fused = fuse(
+      {
+        bm25: textRanking.map((t) => ({ id: String(t.rowid), score: t.score })),
+        dense: vectorRanking.map((v) => ({ id: String(v.rowid), score: v.cosine })),
+      },
+      query.fusion,
+    ).slice(0, query.limit);
     const rows = partition.rows(fused.map((f) => Number(f.id)));
-    const bm25Rank = new Map(textRanking.map((rowid, i) => [rowid, i + 1]));
-    const vectorRank = new Map(vectorRanking.map((v, i) => [v.rowid, i + 1]));
+    const bm25Score = new Map(textRanking.map((t) => [t.rowid, t.score]));
     const queryNorm = query.vector ? norm(query.vector) : 0;
 
     const hits: SearchHit[] = [];
-    for (const { id, score } of fused) {
+    for (const { id, score, bm25Rank, vectorRank } of fused) {
       const row = rows.get(Number(id));
       if (!row) continue;
       const hit: SearchHit = { record: row.record, vector: row.vector, score };
-      const textRank = bm25Rank.get(row.rowid);
-      const denseRank = vectorRank.get(row.rowid);
-      if (textRank !== undefined) hit.bm25Rank = textRank;
-      if (denseRank !== undefined) hit.vectorRank = denseRank;
+      if (bm25Rank !== undefined) hit.bm25Rank = bm25Rank;
+      if (vectorRank !== undefined) hit.vectorRank = vectorRank;
+      if (bm25Rank !== undefined) hit.bm25Score = bm25Score.get(row.rowid);
       if (query.vector) hit.cosine = cosine(query.vector, row.vector, queryNorm);
       if (row.tokens !== undefined) hit.tokens = row.tokens;
       hits.push(hit);
     }
     return hits;
+  }
+
+  async neighbours(tenant: string, ids: string[], filter: IndexFilter): Promise<Neighbours[]> {
+    return this.guard(tenant, () => {
+      const partition = this.partition(tenant, false);
+      const where = compileFilter(filter);
+      if (!partition || !where || ids.length === 0) return [];
+      const found = partition.neighbours(ids, where);
+      const rows = partition.rows(found.flatMap((f) => [f.previous, f.next].filter((r): r is number => r !== undefined)));
+      const memory = (rowid: number | undefined): NeighbourMemory | undefined => {
+        const row = rowid === undefined ? undefined : rows.get(rowid);
+        return row && { record: row.record, vector: row.vector, ...(row.tokens !== undefined ? { tokens: row.tokens } : {}) };
+      };
+      return found.map(({ id, previous, next }) => {
+        const before = memory(previous);
+        const after = memory(next);
+        return { id, ...(before ? { previous: before } : {}), ...(after ? { next: after } : {}) };
+      });
+    });
   }
 
   /**

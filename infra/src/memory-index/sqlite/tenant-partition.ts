@@ -2,6 +2,7 @@ import { closeSync, existsSync, openSync, readSync, rmSync, statSync } from 'nod
 import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
 import {
+  CONVERSATION_GAP_MS,
   MemoryRecord,
   SENSITIVITY_RANK,
   documentAnalysisCode,
@@ -40,6 +41,9 @@ export interface StoredRow {
   vector: Float32Array;
   tokens?: number;
 }
+
+/** The ef_construction of graph files saved before it was recorded (usearch's default then). */
+const LEGACY_EXPANSION_ADD = 16;
 
 /** Dense-route candidates are searched at growing depths; past the last one the filtered rows are scanned exactly. */
 const GRAPH_DEPTHS = [64, 512];
@@ -243,8 +247,9 @@ export class TenantPartition {
    * even the rarest word is that common (it carries little IDF anyway), only
    * the newest BM25_BUDGET matches are scored (before the policy filter, so
    * fewer may survive it); the dense route still covers the whole partition.
+   * Scores are FTS5's bm25() negated, so that higher is better.
    */
-  searchText(text: string, filter: FilterSql, depth: number): number[] {
+  searchText(text: string, filter: FilterSql, depth: number): { rowid: number; score: number }[] {
     const dfOf = this.stmt('SELECT doc AS df FROM memories_vocab WHERE term = ?');
     const terms = [...new Set(queryTerms(text, this.options.text))]
       .slice(0, MAX_QUERY_TOKENS)
@@ -269,13 +274,14 @@ export class TenantPartition {
     // bm25() in a subquery rather than FTS5's `ORDER BY rank`, so the scan can be capped before scoring.
     // CROSS JOIN keeps FTS5 as the outer loop, so the planner never prefers a filter index over MATCH.
     const rows = this.stmt(
-      `SELECT f.rowid AS rowid
+      `SELECT f.rowid AS rowid, f.score AS score
        FROM (SELECT rowid, bm25(memories_fts) AS score FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?) f
        CROSS JOIN memories m ON m.rowid = f.rowid
        WHERE ${filter.where}
        ORDER BY f.score, f.rowid DESC LIMIT ?`,
-    ).all(match, scanLimit, ...filter.params, depth) as { rowid: number }[];
-    return rows.map((r) => r.rowid);
+    ).all(match, scanLimit, ...filter.params, depth) as { rowid: number; score: number }[];
+    // FTS5's bm25() is negative, lower better; `0 - x` rather than `-x` keeps a zero score from becoming -0.
+    return rows.map((r) => ({ rowid: r.rowid, score: 0 - r.score }));
   }
 
   /**
@@ -316,6 +322,56 @@ export class TenantPartition {
       .map((c) => ({ rowid: c.rowid, cosine: cosine(query, fromBlob(c.vector), queryNorm) }))
       .sort((a, b) => b.cosine - a.cosine || a.rowid - b.rowid)
       .slice(0, depth);
+  }
+
+  /**
+   * For each id the filter admits (an episodic record), the rowids of the
+   * admitted episodic records just before and after it in its conversation:
+   * same subject, same session or, both without one, at most
+   * CONVERSATION_GAP_MS apart; ordered by valid time then id. The filter is
+   * part of each seek, so a record it rejects is passed over as if absent.
+   */
+  neighbours(ids: string[], filter: FilterSql): { id: string; previous?: number; next?: number }[] {
+    const self = this.stmt(
+      `SELECT m.rowid AS rowid, m.id AS id, m.subject AS subject, m.session AS session, m.valid_from AS validFrom
+       FROM memories m WHERE m.id = ? AND m.kind = 'episodic' AND ${filter.where} ORDER BY m.rowid DESC LIMIT 1`,
+    );
+    // `session IS ?` matches NULL to NULL; without a session the gap bounds the seek.
+    const seek = (direction: 'previous' | 'next') =>
+      this.stmt(
+        `SELECT m.rowid AS rowid FROM memories m INDEXED BY memories_timeline
+         WHERE m.kind = 'episodic' AND m.subject = ? AND m.session IS ?
+           AND ${direction === 'previous' ? '(m.valid_from < ? OR (m.valid_from = ? AND m.id < ?)) AND m.valid_from >= ?' : '(m.valid_from > ? OR (m.valid_from = ? AND m.id > ?)) AND m.valid_from <= ?'}
+           AND ${filter.where}
+         ORDER BY m.valid_from ${direction === 'previous' ? 'DESC' : 'ASC'}, m.id ${direction === 'previous' ? 'DESC' : 'ASC'} LIMIT 1`,
+      );
+    const previous = seek('previous');
+    const next = seek('next');
+    const found: { id: string; previous?: number; next?: number }[] = [];
+    for (const id of new Set(ids)) {
+      const row = self.get(id, ...filter.params) as
+        { rowid: number; id: string; subject: string | null; session: string | null; validFrom: number } | undefined;
+      if (!row || row.subject === null) continue;
+      const gap = row.session === null ? CONVERSATION_GAP_MS : Number.MAX_SAFE_INTEGER;
+      const at = row.validFrom;
+      const before = previous.get(
+        row.subject,
+        row.session,
+        at,
+        at,
+        row.id,
+        Math.max(at - gap, Number.MIN_SAFE_INTEGER),
+        ...filter.params,
+      ) as { rowid: number } | undefined;
+      const after = next.get(row.subject, row.session, at, at, row.id, Math.min(at + gap, Number.MAX_SAFE_INTEGER), ...filter.params) as
+        { rowid: number } | undefined;
+      found.push({
+        id,
+        ...(before ? { previous: before.rowid } : {}),
+        ...(after ? { next: after.rowid } : {}),
+      });
+    }
+    return found;
   }
 
   rows(rowids: number[]): Map<number, StoredRow> {
@@ -434,8 +490,8 @@ export class TenantPartition {
 
   private insertRow(record: MemoryRecord, vector: Float32Array, txFrom: number): number {
     const { lastInsertRowid } = this.stmt(
-      `INSERT INTO memories (id, version, tx_from, tx_to, tokens, fact_key, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, lineage_set, valid_from, valid_to, recorded_at, expires_at, record, vector)
-       VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO memories (id, version, tx_from, tx_to, tokens, fact_key, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, lineage_set, valid_from, valid_to, recorded_at, expires_at, subject, session, record, vector)
+       VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       record.id,
       record.version,
@@ -454,6 +510,8 @@ export class TenantPartition {
       record.validTo === null ? null : millis(record.validTo, 'validTo'),
       millis(record.recordedAt, 'recordedAt'),
       record.retention.expiresAt === null ? null : millis(record.retention.expiresAt, 'expiresAt'),
+      record.subject,
+      record.session ?? null,
       JSON.stringify(record),
       toBlob(vector),
     );
@@ -514,7 +572,14 @@ export class TenantPartition {
    */
   private openGraph(): void {
     const saved = this.savedGraph();
-    if (saved && saved.generation === this.state('generation') && sameFile(this.files.graph, saved)) {
+    // A graph built with another ef_construction (files from before it was recorded were built with 16) is rebuilt.
+    const builtWith = this.stateOrUndefined('graph_expansion_add') ?? LEGACY_EXPANSION_ADD;
+    if (
+      saved &&
+      saved.generation === this.state('generation') &&
+      builtWith === this.graph.expansionAdd &&
+      sameFile(this.files.graph, saved)
+    ) {
       if (this.graph.load(this.files.graph, saved.removed) && this.graph.size === saved.nodes) {
         // A file written past the compaction share (before it existed) is rebuilt rather than kept.
         if (this.graph.removedShare <= COMPACT_SHARE) return;
@@ -556,11 +621,16 @@ export class TenantPartition {
        ON CONFLICT (one) DO UPDATE SET generation = excluded.generation, bytes = excluded.bytes, sha256 = excluded.sha256,
          nodes = excluded.nodes, removed = excluded.removed`,
     ).run(this.state('generation'), statSync(this.files.graph).size, fileDigest(this.files.graph), this.graph.size, this.graph.removed);
+    this.stmt(`INSERT OR REPLACE INTO partition_state (key, value) VALUES ('graph_expansion_add', ?)`).run(this.graph.expansionAdd);
     this.addedSinceSave = 0;
   }
 
   private bumpGeneration(): void {
     this.stmt(`UPDATE partition_state SET value = value + 1 WHERE key = 'generation'`).run();
+  }
+
+  private stateOrUndefined(key: 'graph_expansion_add'): number | undefined {
+    return (this.stmt('SELECT value FROM partition_state WHERE key = ?').get(key) as { value: number } | undefined)?.value;
   }
 
   private state(key: 'generation' | 'purge_pending'): number;

@@ -8,11 +8,28 @@ export interface VectorGraphOptions {
   quantization?: 'f32' | 'f16' | 'i8';
   /** HNSW M: edges per node. */
   connectivity?: number;
-  /** HNSW ef_construction. */
+  /** HNSW ef_construction; default DEFAULT_EXPANSION_ADD. */
   expansionAdd?: number;
-  /** HNSW ef_search (usearch uses at least k). */
+  /** HNSW ef_search (usearch uses at least k); default DEFAULT_EXPANSION_SEARCH. */
   expansionSearch?: number;
 }
+
+/**
+ * HNSW ef_construction. 16 (usearch's own default, ELMA's until issue 15)
+ * built graphs that lost dense recall on real (e5) vectors: R@10 .518 exact,
+ * .467 through the graph; 128 recovers it (.514). A graph file records what
+ * it was built with, and one built with another value is rebuilt when its
+ * partition opens (TenantPartition.openGraph).
+ */
+export const DEFAULT_EXPANSION_ADD = 128;
+
+/**
+ * HNSW ef_search, chosen by measured recall@10 against exact search on e5
+ * vectors (`measureGraphRecall`, figures in the issue 15 notes). The dense
+ * route asks for at least 64 candidates (GRAPH_DEPTHS), and usearch searches
+ * with max(k, ef_search).
+ */
+export const DEFAULT_EXPANSION_SEARCH = 64;
 
 /** Keys for scrub's throwaway vectors: far above any SQLite rowid (at most 2^63 - 1 but in practice < 2^53). */
 const SCRUB_KEY_BASE = 1n << 60n;
@@ -37,6 +54,11 @@ export class VectorGraph {
     private readonly options: VectorGraphOptions = {},
   ) {
     this.index = this.create();
+  }
+
+  /** The ef_construction this graph builds with. */
+  get expansionAdd(): number {
+    return this.options.expansionAdd ?? DEFAULT_EXPANSION_ADD;
   }
 
   get size(): number {
@@ -189,8 +211,8 @@ export class VectorGraph {
       metric: MetricKind.Cos,
       quantization: (this.options.quantization ?? 'f32') as ScalarKind,
       connectivity: this.options.connectivity ?? 16,
-      expansion_add: this.options.expansionAdd ?? 16,
-      expansion_search: this.options.expansionSearch ?? 64,
+      expansion_add: this.expansionAdd,
+      expansion_search: this.options.expansionSearch ?? DEFAULT_EXPANSION_SEARCH,
       multi: false,
     });
   }

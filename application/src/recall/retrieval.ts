@@ -1,0 +1,64 @@
+import {
+  DEFAULT_SMOOTHING_FACTOR,
+  smoothByNeighbours,
+  type Adjacent,
+  type Fusion,
+  type HybridQuery,
+  type MemoryIndex,
+  type NeighbourMemory,
+  type SearchHit,
+} from '@elma/domain';
+
+export interface RetrievalOptions {
+  /** Fusion of the routes when the query names none (absent: the index's default, equal-weight RRF). */
+  fusion?: Fusion;
+  /** Share of the better neighbour's score a memory gains; 0 turns smoothing off. */
+  smoothing?: number;
+}
+
+/**
+ * The ranking stages around the index's hybrid search: the routes fused as
+ * configured, then neighbour smoothing (domain/recall/smoothing), which
+ * applies to whatever route found a hit. Neighbours come from the index under
+ * the query's own filter, so a memory the caller may not see is never used:
+ * it neither joins the candidates nor lends a score.
+ */
+export class Retrieval {
+  constructor(
+    private readonly index: MemoryIndex,
+    private readonly options: RetrievalOptions = {},
+  ) {}
+
+  /** The query's hits, smoothed unless `smoothing` is false (or the factor is 0), best first, at most `limit`. */
+  async search(query: HybridQuery & { smoothing?: boolean }): Promise<SearchHit[]> {
+    const { smoothing, ...search } = query;
+    const fusion = search.fusion ?? this.options.fusion;
+    const hits = await this.index.search({ ...search, ...(fusion ? { fusion } : {}) });
+    const factor = this.options.smoothing ?? DEFAULT_SMOOTHING_FACTOR;
+    if (smoothing === false || factor === 0 || hits.length === 0) return hits;
+
+    const found = await this.index.neighbours(
+      query.tenant,
+      hits.map((hit) => hit.record.id),
+      query.filter,
+    );
+    const adjacent = new Map<string, Adjacent>();
+    const joining = new Map<string, NeighbourMemory>();
+    for (const { id, previous, next } of found) {
+      adjacent.set(id, { previous: previous?.record.id, next: next?.record.id });
+      for (const neighbour of [previous, next]) if (neighbour) joining.set(neighbour.record.id, neighbour);
+    }
+    const byId = new Map(hits.map((hit) => [hit.record.id, hit]));
+    const smoothed = smoothByNeighbours(
+      hits.map((hit) => ({ id: hit.record.id, score: hit.score })),
+      adjacent,
+      factor,
+    );
+    return smoothed.slice(0, query.limit).map(({ id, score }) => {
+      const hit = byId.get(id);
+      if (hit) return { ...hit, score };
+      const { record, vector, tokens } = joining.get(id)!;
+      return { record, vector, score, ...(tokens !== undefined ? { tokens } : {}) };
+    });
+  }
+}

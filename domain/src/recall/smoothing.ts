@@ -1,0 +1,74 @@
+import type { MemoryRecord } from '../memory/record';
+
+/**
+ * Two memories of a subject with no conversation id belong to the same
+ * conversation when they are at most this far apart in time (valid time).
+ */
+export const CONVERSATION_GAP_MS = 30 * 60 * 1000;
+
+/** Share of the better neighbour's score a memory gains (see `smoothByNeighbours`). */
+export const DEFAULT_SMOOTHING_FACTOR = 0.5;
+
+/**
+ * Whether two memories are turns of one conversation, as neighbour smoothing
+ * understands it: episodic, of the same subject, and either of the same
+ * `session` or, both without one, at most CONVERSATION_GAP_MS apart.
+ * The index adapters query neighbours by exactly this rule.
+ */
+export function sameConversation(
+  a: Pick<MemoryRecord, 'kind' | 'subject' | 'session' | 'validFrom'>,
+  b: Pick<MemoryRecord, 'kind' | 'subject' | 'session' | 'validFrom'>,
+): boolean {
+  if (a.kind !== 'episodic' || b.kind !== 'episodic' || a.subject !== b.subject) return false;
+  if (a.session !== undefined || b.session !== undefined) return a.session === b.session;
+  return Math.abs(Date.parse(a.validFrom) - Date.parse(b.validFrom)) <= CONVERSATION_GAP_MS;
+}
+
+/** A scored candidate: what smoothing reads and writes. */
+export interface Smoothable {
+  id: string;
+  score: number;
+}
+
+/** A candidate's neighbours in its conversation, by id (either may be absent). */
+export interface Adjacent {
+  previous?: string;
+  next?: string;
+}
+
+/**
+ * Neighbour smoothing: the answer to a question is often the turn after the
+ * one that matches it, so every memory gains `factor` times the better
+ * (original) score of the turns just before and after it in its
+ * conversation. A neighbour that was not a candidate has score 0 of its own
+ * and joins the candidates with what it gains. Only the neighbours given are
+ * used: the caller passes those the reader may see, so a hidden memory
+ * neither appears nor changes a score. Result best first, ties in input
+ * order then new neighbours in order of appearance.
+ */
+export function smoothByNeighbours(
+  candidates: readonly Smoothable[],
+  adjacent: ReadonlyMap<string, Adjacent>,
+  factor = DEFAULT_SMOOTHING_FACTOR,
+): Smoothable[] {
+  const original = new Map(candidates.map((c) => [c.id, c.score]));
+  // Whose neighbour each memory is: a neighbour gains from the candidates next to it.
+  const around = new Map<string, Set<string>>();
+  const link = (a: string, b: string) => {
+    if (a === b) return;
+    (around.get(a) ?? around.set(a, new Set()).get(a)!).add(b);
+    (around.get(b) ?? around.set(b, new Set()).get(b)!).add(a);
+  };
+  for (const [id, { previous, next }] of adjacent) {
+    if (!original.has(id)) continue;
+    if (previous !== undefined) link(id, previous);
+    if (next !== undefined) link(id, next);
+  }
+  const ids = [...original.keys(), ...[...around.keys()].filter((id) => !original.has(id))];
+  return ids
+    .map((id) => {
+      const best = Math.max(0, ...[...(around.get(id) ?? [])].map((n) => original.get(n) ?? 0));
+      return { id, score: (original.get(id) ?? 0) + factor * best };
+    })
+    .sort((a, b) => b.score - a.score);
+}
