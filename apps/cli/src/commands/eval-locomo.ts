@@ -19,7 +19,16 @@ import {
   type ScoredQuestion,
   type SummaryRow,
 } from '../eval/locomo-metrics';
-import { FEATURES, SESSIONS, indexedMemories, searchVariant, variantDir, variantIndex, waitForEmbeddings } from '../eval/locomo-search';
+import {
+  FEATURES,
+  SESSIONS,
+  type Ranking,
+  indexedMemories,
+  searchVariant,
+  variantDir,
+  variantIndex,
+  waitForEmbeddings,
+} from '../eval/locomo-search';
 import { ANALYSES, GAIN_PAIRS, VARIANTS, unavailable, type AnalysisName, type Feature, type Variant } from '../eval/locomo-variants';
 
 const TENANT = 'locomo';
@@ -175,6 +184,7 @@ export async function evalLocomoCommand(argv: string[]): Promise<number> {
     samples,
     embedder: elma.embedder.model,
     semantic: elma.embedder.semantic,
+    ranking: elma.config.recall,
     has,
     bootstrap,
     turns: turns.length,
@@ -195,6 +205,7 @@ interface EvalRun {
   samples: string[];
   embedder: string;
   semantic: boolean;
+  ranking: Ranking;
   has: Record<Feature, boolean>;
   bootstrap: BootstrapOptions;
   turns: number;
@@ -206,7 +217,8 @@ interface EvalRun {
 }
 
 function summaryText(run: EvalRun): string {
-  const { samples, embedder, semantic, bootstrap, turns, memories, asked, seconds } = run;
+  const { samples, embedder, semantic, ranking, bootstrap, turns, memories, asked, seconds } = run;
+  const { fusion } = ranking;
   const searches = asked.searches;
   const level = Math.round(bootstrap.level * 100);
   return (
@@ -215,6 +227,8 @@ function summaryText(run: EvalRun): string {
       `embedder ${embedder} (${semantic ? 'semantic' : 'not semantic: dense and fused rows are not run'})`,
       `ingested ${turns} turns -> ${memories} memories; ingest ${seconds.ingest.toFixed(1)} s, projection ${seconds.projection.toFixed(1)} s, ` +
         `waiting for embeddings ${seconds.embedding.toFixed(1)} s, variant indexes ${seconds.variants.toFixed(1)} s`,
+      `ranking as configured: ${fusion.method} fusion, weights bm25 ${fusion.weights.bm25} / dense ${fusion.weights.dense}, ` +
+        `dense floor ${fusion.denseFloor} (not applied to the dense row); smoothing factor ${ranking.smoothing}`,
       `turn sessions ${SESSIONS ? 'passed on each event' : 'not passed (the event has no session field here)'}`,
       `questions: ${asked.evaluated} evaluated (categories 1-4), ${asked.adversarial} adversarial left out, ${asked.skipped} skipped (no evidence or unknown dia_ids)`,
       `${searches} searches in ${seconds.queries.toFixed(1)} s (${((seconds.queries * 1000) / Math.max(1, searches)).toFixed(2)} ms each, ` +
@@ -232,12 +246,27 @@ function summaryText(run: EvalRun): string {
   );
 }
 
-function jsonReport({ dataDir, samples, embedder, semantic, has, bootstrap, turns, memories, asked, seconds, rows, gains }: EvalRun) {
+function jsonReport({
+  dataDir,
+  samples,
+  embedder,
+  semantic,
+  ranking,
+  has,
+  bootstrap,
+  turns,
+  memories,
+  asked,
+  seconds,
+  rows,
+  gains,
+}: EvalRun) {
   return {
     data: dataDir,
     samples,
     embedder,
     semantic,
+    ranking,
     sessions: SESSIONS,
     bootstrap,
     turns,
@@ -262,6 +291,19 @@ function readJsonl<T>(path: string, schema: z.ZodType<T>): T[] {
     });
 }
 
+/**
+ * When a turn was said: LoCoMo gives one time per session, so the n-th turn
+ * of a session (dia_id `D<session>:<n>`) is placed n seconds after it. The
+ * turns of a session then keep their order in time, which is what "the turn
+ * before / after" (neighbour smoothing) reads; the calendar day, which date
+ * words and temporal questions rely on, stays the session's.
+ */
+function turnTime(turn: Turn): string {
+  const start = Date.parse(parseSessionDateTime(turn.session_datetime));
+  const n = Number(/^D\d+:(\d+)$/.exec(turn.dia_id)?.[1] ?? 0);
+  return new Date(start + n * 1000).toISOString();
+}
+
 /** Each sample's turns become one subject's events, in batches of at most MAX_BATCH. */
 async function ingestTurns(elma: Elma, turns: readonly Turn[]): Promise<MemoryIds> {
   const ids: MemoryIds = new Map();
@@ -269,7 +311,7 @@ async function ingestTurns(elma: Elma, turns: readonly Turn[]): Promise<MemoryId
     const batch = turns.slice(done, done + MAX_BATCH);
     const events = batch.map((turn) => ({
       subject: turn.sample_id,
-      occurredAt: parseSessionDateTime(turn.session_datetime),
+      occurredAt: turnTime(turn),
       activity: 'dialog.turn',
       content: { text: `${turn.speaker}: ${turn.text}${turn.blip_caption ? ` [image: ${turn.blip_caption}]` : ''}` },
       source: { system: 'locomo', externalId: turn.dia_id, channel: 'chat' },
@@ -337,7 +379,7 @@ async function askQuestions(elma: Elma, runnable: readonly Runnable[], questions
       clauses: [{ ruleId: 'eval', maxSensitivity: 'restricted', owner: question.sample_id }],
     };
     for (const { variant, index } of runnable) {
-      const hits = await searchVariant(index, variant, {
+      const hits = await searchVariant(index, variant, elma.config.recall, {
         tenant: TENANT,
         text: question.question,
         vector: vectors[i] ?? none,

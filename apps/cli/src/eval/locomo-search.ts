@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import type { HybridQuery, IndexedMemory, MemoryIndex, SearchHit } from '@elma/domain';
+import { Retrieval } from '@elma/application';
+import type { Fusion, HybridQuery, IndexedMemory, MemoryIndex, SearchHit } from '@elma/domain';
 import { SqliteMemoryIndex } from '@elma/infra';
 import type { Elma } from '@elma/runtime';
 import type { Analysis, Feature, Variant } from './locomo-variants';
@@ -11,13 +12,13 @@ import type { Analysis, Feature, Variant } from './locomo-variants';
  * `FEATURES`; a variant whose feature is missing prints "not available".
  */
 export const FEATURES: Readonly<Record<Exclude<Feature, 'semantic'>, boolean>> = {
-  textAnalysis: false,
-  fusion: false,
-  smoothing: false,
+  textAnalysis: true,
+  fusion: true,
+  smoothing: true,
 };
 
 /** Whether a turn's conversation session reaches the event (and so the record). */
-export const SESSIONS = false;
+export const SESSIONS = true;
 
 const COPY_BATCH = 500;
 
@@ -25,11 +26,11 @@ const COPY_BATCH = 500;
 export async function variantIndex(
   dir: string,
   dimensions: number,
-  _analysis: Analysis,
+  analysis: Analysis,
   memories: readonly IndexedMemory[],
   tenant: string,
 ): Promise<SqliteMemoryIndex> {
-  const index = await SqliteMemoryIndex.open({ dir, dimensions });
+  const index = await SqliteMemoryIndex.open({ dir, dimensions, text: analysis });
   for (let i = 0; i < memories.length; i += COPY_BATCH) await index.upsert(tenant, memories.slice(i, i + COPY_BATCH));
   return index;
 }
@@ -51,20 +52,41 @@ export function variantDir(workDir: string, name: string): string {
   return join(workDir, 'variants', name);
 }
 
-/** One search as the variant does it: its routes, fusion and smoothing. */
+/** How recall ranks, as configured (ElmaConfig.recall): the fusion and the smoothing factor. */
+export interface Ranking {
+  fusion: Fusion;
+  smoothing: number;
+}
+
+/**
+ * One search as the variant does it, through the application's `Retrieval`
+ * (what recall uses): its routes; the configured fusion, or the same with RRF
+ * for the `rrf` variant; smoothing by the configured factor when the variant
+ * smooths. The dense route alone is ranked by cosine with no floor.
+ */
 export async function searchVariant(
   index: MemoryIndex,
   variant: Variant,
+  ranking: Ranking,
   query: Omit<HybridQuery, 'text' | 'vector'> & { text: string; vector: Float32Array },
 ): Promise<SearchHit[]> {
   const { text, vector, ...rest } = query;
+  const retrieval = new Retrieval(index, { smoothing: ranking.smoothing });
+  const smoothing = variant.smoothing;
   switch (variant.routes) {
     case 'bm25':
-      return index.search({ ...rest, text });
+      // Recall's own fusion: BM25 scores normalised (smoothing adds shares of scores, not of ranks).
+      return retrieval.search({ ...rest, text, fusion: ranking.fusion, smoothing });
     case 'dense':
-      return index.search({ ...rest, text: '', vector });
+      return retrieval.search({ ...rest, text: '', vector, fusion: { ...ranking.fusion, denseFloor: -1 }, smoothing });
     case 'both':
-      return index.search({ ...rest, text, vector });
+      return retrieval.search({
+        ...rest,
+        text,
+        vector,
+        fusion: { ...ranking.fusion, method: variant.fusion ?? ranking.fusion.method },
+        smoothing,
+      });
     default: {
       const _exhaustive: never = variant.routes;
       return _exhaustive;
