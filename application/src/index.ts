@@ -14,3 +14,4 @@ export * from './audit';
 export * from './governance/governance-service';
 export * from './erasure';
 export * from './consolidation/consolidation-service';
+export * from './embedding';

@@ -139,7 +139,7 @@ export class ConsolidationService {
 
   private async consolidateSubject(tenant: string, subject: string, recordIds: string[]): Promise<ConsolidationResult> {
     const result: ConsolidationResult = { created: 0, unchanged: 0, skippedErased: 0, merges: 0, summaries: 0, facts: 0 };
-    const mine: { record: MemoryRecord; vector: Float32Array }[] = [];
+    const mine: { record: MemoryRecord; vector?: Float32Array }[] = [];
     for (const [i, id] of recordIds.entries()) {
       const stored = await this.deps.index.get(tenant, id);
       if (stored && (stored.record.status === 'active' || stored.record.status === 'disputed')) mine.push(stored);
@@ -166,7 +166,7 @@ export class ConsolidationService {
   private views(
     tenant: string,
     subject: string,
-    mine: { record: MemoryRecord; vector: Float32Array }[],
+    mine: { record: MemoryRecord; vector?: Float32Array }[],
     result: ConsolidationResult,
   ): MemoryRecord[] {
     const episodic = mine.filter((m) => m.record.kind === 'episodic' && !m.record.provenance.rule.startsWith('consolidate.'));
@@ -180,11 +180,12 @@ export class ConsolidationService {
     const candidates = [...episodic, ...facts];
     const groups = [
       ...nearDuplicateGroups(
-        episodic.map((m) => ({ id: m.record.id, vector: m.vector })),
+        // A record still waiting for its vector is not compared by vector this time; a later pass will.
+        episodic.map((m) => ({ id: m.record.id, ...(m.vector ? { vector: m.vector } : {}) })),
         this.params.duplicateCosine,
       ),
       ...nearDuplicateGroups(
-        facts.map((m) => ({ id: m.record.id, vector: new Float32Array(0), factKey: sameFactKey(m.record) })),
+        facts.map((m) => ({ id: m.record.id, factKey: sameFactKey(m.record) })),
         Number.POSITIVE_INFINITY,
       ),
     ];

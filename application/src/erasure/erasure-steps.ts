@@ -175,7 +175,10 @@ export class ErasureSteps {
           subject: record.subject,
           text: record.content.text,
           terms: distinctiveTerms(record),
-          vector: Buffer.from(stored.vector.buffer, stored.vector.byteOffset, stored.vector.byteLength).toString('base64'),
+          // Empty while the record waits for its vector (none was stored, so none is probed for).
+          vector: stored.vector
+            ? Buffer.from(stored.vector.buffer, stored.vector.byteOffset, stored.vector.byteLength).toString('base64')
+            : '',
         };
       }),
     );

@@ -45,6 +45,11 @@ export class ErasureVerifier {
         if (hits.some((h) => erased.has(h.record.id))) bm25.failed++;
         if (hits.some((h) => !erased.has(h.record.id) && h.record.content.text === record.text)) shared.add(record.text);
       } else bm25.skipped++;
+      // A record erased before it was embedded left no vector to probe with.
+      if (!record.vector) {
+        knn.skipped++;
+        continue;
+      }
       const vector = vectorOf(record);
       const near = await this.deps.index.search({ tenant, text: '', vector, limit: 20, filter: EVERYTHING });
       if (near.some((h) => erased.has(h.record.id) && (h.cosine ?? 0) >= KNN_PROBE_COSINE)) knn.failed++;
@@ -84,7 +89,7 @@ export class ErasureVerifier {
       needles.push({ id: record.id, bytes: utf8 });
       const escaped = Buffer.from(JSON.stringify(record.text).slice(1, -1), 'utf8');
       if (!escaped.equals(utf8)) needles.push({ id: record.id, bytes: escaped });
-      needles.push({ id: record.id, bytes: Buffer.from(record.vector, 'base64') });
+      if (record.vector) needles.push({ id: record.id, bytes: Buffer.from(record.vector, 'base64') });
     }
     const otherTenantIndex = (path: string) => {
       const name = basename(path);

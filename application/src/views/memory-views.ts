@@ -1,16 +1,18 @@
-import { MemoryRecorded, type Embedder, type MemoryIndex, type MemoryRecord, type RecordedEvent } from '@elma/domain';
+import { MemoryRecorded, type MemoryIndex, type MemoryRecord, type RecordedEvent } from '@elma/domain';
 import type { EventSealer } from '../sealing/sealed-events';
 import { MEMORY_ID, VERSION } from '../memory/memory-events';
 import { openSkippingErased } from './open-skipping-erased';
 
 /**
  * The index views of memory: `MemoryRecorded` events become index rows
- * (embedded, tokenised by the index). It decides nothing: what a memory is
+ * (tokenised by the index, so BM25 finds them at once; not embedded: the
+ * `EmbeddingStage` gives them their vectors in the background, so the
+ * projection, and a strong read waiting for it, never waits for the embedder). It decides nothing: what a memory is
  * was decided when its event was appended. Idempotent: a version the index
  * already holds is passed over, so replaying any part of the log changes nothing.
  */
 export class MemoryViews {
-  constructor(private readonly deps: { index: MemoryIndex; sealer: EventSealer; embedder: Embedder }) {}
+  constructor(private readonly deps: { index: MemoryIndex; sealer: EventSealer }) {}
 
   /** Applies a tenant's memory events (in log order); returns how many records it indexed. */
   async apply(tenant: string, events: RecordedEvent[]): Promise<number> {
@@ -39,13 +41,12 @@ export class MemoryViews {
     return records;
   }
 
-  /** Embeds the records' text and upserts them, in one index write. */
+  /** Upserts the records without vectors (pending for the embedding stage), in one index write. */
   async index(tenant: string, records: MemoryRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const vectors = await this.deps.embedder.embed(records.map((r) => r.content.text), 'document');
     await this.deps.index.upsert(
       tenant,
-      records.map((record, i) => ({ record, vector: vectors[i] })),
+      records.map((record) => ({ record })),
     );
   }
 }

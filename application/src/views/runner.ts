@@ -30,6 +30,13 @@ const IDLE_SAVE_INTERVAL_MS = 1_000;
  * checkpoint is saved only after a batch is applied: a crash replays at most
  * one batch, and replay is idempotent, so there is no loss and no duplicate.
  */
+/** Background work over what the projection indexed; never blocks it (`notify` returns at once). */
+export interface ProjectionFollower {
+  start(): void;
+  notify(tenants: string[]): void;
+  stop(): Promise<void>;
+}
+
 export class ProjectionRunner {
   private subscription?: Subscription;
   private position = -1n;
@@ -50,7 +57,19 @@ export class ProjectionRunner {
   skipped = 0;
   private readonly quarantinedSeen = new Set<string>();
 
-  constructor(private readonly deps: { log: EventLog; checkpoints: CheckpointStore; projection: Projection; logger: Logger }) {}
+  constructor(
+    private readonly deps: {
+      log: EventLog;
+      checkpoints: CheckpointStore;
+      projection: Projection;
+      logger: Logger;
+      /**
+       * Work that follows the views in the same process (the embedding stage):
+       * started and stopped with the runner, told the tenants of each applied batch.
+       */
+      follower?: ProjectionFollower;
+    },
+  ) {}
 
   async start(): Promise<void> {
     const from = await this.deps.checkpoints.load(VIEWS_CHECKPOINT);
@@ -58,6 +77,7 @@ export class ProjectionRunner {
     this.scanned = this.position;
     this.subscription = this.subscribe();
     this.loops = [this.read(), this.applyLoop()];
+    this.deps.follower?.start();
   }
 
   /** A subscription after everything already queued: the queue keeps what was read and not yet applied. */
@@ -73,6 +93,7 @@ export class ProjectionRunner {
     await this.subscription?.unsubscribe();
     this.wake?.();
     await Promise.allSettled(this.loops);
+    await this.deps.follower?.stop();
     if (this.subscription && this.position >= 0n) await this.deps.checkpoints.save(VIEWS_CHECKPOINT, this.position).catch(() => undefined);
   }
 
@@ -175,6 +196,7 @@ export class ProjectionRunner {
       const batch = this.queue.slice(0, MAX_BATCH);
       try {
         await this.applyByTenant(batch);
+        this.deps.follower?.notify([...new Set(batch.map(tenantOf))]);
         this.queue.splice(0, batch.length);
         this.applied += batch.length;
         this.batches += 1;

@@ -31,7 +31,16 @@ export interface RebuildResult {
 export class TenantViewsService {
   private readonly views: MemoryViews;
 
-  constructor(private readonly deps: { log: EventLog; index: MemoryIndex; sealer: EventSealer; embedder: Embedder }) {
+  constructor(
+    private readonly deps: {
+      log: EventLog;
+      index: MemoryIndex;
+      sealer: EventSealer;
+      embedder: Embedder;
+      /** Told the tenant once its records are replayed (they wait for their vectors, made with the current model). */
+      embeddings?: { notify(tenants: string[]): void };
+    },
+  ) {
     this.views = new MemoryViews(deps);
   }
 
@@ -51,12 +60,13 @@ export class TenantViewsService {
     const dropped = await index.count(tenant);
     let filled = { events: 0, last: -1n };
     const swap = await index.reindex(tenant, async (target) => {
-      const views = new MemoryViews({ index: target, sealer: this.deps.sealer, embedder: this.deps.embedder });
+      const views = new MemoryViews({ index: target, sealer: this.deps.sealer });
       filled = await this.replayInto(views, tenant, -1n);
       await options.afterFill?.();
     });
     // The live projection kept writing to the old index until the swap: apply what came after the fill again.
     const caughtUp = await this.replayInto(this.views, tenant, filled.last);
+    this.deps.embeddings?.notify([tenant]);
     return {
       dropped,
       events: filled.events + caughtUp.events,
@@ -80,6 +90,7 @@ export class TenantViewsService {
 
   async replay(tenant: string): Promise<{ events: number; memories: number }> {
     const { events } = await this.replayInto(this.views, tenant, -1n);
+    this.deps.embeddings?.notify([tenant]);
     return { events, memories: await this.deps.index.count(tenant) };
   }
 

@@ -39,6 +39,7 @@ import {
   ErasureCertification,
   ErasureStore,
   Tombstones,
+  EmbeddingStage,
 } from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
@@ -79,6 +80,8 @@ export interface Elma {
   sealer: EventSealer;
   projection: Projection;
   runner: ProjectionRunner;
+  /** Gives indexed records their vectors; started and stopped with `runner`. */
+  embeddings: EmbeddingStage;
   views: TenantViewsService;
   policies: PolicyStore;
   holds: LegalHolds;
@@ -104,11 +107,14 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
   const logger = options.logger ?? createLogger(config.logLevel);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
 
-  const { log, checkpoints, compaction, vault, index } = await openEngines(config);
   const embedder = createEmbedder(config);
+  // The index searches only vectors of this model (a partition or index of another model needs a reindex).
+  const { log, checkpoints, compaction, vault, index } = await openEngines(config, embedder.model);
   const sealer = new EventSealer(vault);
   const projection = new Projection({ log, index, sealer, embedder });
-  const runner = new ProjectionRunner({ log, checkpoints, projection, logger });
+  // Vectors are made beside the projection, in every process that runs it, and never hold it up.
+  const embeddings = new EmbeddingStage({ index, embedder, logger });
+  const runner = new ProjectionRunner({ log, checkpoints, projection, logger, follower: embeddings });
   const writes = new WriteTracker();
   const policies = new PolicyStore({ log });
   const holds = new LegalHolds({ log, clock, ids, vault });
@@ -133,7 +139,8 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
     sealer,
     projection,
     runner,
-    views: new TenantViewsService({ log, index, sealer, embedder }),
+    embeddings,
+    views: new TenantViewsService({ log, index, sealer, embedder, embeddings }),
     policies,
     holds,
     audit,
@@ -162,7 +169,7 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
     consolidation: new ConsolidationService({ log, index, sealer, erased }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids, ranking: config.recall }),
     health() {
-      return engineHealth(config, { log, index, vault, runner }, probes);
+      return engineHealth(config, { log, index, vault, runner, embeddings }, probes);
     },
     addHealthProbe(name, probe) {
       probes.set(name, probe);
@@ -177,7 +184,10 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
 }
 
 /** The engines that hold state: the event log, the key vault and the index, with where the projection keeps its checkpoint. */
-async function openEngines(config: ElmaConfig): Promise<{
+async function openEngines(
+  config: ElmaConfig,
+  model: string,
+): Promise<{
   log: EventLog;
   checkpoints: CheckpointStore;
   compaction: EventStoreDbScavenger | undefined;
@@ -193,7 +203,7 @@ async function openEngines(config: ElmaConfig): Promise<{
     throw error;
   });
   // An index that cannot be reached must not leave the log's connection holding the process open.
-  const index = await openIndex(config).catch(async (error: unknown) => {
+  const index = await openIndex(config, model).catch(async (error: unknown) => {
     await vault.close();
     await log.close();
     throw error;
@@ -251,7 +261,13 @@ function createErasures(config: ElmaConfig, { compaction, ...deps }: ErasureDeps
 /** /health: one entry per engine, and one per probe added by the process (e.g. the Temporal server). */
 async function engineHealth(
   config: ElmaConfig,
-  { log, index, vault, runner }: { log: EventLog; index: ViewIndex; vault: KeyVault; runner: ProjectionRunner },
+  {
+    log,
+    index,
+    vault,
+    runner,
+    embeddings,
+  }: { log: EventLog; index: ViewIndex; vault: KeyVault; runner: ProjectionRunner; embeddings: EmbeddingStage },
   probes: Map<string, () => Promise<EngineHealth>>,
 ): Promise<Record<string, EngineHealth>> {
   return {
@@ -259,6 +275,7 @@ async function engineHealth(
     index: await indexHealth(config, index),
     keyVault: { engine: 'sqlite', up: await succeeds(() => vault.isShredded('health', 'probe')) },
     projection: { engine: 'runner', up: !runner.status().error, detail: runner.status() },
+    embeddings: await embeddingHealth(index, embeddings),
     storage: await storageProbe(config),
     ...Object.fromEntries(
       await Promise.all(
@@ -288,6 +305,28 @@ async function indexHealth(config: ElmaConfig, index: ViewIndex): Promise<Engine
   };
 }
 
+/**
+ * The embedding lag: records BM25 already finds but the dense route not yet.
+ * Never down (recall still answers by BM25): degraded while the embedder
+ * fails or a tenant's vectors are of another model (`reindexNeeded`: run
+ * `elma reindex` for them). Counts and tenant ids only.
+ */
+async function embeddingHealth(index: ViewIndex, embeddings: EmbeddingStage): Promise<EngineHealth> {
+  const stage = embeddings.status();
+  const lag = await index.embeddingLag().catch(() => undefined);
+  const detail: Record<string, unknown> = { ...stage };
+  if (lag) {
+    detail.pending = lag.pending;
+    if (lag.oldestPendingAt) {
+      detail.oldestPendingAt = lag.oldestPendingAt;
+      detail.oldestPendingAgeMs = Math.max(0, Date.now() - Date.parse(lag.oldestPendingAt));
+    }
+    detail.reindexNeeded = lag.reindexNeeded;
+  }
+  const degraded = stage.failures > 0 || (lag?.reindexNeeded.length ?? 0) > 0;
+  return { engine: 'embedder', up: true, ...(degraded ? { degraded: true } : {}), detail };
+}
+
 /** Free space where this process writes; the index folder counts apart only for the embedded index. */
 async function storageProbe(config: ElmaConfig): Promise<EngineHealth> {
   try {
@@ -311,11 +350,12 @@ async function openEventLog(
   return { log: SqliteEventLog.open(join(config.dataDir, 'events.db')) };
 }
 
-async function openIndex(config: ElmaConfig): Promise<ViewIndex> {
+async function openIndex(config: ElmaConfig, model: string): Promise<ViewIndex> {
   if (config.elasticsearch) {
     return ElasticsearchMemoryIndex.open({
       node: config.elasticsearch.url,
       dimensions: config.embedder.dimensions,
+      model,
       serverRrf: config.elasticsearch.serverRrf,
       namespace: config.elasticsearch.namespace,
       refresh: config.elasticsearch.refresh,
@@ -324,6 +364,7 @@ async function openIndex(config: ElmaConfig): Promise<ViewIndex> {
   return SqliteMemoryIndex.open({
     dir: join(config.dataDir, 'index'),
     dimensions: config.embedder.dimensions,
+    model,
     memoryBudgetBytes: config.indexMemoryMb * 1024 * 1024,
   });
 }

@@ -2,8 +2,8 @@ import { dot } from '../recall/packing';
 
 export interface DuplicateCandidate {
   id: string;
-  /** L2-normalised embedding. */
-  vector: Float32Array;
+  /** L2-normalised embedding; absent while the record waits for its vector (it is then compared by `factKey` only). */
+  vector?: Float32Array;
   /** `entity\u001fattribute\u001fvalue` of a semantic fact, normalised; equal keys are duplicates whatever the wording. */
   factKey?: string;
 }
@@ -36,7 +36,8 @@ export function nearDuplicateGroups(candidates: DuplicateCandidate[], threshold:
   });
   for (let i = 0; i < candidates.length; i++) {
     for (let j = i + 1; j < candidates.length; j++) {
-      if (find(i) !== find(j) && dot(candidates[i].vector, candidates[j].vector) >= threshold) union(i, j);
+      const [a, b] = [candidates[i].vector, candidates[j].vector];
+      if (a && b && find(i) !== find(j) && dot(a, b) >= threshold) union(i, j);
     }
   }
   const groups = new Map<number, string[]>();

@@ -3,10 +3,45 @@ import type { MemoryKind, MemoryRecord, MemoryStatus, Sensitivity } from '../mem
 import type { ReadClause, ReadExclusions } from '../policy/clause';
 import type { Fusion } from '../recall/fusion';
 
-/** A memory as the index stores it: the record (plaintext, as views must be) plus its vector. */
+/**
+ * A memory as the index stores it: the record (plaintext, as views must be)
+ * plus its vector. Without a vector the record is not embedded yet: the BM25
+ * route finds it at once, the dense route once `setVectors` gave it one.
+ */
 export interface IndexedMemory {
   record: MemoryRecord;
+  vector?: Float32Array;
+  /** The embedder model (id with its version) that made `vector`; absent: the index's configured model. */
+  model?: string;
+}
+
+/** A record waiting for its vector: what the embedding stage embeds (as a document) and hands back with `setVectors`. */
+export interface PendingEmbedding {
+  id: string;
+  version: number;
+  text: string;
+}
+
+/** A vector for one version of a record, made by `model`. */
+export interface EmbeddedVector {
+  id: string;
+  version: number;
   vector: Float32Array;
+  model: string;
+}
+
+/** How far the vectors are behind the records (per tenant, or summed over the tenants). */
+export interface EmbeddingLag {
+  /** Current records without a vector of the configured model. */
+  pending: number;
+  /** When the oldest of them became pending (ISO 8601), absent when none is. */
+  oldestPendingAt?: string;
+  /**
+   * Tenants whose stored vectors were made by another model than the
+   * configured one: their dense route answers nothing and nothing is
+   * re-embedded until the tenant is reindexed (`elma reindex`).
+   */
+  reindexNeeded: string[];
 }
 
 /** Filters pushed down into the index query, so that a record outside them never leaves the index. */
@@ -52,7 +87,8 @@ export interface HybridQuery {
 
 export interface SearchHit {
   record: MemoryRecord;
-  vector: Float32Array;
+  /** Absent while the record waits for its vector (found by BM25 only). */
+  vector?: Float32Array;
   /** Fused score (higher is better): see `HybridQuery.fusion`. */
   score: number;
   /** 1-based rank in each route, when the hit came from it. */
@@ -92,6 +128,8 @@ export interface LineageEntry {
   recordedAt: string;
   expiresAt: string | null;
   project?: string;
+  /** The embedder model (id with its version) that made the record's vector; absent while it is not embedded. */
+  vectorModel?: string;
 }
 
 export interface MemoryIndex {
@@ -162,6 +200,22 @@ export interface MemoryIndex {
    * counts in `usage`. Unknown ids are ignored.
    */
   recordUsage(tenant: string, ids: string[], use: 'retrieved' | 'adopted', at: string): Promise<void>;
+
+  /**
+   * Up to `limit` current records of the tenant without a vector of the
+   * configured model, oldest pending first: the embedding stage's work.
+   */
+  pendingEmbeddings(tenant: string, limit: number): Promise<PendingEmbedding[]>;
+
+  /**
+   * Stores vectors for records, each only if the record is still current at
+   * that version and the vector was made by the configured model; anything
+   * else (a newer version, a purged id, another model) is ignored.
+   */
+  setVectors(tenant: string, items: EmbeddedVector[]): Promise<void>;
+
+  /** The embedding lag of one tenant, or of all of them. */
+  embeddingLag(tenant?: string): Promise<EmbeddingLag>;
 
   /** The tenants that have a partition. */
   tenants(): Promise<string[]>;

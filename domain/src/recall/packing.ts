@@ -151,8 +151,12 @@ export function utilityOf(terms: UtilityTerms, weights: PackWeights): number {
 
 export interface PackCandidate {
   record: MemoryRecord;
-  /** The record's embedding, L2-normalised (so a dot product is a cosine). */
-  vector: Float32Array;
+  /**
+   * The record's embedding, L2-normalised (so a dot product is a cosine).
+   * Absent while the record waits for its vector: its redundancy is then
+   * judged by identical text only.
+   */
+  vector?: Float32Array;
   /** Relevance from retrieval, normalised to [0, 1]. */
   relevance: number;
 }
@@ -229,7 +233,7 @@ export function packByMarginalUtility(candidates: readonly PackCandidate[], opti
     packed.push({ record: chosen.candidate.record, tokens: chosen.tokens, utility: chosen.utility, gain: bestGain });
     remaining -= chosen.cost;
     for (const entry of open) {
-      entry.maxSimilarity = Math.max(entry.maxSimilarity, dot(entry.candidate.vector, chosen.candidate.vector));
+      entry.maxSimilarity = Math.max(entry.maxSimilarity, similarity(entry.candidate, chosen.candidate));
     }
   }
 
@@ -242,6 +246,12 @@ export function packByMarginalUtility(candidates: readonly PackCandidate[], opti
     return [{ record: single.candidate.record, tokens: single.tokens, utility: single.utility, gain: single.utility }];
   }
   return packed;
+}
+
+/** Cosine of two candidates' vectors; without a vector on either side, 1 for the same text and 0 otherwise. */
+function similarity(a: PackCandidate, b: PackCandidate): number {
+  if (a.vector && b.vector) return dot(a.vector, b.vector);
+  return a.record.content.text === b.record.content.text ? 1 : 0;
 }
 
 /** Dot product; equals cosine similarity for L2-normalised vectors. */

@@ -20,11 +20,16 @@ import {
 } from '@elma/domain';
 import { OWNERS, PROJECTS, PURPOSES, ancestry, defined, readClause, sometimes } from './arbitraries.testing';
 import { embed, indexed, type RecordOverrides } from './fixtures';
+import { embeddingContract } from './contract-embeddings';
 
 export interface MemoryIndexFixture {
   index: MemoryIndex;
-  /** Closes the index and opens a new one on the same storage; enables the durability cases. */
-  reopen?(): Promise<MemoryIndex>;
+  /**
+   * Closes the index and opens a new one on the same storage; enables the
+   * durability cases. With `model`, the new one is configured with that
+   * embedder model (the model-change cases).
+   */
+  reopen?(options?: { model?: string }): Promise<MemoryIndex>;
   cleanup(): Promise<void>;
 }
 
@@ -75,7 +80,7 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
 
       const got = await index.get(A, 'm-1');
       expect(got?.record).toEqual(memory.record);
-      expect(Array.from(got!.vector)).toEqual(Array.from(memory.vector));
+      expect(Array.from(got!.vector!)).toEqual(Array.from(memory.vector!));
       expect(await index.get(A, 'missing')).toBeUndefined();
       expect(await index.count(A)).toBe(1);
     });
@@ -487,6 +492,8 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
         recordedAt: new Date(sample.recordedAt).toISOString(),
         expiresAt: sample.retention.expiresAt === null ? null : new Date(sample.retention.expiresAt).toISOString(),
         ...(sample.policy.project ? { project: sample.policy.project } : {}),
+        // The model of the record's vector (lineage): the index's configured one.
+        vectorModel: expect.any(String),
       });
       const none: string[] = [];
       for await (const record of index.records('nobody')) none.push(record.id);
@@ -525,6 +532,7 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       expect((await ids(query('dense', 'customer prefers email')))[0]).toBe('en');
     });
   });
+  embeddingContract(name, factory);
 }
 
 const IDS = Array.from({ length: 40 }, (_, i) => `r-${i}`);

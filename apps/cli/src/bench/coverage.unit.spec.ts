@@ -24,7 +24,7 @@ describe('coverage workload', () => {
           text: c.record.content.text,
           relevance: c.relevance,
           aspects: c.aspects,
-          vector: Array.from(c.vector),
+          vector: Array.from(c.vector!),
           kind: c.record.kind,
         })),
       }));
@@ -49,7 +49,7 @@ describe('coverage workload', () => {
       expect(q.candidates[0].relevance).toBe(1);
       q.candidates.forEach((c, i) => {
         if (i > 0) expect(c.relevance).toBeLessThanOrEqual(q.candidates[i - 1].relevance);
-        expect(Math.sqrt(dot(c.vector, c.vector))).toBeCloseTo(1, 5);
+        expect(Math.sqrt(dot(c.vector!, c.vector!))).toBeCloseTo(1, 5);
       });
       // Every aspect is stated by at least one memory, so full coverage is reachable.
       expect(new Set(q.candidates.flatMap((c) => c.aspects))).toEqual(new Set(q.aspects));
@@ -62,8 +62,8 @@ describe('coverage workload', () => {
     const unrelated = q.candidates.filter((c) => c.role === 'aspect' && !c.aspects.includes(duplicates[0].aspects[0]));
 
     expect(duplicates.length).toBeGreaterThanOrEqual(4);
-    for (const d of duplicates.slice(1)) expect(dot(d.vector, duplicates[0].vector)).toBeGreaterThan(0.85);
-    for (const u of unrelated) expect(Math.abs(dot(u.vector, duplicates[0].vector))).toBeLessThan(0.5);
+    for (const d of duplicates.slice(1)) expect(dot(d.vector!, duplicates[0].vector!)).toBeGreaterThan(0.85);
+    for (const u of unrelated) expect(Math.abs(dot(u.vector!, duplicates[0].vector!))).toBeLessThan(0.5);
   });
 });
 

@@ -49,7 +49,7 @@ async function serverVersion(node: string): Promise<string> {
 }
 if (URL) console.log(`Elasticsearch contract suite: the server is ${await serverVersion(URL)}`);
 
-const open = (node: string, namespace: string, extra: { serverRrf?: boolean } = {}) =>
+const open = (node: string, namespace: string, extra: { serverRrf?: boolean; model?: string } = {}) =>
   ElasticsearchMemoryIndex.open({
     node,
     dimensions: DIMENSIONS,
@@ -65,9 +65,9 @@ function fixtureFactory(node: string, extra: { serverRrf?: boolean } = {}) {
     let index = await open(node, namespace, extra);
     return {
       index,
-      async reopen() {
+      async reopen(options: { model?: string } = {}) {
         await index.close();
-        index = await open(node, namespace, extra);
+        index = await open(node, namespace, { ...extra, ...options });
         return index;
       },
       async cleanup() {
@@ -142,7 +142,7 @@ if (URL) {
       await index.recordUsage(T, ids, 'retrieved', '2026-01-01T00:00:00.000Z');
       const indices = [`${namespace}-*`];
       // Words as the analyzers keep them (lower case; CJK bigrams), so the terms dictionary is searched too.
-      const needles = { texts: ['zqxmarker4417', 'quorvath', '鸮鹦', '病历编号', ...ids], vectors: [english.vector, chinese.vector] };
+      const needles = { texts: ['zqxmarker4417', 'quorvath', '鸮鹦', '病历编号', ...ids], vectors: [english.vector!, chinese.vector!] };
       const places = (hits: { needle: string; in: string; field: string }[]) => [
         ...new Set(hits.map((h) => `${h.needle} ${h.in} ${h.field}`)),
       ];
@@ -258,7 +258,7 @@ if (URL) {
     it('stores a record whose vector is all zeros, and returns it as stored', async () => {
       const zero = { ...indexed({ id: 'z', tenant: T, text: 'zero vector note' }), vector: new Float32Array(DIMENSIONS) };
       await index.upsert(T, [zero]);
-      expect(Array.from((await index.get(T, 'z'))!.vector)).toEqual(Array.from(zero.vector));
+      expect(Array.from((await index.get(T, 'z'))!.vector!)).toEqual(Array.from(zero.vector));
       expect(await search(index, 'zero vector note', embed('zero vector note'))).toEqual(['z']);
     });
 

@@ -2,8 +2,11 @@ import { Client } from '@elastic/elasticsearch';
 import {
   MemoryRecord,
   type CheckpointStore,
+  type EmbeddedVector,
+  type EmbeddingLag,
   type HybridQuery,
   type IndexFilter,
+  type PendingEmbedding,
   type IndexedMemory,
   type LineageEntry,
   type MemoryIndex,
@@ -30,6 +33,7 @@ import {
   usageAliasName,
   usageIndexMapping,
   usageIndexName,
+  UNNAMED_MODEL,
   type MemoryDocument,
 } from './mapping';
 import {
@@ -58,8 +62,14 @@ import {
   usageDocId,
   usageConflicts,
   usageOperations,
+  embeddingLagQuery,
   vectorOf,
+  modelVectorOf,
+  pendingQuery,
+  setVectorOperations,
+  versionDocId,
   versionsQuery,
+  type BulkItem,
   withUsage,
   type FusedHit,
   type RouteHit,
@@ -74,6 +84,11 @@ export interface ElasticsearchMemoryIndexOptions {
   node: string;
   /** Vector length every upsert and query must have. */
   dimensions: number;
+  /**
+   * The embedder model (id with its version) whose vectors kNN searches
+   * (documents carry their vector's model in `vector_model`); `unnamed` by default.
+   */
+  model?: string;
   /** Prefix of every index and alias name (`{namespace}-{tenant}-memories`); `elma` by default. */
   namespace?: string;
   /**
@@ -166,7 +181,7 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     if (memories.length === 0) return;
     for (const { record, vector } of memories) {
       if (record.tenant !== tenant) throw new Error(`memory ${record.id} belongs to another tenant than ${tenant}`);
-      this.checkVector(vector, `memory ${record.id}`);
+      if (vector) this.checkVector(vector, `memory ${record.id}`);
     }
     if (this.pinned?.tenant === tenant) return this.writeVersions(this.pinned.index, memories, false);
     await this.ensureMemoryIndex(tenant);
@@ -179,10 +194,10 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     const [hit] = await this.searchHits<MemoryDocument>(alias, getQuery(id), 'get');
     if (!hit?._source) return undefined;
     const usage = await this.usageOf(tenant, [id]);
-    return {
-      record: withUsage(MemoryRecord.parse(hit._source.record), usage.get(id)),
-      vector: vectorOf(hit._source, this.options.dimensions),
-    };
+    const record = withUsage(MemoryRecord.parse(hit._source.record), usage.get(id));
+    // The vector under the name of the model that made it (lineage), whichever that is.
+    const model = hit._source.vector_model;
+    return model ? { record, vector: vectorOf(hit._source, this.options.dimensions), model } : { record };
   }
 
   async search(query: HybridQuery): Promise<SearchHit[]> {
@@ -210,12 +225,13 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
       // deleted under a reader would be.
       const doc = byId.get(f._id);
       if (!doc) continue;
-      const vector = vectorOf(doc, this.options.dimensions);
-      const hit: SearchHit = { record: withUsage(doc.record, usage.get(doc.id)), vector, score: f.score };
+      const vector = modelVectorOf(doc, this.options.dimensions, this.model);
+      const hit: SearchHit = { record: withUsage(doc.record, usage.get(doc.id)), score: f.score };
+      if (vector) hit.vector = vector;
       if (f.bm25Rank !== undefined) hit.bm25Rank = f.bm25Rank;
       if (f.bm25Score !== undefined) hit.bm25Score = f.bm25Score;
       if (f.vectorRank !== undefined) hit.vectorRank = f.vectorRank;
-      if (query.vector) hit.cosine = cosine(query.vector, vector, queryNorm);
+      if (query.vector && vector) hit.cosine = cosine(query.vector, vector, queryNorm);
       if (doc.tokens !== undefined) hit.tokens = doc.tokens;
       hits.push(hit);
     }
@@ -266,7 +282,7 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
 
   /** Both routes in one `_msearch`, fused by ELMA. */
   private async fusedHits(alias: string, query: HybridQuery): Promise<FusedHit[]> {
-    const routes = routeBodies(query);
+    const routes = routeBodies(query, this.model);
     const bodies = [routes.bm25, routes.knn].filter((b): b is object => b !== undefined);
     if (bodies.length === 0) return [];
     const ranked = await this.call('msearch', alias, async () => {
@@ -294,7 +310,7 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
    * fuse, and ELMA's fusion of the one list gives the same scores.
    */
   private async serverFused(alias: string, query: HybridQuery): Promise<FusedHit[]> {
-    const body = serverRrfBody(query);
+    const body = serverRrfBody(query, this.model);
     if (!body) return this.fusedHits(alias, query);
     const hits = await this.searchHits<{ id: string }>(alias, body, 'search');
     return hits.map((h) => ({ _id: h._id!, id: h._source!.id, score: h._score ?? 0 }));
@@ -506,6 +522,84 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     return [...tenants].sort();
   }
 
+  async pendingEmbeddings(tenant: string, limit: number): Promise<PendingEmbedding[]> {
+    if (limit <= 0) return [];
+    const alias = this.memoriesOf(tenant);
+    const hits = await this.searchHits<{ id: string; version: number; record: { content: { text: string } } }>(
+      alias,
+      pendingQuery(Math.min(limit, MAX_PAGE)),
+      'pending embeddings',
+    );
+    return hits.map((h) => ({ id: h._source!.id, version: h._source!.version, text: h._source!.record.content.text }));
+  }
+
+  /**
+   * Partial updates of the versions' documents, each a no-op unless that
+   * version is still current; a document gone meanwhile (purged, dropped) is
+   * passed over. Vectors of another model than the index's are ignored.
+   */
+  async setVectors(tenant: string, items: EmbeddedVector[]): Promise<void> {
+    const kept = items.filter((item) => item.model === this.model);
+    if (kept.length === 0) return;
+    for (const item of kept) this.checkVector(item.vector, `vector of memory ${item.id}`);
+    const alias = this.memoriesOf(tenant);
+    this.assertOpen();
+    // Only versions still current: a vector for a version replaced meanwhile is dropped (its successor is pending).
+    const current = new Set(
+      (await this.storedVersions(alias, [...new Set(kept.map((item) => item.id))].filter(storableId)))
+        .filter((v) => v.tx_to === null)
+        .map((v) => v._id),
+    );
+    const operations = kept
+      .filter((item) => current.has(versionDocId(item.id, item.version)))
+      .flatMap((item) => setVectorOperations(versionDocId(item.id, item.version), item.vector, item.model));
+    for (const chunk of chunkOperations(operations, BULK_ACTIONS)) {
+      const response = await this.call('set vectors', alias, () =>
+        this.client.bulk({
+          index: alias,
+          operations: chunk,
+          refresh: this.options.refresh ?? 'wait_for',
+          ...(this.pinned?.tenant === tenant ? {} : { require_alias: true }),
+        }),
+      );
+      if (!response.errors) continue;
+      // A version purged (or its tenant dropped) while it was being embedded is simply not there any more.
+      const failures = bulkFailures(
+        (response.items as BulkItem[]).filter((item) => Object.values(item).some((r) => r && r.status !== 404)) as never,
+      );
+      if (failures.length > 0)
+        throw new ElasticsearchIndexError(
+          `elasticsearch set vectors into ${alias}: ${failures.length} failed, first ${failures.slice(0, 3).join('; ')}`,
+        );
+    }
+  }
+
+  /**
+   * Pending documents (with the oldest) and, as `reindexNeeded`, the tenants
+   * holding current documents whose vector is of another model, or of none
+   * recorded (indexed before models were): their dense route misses them
+   * until the tenant is reindexed.
+   */
+  async embeddingLag(tenant?: string): Promise<EmbeddingLag> {
+    const lag: EmbeddingLag = { pending: 0, reindexNeeded: [] };
+    let oldest: number | undefined;
+    for (const name of tenant === undefined ? await this.tenants() : [tenant]) {
+      const alias = this.memoriesOf(name);
+      const response = await this.call('embedding lag', alias, () =>
+        this.client.search({ index: alias, ignore_unavailable: true, allow_no_indices: true, ...embeddingLagQuery(this.model) }),
+      );
+      const aggs = response.aggregations as
+        { pending: { doc_count: number; oldest: { value: number | null } }; stale: { doc_count: number } } | undefined;
+      if (!aggs) continue;
+      lag.pending += aggs.pending.doc_count;
+      const first = aggs.pending.oldest.value;
+      if (first !== null && (oldest === undefined || first < oldest)) oldest = first;
+      if (aggs.stale.doc_count > 0) lag.reindexNeeded.push(name);
+    }
+    if (oldest !== undefined) lag.oldestPendingAt = new Date(oldest).toISOString();
+    return lag;
+  }
+
   async count(tenant: string): Promise<number> {
     const alias = this.memoriesOf(tenant);
     this.assertOpen();
@@ -618,7 +712,7 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
   /** Plans the versions to write against what `target` holds, then writes them in order. */
   private async writeVersions(target: string, memories: IndexedMemory[], requireAlias: boolean): Promise<void> {
     const stored = await this.storedVersions(target, [...new Set(memories.map((m) => m.record.id))]);
-    const plan = planUpsert(stored, memories, { nextSeq: () => this.nextSeq(), countTokens });
+    const plan = planUpsert(stored, memories, { nextSeq: () => this.nextSeq(), countTokens, model: this.model, now: Date.now() });
     await this.bulk(target, plan.operations, requireAlias);
   }
 
@@ -686,6 +780,10 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     return response.hits.hits;
   }
 
+  private get model(): string {
+    return this.options.model ?? UNNAMED_MODEL;
+  }
+
   private async ensureMemoryIndex(tenant: string): Promise<void> {
     const alias = aliasName(tenant, this.namespace);
     if (this.knownAliases.has(alias)) return;
@@ -697,7 +795,14 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     await this.call('put mapping', alias, () =>
       this.client.indices.putMapping({
         index: alias,
-        properties: { lineage: { type: 'keyword' }, subject: { type: 'keyword' }, session: { type: 'keyword' } },
+        // Vector models and pending marks came later still: added the same way.
+        properties: {
+          lineage: { type: 'keyword' },
+          subject: { type: 'keyword' },
+          session: { type: 'keyword' },
+          vector_model: { type: 'keyword' },
+          pending_since: { type: 'date', format: 'epoch_millis' },
+        },
       }),
     );
   }

@@ -172,12 +172,14 @@ const MAX_CANDIDATES = 10_000;
  * none, when the caller may see only a few records. Undefined when the
  * filter admits nothing.
  */
-export function knnClause(vector: Float32Array, k: number, numCandidates: number, filter: IndexFilter) {
+export function knnClause(vector: Float32Array, k: number, numCandidates: number, filter: IndexFilter, model?: string) {
   if (!Number.isInteger(k) || k < 1) throw new RangeError('k must be a positive integer');
   if (!Number.isInteger(numCandidates) || numCandidates < k || numCandidates > MAX_CANDIDATES) {
     throw new RangeError(`numCandidates must be an integer from k to ${MAX_CANDIDATES}`);
   }
   const compiled = compileFilterDsl(filter);
   if (compiled === undefined) return undefined;
-  return { knn: { field: 'vector' as const, query_vector: Array.from(vector), k, num_candidates: numCandidates, filter: compiled } };
+  // Only vectors of the query's model: two models' vectors are never compared in one kNN search.
+  const scoped = model === undefined ? compiled : { bool: { filter: [compiled, { term: { vector_model: model } }] } };
+  return { knn: { field: 'vector' as const, query_vector: Array.from(vector), k, num_candidates: numCandidates, filter: scoped } };
 }

@@ -150,6 +150,10 @@ export function memoryIndexMapping(dimensions: number, options: IndexSettingsOpt
           similarity: 'cosine',
           index_options: { type: 'hnsw', m: 16, ef_construction: 100 },
         },
+        // The embedder model (id with its version) that made `vector`: kNN only ever searches the configured one.
+        vector_model: keyword,
+        // Set while the document waits for its vector (BM25 finds it meanwhile); removed by setVectors.
+        pending_since: date,
         // Returned as stored, never searched: the filter fields above are what queries see.
         record: { type: 'object', enabled: false },
       },
@@ -212,11 +216,30 @@ export interface MemoryDocument {
   text: string;
   /** Absent for a zero vector, which a cosine field rejects (it has no direction, so the dense route could never rank it). */
   vector?: number[];
+  /** The model that made the vector; absent while the document waits for one (and on documents from before). */
+  vector_model?: string;
+  /** Since when the document waits for its vector (absent once it has one). */
+  pending_since?: number;
   record: MemoryRecord;
 }
 
+/** The fields that `setVectors` gives a pending document (a zero vector is left out, as `toDocument` does). */
+export function vectorFields(vector: Float32Array, model: string): Pick<MemoryDocument, 'vector' | 'vector_model'> {
+  return { ...(vector.some((x) => x !== 0) ? { vector: Array.from(vector) } : {}), vector_model: model };
+}
+
 /** The current version of a record as a document (`tx_to` null; the adapter closes it when a later version arrives). */
-export function toDocument(record: MemoryRecord, vector: Float32Array, tokens?: number): MemoryDocument {
+/** The model name of an index whose options name none. */
+export const UNNAMED_MODEL = 'unnamed';
+
+/** Without a vector the document is pending (since `pendingSince`, epoch ms) until `setVectors` gives it one of `model`. */
+export function toDocument(
+  record: MemoryRecord,
+  vector: Float32Array | undefined,
+  tokens?: number,
+  model: string = UNNAMED_MODEL,
+  pendingSince: number = Date.now(),
+): MemoryDocument {
   return {
     id: record.id,
     kind: record.kind,
@@ -239,7 +262,7 @@ export function toDocument(record: MemoryRecord, vector: Float32Array, tokens?: 
     tx_from: millis(transactionTime(record), 'revisedAt'),
     tx_to: null,
     text: searchableText(record),
-    ...(vector.some((x) => x !== 0) ? { vector: Array.from(vector) } : {}),
+    ...(vector ? vectorFields(vector, model) : { pending_since: pendingSince }),
     record,
   };
 }

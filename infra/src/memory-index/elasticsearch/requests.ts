@@ -20,7 +20,7 @@ import {
   type MemoryRecord,
 } from '@elma/domain';
 import { bm25Query, compileFilterDsl, knnClause, type EsQuery } from './filter-dsl';
-import { millis, toDocument, type MemoryDocument } from './mapping';
+import { UNNAMED_MODEL, millis, toDocument, vectorFields, type MemoryDocument } from './mapping';
 
 /** Elasticsearch refuses document ids over 512 bytes; longer record ids are hashed (lookups go by the `id` field). */
 const MAX_ID_BYTES = 400;
@@ -67,7 +67,12 @@ export function versionsQuery(ids: readonly string[], size: number, after?: unkn
   };
 }
 
-export type BulkOperation = { index: { _id: string } } | { update: { _id: string } } | MemoryDocument | { doc: { tx_to: number } };
+export type BulkOperation =
+  | { index: { _id: string } }
+  | { update: { _id: string; retry_on_conflict?: number } }
+  | MemoryDocument
+  | { doc: { tx_to: number } }
+  | { doc: Pick<MemoryDocument, 'vector' | 'vector_model'> & { pending_since: null } };
 
 export interface UpsertPlan {
   /** Bulk body: closes of stored versions first, then the new documents. */
@@ -78,6 +83,10 @@ export interface PlanOptions {
   /** Insertion order for the next document; called once per document, in order. */
   nextSeq: () => number;
   countTokens: (text: string) => number;
+  /** The index's configured embedder model (`unnamed` by default): a vector of another model is not stored. */
+  model?: string;
+  /** Epoch ms: when documents written without a vector became pending (default: now). */
+  now?: number;
 }
 
 /**
@@ -109,7 +118,7 @@ export function planUpsert(stored: readonly StoredVersion[], memories: readonly 
   }
 
   const pending = new Map<string, MemoryDocument>();
-  for (const { record, vector } of memories) {
+  for (const { record, vector, model } of memories) {
     const state = states.get(record.id) ?? { maxVersion: 0 };
     states.set(record.id, state);
     const { current } = state;
@@ -124,7 +133,12 @@ export function planUpsert(stored: readonly StoredVersion[], memories: readonly 
     const _id = versionDocId(record.id, record.version);
     // Delete first so that a replaced document written earlier in this call moves to the end (insertion order).
     pending.delete(_id);
-    pending.set(_id, { ...toDocument(record, vector, options.countTokens(record.content.text)), seq: options.nextSeq() });
+    // A vector of another model than the index's is not kept: the document waits for one of the right model.
+    const kept = (model ?? options.model ?? UNNAMED_MODEL) === (options.model ?? UNNAMED_MODEL) ? vector : undefined;
+    pending.set(_id, {
+      ...toDocument(record, kept, options.countTokens(record.content.text), options.model, options.now),
+      seq: options.nextSeq(),
+    });
     state.current = { _id, version: record.version };
     state.maxVersion = Math.max(state.maxVersion, record.version);
   }
@@ -195,6 +209,7 @@ export const LINEAGE_SOURCE = [
   'record.provenance.rule',
   'record.provenance.sourceEventIds',
   'record.provenance.parentIds',
+  'vector_model',
 ] as const;
 
 export interface LineageSource {
@@ -205,6 +220,7 @@ export interface LineageSource {
   recorded_at: number;
   expires_at?: number | null;
   record: { subject: string; provenance: { rule: string; sourceEventIds: string[]; parentIds: string[] } };
+  vector_model?: string;
 }
 
 export function lineageEntryOf(source: LineageSource): LineageEntry {
@@ -219,6 +235,7 @@ export function lineageEntryOf(source: LineageSource): LineageEntry {
     recordedAt: new Date(source.recorded_at).toISOString(),
     expiresAt: source.expires_at === null || source.expires_at === undefined ? null : new Date(source.expires_at).toISOString(),
     ...(source.project !== null && source.project !== undefined ? { project: source.project } : {}),
+    ...(source.vector_model !== undefined ? { vectorModel: source.vector_model } : {}),
   };
 }
 
@@ -258,14 +275,14 @@ export interface RouteBodies {
  * nothing) is absent. Hits carry only the record id; the documents of the
  * fused top hits are fetched afterwards.
  */
-export function routeBodies(query: HybridQuery): RouteBodies {
+export function routeBodies(query: HybridQuery, model?: string): RouteBodies {
   const depth = routeDepth(query.limit);
   const bodies: RouteBodies = {};
   const text = query.text.trim().slice(0, MAX_QUERY_CHARS);
   const bm25 = bm25Query(text, query.filter);
   if (bm25) bodies.bm25 = { ...bm25, size: depth, _source: ['id'] };
   if (query.vector && query.vector.some((x) => x !== 0)) {
-    const knn = knnClause(query.vector, depth, numCandidates(depth), query.filter);
+    const knn = knnClause(query.vector, depth, numCandidates(depth), query.filter, model);
     if (knn) bodies.knn = { ...knn, size: depth, _source: ['id'] };
   }
   return bodies;
@@ -276,8 +293,8 @@ export function routeBodies(query: HybridQuery): RouteBodies {
  * only when both routes are active. Same rank constant and window as ELMA's
  * own fusion, so the two modes rank alike up to ties.
  */
-export function serverRrfBody(query: HybridQuery): object | undefined {
-  const routes = routeBodies(query);
+export function serverRrfBody(query: HybridQuery, model?: string): object | undefined {
+  const routes = routeBodies(query, model);
   if (!routes.bm25 || !routes.knn) return undefined;
   const depth = routeDepth(query.limit);
   const { query: bm25 } = routes.bm25 as { query: object };
@@ -478,6 +495,51 @@ export function aliasSwapActions(alias: string, from: readonly string[], to: str
 /** A stored vector as the port returns it; a zero vector was stored without the field. */
 export function vectorOf(doc: Pick<MemoryDocument, 'vector'>, dimensions: number): Float32Array {
   return doc.vector ? Float32Array.from(doc.vector) : new Float32Array(dimensions);
+}
+
+/** The document's vector when it has one of `model` (a zero vector counts), else undefined (pending, or of another model). */
+export function modelVectorOf(
+  doc: Pick<MemoryDocument, 'vector' | 'vector_model'>,
+  dimensions: number,
+  model: string,
+): Float32Array | undefined {
+  return doc.vector_model === model ? vectorOf(doc, dimensions) : undefined;
+}
+
+/** Current documents waiting for their vector, oldest first. */
+export function pendingQuery(size: number) {
+  return {
+    query: { bool: { filter: [CURRENT, { exists: { field: 'pending_since' } }] } },
+    sort: [{ pending_since: 'asc' }, { seq: 'asc' }],
+    size,
+    _source: ['id', 'version', 'record.content.text'],
+  };
+}
+
+/** Pending count and oldest, and the count of current documents whose vector is of another model (or of none recorded). */
+export function embeddingLagQuery(model: string) {
+  return {
+    size: 0,
+    query: CURRENT,
+    aggs: {
+      pending: { filter: { exists: { field: 'pending_since' } }, aggs: { oldest: { min: { field: 'pending_since' } } } },
+      stale: {
+        filter: {
+          bool: { must_not: [{ exists: { field: 'pending_since' } }, { term: { vector_model: model } }] },
+        },
+      },
+    },
+  };
+}
+
+/**
+ * The partial update of one version's document by `setVectors` (the caller
+ * checked that the version is current): the vector and its model, and no
+ * longer pending (a null field is a missing one to `exists`). No script:
+ * nodes without the painless module take it too.
+ */
+export function setVectorOperations(docId: string, vector: Float32Array, model: string): BulkOperation[] {
+  return [{ update: { _id: docId, retry_on_conflict: 3 } }, { doc: { ...vectorFields(vector, model), pending_since: null } }];
 }
 
 /** Elasticsearch 8 or 9, from `GET /`; otherwise why not, without echoing anything but the version. */

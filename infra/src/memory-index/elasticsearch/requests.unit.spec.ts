@@ -166,6 +166,8 @@ describe('documents and their failures', () => {
       recordedAt: new Date(r.recordedAt).toISOString(),
       expiresAt: '2030-01-01T00:00:00.000Z',
       project: 'apollo',
+      // The model that made the vector is part of the record's lineage.
+      vectorModel: 'unnamed',
     });
   });
 });

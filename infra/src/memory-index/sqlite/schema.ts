@@ -55,7 +55,9 @@ CREATE TABLE IF NOT EXISTS memories (
   subject TEXT,
   session TEXT,
   record TEXT NOT NULL,
-  vector BLOB NOT NULL
+  vector BLOB NOT NULL,
+  vector_model TEXT,
+  pending_since INTEGER
 );
 CREATE INDEX IF NOT EXISTS memories_by_status ON memories (status, sensitivity_rank);
 -- Purposes used to live in a side table; the purpose_set column replaced it.
@@ -73,6 +75,11 @@ CREATE TABLE IF NOT EXISTS partition_state (
 );
 -- purge_pending: 1 from the commit of a purge's row deletion until its last step (see TenantPartition.purge).
 INSERT OR IGNORE INTO partition_state (key, value) VALUES ('generation', 0), ('graph_generation', -1), ('purge_pending', 0);
+-- The embedder model whose vectors the partition holds (one row); set when the partition is created.
+CREATE TABLE IF NOT EXISTS vector_model (
+  one INTEGER PRIMARY KEY CHECK (one = 1),
+  model TEXT NOT NULL
+);
 -- The graph file as it was last written: a file whose size or digest differs is never loaded (usearch trusts its bytes).
 CREATE TABLE IF NOT EXISTS graph_file (
   one INTEGER PRIMARY KEY CHECK (one = 1),
@@ -124,6 +131,9 @@ export const purposeNeedle = (purpose: string) => `\x1f${purpose}\x1f`;
 export const lineageSet = (record: MemoryRecord) => purposeSet(restrictionKeys(record));
 export const lineageNeedle = purposeNeedle;
 
+/** The model of vectors stored before partitions recorded one: never the configured model, so such a partition needs a reindex. */
+export const UNRECORDED_MODEL = '(unrecorded)';
+
 export function migrateTenantSchema(db: Database.Database): void {
   const columns = new Set((db.pragma('table_info(memories)') as { name: string }[]).map((c) => c.name));
   const missing = ADDED_COLUMNS.filter((c) => !columns.has(c.name));
@@ -161,7 +171,20 @@ export function migrateTenantSchema(db: Database.Database): void {
   // Token counts came later; rows indexed before have none and are counted at recall instead.
   if (!(db.pragma('table_info(memories)') as { name: string }[]).some((c) => c.name === 'tokens'))
     db.exec('ALTER TABLE memories ADD COLUMN tokens INTEGER');
+  // Vectors made in the background came later: a row's vector is an empty BLOB until `setVectors`, and
+  // `vector_model` names the model that made it (NULL: pending since `pending_since`). Rows from before
+  // recorded no model: they are marked UNRECORDED_MODEL, so the dense route ignores them until a reindex.
+  if (!(db.pragma('table_info(memories)') as { name: string }[]).some((c) => c.name === 'vector_model')) {
+    db.transaction(() => {
+      db.exec('ALTER TABLE memories ADD COLUMN vector_model TEXT');
+      db.exec('ALTER TABLE memories ADD COLUMN pending_since INTEGER');
+      db.prepare('UPDATE memories SET vector_model = ?').run(UNRECORDED_MODEL);
+      if (db.prepare('SELECT 1 FROM memories LIMIT 1').get())
+        db.prepare('INSERT OR IGNORE INTO vector_model (one, model) VALUES (1, ?)').run(UNRECORDED_MODEL);
+    })();
+  }
   db.exec(`
+    CREATE INDEX IF NOT EXISTS memories_pending ON memories (pending_since) WHERE vector_model IS NULL AND tx_to IS NULL;
     CREATE INDEX IF NOT EXISTS memories_by_fact ON memories (fact_key) WHERE fact_key IS NOT NULL AND tx_to IS NULL;
     CREATE UNIQUE INDEX IF NOT EXISTS memories_current ON memories (id) WHERE tx_to IS NULL;
     CREATE UNIQUE INDEX IF NOT EXISTS memories_versions ON memories (id, version);

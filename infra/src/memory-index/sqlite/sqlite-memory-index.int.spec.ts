@@ -16,9 +16,9 @@ memoryIndexContract('SqliteMemoryIndex', async () => {
   let index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
   return {
     index,
-    async reopen() {
+    async reopen(options = {}) {
       await index.close();
-      index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+      index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS, ...options });
       return index;
     },
     async cleanup() {
@@ -58,7 +58,7 @@ describe('SqliteMemoryIndex on disk', () => {
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
     expect(await search(index, marker)).toEqual(['victim']);
 
-    const vectorBytes = Buffer.from(victim.vector.buffer, victim.vector.byteOffset, victim.vector.byteLength);
+    const vectorBytes = Buffer.from(victim.vector!.buffer, victim.vector!.byteOffset, victim.vector!.byteLength);
     const markerBytes = [Buffer.from(marker), Buffer.from(marker.toLowerCase())];
     expect(filesContaining(dir, vectorBytes)).toContain(`tenant-${T}.usearch`);
     expect(filesContaining(dir, markerBytes[1]).length).toBeGreaterThan(0);

@@ -6,8 +6,11 @@ import {
   IndexPartitionCorrupt,
   fuse,
   type CheckpointStore,
+  type EmbeddedVector,
+  type EmbeddingLag,
   type HybridQuery,
   type IndexFilter,
+  type PendingEmbedding,
   type IndexedMemory,
   type NeighbourMemory,
   type Neighbours,
@@ -28,6 +31,12 @@ export interface SqliteMemoryIndexOptions {
   dir: string;
   /** Vector length every upsert and query must have. */
   dimensions: number;
+  /**
+   * The embedder model (id with its version) whose vectors the dense route
+   * searches. A partition created under another model answers the dense
+   * route with nothing until it is reindexed (see `embeddingLag`).
+   */
+  model?: string;
   graph?: VectorGraphOptions;
   /** Rewrite a tenant's graph file after this many added vectors (it is also written on close and purge). */
   persistEveryRows?: number;
@@ -44,6 +53,9 @@ export interface SqliteMemoryIndexOptions {
    */
   text?: Partial<TextAnalysis>;
 }
+
+/** The model name of an index whose options name none. */
+export const UNNAMED_MODEL = 'unnamed';
 
 /** Default memory budget of the open partitions: 512 MiB. */
 export const DEFAULT_INDEX_MEMORY_BYTES = 512 * 1024 * 1024;
@@ -105,7 +117,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     if (memories.length === 0) return;
     for (const { record, vector } of memories) {
       if (record.tenant !== tenant) throw new Error(`memory ${record.id} belongs to another tenant than ${tenant}`);
-      this.checkVector(vector, `memory ${record.id}`);
+      if (vector) this.checkVector(vector, `memory ${record.id}`);
     }
     this.guard(tenant, () => this.partition(tenant, true)!.upsert(memories));
     // The graph grew: the budget may now be exceeded.
@@ -146,11 +158,12 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     for (const { id, score, bm25Rank, vectorRank } of fused) {
       const row = rows.get(Number(id));
       if (!row) continue;
-      const hit: SearchHit = { record: row.record, vector: row.vector, score };
+      const hit: SearchHit = { record: row.record, score };
+      if (row.vector) hit.vector = row.vector;
       if (bm25Rank !== undefined) hit.bm25Rank = bm25Rank;
       if (vectorRank !== undefined) hit.vectorRank = vectorRank;
       if (bm25Rank !== undefined) hit.bm25Score = bm25Score.get(row.rowid);
-      if (query.vector) hit.cosine = cosine(query.vector, row.vector, queryNorm);
+      if (query.vector && row.vector) hit.cosine = cosine(query.vector, row.vector, queryNorm);
       if (row.tokens !== undefined) hit.tokens = row.tokens;
       hits.push(hit);
     }
@@ -196,6 +209,38 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
       if (pins === 0) this.pinned.delete(tenant);
       else this.pinned.set(tenant, pins);
     }
+  }
+
+  async pendingEmbeddings(tenant: string, limit: number): Promise<PendingEmbedding[]> {
+    if (limit <= 0) return [];
+    return this.guard(tenant, () => this.partition(tenant, false)?.pendingEmbeddings(limit) ?? []);
+  }
+
+  async setVectors(tenant: string, items: EmbeddedVector[]): Promise<void> {
+    if (items.length === 0) return;
+    for (const item of items) this.checkVector(item.vector, `vector of memory ${item.id}`);
+    this.guard(tenant, () => this.partition(tenant, false)?.setVectors(items));
+    this.enforceBudget(tenant);
+  }
+
+  /**
+   * Summed over the tenants (or of one): every partition is opened for it, so
+   * it is for /health and the bench, not for a hot path. A quarantined
+   * tenant counts nothing (its health entry says why).
+   */
+  async embeddingLag(tenant?: string): Promise<EmbeddingLag> {
+    const lag: EmbeddingLag = { pending: 0, reindexNeeded: [] };
+    let oldest: number | null = null;
+    for (const name of tenant === undefined ? await this.tenants() : [tenant]) {
+      if (this.quarantine.has(name)) continue;
+      const one = this.guard(name, () => this.partition(name, false)?.embeddingLag());
+      if (!one) continue;
+      lag.pending += one.pending;
+      if (one.oldest !== null && (oldest === null || one.oldest < oldest)) oldest = one.oldest;
+      if (!one.modelCurrent) lag.reindexNeeded.push(name);
+    }
+    if (oldest !== null) lag.oldestPendingAt = new Date(oldest).toISOString();
+    return lag;
   }
 
   async count(tenant: string): Promise<number> {
@@ -332,6 +377,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     if (!create && !existsSync(files.db)) return undefined;
     partition = new TenantPartition(files, {
       dimensions: this.options.dimensions,
+      model: this.options.model ?? UNNAMED_MODEL,
       graph: this.options.graph,
       persistEveryRows: this.options.persistEveryRows ?? 50_000,
       text: { ...DEFAULT_TEXT_ANALYSIS, ...this.options.text },

@@ -8,8 +8,10 @@ import {
   documentAnalysisCode,
   documentTerms,
   queryTerms,
+  type EmbeddedVector,
   type IndexedMemory,
   type LineageEntry,
+  type PendingEmbedding,
   type MemoryKind,
   type TextAnalysis,
 } from '@elma/domain';
@@ -28,6 +30,8 @@ export interface PartitionFiles {
 
 export interface PartitionOptions {
   dimensions: number;
+  /** The configured embedder model: only its vectors enter the graph and answer the dense route. */
+  model: string;
   graph?: VectorGraphOptions;
   /** Save the graph file after this many vectors were added since the last save. */
   persistEveryRows: number;
@@ -38,7 +42,8 @@ export interface PartitionOptions {
 export interface StoredRow {
   rowid: number;
   record: MemoryRecord;
-  vector: Float32Array;
+  /** Absent while the row waits for its vector. */
+  vector?: Float32Array;
   tokens?: number;
 }
 
@@ -81,6 +86,8 @@ export class TenantPartition {
   private readonly graph: VectorGraph;
   private readonly cache = new Map<string, Database.Statement>();
   private addedSinceSave = 0;
+  /** The model whose vectors the partition holds, fixed when it was created (a model change drops and rebuilds it). */
+  readonly partitionModel: string = '';
 
   constructor(
     private readonly files: PartitionFiles,
@@ -97,6 +104,8 @@ export class TenantPartition {
       this.db.pragma('wal_autocheckpoint = 10000');
       this.db.exec(TENANT_SCHEMA);
       migrateTenantSchema(this.db);
+      this.db.prepare('INSERT OR IGNORE INTO vector_model (one, model) VALUES (1, ?)').run(options.model);
+      this.partitionModel = (this.db.prepare('SELECT model FROM vector_model WHERE one = 1').get() as { model: string }).model;
       this.deriveTextIfStale();
       // FTS5's own secure delete removes a purged document's terms from existing index segments.
       this.db.prepare(`INSERT INTO memories_fts (memories_fts, rank) VALUES ('secure-delete', 1)`).run();
@@ -116,9 +125,13 @@ export class TenantPartition {
    */
   upsert(memories: IndexedMemory[]): void {
     const removedKeys: number[] = [];
-    const added = new Map<string, { rowid: number; vector: Float32Array }>();
+    const added = new Map<string, { rowid: number; vector?: Float32Array }>();
+    // A vector of another model than the partition's never enters it: the row waits for one of the right model.
+    const accepts = (model: string | undefined) => this.modelCurrent && (model ?? this.options.model) === this.options.model;
+    const now = Date.now();
     this.db.transaction(() => {
-      for (const { record, vector } of memories) {
+      for (const { record, vector: given, model } of memories) {
+        const vector = given && accepts(model) ? given : undefined;
         const current = this.stmt('SELECT rowid, version FROM memories WHERE id = ? AND tx_to IS NULL').get(record.id) as
           { rowid: number; version: number } | undefined;
         const txFrom = millis(record.revisedAt ?? record.recordedAt, 'revisedAt');
@@ -131,14 +144,14 @@ export class TenantPartition {
         } else if (current) {
           this.stmt('UPDATE memories SET tx_to = ? WHERE rowid = ?').run(txFrom, current.rowid);
         }
-        const rowid = this.insertRow(record, vector, txFrom);
+        const rowid = this.insertRow(record, vector, txFrom, now);
         added.set(record.id, { rowid, vector });
       }
       this.bumpGeneration();
     })();
     // The graph follows the committed rows (older versions keep their nodes: knownAsOf queries reach them).
     // A later id in the same call replaced an earlier one: `added` keeps only the last row per id.
-    const keys = [...added.values()];
+    const keys = [...added.values()].filter((k): k is { rowid: number; vector: Float32Array } => k.vector !== undefined);
     this.graph.remove(removedKeys);
     if (this.graph.removedShare > COMPACT_SHARE) {
       // The rows already hold this call's records, so the rebuilt graph has them too.
@@ -156,9 +169,76 @@ export class TenantPartition {
 
   get(id: string): IndexedMemory | undefined {
     const row = this.stmt(
-      `SELECT m.record, m.vector, u.retrieved, u.adopted, u.last_used_at FROM memories m LEFT JOIN usage u ON u.id = m.id WHERE m.id = ? AND m.tx_to IS NULL`,
-    ).get(id) as ({ record: string; vector: Buffer } & UsageColumns) | undefined;
-    return row && { record: withUsage(parseRecord(row.record), row), vector: fromBlob(row.vector) };
+      `SELECT m.record, m.vector, m.vector_model, u.retrieved, u.adopted, u.last_used_at FROM memories m LEFT JOIN usage u ON u.id = m.id WHERE m.id = ? AND m.tx_to IS NULL`,
+    ).get(id) as ({ record: string; vector: Buffer; vector_model: string | null } & UsageColumns) | undefined;
+    if (!row) return undefined;
+    const record = withUsage(parseRecord(row.record), row);
+    return row.vector_model === null ? { record } : { record, vector: fromBlob(row.vector), model: row.vector_model };
+  }
+
+  /** Whether the partition's vectors are of the configured model (else: dense route off, nothing embedded, reindex). */
+  get modelCurrent(): boolean {
+    return this.partitionModel === this.options.model;
+  }
+
+  /** Up to `limit` current rows waiting for a vector, oldest pending first; none while the partition's model is stale. */
+  pendingEmbeddings(limit: number): PendingEmbedding[] {
+    if (!this.modelCurrent) return [];
+    const rows = this.stmt(
+      `SELECT id, version, json_extract(record, '$.content.text') AS text FROM memories
+       WHERE vector_model IS NULL AND tx_to IS NULL ORDER BY pending_since, rowid LIMIT ?`,
+    ).all(limit) as PendingEmbedding[];
+    return rows;
+  }
+
+  /** Pending rows and when the oldest became pending (epoch ms). */
+  embeddingLag(): { pending: number; oldest: number | null; modelCurrent: boolean } {
+    const row = this.stmt(
+      'SELECT count(*) AS n, min(pending_since) AS oldest FROM memories WHERE vector_model IS NULL AND tx_to IS NULL',
+    ).get() as { n: number; oldest: number | null };
+    return { pending: row.n, oldest: row.oldest, modelCurrent: this.modelCurrent };
+  }
+
+  /**
+   * Stores each vector on its row if that row is still the record's current
+   * version and the vector is of the configured model; anything else (a newer
+   * version, a purged id, another model, a stale partition) is ignored.
+   */
+  setVectors(items: EmbeddedVector[]): void {
+    if (!this.modelCurrent) return;
+    const replaced: number[] = [];
+    const added: { rowid: number; vector: Float32Array }[] = [];
+    this.db.transaction(() => {
+      for (const item of items) {
+        if (item.model !== this.options.model) continue;
+        const row = this.stmt('SELECT rowid, vector_model FROM memories WHERE id = ? AND version = ? AND tx_to IS NULL').get(
+          item.id,
+          item.version,
+        ) as { rowid: number; vector_model: string | null } | undefined;
+        if (!row) continue;
+        this.stmt('UPDATE memories SET vector = ?, vector_model = ?, pending_since = NULL WHERE rowid = ?').run(
+          toBlob(item.vector),
+          item.model,
+          row.rowid,
+        );
+        if (row.vector_model !== null) replaced.push(row.rowid);
+        added.push({ rowid: row.rowid, vector: item.vector });
+      }
+      if (added.length > 0) this.bumpGeneration();
+    })();
+    if (added.length === 0) return;
+    this.graph.remove(replaced);
+    if (this.graph.removedShare > COMPACT_SHARE) {
+      this.rebuildGraph();
+      this.saveGraph();
+      return;
+    }
+    this.graph.add(
+      added.map((a) => a.rowid),
+      added.map((a) => a.vector),
+    );
+    this.addedSinceSave += added.length;
+    if (this.addedSinceSave >= this.options.persistEveryRows) this.saveGraph();
   }
 
   recordUsage(ids: string[], use: 'retrieved' | 'adopted', at: number): void {
@@ -190,7 +270,7 @@ export class TenantPartition {
   /** Up to `limit` lineage entries with rowid > `after`; the JSON is taken apart by SQLite, not parsed whole. */
   lineageAfter(after: number, limit: number): { rowid: number; entry: LineageEntry }[] {
     const rows = this.stmt(
-      `SELECT rowid, id, kind, owner, project, recorded_at, expires_at,
+      `SELECT rowid, id, kind, owner, project, recorded_at, expires_at, vector_model,
               json_extract(record, '$.subject') AS subject,
               json_extract(record, '$.provenance.rule') AS rule,
               json_extract(record, '$.provenance.sourceEventIds') AS sources,
@@ -204,6 +284,7 @@ export class TenantPartition {
       project: string | null;
       recorded_at: number;
       expires_at: number | null;
+      vector_model: string | null;
       subject: string;
       rule: string;
       sources: string;
@@ -222,6 +303,7 @@ export class TenantPartition {
         recordedAt: new Date(r.recorded_at).toISOString(),
         expiresAt: r.expires_at === null ? null : new Date(r.expires_at).toISOString(),
         ...(r.project !== null ? { project: r.project } : {}),
+        ...(r.vector_model !== null ? { vectorModel: r.vector_model } : {}),
       },
     }));
   }
@@ -293,7 +375,8 @@ export class TenantPartition {
    */
   searchVector(query: Float32Array, filter: FilterSql, depth: number): { rowid: number; cosine: number }[] {
     const queryNorm = norm(query);
-    if (queryNorm === 0) return [];
+    // Vectors of another model than the query's are not comparable with it: such a partition waits for a reindex.
+    if (queryNorm === 0 || !this.modelCurrent) return [];
     for (const graphDepth of GRAPH_DEPTHS) {
       const k = Math.max(graphDepth, depth * 2);
       const matches = this.graph.searchWithCosine(query, k);
@@ -315,9 +398,9 @@ export class TenantPartition {
       }
     }
     // A selective filter: scan the rows it allows exactly, which is cheap precisely because they are few.
-    const candidates = this.stmt(`SELECT m.rowid AS rowid, m.vector AS vector FROM memories m WHERE ${filter.where}`).all(
-      ...filter.params,
-    ) as { rowid: number; vector: Buffer }[];
+    const candidates = this.stmt(
+      `SELECT m.rowid AS rowid, m.vector AS vector FROM memories m WHERE m.vector_model IS NOT NULL AND ${filter.where}`,
+    ).all(...filter.params) as { rowid: number; vector: Buffer }[];
     return candidates
       .map((c) => ({ rowid: c.rowid, cosine: cosine(query, fromBlob(c.vector), queryNorm) }))
       .sort((a, b) => b.cosine - a.cosine || a.rowid - b.rowid)
@@ -376,9 +459,15 @@ export class TenantPartition {
 
   rows(rowids: number[]): Map<number, StoredRow> {
     const rows = this.stmt(
-      `SELECT m.rowid AS rowid, m.record, m.vector, m.tokens, u.retrieved, u.adopted, u.last_used_at
+      `SELECT m.rowid AS rowid, m.record, m.vector, m.vector_model, m.tokens, u.retrieved, u.adopted, u.last_used_at
        FROM memories m LEFT JOIN usage u ON u.id = m.id WHERE m.rowid IN (SELECT value FROM json_each(?))`,
-    ).all(JSON.stringify(rowids)) as ({ rowid: number; record: string; vector: Buffer; tokens: number | null } & UsageColumns)[];
+    ).all(JSON.stringify(rowids)) as ({
+      rowid: number;
+      record: string;
+      vector: Buffer;
+      vector_model: string | null;
+      tokens: number | null;
+    } & UsageColumns)[];
     // Rows come from the projection, which builds them as MemoryRecords; the hot search path does not
     // re-validate them with zod (get() does).
     return new Map(
@@ -387,7 +476,7 @@ export class TenantPartition {
         {
           rowid: r.rowid,
           record: withUsage(JSON.parse(r.record) as MemoryRecord, r),
-          vector: fromBlob(r.vector),
+          ...(r.vector_model !== null ? { vector: fromBlob(r.vector) } : {}),
           ...(r.tokens !== null ? { tokens: r.tokens } : {}),
         },
       ]),
@@ -436,7 +525,8 @@ export class TenantPartition {
       if (!rebuilt) {
         const report = await scanFiles(
           [this.files.graph],
-          removed.map((r) => ({ id: String(r.rowid), bytes: r.vector })),
+          // A row without a vector left no vector bytes to look for (an empty pattern would match anywhere).
+          removed.filter((r) => r.vector.byteLength > 0).map((r) => ({ id: String(r.rowid), bytes: r.vector })),
         );
         if (report.findings.length > 0) {
           this.rebuildGraph();
@@ -488,10 +578,10 @@ export class TenantPartition {
     }
   }
 
-  private insertRow(record: MemoryRecord, vector: Float32Array, txFrom: number): number {
+  private insertRow(record: MemoryRecord, vector: Float32Array | undefined, txFrom: number, now: number): number {
     const { lastInsertRowid } = this.stmt(
-      `INSERT INTO memories (id, version, tx_from, tx_to, tokens, fact_key, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, lineage_set, valid_from, valid_to, recorded_at, expires_at, subject, session, record, vector)
-       VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO memories (id, version, tx_from, tx_to, tokens, fact_key, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, lineage_set, valid_from, valid_to, recorded_at, expires_at, subject, session, record, vector, vector_model, pending_since)
+       VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       record.id,
       record.version,
@@ -513,7 +603,9 @@ export class TenantPartition {
       record.subject,
       record.session ?? null,
       JSON.stringify(record),
-      toBlob(vector),
+      vector ? toBlob(vector) : EMPTY_BLOB,
+      vector ? this.options.model : null,
+      vector ? null : now,
     );
     const rowid = Number(lastInsertRowid);
     this.insertText(rowid, record);
@@ -604,7 +696,11 @@ export class TenantPartition {
       );
       batch.length = 0;
     };
-    for (const row of this.stmt('SELECT rowid, vector FROM memories ORDER BY rowid').iterate() as IterableIterator<{
+    // Only vectors of the configured model: a graph never mixes two models (a stale partition's graph stays empty).
+    if (!this.modelCurrent) return;
+    for (const row of this.stmt('SELECT rowid, vector FROM memories WHERE vector_model = ? ORDER BY rowid').iterate(
+      this.options.model,
+    ) as IterableIterator<{
       rowid: number;
       vector: Buffer;
     }>) {
@@ -650,6 +746,9 @@ export class TenantPartition {
     return statement;
   }
 }
+
+/** The `vector` of a row waiting for its vector (the column is NOT NULL in files from before). */
+const EMPTY_BLOB = Buffer.alloc(0);
 
 /** SQLite's default page cache per connection (cache_size -2000: 2,000 KiB), counted as each open partition's floor. */
 const PAGE_CACHE_BYTES = 2_048_000;
