@@ -105,7 +105,8 @@ export interface SearchHit {
 /** A memory next to another in its conversation, as `neighbours()` returns it. */
 export interface NeighbourMemory {
   record: MemoryRecord;
-  vector: Float32Array;
+  /** Absent while the record waits for its vector. */
+  vector?: Float32Array;
   tokens?: number;
 }
 

@@ -154,13 +154,7 @@ export async function evalLocomoCommand(argv: string[]): Promise<number> {
       if (unavailable(variant, has)) continue;
       let index = variantIndexes.get(variant.analysis);
       if (!index) {
-        index = await variantIndex(
-          variantDir(workDir, variant.analysis),
-          elma.embedder.dimensions,
-          ANALYSES[variant.analysis],
-          copied,
-          TENANT,
-        );
+        index = await variantIndex(variantDir(workDir, variant.analysis), elma.embedder, ANALYSES[variant.analysis], copied, TENANT);
         variantIndexes.set(variant.analysis, index);
       }
       runnable.push({ variant, index });

@@ -25,12 +25,13 @@ const COPY_BATCH = 500;
 /** An extra index in `dir` that analyses text as `analysis`, holding the given memories. */
 export async function variantIndex(
   dir: string,
-  dimensions: number,
+  embedder: { dimensions: number; model: string },
   analysis: Analysis,
   memories: readonly IndexedMemory[],
   tenant: string,
 ): Promise<SqliteMemoryIndex> {
-  const index = await SqliteMemoryIndex.open({ dir, dimensions, text: analysis });
+  const { dimensions, model } = embedder;
+  const index = await SqliteMemoryIndex.open({ dir, dimensions, model, text: analysis });
   for (let i = 0; i < memories.length; i += COPY_BATCH) await index.upsert(tenant, memories.slice(i, i + COPY_BATCH));
   return index;
 }
@@ -45,8 +46,17 @@ export async function indexedMemories(elma: Elma, tenant: string): Promise<Index
   return memories;
 }
 
-/** Waits until every memory of the projection has its vector (a no-op while embedding happens in the projection). */
-export async function waitForEmbeddings(_elma: Elma, _tenant: string): Promise<void> {}
+/** Waits until the embedding stage has given every memory of the tenant its vector. */
+export async function waitForEmbeddings(elma: Elma, tenant: string, timeoutMs = 60 * 60_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const lag = await elma.index.embeddingLag(tenant);
+    if (lag.reindexNeeded.length > 0) throw new Error(`the index holds vectors of another model than ${elma.embedder.model}`);
+    if (lag.pending === 0) return;
+    if (performance.now() > deadline) throw new Error(`${lag.pending} memories still without a vector after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
 
 export function variantDir(workDir: string, name: string): string {
   return join(workDir, 'variants', name);
