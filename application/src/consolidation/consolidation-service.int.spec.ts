@@ -20,7 +20,7 @@ describe('consolidation in a process that also serves requests', () => {
   let elma: Elma;
 
   beforeAll(async () => {
-    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
     await elma.runner.start();
     let position = 0;
     for (let from = 0; from < EVENTS; from += 500) {

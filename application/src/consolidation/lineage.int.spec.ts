@@ -24,7 +24,7 @@ describe('holds along lineage on a real index', () => {
   let views: string[];
 
   const open = async () => {
-    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
     await elma.runner.start();
   };
   const recalled = async (who: Principal) =>

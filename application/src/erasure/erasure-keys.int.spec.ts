@@ -50,7 +50,7 @@ describe('the keys an erasure destroys', () => {
   let run = 0;
 
   beforeAll(async () => {
-    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
     await elma.runner.start();
   });
   afterAll(async () => {

@@ -28,7 +28,7 @@ describe('a view derived while its inputs are being erased', () => {
     const onNode = elasticsearch
       ? { ELMA_ELASTICSEARCH_URL: elasticsearch, ELMA_ES_NAMESPACE: `late${randomUUID().replaceAll('-', '').slice(0, 12)}` }
       : {};
-    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir, ...onNode }), { logger: silentLogger });
+    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir, ...onNode }), { logger: silentLogger });
     await elma.runner.start();
   });
   afterAll(async () => {

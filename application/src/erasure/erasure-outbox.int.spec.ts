@@ -16,7 +16,7 @@ describe('the erasure outbox', () => {
   let elma: Elma;
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'elma-outbox-'));
-    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dir }), { logger: silentLogger });
+    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir }), { logger: silentLogger });
   });
   afterEach(async () => {
     await elma.close();

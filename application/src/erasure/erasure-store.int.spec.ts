@@ -39,7 +39,7 @@ describe('the erasure stream', () => {
   const dir = mkdtempSync(join(tmpdir(), 'elma-erasure-store-'));
   let elma: Elma;
   beforeAll(async () => {
-    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dir }), { logger: silentLogger });
+    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir }), { logger: silentLogger });
     await elma.runner.start();
   });
   afterAll(async () => {

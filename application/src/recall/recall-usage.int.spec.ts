@@ -19,7 +19,7 @@ describe('usage counts of a recall and its feedback', () => {
   let elma: Elma;
 
   beforeAll(async () => {
-    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
     await elma.runner.start();
     const index = elma.index;
     const recordUsage = index.recordUsage.bind(index);

@@ -24,7 +24,7 @@ describe('the processor and the views, apart', () => {
   let dir = '';
   const open = async () => {
     dir = mkdtempSync(join(tmpdir(), 'elma-processor-'));
-    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dir }), { logger: silentLogger });
+    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir }), { logger: silentLogger });
     return elma;
   };
   const read = async (elma: Elma, prefix: string) => {

@@ -33,7 +33,7 @@ describe('the projection runner', () => {
   const dirs: string[] = [];
   const open: Elma[] = [];
   const start = async (dataDir: string, run = true) => {
-    const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    const elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
     open.push(elma);
     if (run) await elma.runner.start();
     return elma;

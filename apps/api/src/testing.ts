@@ -55,6 +55,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'elma-test-'));
   const elasticsearch = process.env.ELMA_E2E_ELASTICSEARCH_URL;
   const config = loadConfig({
+    // The lexical embedder keeps the suites fast; a test that needs the model asks for it in `env`.
+    ELMA_EMBEDDER: 'hashing',
     ELMA_DATA_DIR: dataDir,
     ELMA_PORT: '0',
     ELMA_TEMPORAL_DB_FILE: process.env.ELMA_TEMPORAL_DB_FILE,

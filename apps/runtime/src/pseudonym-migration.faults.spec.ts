@@ -89,7 +89,7 @@ describe('the pseudonym migration killed with SIGKILL', () => {
       if (afterMs === 0) expect(opened).toBe(false);
       console.log(`killed at ${afterMs} ms: ${killedState(dir, opened)}`);
 
-      const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dir, ELMA_PORT: '0' }), { logger: silentLogger });
+      const elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir, ELMA_PORT: '0' }), { logger: silentLogger });
       try {
         const after = rows(dir);
         // Every event is still there, at its position, under a pseudonym stream that is its subject's.

