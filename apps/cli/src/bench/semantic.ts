@@ -81,7 +81,8 @@ export async function semanticBench(options: SemanticOptions, progress: (message
       await scratch.runner.start();
       const random = prng(11);
       const noise = gaussian(prng(12), options.noise);
-      const copied = new Set<string>();
+      // Every vector copied, by id: exact search to compare the graph with.
+      const copied = new Map<string, Float32Array>();
       let loaded = 0;
       for (const size of options.sizes) {
         progress(`semantic: filling to ${size} memories (texts and vectors from the pool, noise sd ${options.noise})`);
@@ -98,6 +99,7 @@ export async function semanticBench(options: SemanticOptions, progress: (message
           `semantic: ${copied.size} memories in the measured index (copy + graph ${((performance.now() - start) / 1000).toFixed(1)} s)`,
         );
         await measureRecall(measured, options.queries, rows);
+        await measureGraphRecall(measured, copied, rows);
       }
     } finally {
       await scratch.close();
@@ -226,7 +228,7 @@ async function copyWithPoolVectors(
   measured: Elma,
   pool: Pool,
   noise: (vector: Float32Array) => Float32Array,
-  copied: Set<string>,
+  copied: Map<string, Float32Array>,
 ): Promise<void> {
   let batch: IndexedMemory[] = [];
   const flush = async () => {
@@ -237,8 +239,9 @@ async function copyWithPoolVectors(
     if (copied.has(record.id)) continue;
     const vector = pool.vectors.get(record.content.text);
     if (!vector) throw new Error(`memory ${record.id} has a text outside the pool`);
-    batch.push({ record, vector: noise(vector) });
-    copied.add(record.id);
+    const noisy = noise(vector);
+    batch.push({ record, vector: noisy });
+    copied.set(record.id, noisy);
     if (batch.length >= COPY_BATCH) await flush();
   }
   if (batch.length > 0) await flush();
@@ -289,6 +292,57 @@ async function measureRecall(elma: Elma, queries: number, rows: LoadRow[]): Prom
     { what: `  of which query embedding p95 (measured apart)`, figure: `${e.p95.toFixed(2)} ms` },
     { what: `  bare hybrid search p95, vector given`, figure: `${b.p95.toFixed(2)} ms (load avg ${loadavg()[0].toFixed(2)})` },
   );
+}
+
+const GRAPH_QUERIES = 100;
+const GRAPH_K = 10;
+
+/**
+ * The dense route through the index (HNSW graph, the index's own expansion
+ * settings) against exact search over the same vectors: the share of the
+ * exact top 10 that the route returns in its top 10, for real query vectors.
+ */
+async function measureGraphRecall(elma: Elma, vectors: ReadonlyMap<string, Float32Array>, rows: LoadRow[]): Promise<void> {
+  const random = prng(61);
+  const texts = Array.from({ length: GRAPH_QUERIES }, () => query(random));
+  const queryVectors = await elma.embedder.embed(texts, 'query');
+  const now = new Date().toISOString();
+  const entries = [...vectors];
+  let found = 0;
+  let exactMs = 0;
+  for (const q of queryVectors) {
+    const start = performance.now();
+    const exact = topK(entries, q, GRAPH_K);
+    exactMs += performance.now() - start;
+    const hits = await elma.index.search({
+      tenant: TENANT,
+      text: '',
+      vector: q,
+      limit: GRAPH_K,
+      filter: { statuses: ['candidate', 'active', 'disputed', 'superseded', 'expired'], maxSensitivity: 'restricted', now },
+    });
+    const returned = new Set(hits.map((h) => h.record.id));
+    found += exact.filter((id) => returned.has(id)).length;
+  }
+  rows.push({
+    what: `  dense route recall@${GRAPH_K} vs exact search @ ${vectors.size.toLocaleString('en-US')} (${GRAPH_QUERIES} queries, index's HNSW settings)`,
+    figure: `${(found / (GRAPH_QUERIES * GRAPH_K)).toFixed(3)} (exact scan ${(exactMs / GRAPH_QUERIES).toFixed(0)} ms/query in JS)`,
+  });
+}
+
+/** Ids of the k vectors nearest to `q` by dot product (all vectors are unit length). */
+export function topK(entries: readonly (readonly [string, Float32Array])[], q: Float32Array, k: number): string[] {
+  const best: { id: string; score: number }[] = [];
+  for (const [id, v] of entries) {
+    let dot = 0;
+    for (let i = 0; i < v.length; i++) dot += v[i] * q[i];
+    if (best.length < k || dot > best[best.length - 1].score) {
+      best.push({ id, score: dot });
+      best.sort((a, b) => b.score - a.score);
+      if (best.length > k) best.pop();
+    }
+  }
+  return best.map((b) => b.id);
 }
 
 /** Adds gaussian noise of standard deviation `sd` to each coordinate, then re-normalises (Box-Muller). */
