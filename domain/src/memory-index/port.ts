@@ -154,7 +154,8 @@ export interface MemoryIndex {
 
   /**
    * For each id the filter admits, the records just before and just after it
-   * in valid time (ties by id) among the episodic records of the same
+   * in valid time (ties in insertion order: a conversation's turns often share
+   * a time) among the episodic records of the same
    * conversation (`sameConversation`, domain/recall/smoothing: same subject,
    * same `session`, or without one at most CONVERSATION_GAP_MS apart) that
    * the filter admits. The filter is applied before adjacency, exactly as in

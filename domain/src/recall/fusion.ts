@@ -25,6 +25,8 @@ export interface Fusion {
   method: 'normalised' | 'rrf';
   weights: { bm25: number; dense: number };
   denseFloor: number;
+  /** How `normalised` scales each route (default DEFAULT_NORMALISATION). */
+  normalisation?: Normalisation;
 }
 
 /** A hit of one route: its id and raw score (BM25: higher is better; dense: cosine). */
@@ -65,11 +67,8 @@ export function normaliseScores(scores: readonly number[], how: Normalisation = 
  * the order of first appearance (BM25 then dense). Without `fusion`, plain
  * equal-weight RRF with no floor (what the index did before fusion was configurable).
  */
-export function fuse(
-  routes: { bm25: readonly RouteScore[]; dense: readonly RouteScore[] },
-  fusion?: Fusion,
-  normalisation: Normalisation = DEFAULT_NORMALISATION,
-): FusedScore[] {
+export function fuse(routes: { bm25: readonly RouteScore[]; dense: readonly RouteScore[] }, fusion?: Fusion): FusedScore[] {
+  const normalisation = fusion?.normalisation ?? DEFAULT_NORMALISATION;
   const dense = fusion ? routes.dense.filter((h) => h.score >= fusion.denseFloor) : routes.dense;
   const weights = fusion?.weights ?? { bm25: 1, dense: 1 };
   const fused = new Map<string, FusedScore>();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { reciprocalRankFusion } from './fusion';
+import { RRF_K, fuse, normaliseScores, reciprocalRankFusion, type Fusion } from './fusion';
 
 describe('reciprocal rank fusion', () => {
   it('ranks a document found by both routes above documents found by one', () => {
@@ -10,5 +10,66 @@ describe('reciprocal rank fusion', () => {
     expect(fused[0].id).toBe('b');
     expect(fused[0].score).toBeCloseTo(2 / 62);
     expect(fused.map((f) => f.id).sort()).toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
+});
+
+describe('fuse', () => {
+  const routes = {
+    bm25: [
+      { id: 'a', score: 12 },
+      { id: 'b', score: 4 },
+      { id: 'c', score: 2 },
+    ],
+    dense: [
+      { id: 'c', score: 0.9 },
+      { id: 'd', score: 0.85 },
+      { id: 'e', score: 0.6 },
+    ],
+  };
+  const normalised: Fusion = { method: 'normalised', weights: { bm25: 0.5, dense: 0.5 }, denseFloor: 0.7 };
+
+  it('without a fusion, is plain reciprocal rank fusion with the routes’ ranks', () => {
+    const fused = fuse(routes);
+    // b and d tie (both second in a route): first appearance wins.
+    expect(fused.map((f) => f.id)).toEqual(['c', 'a', 'b', 'd', 'e']);
+    expect(fused[0]).toEqual({ id: 'c', score: 1 / (RRF_K + 3) + 1 / (RRF_K + 1), bm25Rank: 3, vectorRank: 1 });
+  });
+
+  it('normalised: scales each route to [0, 1] by min-max and weighs them, a dense hit under the floor adding nothing', () => {
+    const fused = fuse(routes, normalised);
+    // bm25: a 1, b 0.2, c 0; dense (e under the floor): c 1, d 0.
+    expect(fused.map((f) => [f.id, f.score])).toEqual([
+      ['a', 0.5],
+      ['c', 0.5],
+      ['b', 0.1],
+      ['d', 0],
+    ]);
+    expect(fused.find((f) => f.id === 'e')).toBeUndefined();
+  });
+
+  it('normalised by the maximum keeps the raw ratios', () => {
+    const fused = fuse(routes, { ...normalised, normalisation: 'max' });
+    expect(new Map(fused.map((f) => [f.id, f.score])).get('c')).toBeCloseTo(0.5 * (2 / 12) + 0.5);
+    expect(normaliseScores([4, 2], 'max')).toEqual([1, 0.5]);
+    expect(normaliseScores([3, 3])).toEqual([1, 1]);
+    expect(normaliseScores([])).toEqual([]);
+  });
+
+  it('weights move the ranking towards a route', () => {
+    const dense = fuse(routes, { ...normalised, weights: { bm25: 0.2, dense: 0.8 } });
+    expect(dense[0].id).toBe('c');
+    const lexical = fuse(routes, { ...normalised, weights: { bm25: 0.8, dense: 0.2 } });
+    expect(lexical[0].id).toBe('a');
+  });
+
+  it('rrf with a fusion: weighted ranks, and the floor applies too', () => {
+    const fused = fuse(routes, { ...normalised, method: 'rrf', weights: { bm25: 1, dense: 2 } });
+    expect(fused[0]).toEqual({ id: 'c', score: 1 / (RRF_K + 3) + 2 / (RRF_K + 1), bm25Rank: 3, vectorRank: 1 });
+    expect(fused.map((f) => f.id)).not.toContain('e');
+  });
+
+  it('works with one route empty (a query with no words the index knows, or no vector)', () => {
+    expect(fuse({ bm25: [], dense: routes.dense }, normalised).map((f) => f.id)).toEqual(['c', 'd']);
+    expect(fuse({ bm25: routes.bm25, dense: [] }, normalised).map((f) => f.score)).toEqual([0.5, 0.1, 0]);
   });
 });

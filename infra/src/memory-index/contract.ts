@@ -22,6 +22,18 @@ import { OWNERS, PROJECTS, PURPOSES, ancestry, defined, readClause, sometimes } 
 import { embed, indexed, type RecordOverrides } from './fixtures';
 import { embeddingContract } from './contract-embeddings';
 
+function cosineOf(a: Float32Array, b: Float32Array): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  return dot / Math.sqrt(na * nb);
+}
+
 export interface MemoryIndexFixture {
   index: MemoryIndex;
   /**
@@ -309,6 +321,120 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       expect(await index.get(A, 'b-canary')).toBeUndefined();
       expect(await index.count(A)).toBe(1);
       expect(await ids(query('bm25', canaryText, {}, B))).toEqual(['b-canary']);
+    });
+
+    it('gives each hit its routes’ raw scores: BM25 higher for the better match, cosine for the dense route', async () => {
+      await index.upsert(A, [
+        mem({ id: 'both', text: 'invoice overdue invoice reminder' }),
+        mem({ id: 'one', text: 'invoice archived last spring with the other paperwork' }),
+        mem({ id: 'none', text: '发票已经寄出 shipment left' }),
+      ]);
+      const hits = await index.search({ ...query('bm25', 'invoice overdue'), vector: embed('invoice overdue') });
+      const byId = new Map(hits.map((h) => [h.record.id, h]));
+      expect(byId.get('both')!.bm25Score).toBeGreaterThan(byId.get('one')!.bm25Score!);
+      expect(byId.get('one')!.bm25Score).toBeGreaterThan(0);
+      expect(byId.get('none')?.bm25Score).toBeUndefined();
+      for (const hit of hits) expect(hit.cosine).toBeCloseTo(cosineOf(hit.vector, embed('invoice overdue')), 5);
+      // Chinese goes through the same route.
+      const zh = await index.search(query('bm25', '发票'));
+      expect(zh.map((h) => h.record.id)).toEqual(['none']);
+      expect(zh[0].bm25Score).toBeGreaterThan(0);
+    });
+
+    it('fuses by normalised score when asked, leaving out dense hits under the floor', async () => {
+      await index.upsert(A, [
+        mem({ id: 'text', text: 'quarterly report deadline moved to friday' }),
+        mem({ id: 'near', text: 'quarterly report' }),
+        mem({ id: 'far', text: 'the cat sleeps on the sofa all afternoon' }),
+      ]);
+      const q = { ...query('bm25', 'quarterly report deadline'), vector: embed('quarterly report deadline') };
+      const floor = { method: 'normalised' as const, weights: { bm25: 0.5, dense: 0.5 }, denseFloor: 0.99 };
+      const floored = await index.search({ ...q, fusion: floor });
+      expect(floored.map((h) => h.record.id).sort()).toEqual(['near', 'text']);
+      expect(floored.every((h) => h.vectorRank === undefined)).toBe(true);
+      const open = await index.search({ ...q, fusion: { ...floor, denseFloor: -1 } });
+      expect(open.map((h) => h.record.id)).toContain('far');
+      // Fused scores are weighted [0, 1] route scores: at most the sum of the weights.
+      expect(Math.max(...open.map((h) => h.score))).toBeLessThanOrEqual(1);
+      const denseOnly = await index.search({ ...q, fusion: { ...floor, denseFloor: -1, weights: { bm25: 0, dense: 1 } } });
+      expect(denseOnly[0].record.id).toBe(denseOnly.sort((a, b) => b.cosine! - a.cosine!)[0].record.id);
+    });
+
+    describe('neighbours', () => {
+      const turn = (id: string, at: string, overrides: RecordOverrides = {}) =>
+        mem({
+          id,
+          kind: 'episodic',
+          subject: 'alice',
+          text: `turn ${id}`,
+          validFrom: at,
+          ...overrides,
+          policy: { owner: 'alice', ...overrides.policy },
+        });
+      const T = (minute: number) => new Date(Date.UTC(2024, 0, 1, 10, minute)).toISOString();
+      const pair = (found: Awaited<ReturnType<MemoryIndex['neighbours']>>, id: string) => {
+        const entry = found.find((f) => f.id === id);
+        return entry && [entry.previous?.record.id, entry.next?.record.id];
+      };
+
+      it('finds the turns just before and after, in time then insertion order, within the same session', async () => {
+        await index.upsert(A, [
+          turn('s1-a', T(0), { session: 's1' }),
+          turn('s1-b', T(1), { session: 's1' }),
+          // Same time as s1-b: after it, in insertion order.
+          turn('s1-c', T(1), { session: 's1' }),
+          turn('s2-a', T(2), { session: 's2' }),
+          turn('s1-d', T(200), { session: 's1' }),
+          turn('bob', T(1), { session: 's1', subject: 'bob', policy: { owner: 'bob' } }),
+          mem({ id: 'fact', kind: 'semantic', subject: 'alice', validFrom: T(1), session: 's1', policy: { owner: 'alice' } }),
+        ]);
+        const found = await index.neighbours(A, ['s1-b', 's1-c', 's1-a', 's2-a', 'fact', 'unknown'], openFilter);
+        expect(pair(found, 's1-b')).toEqual(['s1-a', 's1-c']);
+        // A session has no time limit: s1-d is hours later.
+        expect(pair(found, 's1-c')).toEqual(['s1-b', 's1-d']);
+        expect(pair(found, 's1-a')).toEqual([undefined, 's1-b']);
+        expect(pair(found, 's2-a')).toEqual([undefined, undefined]);
+        // Only episodic memories have turns around them.
+        expect(pair(found, 'fact')).toBeUndefined();
+        expect(pair(found, 'unknown')).toBeUndefined();
+        const full = found.find((f) => f.id === 's1-b')!.previous!;
+        expect(full.record.content.text).toBe('turn s1-a');
+        expect(full.vector).toHaveLength(384);
+      });
+
+      it('without sessions, joins turns of the same subject at most 30 minutes apart', async () => {
+        await index.upsert(A, [turn('a', T(0)), turn('b', T(30)), turn('c', T(61)), turn('tagged', T(31), { session: 's' })]);
+        const found = await index.neighbours(A, ['a', 'b', 'c'], openFilter);
+        expect(pair(found, 'a')).toEqual([undefined, 'b']);
+        expect(pair(found, 'b')).toEqual(['a', undefined]);
+        expect(pair(found, 'c')).toEqual([undefined, undefined]);
+      });
+
+      it('never uses a neighbour the filter hides: it is passed over, as if it did not exist', async () => {
+        await index.upsert(A, [
+          turn('q', T(0), { session: 's' }),
+          turn('secret', T(1), { session: 's', policy: { sensitivity: 'restricted' } }),
+          turn('answer', T(2), { session: 's' }),
+          turn('other-owner', T(3), { session: 's', policy: { owner: 'mallory' } }),
+          turn('last', T(4), { session: 's' }),
+        ]);
+        const filter: IndexFilter = {
+          ...openFilter,
+          maxSensitivity: 'confidential',
+          clauses: [{ ruleId: 'own', maxSensitivity: 'confidential', owner: 'alice' }],
+        };
+        const found = await index.neighbours(A, ['q', 'answer', 'secret'], filter);
+        expect(pair(found, 'q')).toEqual([undefined, 'answer']);
+        expect(pair(found, 'answer')).toEqual(['q', 'last']);
+        // A hidden id has no neighbours either (it is not admitted).
+        expect(pair(found, 'secret')).toBeUndefined();
+        const returned = found.flatMap((f) => [f.previous, f.next]).flatMap((n) => (n ? [n.record.id] : []));
+        expect(returned).not.toContain('secret');
+        expect(returned).not.toContain('other-owner');
+        // The same as if the hidden turns were never written.
+        await index.purge(A, ['secret', 'other-owner']);
+        expect(await index.neighbours(A, ['q', 'answer', 'secret'], filter)).toEqual(found);
+      });
     });
 
     it('purge removes records from get, search and count', async () => {

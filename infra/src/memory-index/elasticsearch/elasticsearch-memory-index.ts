@@ -246,7 +246,7 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     const selves = (await this.searchHits<NeighbourSource>(alias, selfQuery, 'neighbours'))
       .map((h) => h._source!)
       // Documents indexed before subjects were kept cannot be placed in a conversation.
-      .filter((s): s is NeighbourSource & { subject: string } => typeof s.subject === 'string');
+      .filter((s): s is NeighbourSource & { subject: string; seq: number } => typeof s.subject === 'string' && typeof s.seq === 'number');
     if (selves.length === 0) return [];
     const bodies = selves.flatMap((s) => [neighbourQuery(s, 'previous', filter)!, neighbourQuery(s, 'next', filter)!]);
     const found = await this.call('msearch', alias, async () => {

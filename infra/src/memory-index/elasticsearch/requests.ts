@@ -348,9 +348,10 @@ export function fuse(bm25: readonly RouteHit[], knn: readonly RouteHit[], limit:
 }
 
 /** The fields of a record `neighbours` seeks from. */
-export const NEIGHBOUR_SOURCE = ['id', 'subject', 'session', 'valid_from'] as const;
+export const NEIGHBOUR_SOURCE = ['id', 'seq', 'subject', 'session', 'valid_from'] as const;
 export interface NeighbourSource {
   id: string;
+  seq?: number;
   subject?: string;
   session?: string | null;
   valid_from: number;
@@ -370,11 +371,15 @@ export function neighbourSelfQuery(ids: readonly string[], filter: IndexFilter) 
 /**
  * The admitted episodic record just before (or after) `of` in its
  * conversation: same subject, same session or, both without one, at most
- * CONVERSATION_GAP_MS apart; ordered by valid time then id (the twin of the
- * SQLite target's seek). The policy filter is part of the query, so a record
+ * CONVERSATION_GAP_MS apart; ordered by valid time then insertion order
+ * (`seq`; the twin of the SQLite target's seek by rowid). The policy filter is part of the query, so a record
  * the caller may not see is passed over as if absent.
  */
-export function neighbourQuery(of: NeighbourSource & { subject: string }, direction: 'previous' | 'next', filter: IndexFilter) {
+export function neighbourQuery(
+  of: NeighbourSource & { subject: string; seq: number },
+  direction: 'previous' | 'next',
+  filter: IndexFilter,
+) {
   const compiled = compileFilterDsl(filter);
   if (compiled === undefined) return undefined;
   const at = of.valid_from;
@@ -382,7 +387,7 @@ export function neighbourQuery(of: NeighbourSource & { subject: string }, direct
   const session = of.session ?? null;
   const beyond = before ? { lt: at } : { gt: at };
   const order: 'asc' | 'desc' = before ? 'desc' : 'asc';
-  const sort: Record<string, { order: 'asc' | 'desc' }>[] = [{ valid_from: { order } }, { id: { order } }];
+  const sort: Record<string, { order: 'asc' | 'desc' }>[] = [{ valid_from: { order } }, { seq: { order } }];
   return {
     query: {
       bool: {
@@ -398,7 +403,7 @@ export function neighbourQuery(of: NeighbourSource & { subject: string }, direct
             bool: {
               should: [
                 { range: { valid_from: beyond } },
-                { bool: { filter: [{ term: { valid_from: at } }, { range: { id: before ? { lt: of.id } : { gt: of.id } } }] } },
+                { bool: { filter: [{ term: { valid_from: at } }, { range: { seq: before ? { lt: of.seq } : { gt: of.seq } } }] } },
               ],
               minimum_should_match: 1,
             },

@@ -189,7 +189,7 @@ export function migrateTenantSchema(db: Database.Database): void {
     CREATE UNIQUE INDEX IF NOT EXISTS memories_current ON memories (id) WHERE tx_to IS NULL;
     CREATE UNIQUE INDEX IF NOT EXISTS memories_versions ON memories (id, version);
     -- A conversation's turns in time order: neighbours() finds the turns around a hit with one seek each.
-    CREATE INDEX IF NOT EXISTS memories_timeline ON memories (subject, session, valid_from, id) WHERE kind = 'episodic';
+    CREATE INDEX IF NOT EXISTS memories_timeline ON memories (subject, session, valid_from) WHERE kind = 'episodic';
   `);
 }
 

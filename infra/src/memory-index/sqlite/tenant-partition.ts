@@ -411,7 +411,8 @@ export class TenantPartition {
    * For each id the filter admits (an episodic record), the rowids of the
    * admitted episodic records just before and after it in its conversation:
    * same subject, same session or, both without one, at most
-   * CONVERSATION_GAP_MS apart; ordered by valid time then id. The filter is
+   * CONVERSATION_GAP_MS apart; ordered by valid time then insertion (rowid:
+   * the turns of one conversation often share a time). The filter is
    * part of each seek, so a record it rejects is passed over as if absent.
    */
   neighbours(ids: string[], filter: FilterSql): { id: string; previous?: number; next?: number }[] {
@@ -424,9 +425,9 @@ export class TenantPartition {
       this.stmt(
         `SELECT m.rowid AS rowid FROM memories m INDEXED BY memories_timeline
          WHERE m.kind = 'episodic' AND m.subject = ? AND m.session IS ?
-           AND ${direction === 'previous' ? '(m.valid_from < ? OR (m.valid_from = ? AND m.id < ?)) AND m.valid_from >= ?' : '(m.valid_from > ? OR (m.valid_from = ? AND m.id > ?)) AND m.valid_from <= ?'}
+           AND ${direction === 'previous' ? '(m.valid_from < ? OR (m.valid_from = ? AND m.rowid < ?)) AND m.valid_from >= ?' : '(m.valid_from > ? OR (m.valid_from = ? AND m.rowid > ?)) AND m.valid_from <= ?'}
            AND ${filter.where}
-         ORDER BY m.valid_from ${direction === 'previous' ? 'DESC' : 'ASC'}, m.id ${direction === 'previous' ? 'DESC' : 'ASC'} LIMIT 1`,
+         ORDER BY m.valid_from ${direction === 'previous' ? 'DESC' : 'ASC'}, m.rowid ${direction === 'previous' ? 'DESC' : 'ASC'} LIMIT 1`,
       );
     const previous = seek('previous');
     const next = seek('next');
@@ -442,11 +443,11 @@ export class TenantPartition {
         row.session,
         at,
         at,
-        row.id,
+        row.rowid,
         Math.max(at - gap, Number.MIN_SAFE_INTEGER),
         ...filter.params,
       ) as { rowid: number } | undefined;
-      const after = next.get(row.subject, row.session, at, at, row.id, Math.min(at + gap, Number.MAX_SAFE_INTEGER), ...filter.params) as
+      const after = next.get(row.subject, row.session, at, at, row.rowid, Math.min(at + gap, Number.MAX_SAFE_INTEGER), ...filter.params) as
         { rowid: number } | undefined;
       found.push({
         id,
