@@ -1,7 +1,7 @@
 import { stem } from 'porter2';
 import { entityToken } from '../memory/kinds';
 import type { MemoryRecord } from '../memory/record';
-import { dateText } from './date-words';
+import { dateWords } from './date-words';
 import { isStopWord } from './stop-words';
 import { tokenize } from './tokenize';
 
@@ -46,8 +46,7 @@ export function documentAnalysisCode(analysis: TextAnalysis): number {
 export function documentTerms(record: MemoryRecord, analysis: TextAnalysis): string[] {
   const { fact, relation } = record.content;
   const words = tokenize(fact ? `${record.content.text}\n${fact.entity} ${fact.attribute} ${fact.value}` : record.content.text);
-  const date = analysis.dateWords ? dateText(record.validFrom) : undefined;
-  if (date) words.push(...tokenize(date));
+  if (analysis.dateWords) words.push(...dateWords(record.validFrom));
   const terms = analysis.stem ? words.map(stemWord) : words;
   if (relation) terms.push(entityToken(relation.from), entityToken(relation.to));
   return terms;

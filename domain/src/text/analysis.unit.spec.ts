@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { makeRecord } from '../testing';
 import { DEFAULT_TEXT_ANALYSIS, documentAnalysisCode, documentTerms, queryTerms, type TextAnalysis } from './analysis';
-import { dateText } from './date-words';
+import { dateText, dateWords } from './date-words';
+import { tokenize } from './tokenize';
 
 const only = (analysis: Partial<TextAnalysis>): TextAnalysis => ({ stopWords: false, stem: false, dateWords: false, ...analysis });
 
@@ -65,6 +66,14 @@ describe('date words', () => {
     expect(dateText('2023-05-08T13:56:00Z')).toBe('8 may 2023 monday\n2023年5月8日 星期一 周一');
     // 23:30 at UTC-5 is already the next day in UTC.
     expect(dateText('2023-05-07T23:30:00-05:00')).toContain('8 may 2023 monday');
+  });
+
+  it('are the words the tokenizer cuts from that text, for every day of several years', () => {
+    for (let day = Date.UTC(1999, 11, 1); day < Date.UTC(2031, 0, 1); day += 86_400_000 * 3) {
+      const iso = new Date(day).toISOString();
+      expect(dateWords(iso)).toEqual(tokenize(dateText(iso)!));
+    }
+    expect(dateWords('not a date')).toEqual([]);
   });
 
   it("index the memory's day, so an English or a Chinese question naming it matches", () => {

@@ -5,7 +5,8 @@ import { memoryIndexContract } from '../contract';
 import { embed, indexed, searchIds } from '../fixtures';
 import { filesContaining, inspectIndices, localNode, segmentCounts } from '../../../../tests/support/elasticsearch-files';
 import { ElasticsearchMemoryIndex } from './elasticsearch-memory-index';
-import { aliasName } from './mapping';
+import { MAPPING_VERSION, aliasName, indexName, memoryIndexMapping } from './mapping';
+import { checkServerVersion, dropsSourceVectors } from './requests';
 
 const URL = process.env.ELMA_ELASTICSEARCH_URL;
 /** The node's folder (start-elasticsearch.mjs prints it as ELMA_ES_DATA), known only when the node runs on this machine. */
@@ -213,6 +214,32 @@ if (URL) {
       expect(await search(index, 'shipment delay report 7', embed('shipment delay report 7 发货 延迟 7'))).toEqual(before);
       expect((await index.get(T, 'm-7'))?.record.usage.adopted).toBe(1);
       expect(await index.tenants()).toEqual([T]);
+    });
+
+    it('keeps answering from an index of mapping version 1, and its reindex gives the older documents their date words', async () => {
+      // A tenant indexed before version 2: its index carries the old name and documents without the date line.
+      const alias = aliasName(T, namespace);
+      const body = memoryIndexMapping(DIMENSIONS, { keepSourceVectors: dropsSourceVectors(checkServerVersion(await client.info())) });
+      const v1: object = { ...body, mappings: { ...body.mappings, _meta: { mapping_version: 1 } } };
+      await client.indices.create({ index: indexName(T, 1, namespace), ...v1, aliases: { [alias]: { is_write_index: true } } });
+      const memories = [
+        indexed({ id: 'paint', tenant: T, text: 'Melanie: I painted a sunrise.', validFrom: '2023-05-08T13:56:00.000Z' }),
+        indexed({ id: 'trip', tenant: T, text: '卡罗琳：我们下周去海边露营。', validFrom: '2023-07-21T09:00:00.000Z' }),
+      ];
+      await index.upsert(T, memories);
+      // Written back as version 1 wrote them: the text alone (the test node has no _update_by_query).
+      const { hits } = await client.search<{ text: string; record: { content: { text: string } } }>({ index: alias, size: 10 });
+      for (const hit of hits.hits) {
+        await client.index({ index: hit._index, id: hit._id!, document: { ...hit._source!, text: hit._source!.record.content.text } });
+      }
+      await client.indices.refresh({ index: alias });
+      expect(await search(index, 'paintings')).toEqual(['paint']);
+      expect(await search(index, '8 May 2023')).toEqual([]);
+
+      const result = await index.reindex(T, (target) => target.upsert(T, memories));
+      expect(result.to).toContain(`-memories-v${MAPPING_VERSION}-r`);
+      expect((await search(index, 'What happened on 8 May 2023?'))[0]).toBe('paint');
+      expect((await search(index, '2023年7月21日发生了什么'))[0]).toBe('trip');
     });
 
     it('leaves the alias where it was when the fill fails', async () => {

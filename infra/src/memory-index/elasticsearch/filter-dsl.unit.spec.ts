@@ -213,7 +213,7 @@ describe('the Elasticsearch filter target', () => {
 
 describe('the Elasticsearch index layout', () => {
   it('names one index per tenant and mapping version behind one alias', () => {
-    expect(indexName('acme', MAPPING_VERSION)).toBe('elma-acme-memories-v1');
+    expect(indexName('acme', MAPPING_VERSION)).toBe(`elma-acme-memories-v${MAPPING_VERSION}`);
     expect(aliasName('acme')).toBe('elma-acme-memories');
     expect(() => indexName('acme,*', 1)).toThrow(RangeError);
     expect(() => aliasName('Acme')).toThrow(RangeError);

@@ -1,10 +1,13 @@
-import { SENSITIVITY_RANK, entityToken, indexKeyOf, restrictionKeys, transactionTime, type MemoryRecord } from '@elma/domain';
+import { SENSITIVITY_RANK, dateText, entityToken, indexKeyOf, restrictionKeys, transactionTime, type MemoryRecord } from '@elma/domain';
 
 /**
- * Bumped whenever a change to `memoryIndexMapping` needs a reindex: the new
- * index is built beside the old one and the alias moved when it is complete.
+ * Bumped whenever a change to `memoryIndexMapping` or to what a document
+ * holds needs a reindex: the new index is built beside the old one and the
+ * alias moved when it is complete. 2: `text` carries the date words of the
+ * record's valid day (`searchableText`); a tenant indexed at 1 keeps working,
+ * its older documents are found by date only once it is reindexed.
  */
-export const MAPPING_VERSION = 1;
+export const MAPPING_VERSION = 2;
 
 /** Elasticsearch's limit for an indexed dense_vector. */
 const MAX_DIMENSIONS = 4096;
@@ -268,14 +271,18 @@ export function toDocument(
 }
 
 /**
- * What BM25 sees: the text, a fact's parts, and for an edge one word per
- * endpoint (`entityToken`), as in the SQLite target, by which recall follows
- * relations. Analysis is left to the mapping's analyzers.
+ * What BM25 sees, as `documentTerms` in the SQLite target: the text, a
+ * fact's parts, the date words of the record's valid day in English and
+ * Chinese (`dateText`), and for an edge one word per endpoint
+ * (`entityToken`), by which recall follows relations. Stemming and English
+ * stop words are left to the mapping's analyzers.
  */
 function searchableText(record: MemoryRecord): string {
   const { text, fact, relation } = record.content;
   const parts = [text];
   if (fact) parts.push(`${fact.entity} ${fact.attribute} ${fact.value}`);
+  const date = dateText(record.validFrom);
+  if (date) parts.push(date);
   if (relation) parts.push(`${entityToken(relation.from)} ${entityToken(relation.to)}`);
   return parts.join('\n');
 }

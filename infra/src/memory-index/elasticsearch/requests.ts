@@ -6,8 +6,11 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  DEFAULT_TEXT_ANALYSIS,
   groupBy,
   CONVERSATION_GAP_MS,
+  isHan,
+  queryTerms,
   RRF_K,
   fuse as fuseRoutes,
   transactionTime,
@@ -262,6 +265,20 @@ export const numCandidates = (depth: number): number => Math.min(Math.max(depth 
  */
 const MAX_QUERY_CHARS = 1_000;
 
+/**
+ * What the BM25 route asks Elasticsearch for: the query's words less English
+ * and Chinese stop words (`queryTerms`, which never empties a query and keeps
+ * a capitalised name), capped. Stemming is left to the `english` analyzer,
+ * which does it on both sides; its own stop list is English only, hence this
+ * step for Chinese ("我们的交付风险是什么" asks for 交付 风险). Adjacent Chinese
+ * words are written together again, so the `cjk` sub-field still forms its
+ * character bigrams across them as it does in the documents.
+ */
+export function bm25Text(text: string): string {
+  const terms = queryTerms(text.slice(0, MAX_QUERY_CHARS), { ...DEFAULT_TEXT_ANALYSIS, stem: false });
+  return terms.reduce((joined, term, i) => (i > 0 && isHan(term) && isHan(terms[i - 1]) ? joined + term : `${joined} ${term}`), '').trim();
+}
+
 export interface RouteBodies {
   bm25?: object;
   knn?: object;
@@ -278,8 +295,7 @@ export interface RouteBodies {
 export function routeBodies(query: HybridQuery, model?: string): RouteBodies {
   const depth = routeDepth(query.limit);
   const bodies: RouteBodies = {};
-  const text = query.text.trim().slice(0, MAX_QUERY_CHARS);
-  const bm25 = bm25Query(text, query.filter);
+  const bm25 = bm25Query(bm25Text(query.text), query.filter);
   if (bm25) bodies.bm25 = { ...bm25, size: depth, _source: ['id'] };
   if (query.vector && query.vector.some((x) => x !== 0)) {
     const knn = knnClause(query.vector, depth, numCandidates(depth), query.filter, model);

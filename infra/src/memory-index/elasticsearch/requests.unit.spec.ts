@@ -16,6 +16,7 @@ import {
 } from './mapping';
 import {
   aliasSwapActions,
+  bm25Text,
   bulkFailures,
   checkServerVersion,
   chunkOperations,
@@ -204,6 +205,15 @@ describe('the hybrid search requests', () => {
     expect(routeBodies(q({ vector: undefined }))).not.toHaveProperty('knn');
     expect(routeBodies(q({ vector: new Float32Array(3) }))).not.toHaveProperty('knn');
     expect(routeBodies(q({ filter: { ...filter, clauses: [] } }))).toEqual({});
+  });
+
+  it('asks BM25 for the words of the query without English or Chinese stop words, Chinese words written together', () => {
+    expect(bm25Text('What did Caroline paint in May?')).toBe('caroline paint may');
+    expect(bm25Text('我们的交付风险是什么？')).toBe('交付风险');
+    expect(bm25Text('卡罗琳什么时候去露营 in 2023')).toBe('卡罗琳去露营 2023');
+    expect(bm25Text('what is it')).toBe('what is it');
+    const { bm25 } = routeBodies(q({ text: 'What is the merger plan?' })) as { bm25: { query: { bool: { must: object[] } } } };
+    expect(JSON.stringify(bm25.query.bool.must)).toContain('"query":"merger plan"');
   });
 
   it('fuses on the server only when both routes run, with ELMA’s rank constant and window', () => {

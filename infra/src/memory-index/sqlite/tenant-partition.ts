@@ -640,12 +640,7 @@ export class TenantPartition {
         for (const row of rows) insert.run(row.rowid, documentTerms(JSON.parse(row.record) as MemoryRecord, this.options.text).join(' '));
         after = rows[rows.length - 1].rowid;
       }
-      this.db
-        .prepare(
-          `INSERT INTO partition_state (key, value) VALUES ('text_analysis', ?)
-                       ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-        )
-        .run(code);
+      this.db.prepare(`INSERT OR REPLACE INTO partition_state (key, value) VALUES ('text_analysis', ?)`).run(code);
     })();
     this.cache.clear();
   }
