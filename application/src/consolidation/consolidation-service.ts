@@ -76,9 +76,24 @@ export interface ConsolidationResult {
  * on any input (placed before or after) withholds it too. A view never mixes
  * owners, projects or retention classes. Erased content is never re-derived.
  */
+/** How long a consolidation pass waits for the tenant's pending vectors (an embedder that is down must not stall it). */
+const EMBEDDING_WAIT_MS = 30_000;
+
 export class ConsolidationService {
   constructor(
-    private readonly deps: { log: EventLog; index: MemoryIndex; sealer: EventSealer; erased: ErasureGuard },
+    private readonly deps: {
+      log: EventLog;
+      index: MemoryIndex;
+      sealer: EventSealer;
+      erased: ErasureGuard;
+      /**
+       * The embedding stage: near-duplicates are found by vector, so a pass
+       * first waits (bounded) for the tenant's pending vectors. Past the wait,
+       * records still without one are compared by fact only, and a later pass
+       * merges them.
+       */
+      embeddings?: { waitForEmbedded(tenant: string, timeoutMs: number): Promise<void> };
+    },
     private readonly params: ConsolidationParams = DEFAULT_CONSOLIDATION_PARAMS,
   ) {}
 
@@ -119,6 +134,7 @@ export class ConsolidationService {
       if (subject !== undefined) subjects.add(subject);
     }
     if (subjects.size === 0) return total;
+    await this.deps.embeddings?.waitForEmbedded(tenant, EMBEDDING_WAIT_MS).catch(() => undefined);
     const ids = new Map<string, string[]>();
     let seen = 0;
     for await (const entry of this.deps.index.lineage(tenant)) {

@@ -41,6 +41,9 @@ describe('the embedded API, end to end over HTTP', () => {
     expect(health.status).toBe(200);
     expect(Object.keys(health.body.engines)).toEqual(expect.arrayContaining(['eventLog', 'index', 'keyVault', 'projection']));
     expect(health.body.engines.eventLog.up).toBe(true);
+    // The embedding lag: how many records wait for their vector (BM25 finds them meanwhile), and with which model.
+    expect(health.body.engines.embeddings).toMatchObject({ up: true, detail: { model: expect.any(String), reindexNeeded: [] } });
+    expect(health.body.engines.embeddings.detail.pending).toBeGreaterThanOrEqual(0);
   });
 
   // A partition quarantined as corrupt is the embedded index's own: Elasticsearch keeps no file of ELMA's to corrupt.

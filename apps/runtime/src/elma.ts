@@ -176,7 +176,7 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
     }),
     signer,
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
-    consolidation: new ConsolidationService({ log, index, sealer, erased }),
+    consolidation: new ConsolidationService({ log, index, sealer, erased, embeddings }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids, ranking: config.recall }),
     health() {
       return engineHealth(config, { log, index, vault, runner, embeddings, embedding }, probes);

@@ -334,7 +334,7 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       expect(byId.get('both')!.bm25Score).toBeGreaterThan(byId.get('one')!.bm25Score!);
       expect(byId.get('one')!.bm25Score).toBeGreaterThan(0);
       expect(byId.get('none')?.bm25Score).toBeUndefined();
-      for (const hit of hits) expect(hit.cosine).toBeCloseTo(cosineOf(hit.vector, embed('invoice overdue')), 5);
+      for (const hit of hits) expect(hit.cosine).toBeCloseTo(cosineOf(hit.vector!, embed('invoice overdue')), 5);
       // Chinese goes through the same route.
       const zh = await index.search(query('bm25', '发票'));
       expect(zh.map((h) => h.record.id)).toEqual(['none']);

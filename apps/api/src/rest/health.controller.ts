@@ -4,6 +4,36 @@ import type { FastifyReply } from 'fastify';
 import { HEALTH, type HealthCheck } from '../http/tokens';
 import { ApiProblems } from './openapi';
 
+/**
+ * The embedding lag: records BM25 already finds whose vector the background stage has not made yet.
+ * Never down (recall answers by BM25 meanwhile); degraded while the embedder fails or a tenant needs
+ * `elma reindex` because its vectors are of another model.
+ */
+const EmbeddingsHealth = {
+  type: 'object',
+  required: ['up'],
+  properties: {
+    engine: { type: 'string' },
+    up: { type: 'boolean' },
+    degraded: { type: 'boolean' },
+    detail: {
+      type: 'object',
+      properties: {
+        model: { type: 'string', description: 'The embedder model (id with its version) of the vectors being made.' },
+        running: { type: 'boolean' },
+        pending: { type: 'integer', minimum: 0, description: 'Current records without a vector of the configured model.' },
+        oldestPendingAt: { type: 'string', format: 'date-time' },
+        oldestPendingAgeMs: { type: 'integer', minimum: 0 },
+        embedded: { type: 'integer', minimum: 0, description: 'Records embedded by this process since it started.' },
+        failures: { type: 'integer', minimum: 0, description: 'Embedder failures in a row.' },
+        lastError: { type: 'string', description: 'Error class or code of the last failure (never content).' },
+        retryAt: { type: 'string', format: 'date-time' },
+        reindexNeeded: { type: 'array', items: { type: 'string' }, description: 'Tenants whose vectors are of another model.' },
+      },
+    },
+  },
+};
+
 const Health = {
   type: 'object',
   required: ['status', 'engines'],
@@ -11,6 +41,7 @@ const Health = {
     status: { type: 'string', enum: ['up', 'degraded', 'down'] },
     engines: {
       type: 'object',
+      properties: { embeddings: EmbeddingsHealth },
       additionalProperties: { type: 'object', required: ['up'], properties: { up: { type: 'boolean' }, degraded: { type: 'boolean' } } },
     },
   },

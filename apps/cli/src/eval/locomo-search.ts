@@ -46,16 +46,12 @@ export async function indexedMemories(elma: Elma, tenant: string): Promise<Index
   return memories;
 }
 
-/** Waits until the embedding stage has given every memory of the tenant its vector. */
+/** Waits until the embedding stage has given every memory of the tenant its vector (the dense route is measured then). */
 export async function waitForEmbeddings(elma: Elma, tenant: string, timeoutMs = 60 * 60_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const lag = await elma.index.embeddingLag(tenant);
-    if (lag.reindexNeeded.length > 0) throw new Error(`the index holds vectors of another model than ${elma.embedder.model}`);
-    if (lag.pending === 0) return;
-    if (performance.now() > deadline) throw new Error(`${lag.pending} memories still without a vector after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  await elma.embeddings.waitForEmbedded(tenant, timeoutMs);
+  const lag = await elma.index.embeddingLag(tenant);
+  if (lag.reindexNeeded.length > 0) throw new Error(`the index holds vectors of another model than ${elma.embedder.model}`);
+  if (lag.pending > 0) throw new Error(`${lag.pending} memories still without a vector`);
 }
 
 export function variantDir(workDir: string, name: string): string {

@@ -553,7 +553,7 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     const operations = kept
       .filter((item) => current.has(versionDocId(item.id, item.version)))
       .flatMap((item) => setVectorOperations(versionDocId(item.id, item.version), item.vector, item.model));
-    for (const chunk of chunkOperations(operations, BULK_ACTIONS)) {
+    for (const chunk of chunkOperations(operations as never[], BULK_ACTIONS)) {
       const response = await this.call('set vectors', alias, () =>
         this.client.bulk({
           index: alias,

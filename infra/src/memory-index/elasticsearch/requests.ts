@@ -72,10 +72,9 @@ export function versionsQuery(ids: readonly string[], size: number, after?: unkn
 
 export type BulkOperation =
   | { index: { _id: string } }
-  | { update: { _id: string; retry_on_conflict?: number } }
+  | { update: { _id: string } }
   | MemoryDocument
-  | { doc: { tx_to: number } }
-  | { doc: Pick<MemoryDocument, 'vector' | 'vector_model'> & { pending_since: null } };
+  | { doc: { tx_to: number } };
 
 export interface UpsertPlan {
   /** Bulk body: closes of stored versions first, then the new documents. */
@@ -559,7 +558,7 @@ export function embeddingLagQuery(model: string) {
  * longer pending (a null field is a missing one to `exists`). No script:
  * nodes without the painless module take it too.
  */
-export function setVectorOperations(docId: string, vector: Float32Array, model: string): BulkOperation[] {
+export function setVectorOperations(docId: string, vector: Float32Array, model: string): object[] {
   return [{ update: { _id: docId, retry_on_conflict: 3 } }, { doc: { ...vectorFields(vector, model), pending_since: null } }];
 }
 
