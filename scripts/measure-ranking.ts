@@ -151,6 +151,9 @@ async function main() {
         smoothing: 0.5,
       });
   }
+  if (variants.includes('floors'))
+    for (const floor of [0.8, 0.82, 0.85, 0.88])
+      await run(`normalised minmax floor ${floor} + smoothing`, { text: true, dense: true, fusion: norm(floor), smoothing: 0.5 });
   await index.close();
   rmSync(work, { recursive: true, force: true });
 }

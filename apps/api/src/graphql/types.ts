@@ -190,6 +190,8 @@ export class EventInput {
   @Field(() => String, { nullable: true }) sensitivity?: string;
   @Field(() => [String], { nullable: true }) purposes?: string[];
   @Field(() => String, { nullable: true }) retention?: string;
+  /** The conversation the event belongs to (recall looks at the turns around a hit in it). */
+  @Field(() => String, { nullable: true }) session?: string;
   @Field(() => String, { nullable: true }) idempotencyKey?: string;
 }
 
