@@ -4,8 +4,13 @@ import type { Logger } from '@elma/shared';
 export interface EmbeddingStageOptions {
   /** Records embedded per embedder call (and per `setVectors`). */
   batchSize?: number;
-  /** How often the stage looks for work it was not told about (a replay, a restart), in ms. */
+  /** How often the stage wakes for the tenants it was told about and not finished (in ms). */
   intervalMs?: number;
+  /**
+   * How often it looks at every tenant for work nobody announced (a replay in another process, records
+   * left pending by a restart), in ms. Rarer: on the embedded index it opens every tenant's partition.
+   */
+  sweepMs?: number;
   /** First pause after an embedder failure, doubled on each further failure up to `maxBackoffMs`. */
   backoffMs?: number;
   maxBackoffMs?: number;
@@ -25,7 +30,7 @@ export interface EmbeddingStageStatus {
   retryAt?: string;
 }
 
-const DEFAULTS = { batchSize: 64, intervalMs: 5_000, backoffMs: 500, maxBackoffMs: 60_000 } as const;
+const DEFAULTS = { batchSize: 64, intervalMs: 5_000, sweepMs: 60_000, backoffMs: 500, maxBackoffMs: 60_000 } as const;
 
 /**
  * Gives records their vectors in the background. The projection indexes
@@ -70,8 +75,12 @@ export class EmbeddingStage {
     this.started = true;
     this.stopped = false;
     this.sweep = true;
+    let lastSweep = Date.now();
     this.timer = setInterval(() => {
-      this.sweep = true;
+      if (Date.now() - lastSweep >= this.options.sweepMs) {
+        lastSweep = Date.now();
+        this.sweep = true;
+      }
       this.kick();
     }, this.options.intervalMs);
     this.timer.unref();

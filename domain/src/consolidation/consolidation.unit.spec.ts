@@ -105,4 +105,20 @@ describe('near-duplicate groups', () => {
       ['c', 'd'],
     ]);
   });
+  it('compares a record still waiting for its vector by fact only, never by vector', () => {
+    const groups = nearDuplicateGroups(
+      [
+        { id: 'a', vector: unit(1, 0, 0) },
+        { id: 'pending' },
+        { id: 'b', vector: unit(0.99, 0.1, 0) },
+        { id: 'f1', factKey: 'acme\u001frenewal\u001fmarch' },
+        { id: 'f2', vector: unit(0, 0, 1), factKey: 'acme\u001frenewal\u001fmarch' },
+      ],
+      0.95,
+    );
+    expect(groups).toEqual([
+      ['a', 'b'],
+      ['f1', 'f2'],
+    ]);
+  });
 });

@@ -110,6 +110,16 @@ describe('budgeted packing', () => {
     expect(packed.map((p) => p.record.id)).toEqual(['a', 'b']);
   });
 
+  it('packs records still waiting for their vector, judging their redundancy by identical text only', () => {
+    const pending = (id: string, relevance: number, text: string): PackCandidate => ({ record: record(id, { text }), relevance });
+    const packed = packByMarginalUtility(
+      [pending('a', 1, 'parcel delayed'), pending('a-again', 0.95, 'parcel delayed'), candidate('b', 0.6, unit(0, 1, 0))],
+      // Room for two of the three: the verbatim repeat earns nothing once its twin is packed.
+      { budgetTokens: 4, at: AT, countTokens: words },
+    );
+    expect(packed.map((p) => p.record.id)).toEqual(['a', 'b']);
+  });
+
   it('leaves out an item whose utility is not positive, however much room there is', () => {
     const packed = packByMarginalUtility(
       [

@@ -70,11 +70,7 @@ export function versionsQuery(ids: readonly string[], size: number, after?: unkn
   };
 }
 
-export type BulkOperation =
-  | { index: { _id: string } }
-  | { update: { _id: string } }
-  | MemoryDocument
-  | { doc: { tx_to: number } };
+export type BulkOperation = { index: { _id: string } } | { update: { _id: string } } | MemoryDocument | { doc: { tx_to: number } };
 
 export interface UpsertPlan {
   /** Bulk body: closes of stored versions first, then the new documents. */

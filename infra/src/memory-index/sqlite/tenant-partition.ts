@@ -477,7 +477,8 @@ export class TenantPartition {
         {
           rowid: r.rowid,
           record: withUsage(JSON.parse(r.record) as MemoryRecord, r),
-          ...(r.vector_model !== null ? { vector: fromBlob(r.vector) } : {}),
+          // A stale partition's vectors are not comparable with the query's: hits carry none (as on Elasticsearch).
+          ...(r.vector_model === this.options.model ? { vector: fromBlob(r.vector) } : {}),
           ...(r.tokens !== null ? { tokens: r.tokens } : {}),
         },
       ]),
