@@ -29,9 +29,12 @@ const events = (from: number, count: number) => ({
 
     beforeAll(async () => {
       const namespace = `views${Date.now().toString(36)}`;
-      elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir, ELMA_ELASTICSEARCH_URL: url, ELMA_ES_NAMESPACE: namespace }), {
-        logger: silentLogger,
-      });
+      elma = await openElma(
+        loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir, ELMA_ELASTICSEARCH_URL: url, ELMA_ES_NAMESPACE: namespace }),
+        {
+          logger: silentLogger,
+        },
+      );
       await elma.runner.start();
       const result = await elma.ingest.ingest(who, events(0, 30));
       await elma.runner.waitFor(BigInt(result.position));

@@ -112,12 +112,12 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
   const logger = options.logger ?? createLogger(config.logLevel);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
 
-  // The embedding server first: a failed start leaves no engine file open. It never gates ingest (see EmbedderHost).
-  const embedding = await openEmbedder(config, logger);
-  const embedder = embedding.embedder;
+  // The embedding server first, so a failed start leaves no engine file open. Ingest does not use it.
+  const embedderHost = await openEmbedder(config, logger);
+  const embedder = embedderHost.embedder;
   // The index searches only vectors of this model (a partition or index of another model needs a reindex).
   const { log, checkpoints, compaction, vault, index } = await openEngines(config, embedder.model).catch(async (error: unknown) => {
-    await embedding.close();
+    await embedderHost.close();
     throw error;
   });
   const sealer = new EventSealer(vault);
@@ -179,7 +179,7 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
     consolidation: new ConsolidationService({ log, index, sealer, erased, embeddings }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids, ranking: config.recall }),
     health() {
-      return engineHealth(config, { log, index, vault, runner, embeddings, embedding }, probes);
+      return engineHealth(config, { log, index, vault, runner, embeddings, embedderHost }, probes);
     },
     addHealthProbe(name, probe) {
       probes.set(name, probe);
@@ -189,7 +189,7 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
       await index.close();
       await vault.close();
       await log.close();
-      await embedding.close();
+      await embedderHost.close();
     },
   };
 }
@@ -354,8 +354,8 @@ async function engineHealth(
     vault,
     runner,
     embeddings,
-    embedding,
-  }: { log: EventLog; index: ViewIndex; vault: KeyVault; runner: ProjectionRunner; embeddings: EmbeddingStage; embedding: EmbedderHost },
+    embedderHost,
+  }: { log: EventLog; index: ViewIndex; vault: KeyVault; runner: ProjectionRunner; embeddings: EmbeddingStage; embedderHost: EmbedderHost },
   probes: Map<string, () => Promise<EngineHealth>>,
 ): Promise<Record<string, EngineHealth>> {
   return {
@@ -365,7 +365,7 @@ async function engineHealth(
     projection: { engine: 'runner', up: !runner.status().error, detail: runner.status() },
     embeddings: await embeddingHealth(index, embeddings),
     storage: await storageProbe(config),
-    embedder: await embedding.health(),
+    embedder: await embedderHost.health(),
     ...Object.fromEntries(
       await Promise.all(
         [...probes].map(async ([name, check]) => [name, await check().catch(() => ({ engine: name, up: false }))] as const),

