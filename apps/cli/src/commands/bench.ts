@@ -13,6 +13,8 @@ import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 import { eventBatch, prng, query, sentence } from '../bench/corpus';
 import { coverageExperiment } from '../bench/coverage';
 import { loadBench } from '../bench/load';
+import { DEFAULT_SEMANTIC, semanticBench } from '../bench/semantic';
+import { percentiles } from '../bench/stats';
 
 const TENANTS = 10;
 const BATCH = 100;
@@ -47,14 +49,31 @@ export async function benchCommand(argv: string[]): Promise<number> {
       },
       (message) => process.stderr.write(`[bench] ${message}\n`),
     );
-  if (values.only === 'load') {
-    printTable((await load()).map((row) => [row.what, row.figure, row.target ?? '', '']));
+  // The embedder of the environment (a real model), in an ELMA of its own (see bench/semantic.ts).
+  const semantic = () =>
+    semanticBench(
+      {
+        sizes: (values['semantic-sizes'] ?? values.sizes!).split(',').map(Number),
+        pool: Number(values['semantic-pool']),
+        noise: Number(values['semantic-noise']),
+        queries: Number(values['semantic-queries']),
+        lagProbes: DEFAULT_SEMANTIC.lagProbes,
+      },
+      (message) => process.stderr.write(`[bench] ${message}\n`),
+    );
+  if (values.only === 'load' || values.only === 'semantic') {
+    const section = values.only === 'load' ? await load() : await semantic();
+    printTable(section.map((row) => [row.what, row.figure, row.target ?? '', '']));
     return 0;
   }
   const sizes = values.only === 'erasure' ? [] : values.sizes!.split(',').map(Number);
   const closures = values.only === 'recall' ? [] : values.closures!.split(',').map(Number);
   const dataDir = mkdtempSync(join(tmpdir(), 'elma-bench-'));
-  const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir, ...productionIndex() }), { logger: silentLogger });
+  // The engine figures use the hashing embedder, so that they measure the engines and stay comparable across
+  // runs; the real model's figures (recall with query embedding, throughput, lag) are bench/semantic.ts's.
+  const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir, ELMA_EMBEDDER: 'hashing', ...productionIndex() }), {
+    logger: silentLogger,
+  });
   const rows: string[][] = [];
   const line: Line = (what, figure, targetText, ok) => rows.push([what, figure, targetText, ok === undefined ? '' : ok ? 'ok' : 'MISSED']);
 
@@ -67,6 +86,7 @@ export async function benchCommand(argv: string[]): Promise<number> {
   }
   if (closures.length > 0) await measureErasure(line, closures, Number(values['erasure-background']));
   if (values.only !== 'erasure') await measureCoverage(line);
+  if (values.only === undefined) for (const row of await semantic()) line(row.what, row.figure, row.target ?? '');
   if (values.only === undefined) for (const row of await load()) line(row.what, row.figure, row.target ?? '');
   printTable(rows);
   return 0;
@@ -82,6 +102,10 @@ function parseBenchArgs(argv: string[]) {
       'load-clients': { type: 'string', default: '16,64,256' },
       'load-seconds': { type: 'string', default: '60' },
       'no-load-sweep': { type: 'boolean', default: false },
+      'semantic-sizes': { type: 'string' },
+      'semantic-pool': { type: 'string', default: String(DEFAULT_SEMANTIC.pool) },
+      'semantic-noise': { type: 'string', default: String(DEFAULT_SEMANTIC.noise) },
+      'semantic-queries': { type: 'string', default: String(DEFAULT_SEMANTIC.queries) },
       only: { type: 'string' },
     },
   }).values;
@@ -101,6 +125,7 @@ async function measureIngestAndRecall(elma: Elma, dataDir: string, sizes: number
   );
   const policy = benchPolicy();
   for (const tenant of tenants) await elma.policies.put(tenant, policy, 'bench');
+  line(`embedder of the engine figures`, `${elma.embedder.model} (the real model's figures come below)`, '');
   line(`policy rules per tenant`, `${policy.rules.length}`, '>= 20', policy.rules.length >= 20);
   let projectionStarted = false;
   for (const size of sizes) {
@@ -235,7 +260,7 @@ async function measureErasure(
     dbFile: join(dataDir, 'temporal.db'),
     searchAttributes: ELMA_SEARCH_ATTRIBUTES,
   });
-  const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+  const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir, ELMA_EMBEDDER: 'hashing' }), { logger: silentLogger });
   const tenant = 'bench_erasure';
   const taskQueue = 'elma-bench';
   const connection = await Connection.connect({ address: temporal.address });
@@ -409,12 +434,6 @@ function productionIndex(): Record<string, string> {
         ...(process.env.ELMA_ES_REFRESH ? { ELMA_ES_REFRESH: process.env.ELMA_ES_REFRESH } : {}),
       }
     : {};
-}
-
-function percentiles(samples: number[]) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-  return { p50: at(50), p95: at(95), p99: at(99) };
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { parseSessionDateTime, recallAt, reciprocalRank, scoreRetrieval, summarise, type ScoredQuestion } from '../eval/locomo-metrics';
+import {
+  gains,
+  parseSessionDateTime,
+  recallAt,
+  reciprocalRank,
+  scoreRetrieval,
+  summarise,
+  type ScoredQuestion,
+} from '../eval/locomo-metrics';
+import { GAIN_PAIRS, VARIANTS, unavailable } from '../eval/locomo-variants';
 
 describe('LoCoMo session times', () => {
   it('reads an afternoon time as the 24-hour clock, in UTC', () => {
@@ -94,5 +103,91 @@ describe('summary per category and route', () => {
 
   it('has no rows without questions', () => {
     expect(summarise([])).toEqual([]);
+  });
+});
+
+describe('intervals and gains per variant', () => {
+  const bootstrap = { resamples: 500, seed: 3, level: 0.95 };
+  const score = (hit: number) => ({ recall5: hit, recall10: hit, recall20: hit, reciprocalRank: hit });
+  // 40 questions in two categories; "better" finds what "base" finds plus every third question.
+  const scored: ScoredQuestion[] = Array.from({ length: 40 }, (_, i) => {
+    const base = i % 2 === 0 ? 1 : 0;
+    const better = i % 3 === 0 ? 1 : base;
+    const common = { question: `q${i}`, category: i < 20 ? 1 : 4 };
+    return [
+      { ...common, route: 'base', score: score(base) },
+      { ...common, route: 'better', score: score(better) },
+    ];
+  }).flat();
+
+  it('gives every row the interval of its own questions, around its R@10', () => {
+    const rows = summarise(scored, bootstrap);
+    expect(rows.map((r) => `${r.category}/${r.route}/${r.n}`)).toEqual([
+      '1/base/20',
+      '1/better/20',
+      '4/base/20',
+      '4/better/20',
+      'all/base/40',
+      'all/better/40',
+    ]);
+    for (const row of rows) {
+      expect(row.recall10Interval!.low).toBeLessThanOrEqual(row.recall10);
+      expect(row.recall10Interval!.high).toBeGreaterThanOrEqual(row.recall10);
+    }
+    // Fewer questions, wider interval.
+    const width = (r: (typeof rows)[number]) => r.recall10Interval!.high - r.recall10Interval!.low;
+    expect(width(rows[0])).toBeGreaterThan(width(rows[4]));
+    expect(summarise(scored, bootstrap)).toEqual(rows);
+    expect(summarise(scored)[0].recall10Interval).toBeUndefined();
+  });
+
+  it('pairs questions for a gain, and leaves out pairs that did not run', () => {
+    const [gain, ...rest] = gains(
+      scored,
+      [
+        ['better', 'base'],
+        ['fused', 'base'],
+      ],
+      bootstrap,
+    );
+    expect(rest).toEqual([]);
+    // base hits 20 of 40; better adds the odd multiples of 3 below 40 (3, 9, 15, 21, 27, 33, 39): 7 more.
+    expect(gain).toMatchObject({ route: 'better', over: 'base', n: 40 });
+    expect(gain.mean).toBeCloseTo(7 / 40);
+    expect(gain.low).toBeGreaterThan(0);
+  });
+
+  it('needs the question of every score to pair them', () => {
+    expect(() => gains([{ category: 1, route: 'a', score: score(1) }], [['a', 'a']], bootstrap)).toThrow(RangeError);
+  });
+});
+
+describe('the variants compared', () => {
+  const all = { textAnalysis: true, fusion: true, smoothing: true, semantic: true };
+
+  it('add one BM25 improvement per row, then the dense and fused routes', () => {
+    expect(VARIANTS.map((v) => v.name)).toEqual([
+      'bm25',
+      '+stop',
+      '+stem',
+      '+dates',
+      '+smooth',
+      'dense',
+      'fused-rrf',
+      'fused',
+      'fused+smooth',
+    ]);
+    const names = new Set(VARIANTS.map((v) => v.name));
+    for (const [route, over] of GAIN_PAIRS) expect(names.has(route) && names.has(over)).toBe(true);
+  });
+
+  it('say what is missing when a variant cannot run', () => {
+    const plain = VARIANTS[0];
+    const fusedSmooth = VARIANTS.find((v) => v.name === 'fused+smooth')!;
+    expect(unavailable(plain, { ...all, textAnalysis: false, semantic: false })).toBeUndefined();
+    expect(unavailable(fusedSmooth, all)).toBeUndefined();
+    expect(unavailable(fusedSmooth, { ...all, semantic: false, smoothing: false })).toBe(
+      'the embedder is not semantic; smoothing not available',
+    );
   });
 });

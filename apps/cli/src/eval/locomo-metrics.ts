@@ -1,8 +1,10 @@
 /**
  * Pure helpers of the LoCoMo retrieval evaluation (`npm run eval:locomo`):
- * the session time parser and the ranking metrics. No I/O, so they are unit
- * tested with hand-computed cases and never need the data folder.
+ * the session time parser, the ranking metrics and their bootstrap
+ * intervals. No I/O, so they are unit tested with hand-computed cases and
+ * never need the data folder.
  */
+import { DEFAULT_BOOTSTRAP, bootstrapDifference, bootstrapMean, type BootstrapOptions, type Interval } from './bootstrap';
 
 const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
 
@@ -66,7 +68,10 @@ export function scoreRetrieval(ranked: readonly string[], evidence: readonly str
 }
 
 export interface ScoredQuestion {
+  /** Which question (e.g. `conv-26/0`): pairs the scores of two routes for a difference. */
+  question?: string;
   category: number;
+  /** The route or variant that ranked (e.g. `bm25`, `fused`). */
   route: string;
   score: RetrievalScore;
 }
@@ -80,6 +85,8 @@ export interface SummaryRow {
   recall10: number;
   recall20: number;
   mrr: number;
+  /** Bootstrap interval of `recall10` (questions resampled), when asked for. */
+  recall10Interval?: Interval;
 }
 
 /**
@@ -87,15 +94,24 @@ export interface SummaryRow {
  * over all questions of each route. Every question weighs the same, so the
  * `all` row is not the mean of the category rows when categories differ in size.
  * Rows come by category (ascending, `all` last), routes in order of first appearance.
+ * With `bootstrap`, each row gets the interval of its R@10, from the row's own
+ * questions resampled with the same seed (so routes are resampled alike).
  */
-export function summarise(scored: readonly ScoredQuestion[]): SummaryRow[] {
+export function summarise(scored: readonly ScoredQuestion[], bootstrap?: BootstrapOptions): SummaryRow[] {
   const routes = [...new Set(scored.map((s) => s.route))];
   const categories = [...new Set(scored.map((s) => s.category))].sort((a, b) => a - b);
   const rows: SummaryRow[] = [];
   for (const category of [...categories, 'all' as const]) {
     for (const route of routes) {
       const group = scored.filter((s) => s.route === route && (category === 'all' || s.category === category));
-      if (group.length > 0) rows.push({ category, route, n: group.length, ...means(group.map((s) => s.score)) });
+      if (group.length === 0) continue;
+      const row: SummaryRow = { category, route, n: group.length, ...means(group.map((s) => s.score)) };
+      if (bootstrap)
+        row.recall10Interval = bootstrapMean(
+          group.map((s) => s.score.recall10),
+          bootstrap,
+        );
+      rows.push(row);
     }
   }
   return rows;
@@ -109,4 +125,49 @@ function means(scores: readonly RetrievalScore[]): Omit<SummaryRow, 'category' |
     recall20: mean((s) => s.recall20),
     mrr: mean((s) => s.reciprocalRank),
   };
+}
+
+/** How much one route gains over another on the same questions, with its bootstrap interval. */
+export interface Gain {
+  route: string;
+  over: string;
+  metric: 'recall10';
+  n: number;
+  mean: number;
+  low: number;
+  high: number;
+}
+
+/**
+ * The overall R@10 gain of each `[route, over]` pair, paired by question
+ * (`ScoredQuestion.question`): only questions both routes answered count.
+ * Pairs naming a route without scores are left out.
+ */
+export function gains(
+  scored: readonly ScoredQuestion[],
+  pairs: readonly (readonly [string, string])[],
+  bootstrap: BootstrapOptions = DEFAULT_BOOTSTRAP,
+): Gain[] {
+  const byRoute = new Map<string, Map<string, number>>();
+  for (const s of scored) {
+    if (s.question === undefined) throw new RangeError('a gain pairs questions: every score needs its question');
+    const route = byRoute.get(s.route) ?? new Map<string, number>();
+    route.set(s.question, s.score.recall10);
+    byRoute.set(s.route, route);
+  }
+  const result: Gain[] = [];
+  for (const [route, over] of pairs) {
+    const a = byRoute.get(route);
+    const b = byRoute.get(over);
+    if (!a || !b) continue;
+    const both = [...a.keys()].filter((q) => b.has(q));
+    if (both.length === 0) continue;
+    const difference = bootstrapDifference(
+      both.map((q) => a.get(q)!),
+      both.map((q) => b.get(q)!),
+      bootstrap,
+    );
+    result.push({ route, over, metric: 'recall10', n: both.length, ...difference });
+  }
+  return result;
 }

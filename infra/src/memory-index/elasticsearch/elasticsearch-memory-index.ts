@@ -798,10 +798,10 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
         // Vector models, pending marks, subjects and sessions came later still: added the same way.
         properties: {
           lineage: { type: 'keyword' },
-          vector_model: { type: 'keyword' },
-          pending_since: { type: 'date', format: 'epoch_millis' },
           subject: { type: 'keyword' },
           session: { type: 'keyword' },
+          vector_model: { type: 'keyword' },
+          pending_since: { type: 'date', format: 'epoch_millis' },
         },
       }),
     );

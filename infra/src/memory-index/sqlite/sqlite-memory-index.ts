@@ -179,7 +179,13 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
       const rows = partition.rows(found.flatMap((f) => [f.previous, f.next].filter((r): r is number => r !== undefined)));
       const memory = (rowid: number | undefined): NeighbourMemory | undefined => {
         const row = rowid === undefined ? undefined : rows.get(rowid);
-        return row && { record: row.record, vector: row.vector, ...(row.tokens !== undefined ? { tokens: row.tokens } : {}) };
+        return (
+          row && {
+            record: row.record,
+            ...(row.vector ? { vector: row.vector } : {}),
+            ...(row.tokens !== undefined ? { tokens: row.tokens } : {}),
+          }
+        );
       };
       return found.map(({ id, previous, next }) => {
         const before = memory(previous);
