@@ -9,6 +9,16 @@ import {
   type SearchHit,
 } from '@elma/domain';
 
+/**
+ * How many times `limit` hits smoothing ranks before cutting to `limit`. Measured on LoCoMo's dev half
+ * (evidence R@10, BM25 + multilingual-e5-small fused, smoothed): pool 1× .689, 2× .702, 5× .705, 10× .715,
+ * every turn of the conversation (25×) .718; BM25 alone smoothed stays at .688-.693 whatever the pool.
+ * 5× takes most of the gain for a fifth of the widest pool's search work.
+ */
+export const SMOOTHING_POOL = 5;
+/** The widest pool, whatever the limit (the index caps each route's depth at 1,000). */
+const MAX_SMOOTHING_POOL = 500;
+
 export interface RetrievalOptions {
   /** Fusion of the routes when the query names none (absent: the index's default, equal-weight RRF). */
   fusion?: Fusion;
@@ -33,9 +43,13 @@ export class Retrieval {
   async search(query: HybridQuery & { smoothing?: boolean }): Promise<SearchHit[]> {
     const { smoothing, ...search } = query;
     const fusion = search.fusion ?? this.options.fusion;
-    const hits = await this.index.search({ ...search, ...(fusion ? { fusion } : {}) });
     const factor = this.options.smoothing ?? DEFAULT_SMOOTHING_FACTOR;
-    if (smoothing === false || factor === 0 || hits.length === 0) return hits;
+    const smoothed = smoothing !== false && factor > 0;
+    // Smoothing ranks a wider pool than it returns: a turn just outside the first `limit` lends its
+    // neighbour half its score, and may be lifted into them itself.
+    const pool = smoothed ? Math.min(search.limit * SMOOTHING_POOL, MAX_SMOOTHING_POOL) : search.limit;
+    const hits = await this.index.search({ ...search, limit: Math.max(pool, search.limit), ...(fusion ? { fusion } : {}) });
+    if (!smoothed || hits.length === 0) return hits;
 
     const found = await this.index.neighbours(
       query.tenant,
@@ -49,12 +63,12 @@ export class Retrieval {
       for (const neighbour of [previous, next]) if (neighbour) joining.set(neighbour.record.id, neighbour);
     }
     const byId = new Map(hits.map((hit) => [hit.record.id, hit]));
-    const smoothed = smoothByNeighbours(
+    const ranked = smoothByNeighbours(
       hits.map((hit) => ({ id: hit.record.id, score: hit.score })),
       adjacent,
       factor,
     );
-    return smoothed.slice(0, query.limit).map(({ id, score }) => {
+    return ranked.slice(0, query.limit).map(({ id, score }) => {
       const hit = byId.get(id);
       if (hit) return { ...hit, score };
       const { record, vector, tokens } = joining.get(id)!;
