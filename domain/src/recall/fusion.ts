@@ -54,11 +54,23 @@ export interface FusedScore {
 export type Normalisation = 'minmax' | 'max';
 export const DEFAULT_NORMALISATION: Normalisation = 'minmax';
 
-/** Scores scaled to [0, 1] over the list (a single candidate, or all equal, scores 1). */
-export function normaliseScores(scores: readonly number[], how: Normalisation = DEFAULT_NORMALISATION): number[] {
+/**
+ * Min-max reads a route's "unrelated" level off the tail of its candidates. A route that returned fewer
+ * than this many (a small tenant, a selective filter) has no tail to read it from: its scores are scaled
+ * from the route's own zero point instead (BM25: 0; dense: the model's floor), so the second of two hits
+ * is not made worthless by being second.
+ */
+export const MINMAX_MIN_CANDIDATES = 10;
+
+/**
+ * Scores scaled to [0, 1] over the list (a single candidate, or all equal, scores 1). `zero` is the
+ * route's own zero point, used by `minmax` for a list shorter than MINMAX_MIN_CANDIDATES.
+ */
+export function normaliseScores(scores: readonly number[], how: Normalisation = DEFAULT_NORMALISATION, zero?: number): number[] {
   if (scores.length === 0) return [];
   const max = Math.max(...scores);
-  const min = how === 'minmax' ? Math.min(...scores) : 0;
+  const lowest = Math.min(...scores);
+  const min = how === 'max' ? 0 : zero !== undefined && scores.length < MINMAX_MIN_CANDIDATES ? Math.min(zero, lowest) : lowest;
   const span = max - min;
   return scores.map((s) => (span > 0 ? (s - min) / span : 1));
 }
@@ -80,15 +92,16 @@ export function fuse(routes: { bm25: readonly RouteScore[]; dense: readonly Rout
       entry[rank] = i + 1;
       fused.set(hit.id, entry);
     });
-  const contributions = (list: readonly RouteScore[]) =>
+  const contributions = (list: readonly RouteScore[], zero: number) =>
     fusion?.method === 'normalised'
       ? normaliseScores(
           list.map((h) => h.score),
           normalisation,
+          zero,
         )
       : list.map((_, i) => 1 / (RRF_K + i + 1));
-  add(routes.bm25, contributions(routes.bm25), weights.bm25, 'bm25Rank');
-  add(dense, contributions(dense), weights.dense, 'vectorRank');
+  add(routes.bm25, contributions(routes.bm25, 0), weights.bm25, 'bm25Rank');
+  add(dense, contributions(dense, fusion?.denseFloor ?? 0), weights.dense, 'vectorRank');
   // A stable sort keeps first appearance among equal scores.
   return [...fused.values()].sort((a, b) => b.score - a.score);
 }

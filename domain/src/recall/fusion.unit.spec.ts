@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RRF_K, fuse, normaliseScores, reciprocalRankFusion, type Fusion } from './fusion';
+import { MINMAX_MIN_CANDIDATES, RRF_K, fuse, normaliseScores, reciprocalRankFusion, type Fusion } from './fusion';
 
 describe('reciprocal rank fusion', () => {
   it('ranks a document found by both routes above documents found by one', () => {
@@ -35,16 +35,34 @@ describe('fuse', () => {
     expect(fused[0]).toEqual({ id: 'c', score: 1 / (RRF_K + 3) + 1 / (RRF_K + 1), bm25Rank: 3, vectorRank: 1 });
   });
 
-  it('normalised: scales each route to [0, 1] by min-max and weighs them, a dense hit under the floor adding nothing', () => {
+  it('normalised: scales a route of few candidates from its zero point (BM25 0, dense the floor), a dense hit under the floor adding nothing', () => {
     const fused = fuse(routes, normalised);
-    // bm25: a 1, b 0.2, c 0; dense (e under the floor): c 1, d 0.
-    expect(fused.map((f) => [f.id, f.score])).toEqual([
-      ['a', 0.5],
-      ['c', 0.5],
-      ['b', 0.1],
-      ['d', 0],
-    ]);
+    // bm25 from 0: a 1, b 1/3, c 1/6; dense from the floor 0.7 (e under it): c 1, d 0.75.
+    expect(fused.map((f) => f.id)).toEqual(['c', 'a', 'd', 'b']);
+    expect(fused.map((f) => f.score)).toEqual([0.5 / 6 + 0.5, 0.5, 0.375, 0.5 / 3].map((x) => expect.closeTo(x, 10)));
     expect(fused.find((f) => f.id === 'e')).toBeUndefined();
+  });
+
+  it('normalised: scales a route of many candidates by min-max, its weakest candidate adding nothing', () => {
+    const many = Array.from({ length: MINMAX_MIN_CANDIDATES }, (_, i) => ({ id: `m${i}`, score: 20 - i }));
+    const scores = new Map(fuse({ bm25: many, dense: [] }, normalised).map((f) => [f.id, f.score]));
+    expect(scores.get('m0')).toBe(0.5);
+    expect(scores.get(`m${MINMAX_MIN_CANDIDATES - 1}`)).toBe(0);
+    expect(normaliseScores([4, 3, 2], 'minmax')).toEqual([1, 0.5, 0]);
+  });
+
+  it('keeps the second of two close dense hits in play (a small tenant: e5 cosines 0.826 and 0.805, floor 0.75)', () => {
+    const fused = fuse(
+      {
+        bm25: [],
+        dense: [
+          { id: 'zh', score: 0.826 },
+          { id: 'en', score: 0.805 },
+        ],
+      },
+      { ...normalised, denseFloor: 0.75 },
+    );
+    expect(fused.find((f) => f.id === 'en')!.score).toBeCloseTo(0.5 * (0.055 / 0.076), 6);
   });
 
   it('normalised by the maximum keeps the raw ratios', () => {
@@ -70,6 +88,8 @@ describe('fuse', () => {
 
   it('works with one route empty (a query with no words the index knows, or no vector)', () => {
     expect(fuse({ bm25: [], dense: routes.dense }, normalised).map((f) => f.id)).toEqual(['c', 'd']);
-    expect(fuse({ bm25: routes.bm25, dense: [] }, normalised).map((f) => f.score)).toEqual([0.5, 0.1, 0]);
+    expect(fuse({ bm25: routes.bm25, dense: [] }, normalised).map((f) => f.score)).toEqual(
+      [0.5, 0.5 / 3, 0.5 / 6].map((x) => expect.closeTo(x, 10)),
+    );
   });
 });
