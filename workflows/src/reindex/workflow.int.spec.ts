@@ -142,6 +142,8 @@ describe('ReindexWorkflow on a real Temporal dev server, over the real event log
   const client = () => ({ connection, namespace, taskQueue });
 
   it('drops the tenant views, replays its log, and answers every query exactly as before', async () => {
+    // Packing weighs redundancy by the vectors: compare answers once every record has its vector again.
+    await elma.embeddings.waitForEmbedded(undefined, 30_000);
     const before = await snapshot('acme');
     const otherBefore = await snapshot('globex');
     expect(before.flat().length).toBeGreaterThan(0);
@@ -152,6 +154,7 @@ describe('ReindexWorkflow on a real Temporal dev server, over the real event log
     expect(views.calls).toEqual(['drop:acme', 'replay:acme']);
     // 5 ingested events, 6 derived memory events (5 episodic + 1 semantic) and 1 explicit memory event.
     expect(result).toEqual({ tenant: 'acme', dropped: 7, replayedEvents: 12, memories: 7 });
+    await elma.embeddings.waitForEmbedded('acme', 30_000);
     expect(await snapshot('acme')).toEqual(before);
     expect(await snapshot('globex')).toEqual(otherBefore);
   });

@@ -235,11 +235,12 @@ describe('the hybrid search requests', () => {
     const hit = (id: string, score: number) => ({ _id: `${id}#v1`, id, score });
     const fusion = { method: 'normalised' as const, weights: { bm25: 0.5, dense: 0.5 }, denseFloor: 0.5 };
     const fused = fuse([hit('a', 10), hit('b', 8), hit('e', 0)], [hit('b', 0.9), hit('c', 0.7), hit('d', 0.3)], 10, fusion);
+    // Few candidates: BM25 scaled from 0 (a 1, b 0.8, e 0), kNN from the floor 0.5 (b 1, c 0.5; d under it).
     expect(fused.map((f) => [f.id, f.score])).toEqual([
       ['b', 0.9],
       ['a', 0.5],
+      ['c', expect.closeTo(0.25, 10)],
       ['e', 0],
-      ['c', 0],
     ]);
     expect(knnCosine(0.75)).toBeCloseTo(0.5);
   });
