@@ -1,6 +1,9 @@
 import type { Embedder, MemoryIndex } from '@elma/domain';
 import type { Logger } from '@elma/shared';
 
+/** Longest wait in `stop()` for the batch in flight. */
+const STOP_GRACE_MS = 2_000;
+
 export interface EmbeddingStageOptions {
   /** Records embedded per embedder call (and per `setVectors`). */
   batchSize?: number;
@@ -87,13 +90,19 @@ export class EmbeddingStage {
     this.kick();
   }
 
-  /** Stops the timer and waits for the batch in flight (its vectors are written or dropped, never half). */
+  /**
+   * Stops the timer and waits for the batch in flight (its vectors are written or dropped, never half), at
+   * most STOP_GRACE_MS: an embedder that hangs must not hold up a shutdown for its timeouts and retries. A
+   * batch that answers later is dropped (its records stay pending for the next start).
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     this.started = false;
     clearInterval(this.timer);
     this.timer = undefined;
-    await this.pass;
+    let grace: NodeJS.Timeout | undefined;
+    await Promise.race([this.pass, new Promise<void>((resolve) => (grace = setTimeout(resolve, STOP_GRACE_MS)))]);
+    clearTimeout(grace);
     this.settleIdle();
   }
 
@@ -236,6 +245,8 @@ export class EmbeddingStage {
         this.fail(error, tenant, pending.length);
         return;
       }
+      // Stopped while the model was working: the index may be closing, and the records stay pending.
+      if (this.stopped) return;
       const model = this.deps.embedder.model;
       try {
         await this.deps.index.setVectors(

@@ -51,6 +51,8 @@ const CANDIDATES = 30;
 /** How many edges of one entity a hop looks at. */
 const EDGES_PER_ENTITY = 20;
 
+/** Longest wait for the query's vector before recall answers by BM25 alone (one query takes ~50-100 ms). */
+const QUERY_EMBEDDING_DEADLINE_MS = 2_000;
 /** A packing candidate: a search hit, or an edge reached `hop` edges away from one. */
 type Candidate = SearchHit & { hop?: number };
 /**
@@ -212,8 +214,7 @@ export class RecallService {
     const filter: IndexFilter = { ...base, kinds: kinds.filter((k) => k !== 'working') };
     const sessionFilter: IndexFilter | undefined =
       request.session !== undefined && kinds.includes('working') ? { ...base, kinds: ['working'] } : undefined;
-    // A lexical embedder's dense route only repeats BM25 with noise: it is not asked at all.
-    const vector = this.deps.embedder.semantic ? (await this.deps.embedder.embed([request.query], 'query'))[0] : undefined;
+    const vector = await this.queryVector(request.query);
     // The fusion's dense floor keeps unrelated nearest neighbours out; smoothing adds the turns around the hits.
     const admitted = (hit: SearchHit, by: IndexFilter) =>
       hit.record.tenant === principal.tenant && matchesFilter(hit.record, by) && visibleInSession(hit.record, request.session);
@@ -237,6 +238,26 @@ export class RecallService {
       // An edge reached by following relations is as relevant as the best hit, halved at every hop.
       ...reached.map(({ item, hop }) => ({ ...item, score: top * HOP_DECAY ** hop, hop })),
     ]);
+  }
+
+  /**
+   * The query's vector for the dense route, or none: a lexical embedder's dense route only repeats BM25
+   * with noise, so it is not asked; a model that fails or does not answer within
+   * QUERY_EMBEDDING_DEADLINE_MS leaves recall to BM25 rather than failing it (`/health` shows the model's state).
+   */
+  private async queryVector(query: string): Promise<Float32Array | undefined> {
+    if (!this.deps.embedder.semantic) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), QUERY_EMBEDDING_DEADLINE_MS)));
+    try {
+      const embedded = this.deps.embedder.embed([query], 'query').then(
+        ([vector]) => vector,
+        () => undefined,
+      );
+      return await Promise.race([embedded, deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Usage is a statistic, not part of the answer: counted right after the response, on the next turn. */
