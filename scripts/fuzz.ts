@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfig, mintToken } from '@elma/infra';
 import { embeddedStartEnv, spawnElmaStart } from '../apps/cli/src/embedded-env';
+import { lineMapper, withoutRunnerClosingLine } from './runner-lines';
 
 /** Pinned: a new release may add checks or change generation, which should be a reviewed change here. */
 const SCHEMATHESIS_PACKAGE = 'schemathesis==4.32.5';
@@ -86,7 +87,7 @@ async function main(): Promise<number> {
       'none',
       ...(values.seed ? ['--seed', values.seed] : []),
     ];
-    const { status, stdout } = await run(python, args, { cwd: workDir, env: pythonEnv() });
+    const { status, stdout } = await run(python, args, { cwd: workDir, env: pythonEnv(), mapLine: withoutRunnerClosingLine });
     const summary = summarise(join(reportDir, 'junit.xml'));
     // Schemathesis prints `Test cases:` then `  N generated, ...`; its JUnit report has no case count.
     const cases = /Test cases:\s*\n\s*(\d+) generated/.exec(stdout)?.[1] ?? '?';
@@ -201,20 +202,26 @@ async function startElma(dataDir: string): Promise<Server> {
   };
 }
 
-/** Runs a command with its output passed through; resolves with its exit status and what it printed on stdout. */
+/**
+ * Runs a command with its output passed through (each stdout line through `mapLine`); resolves with its exit
+ * status and what it printed on stdout, unmapped.
+ */
 function run(
   command: string,
   args: string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv; output?: NodeJS.WritableStream },
+  options: { cwd: string; env: NodeJS.ProcessEnv; output?: NodeJS.WritableStream; mapLine?: (line: string) => string },
 ): Promise<{ status: number; stdout: string }> {
   return new Promise((resolve) => {
     const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
     const out = options.output ?? process.stdout;
+    const printer = lineMapper(options.mapLine ?? ((line) => line), (text) => out.write(text));
     let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out.write(chunk);
-      stdout = (stdout + chunk.toString('utf8')).slice(-100_000);
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      printer.push(chunk);
+      stdout = (stdout + chunk).slice(-100_000);
     });
+    child.stdout.on('end', () => printer.end());
     child.stderr.on('data', (chunk: Buffer) => process.stderr.write(chunk));
     child.on('error', (error) => {
       process.stderr.write(`${command}: ${error.message}\n`);
