@@ -10,3 +10,5 @@ export * from './embedder';
 export * from './temporal';
 export * from './storage';
 export * from './certificate';
+export * from './erasure-ledger';
+export * from './backup';

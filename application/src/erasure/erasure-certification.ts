@@ -4,6 +4,9 @@ import {
   type AuditAnchor,
   type CertifiedScope,
   type Clock,
+  type ErasureLedger,
+  type EventLog,
+  type SignedCertificate,
   type ErasureScope,
   type KeyVault,
   type MemoryIndex,
@@ -55,6 +58,9 @@ export class ErasureCertification {
       fingerprints: ErasureFingerprints;
       signer: CertificateSigner;
       clock: Clock;
+      log: EventLog;
+      /** Where completed erasures are kept beyond the reach of backups; absent, nothing is kept (tests of other parts). */
+      ledger?: ErasureLedger;
     },
   ) {}
 
@@ -76,6 +82,7 @@ export class ErasureCertification {
       // A retry after the certificate was saved: finish what followed it. The scope is readable until the request key goes.
       if (!(await this.deps.vault.isShredded(tenant, ErasureStore.keyId(requestId)))) {
         await this.forgetErasedSubject(tenant, await erasure.scope(), outcome.held);
+        await this.recordInLedger(erasure, existing, outcome);
       }
       await this.deps.vault.shred(tenant, [ErasureStore.keyId(requestId)]);
       return { keyId: existing.signature.kid, signature: existing.signature.value };
@@ -116,8 +123,55 @@ export class ErasureCertification {
     const signed = this.deps.signer.sign(certificate);
     await this.deps.store.saveCertificate(erasure, signed);
     await this.forgetErasedSubject(tenant, scope, outcome.held);
+    // Before the request key goes: the entry is made from the workset it seals.
+    await this.recordInLedger(erasure, signed, outcome);
     await this.deps.vault.shred(tenant, [ErasureStore.keyId(requestId)]);
     return { keyId: signed.signature.kid, signature: signed.signature.value };
+  }
+
+  /**
+   * The erasure's entry in the ledger, so that a backup restored later is
+   * erased again (see `ErasureLedgerReapply`): ids, deleted stream names,
+   * forgotten pseudonyms and tombstone fingerprints, no content. Idempotent.
+   */
+  private async recordInLedger(erasure: Erasure, signed: SignedCertificate, outcome: CertifyOutcome): Promise<void> {
+    const ledger = this.deps.ledger;
+    if (!ledger) return;
+    const { tenant, requestId } = erasure;
+    const workset = await requireWorkset(erasure);
+    const erased = new Set(outcome.set.recordIds);
+    const records = workset.records.filter((r) => erased.has(r.id));
+    // The event streams that step 9 deleted whole read as empty now; those it kept hold other events.
+    const deletedStreams: string[] = [];
+    for (const stream of new Set(outcome.set.eventIds.map((id) => workset.eventStreams[id]).filter(Boolean))) {
+      let empty = true;
+      for await (const _event of this.deps.log.readStream(stream)) {
+        empty = false;
+        break;
+      }
+      if (empty) deletedStreams.push(stream);
+    }
+    // A pseudonym the certificate names that maps to nobody any more was forgotten by this erasure.
+    const scope = signed.certificate.request.scope;
+    const named = 'subjectPseudonym' in scope && scope.subjectPseudonym ? [scope.subjectPseudonym] : [];
+    const mapped = named.length ? await this.deps.vault.subjectsOfPseudonyms(tenant, named) : new Map<string, string>();
+    await ledger.record({
+      formatVersion: 1,
+      tenant,
+      requestId,
+      completedAt: signed.certificate.issuedAt,
+      recordIds: outcome.set.recordIds,
+      eventIds: outcome.set.eventIds,
+      deletedStreams,
+      forgottenPseudonyms: named.filter((p) => !mapped.has(p)),
+      tombstones: [
+        ...new Set([
+          ...records.map((r) => this.deps.fingerprints.tombstone(tenant, r.subject, r.text)),
+          ...records.map((r) => this.deps.fingerprints.tenantTombstone(tenant, r.text)),
+        ]),
+      ],
+      certificate: { keyId: signed.signature.kid, signature: signed.signature.value },
+    });
   }
 
   /** The audit entry the certificate is anchored to: written once, then read back on a retry. */

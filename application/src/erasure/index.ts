@@ -8,3 +8,4 @@ export * from './tombstones';
 export * from './guard';
 export * from './verification';
 export * from './erasure-outbox';
+export * from './ledger-reapply';

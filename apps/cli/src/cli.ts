@@ -5,6 +5,9 @@ import { benchCommand } from './commands/bench';
 import { verifyCertificateCommand } from './commands/verify-certificate';
 import { workerCommand } from './commands/worker';
 import { evalLocomoCommand } from './commands/eval-locomo';
+import { backupCommand } from './commands/backup';
+import { restoreCommand } from './commands/restore';
+import { erasuresCommand } from './commands/erasures';
 
 interface Command {
   /** Options, as the usage line shows them. */
@@ -45,6 +48,25 @@ const COMMANDS: Record<string, Command> = {
     synopsis: '<file> [--jwks <url-or-file>]',
     summary: 'verify an erasure certificate offline; exits 1 if it was altered',
     run: (argv) => verifyCertificateCommand(argv),
+  },
+  backup: {
+    synopsis: '--to <folder> [--data-dir D] [--include-secrets]',
+    summary:
+      'copy the embedded engines consistently (SQLite online backup), while ELMA runs or not.\n' +
+      'The erasure ledger is never copied; master.key and jwt.secret only with --include-secrets.',
+    run: backupCommand,
+  },
+  restore: {
+    synopsis: '--from <folder> [--data-dir D] [--without-ledger]',
+    summary:
+      'restore a backup into a stopped data folder, after checking every file against the manifest.\n' +
+      'Erasures the ledger holds from after the backup are applied again at the next start, before the API serves.',
+    run: restoreCommand,
+  },
+  erasures: {
+    synopsis: 'reapply [--after N] | status',
+    summary: 'apply the erasure ledger again to the configured engines (after a production snapshot restore)',
+    run: erasuresCommand,
   },
   bench: {
     synopsis:

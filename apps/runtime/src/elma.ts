@@ -1,7 +1,8 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import type { CheckpointStore, Clock, Embedder, EventLog, IdSource, KeyVault, MemoryIndex } from '@elma/domain';
+import { RESTORE_MARKER_FILE, RestoreInterrupted } from '@elma/domain';
+import type { CheckpointStore, Clock, Embedder, ErasureLedger, EventLog, IdSource, KeyVault, MemoryIndex } from '@elma/domain';
 import {
   type ElmaConfig,
   HashingEmbedder,
@@ -18,6 +19,7 @@ import {
   SqliteKeyVault,
   ElasticsearchMemoryIndex,
   SqliteMemoryIndex,
+  SqliteErasureLedger,
   CertificateSigner,
   volumeHealth,
   rawStoreScan,
@@ -45,6 +47,7 @@ import {
   ErasureStore,
   Tombstones,
   EmbeddingStage,
+  ErasureLedgerReapply,
 } from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
@@ -73,6 +76,10 @@ export interface Erasures {
   steps: ErasureSteps;
   certification: ErasureCertification;
   store: ErasureStore;
+  /** Completed erasures, kept outside the backups' reach. */
+  ledger: ErasureLedger;
+  /** Applies the ledger again to restored data (done by `openElma` when a restore asked for it). */
+  reapply: ErasureLedgerReapply;
 }
 
 export interface Elma {
@@ -111,13 +118,20 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
   const ids = options.ids ?? uuidSource;
   const logger = options.logger ?? createLogger(config.logLevel);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  if (existsSync(join(config.dataDir, RESTORE_MARKER_FILE))) throw new RestoreInterrupted(config.dataDir);
 
+  // The ledger before anything else: one that cannot be read stops the start (a restore could resurrect erasures).
+  const ledger = SqliteErasureLedger.open(config.erasureLedger);
   // The embedding server first, so a failed start leaves no engine file open. Ingest does not use it.
-  const embedderHost = await openEmbedder(config, logger);
+  const embedderHost = await openEmbedder(config, logger).catch(async (error: unknown) => {
+    await ledger.close();
+    throw error;
+  });
   const embedder = embedderHost.embedder;
   // The index searches only vectors of this model (a partition or index of another model needs a reindex).
   const { log, checkpoints, compaction, vault, index } = await openEngines(config, embedder.model).catch(async (error: unknown) => {
     await embedderHost.close();
+    await ledger.close();
     throw error;
   });
   const sealer = new EventSealer(vault);
@@ -138,6 +152,19 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
   const signer = new CertificateSigner({ masterKey: config.masterKey });
   const audit = new AuditLog({ log, clock, pseudonymize: (tenant, subject) => `sfp_${fingerprints.subject(tenant, subject)}` });
   const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
+  const reapply = new ErasureLedgerReapply({ ledger, log, vault, index, tombstones, audit });
+  // Before the projection runs and the API listens: erasures completed after a restored backup are done again.
+  try {
+    const report = await reapply.reapplyPending();
+    if (report) logger.info('erasure ledger re-applied to restored data', { ...report });
+  } catch (error) {
+    await index.close();
+    await vault.close();
+    await log.close();
+    await embedderHost.close();
+    await ledger.close();
+    throw error;
+  }
 
   return {
     config,
@@ -158,6 +185,8 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
     ingest: new IngestService({ log, sealer, clock, fingerprintKey, eventIdKey, writes, policies, audit, erased, vault }),
     memories,
     erasure: createErasures(config, {
+      ledger,
+      reapply,
       log,
       store: erasureStore,
       index,
@@ -190,6 +219,7 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
       await vault.close();
       await log.close();
       await embedderHost.close();
+      await ledger.close();
     },
   };
 }
@@ -307,6 +337,8 @@ async function embedderServerHealth(engine: string, model: string, baseUrl: stri
 
 /** What the erasure use cases share with the rest of the process. */
 interface ErasureDeps {
+  ledger: ErasureLedger;
+  reapply: ErasureLedgerReapply;
   log: EventLog;
   store: ErasureStore;
   index: ViewIndex;
@@ -324,7 +356,7 @@ interface ErasureDeps {
   compaction: EventStoreDbScavenger | undefined;
 }
 
-function createErasures(config: ElmaConfig, { compaction, ...deps }: ErasureDeps): Erasures {
+function createErasures(config: ElmaConfig, { compaction, reapply, ...deps }: ErasureDeps): Erasures {
   const scanRoots = [
     config.dataDir,
     ...(config.temporal.dbFile && !config.temporal.dbFile.startsWith(config.dataDir)
@@ -333,6 +365,8 @@ function createErasures(config: ElmaConfig, { compaction, ...deps }: ErasureDeps
   ];
   return {
     store: deps.store,
+    ledger: deps.ledger,
+    reapply,
     requests: new ErasureRequests(deps),
     steps: new ErasureSteps({
       ...deps,

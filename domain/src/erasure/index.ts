@@ -5,3 +5,4 @@ export * from './raw-scan';
 export * from './decider';
 export * from './tombstone-decider';
 export * from './outbox-decider';
+export * from './ledger';

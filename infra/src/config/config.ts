@@ -38,6 +38,11 @@ const Env = z.object({
   ELMA_ES_REFRESH: z.enum(['wait_for', 'true']).default('true'),
   /** Fuse BM25 and kNN with the server's RRF retriever (needs a licence that has it) instead of ELMA's own RRF. */
   ELMA_ES_SERVER_RRF: z.enum(['true', 'false', '1', '0']).default('false'),
+  /**
+   * The erasure ledger's file (completed erasures, re-applied after a restore). Default
+   * `<data dir>/erasure-ledger.db`; put it on another volume than the backups' data to keep it out of their reach.
+   */
+  ELMA_ERASURE_LEDGER: z.string().min(1).optional(),
   ELMA_MASTER_KEY: z.string().optional(),
   ELMA_JWT_SECRET: z.string().min(32, 'ELMA_JWT_SECRET must be at least 32 characters').optional(),
   /** The `iss` a token must carry. */
@@ -139,6 +144,8 @@ const Env = z.object({
 
 export interface ElmaConfig {
   dataDir: string;
+  /** The erasure ledger's file (absolute). */
+  erasureLedger: string;
   host: string;
   port: number;
   eventLog: 'sqlite' | 'eventstoredb';
@@ -229,6 +236,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   return {
     dataDir,
+    erasureLedger: resolve(e.ELMA_ERASURE_LEDGER ?? join(dataDir, 'erasure-ledger.db')),
     host: e.ELMA_HOST,
     port: e.ELMA_PORT,
     eventLog,
@@ -275,6 +283,25 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 }
 
 type EnvValues = z.infer<typeof Env>;
+
+/**
+ * The data folder, the erasure ledger and the Temporal dev server's database, and nothing else: for
+ * commands that work on a folder without running ELMA (`elma backup`, `elma restore`). Unlike
+ * `loadConfig`, it creates no secret in the folder.
+ */
+export function loadDataPaths(env: Record<string, string | undefined> = process.env): {
+  dataDir: string;
+  erasureLedger: string;
+  temporalDbFile: string;
+} {
+  const e = parseEnv(env);
+  const dataDir = resolve(e.ELMA_DATA_DIR);
+  return {
+    dataDir,
+    erasureLedger: resolve(e.ELMA_ERASURE_LEDGER ?? join(dataDir, 'erasure-ledger.db')),
+    temporalDbFile: resolve(e.ELMA_TEMPORAL_DB_FILE ?? join(dataDir, 'temporal.db')),
+  };
+}
 
 function parseEnv(env: Record<string, string | undefined>): EnvValues {
   const parsed = Env.safeParse(env);

@@ -1,0 +1,47 @@
+import { parseArgs } from 'node:util';
+import { loadConfig } from '@elma/infra';
+import { openElma } from '@elma/runtime';
+import { claimEmbeddedEngines } from '../ownership';
+
+/**
+ * `elma erasures reapply`: applies the erasure ledger again to the configured
+ * engines, e.g. after an EventStoreDB or Elasticsearch snapshot was restored
+ * outside ELMA. `--after N` starts after ledger entry N (default: every
+ * entry; each is idempotent). `elma erasures status`: the ledger's head and
+ * whether a re-application is pending. Counts only, no ids.
+ */
+export async function erasuresCommand(argv: string[]): Promise<number> {
+  const [action, ...rest] = argv;
+  const { values } = parseArgs({ args: rest, options: { after: { type: 'string' } } });
+  if (action !== 'reapply' && action !== 'status') {
+    process.stderr.write('usage: elma erasures reapply [--after N] | elma erasures status\n');
+    return 2;
+  }
+  const after = values.after === undefined ? 0 : Number(values.after);
+  if (!Number.isInteger(after) || after < 0) {
+    process.stderr.write('elma erasures: --after takes a ledger entry number (0 or more)\n');
+    return 2;
+  }
+  const config = loadConfig();
+  const ownership = claimEmbeddedEngines(config, `elma erasures ${action}`, {});
+  try {
+    // Opening applies what a restore left pending (see openElma); `reapply` then goes over the ledger again.
+    const elma = await openElma(config);
+    try {
+      if (action === 'status') {
+        process.stdout.write(
+          `${JSON.stringify({ ledger: config.erasureLedger, entries: await elma.erasure.ledger.head(), pendingAfter: (await elma.erasure.ledger.pendingReapply()) ?? null })}\n`,
+        );
+        return 0;
+      }
+      const report = await elma.erasure.reapply.reapplyAll(after);
+      await elma.index.flush();
+      process.stdout.write(`${JSON.stringify(report)}\n`);
+      return 0;
+    } finally {
+      await elma.close();
+    }
+  } finally {
+    ownership?.release();
+  }
+}

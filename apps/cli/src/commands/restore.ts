@@ -1,0 +1,49 @@
+import { parseArgs } from 'node:util';
+import { loadDataPaths, restoreDataDir } from '@elma/infra';
+
+/**
+ * `elma restore --from B`: verifies the backup whole, then restores it into a
+ * data folder no process owns; the erasure ledger is kept and tells the next
+ * start which erasures to apply again. Exit 1, with nothing changed, on a
+ * backup that does not verify, a folder in use or a refusal.
+ */
+export async function restoreCommand(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { from: { type: 'string' }, 'data-dir': { type: 'string' }, 'without-ledger': { type: 'boolean', default: false } },
+  });
+  if (!values.from) {
+    process.stderr.write('elma restore: --from <backup folder> is required\n');
+    return 2;
+  }
+  const paths = loadDataPaths(values['data-dir'] ? { ...process.env, ELMA_DATA_DIR: values['data-dir'] } : process.env);
+  try {
+    const result = await restoreDataDir({
+      from: values.from,
+      dataDir: paths.dataDir,
+      ledgerPath: paths.erasureLedger,
+      temporalDbFile: paths.temporalDbFile,
+      withoutLedger: values['without-ledger'],
+    });
+    for (const warning of result.warnings) process.stderr.write(`elma restore: WARNING: ${warning}\n`);
+    process.stdout.write(
+      `${JSON.stringify({
+        restored: paths.dataDir,
+        takenAt: result.manifest.takenAt,
+        eventLogPosition: result.manifest.eventLogPosition ?? null,
+        files: result.manifest.files.length,
+        erasuresToReapply: result.reapply?.entries ?? null,
+        kept: result.kept,
+      })}\n`,
+    );
+    if (result.reapply) {
+      process.stderr.write(
+        `elma restore: ${result.reapply.entries} erasure(s) completed after the backup are applied again when ELMA next starts, before it serves.\n`,
+      );
+    }
+    return 0;
+  } catch (error) {
+    process.stderr.write(`elma restore: ${(error as Error).message}\n`);
+    return 1;
+  }
+}

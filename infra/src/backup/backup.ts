@@ -1,0 +1,342 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, fsyncSync, openSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { BackupInvalid, BackupManifest, FORMAT_VERSIONS, RESTORE_MARKER_FILE, RestoreRefused, type BackupFile } from '@elma/domain';
+import { claimDataDir, OWNER_INFO_FILE, OWNER_LOCK_FILE } from '../files/data-dir-owner';
+import { OWNER_ONLY } from '../files/owner-only';
+import { ERASURE_LEDGER_FILE, SqliteErasureLedger } from '../erasure-ledger/sqlite-erasure-ledger';
+
+export const MANIFEST_FILE = 'manifest.json';
+const SECRET_FILES = ['master.key', 'jwt.secret'] as const;
+/** The index's vector graphs: not copied (a copy taken beside a writer could be torn); rebuilt from the rows on open. */
+const GRAPH_SUFFIX = '.usearch';
+const COMPANIONS = ['-wal', '-shm', '-journal'];
+
+/** The data folder's own files that never go into a backup, and that a restore never touches. */
+function neverCopied(dataDir: string, ledgerPath: string, temporalDbFile?: string): Set<string> {
+  const names = new Set([OWNER_LOCK_FILE, OWNER_INFO_FILE, ERASURE_LEDGER_FILE, 'temporal.db', 'temporal.pid', RESTORE_MARKER_FILE]);
+  for (const path of [ledgerPath, temporalDbFile]) if (path && dirname(resolve(path)) === resolve(dataDir)) names.add(basename(path));
+  return names;
+}
+
+const isCompanion = (name: string) => COMPANIONS.some((suffix) => name.endsWith(suffix));
+
+/** The SQLite files of the data folder a backup copies, in the order that keeps the copy consistent. */
+function engineFiles(dataDir: string, skip: Set<string>): string[] {
+  const top = readdirSync(dataDir, { withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.db') && !skip.has(e.name))
+    .map((e) => e.name)
+    .sort();
+  const indexDir = join(dataDir, 'index');
+  const index = existsSync(indexDir)
+    ? readdirSync(indexDir, { withFileTypes: true })
+        .filter((e) => e.isFile() && e.name.endsWith('.db'))
+        .map((e) => e.name)
+        .sort()
+    : [];
+  // The projection's checkpoint (index/meta.db) before the partitions, so the copied rows are never behind it
+  // (the projection replays from it, idempotently); the log after the index, so it holds every event the rows
+  // came from; the vault last, so it holds the key of every copied event (and every shredding done meanwhile).
+  const last = ['events.db', 'keys.db'];
+  return [
+    ...(index.includes('meta.db') ? ['index/meta.db'] : []),
+    ...index.filter((name) => name !== 'meta.db').map((name) => `index/${name}`),
+    ...top.filter((name) => !last.includes(name)),
+    ...last.filter((name) => top.includes(name)),
+  ];
+}
+
+export interface BackupOptions {
+  dataDir: string;
+  /** A folder that does not exist yet (or is empty). */
+  to: string;
+  ledgerPath: string;
+  temporalDbFile?: string;
+  /** Copy master.key and jwt.secret too: the backup can then decrypt itself. */
+  includeSecrets: boolean;
+  elmaVersion: string;
+  now?: () => Date;
+}
+
+export interface BackupResult {
+  path: string;
+  manifest: BackupManifest;
+  /** Files of the data folder left out, by name (process state, the ledger, graphs, secrets without the flag). */
+  skipped: string[];
+}
+
+/**
+ * Copies the embedded engines' SQLite files with SQLite's online backup,
+ * while ELMA runs: each copy is one consistent snapshot of its file. The
+ * files are copied in the order `engineFiles` gives, the manifest records
+ * each file's SHA-256 and the erasure ledger's head before the first copy,
+ * and the folder appears under its name only once complete.
+ */
+export async function backupDataDir(options: BackupOptions): Promise<BackupResult> {
+  const now = options.now ?? (() => new Date());
+  const dataDir = resolve(options.dataDir);
+  const target = resolve(options.to);
+  if (!existsSync(dataDir)) throw new RestoreRefused(`no data folder at ${dataDir}`);
+  if (existsSync(target) && readdirSync(target).length > 0)
+    throw new BackupInvalid(`${target} exists and is not empty; choose a new folder`);
+  if (target === dataDir || target.startsWith(`${dataDir}/`)) throw new BackupInvalid('the backup folder must be outside the data folder');
+  const startedAt = now().toISOString();
+  // Before any copy: entries recorded from here on may postdate some copied file, and are re-applied on restore.
+  const ledger = existsSync(options.ledgerPath) ? SqliteErasureLedger.open(options.ledgerPath) : undefined;
+  const ledgerMark = ledger ? { id: ledger.id, head: await ledger.head() } : null;
+  await ledger?.close();
+
+  const partial = `${target}.partial-${randomBytes(4).toString('hex')}`;
+  mkdirSync(join(partial, 'index'), { recursive: true, mode: 0o700 });
+  try {
+    const skip = neverCopied(dataDir, options.ledgerPath, options.temporalDbFile);
+    const files: BackupFile[] = [];
+    let eventLogPosition: string | undefined;
+    for (const path of engineFiles(dataDir, skip)) {
+      const destination = join(partial, path);
+      await sqliteBackup(join(dataDir, path), destination);
+      if (path === 'events.db') eventLogPosition = logPosition(destination);
+      for (const suffix of COMPANIONS) rmSync(`${destination}${suffix}`, { force: true });
+      files.push(await describe(partial, path));
+    }
+    if (options.includeSecrets) {
+      for (const name of SECRET_FILES) {
+        if (!existsSync(join(dataDir, name))) continue;
+        copyFileSync(join(dataDir, name), join(partial, name));
+        files.push(await describe(partial, name));
+      }
+    }
+    const copied = new Set(files.map((f) => f.path));
+    const skipped = listFiles(dataDir).filter((path) => !copied.has(path) && !isCompanion(path));
+    const manifest = BackupManifest.parse({
+      type: 'elma.backup',
+      formatVersion: FORMAT_VERSIONS.backupManifest,
+      elmaVersion: options.elmaVersion,
+      startedAt,
+      takenAt: now().toISOString(),
+      ...(eventLogPosition !== undefined ? { eventLogPosition } : {}),
+      ledger: ledgerMark,
+      secrets: options.includeSecrets && files.some((f) => f.path === 'master.key'),
+      files,
+      rebuiltOnStart: listFiles(dataDir).some((p) => p.endsWith(GRAPH_SUFFIX))
+        ? ['index vector graphs (index/*.usearch), from the rows']
+        : [],
+    });
+    writeFileSync(join(partial, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, { mode: OWNER_ONLY });
+    for (const file of [...files.map((f) => f.path), MANIFEST_FILE]) fsyncPath(join(partial, file));
+    fsyncPath(join(partial, 'index'));
+    fsyncPath(partial);
+    if (existsSync(target)) rmSync(target, { recursive: true });
+    renameSync(partial, target);
+    fsyncPath(dirname(target));
+    return { path: target, manifest, skipped };
+  } catch (error) {
+    rmSync(partial, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** SQLite's online backup of one file, in one step after the first (so a writer cannot make it start over forever). */
+async function sqliteBackup(source: string, destination: string): Promise<void> {
+  const db = new Database(source, { fileMustExist: true, timeout: 10_000 });
+  try {
+    await db.backup(destination, { progress: () => 1_000_000 });
+  } finally {
+    db.close();
+  }
+}
+
+function logPosition(eventsDb: string): string {
+  const db = new Database(eventsDb, { readonly: true, fileMustExist: true });
+  try {
+    const row = db.prepare('SELECT coalesce(max(position), 0) AS head FROM events').get() as { head: number | bigint };
+    return String(row.head);
+  } finally {
+    db.close();
+  }
+}
+
+async function describe(root: string, path: string): Promise<BackupFile> {
+  const full = join(root, path);
+  return { path, bytes: statSync(full).size, sha256: await fileSha256(full) };
+}
+
+export async function fileSha256(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+function listFiles(dataDir: string): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(dataDir, { withFileTypes: true })) {
+    if (entry.isFile()) out.push(entry.name);
+    else if (entry.isDirectory() && entry.name === 'index') {
+      for (const inner of readdirSync(join(dataDir, 'index'), { withFileTypes: true })) if (inner.isFile()) out.push(`index/${inner.name}`);
+    }
+  }
+  return out.sort();
+}
+
+function fsyncPath(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Reads and checks a backup: the manifest against its schema, every file it
+ * names against its size and SHA-256, and no other file. Throws BackupInvalid.
+ */
+export async function verifyBackup(from: string): Promise<BackupManifest> {
+  const root = resolve(from);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(join(root, MANIFEST_FILE), 'utf8'));
+  } catch {
+    throw new BackupInvalid(`no readable ${MANIFEST_FILE} in ${root}`);
+  }
+  const version = (raw as { formatVersion?: unknown })?.formatVersion;
+  if (typeof version === 'number' && version !== FORMAT_VERSIONS.backupManifest) {
+    throw new BackupInvalid(`manifest format version ${version}, this ELMA reads ${FORMAT_VERSIONS.backupManifest}`);
+  }
+  const parsed = BackupManifest.safeParse(raw);
+  if (!parsed.success) throw new BackupInvalid(`${MANIFEST_FILE} is not an ELMA backup manifest`);
+  const manifest = parsed.data;
+  const paths = new Set<string>();
+  for (const file of manifest.files) {
+    if (paths.has(file.path)) throw new BackupInvalid(`${file.path} is listed twice`);
+    paths.add(file.path);
+    const full = join(root, file.path);
+    if (!existsSync(full)) throw new BackupInvalid(`${file.path} is missing`);
+    if (statSync(full).size !== file.bytes || (await fileSha256(full)) !== file.sha256) {
+      throw new BackupInvalid(`${file.path} does not match its checksum`);
+    }
+  }
+  return manifest;
+}
+
+export interface RestoreOptions {
+  from: string;
+  dataDir: string;
+  ledgerPath: string;
+  temporalDbFile?: string;
+  /** Restore although there is no erasure ledger (erasures done after the backup then come back). */
+  withoutLedger: boolean;
+}
+
+export interface RestoreResult {
+  manifest: BackupManifest;
+  /** Ledger entries the next start applies again (undefined without a ledger). */
+  reapply: { after: number; entries: number } | undefined;
+  /** Files of the data folder the backup did not replace and that were kept. */
+  kept: string[];
+  /** Warnings for the operator (e.g. the master key the data needs is not in the folder). */
+  warnings: string[];
+}
+
+/**
+ * Restores a backup into a data folder no process owns (it claims the folder
+ * for the time of the restore: one that is in use is refused with
+ * DataDirInUse). The backup is verified whole first and nothing is changed
+ * when it fails. The erasure ledger is never overwritten: it is told to
+ * re-apply, on the next start, every erasure recorded after the backup's
+ * ledger head. The files are copied and checked into a staging folder, then
+ * swapped in under a marker that stops ELMA from starting on a half-swapped folder.
+ */
+export async function restoreDataDir(options: RestoreOptions): Promise<RestoreResult> {
+  const dataDir = resolve(options.dataDir);
+  const manifest = await verifyBackup(options.from);
+  const skip = neverCopied(dataDir, options.ledgerPath, options.temporalDbFile);
+  const forbidden = manifest.files.find((f) => skip.has(f.path) || isCompanion(f.path));
+  if (forbidden) throw new BackupInvalid(`${forbidden.path} is never part of a backup`);
+  const ownership = claimDataDir(dataDir, { command: 'elma restore', ports: {} });
+  try {
+    // What an interrupted restore left staged.
+    for (const entry of readdirSync(dataDir))
+      if (entry.startsWith('.restore-') && entry !== RESTORE_MARKER_FILE) rmSync(join(dataDir, entry), { recursive: true, force: true });
+    const warnings: string[] = [];
+    for (const name of SECRET_FILES) {
+      const inBackup = join(resolve(options.from), name);
+      const inFolder = join(dataDir, name);
+      if (!manifest.files.some((f) => f.path === name) || !existsSync(inFolder)) continue;
+      if (readFileSync(inBackup, 'utf8').trim() !== readFileSync(inFolder, 'utf8').trim() && name === 'master.key') {
+        throw new RestoreRefused(
+          `${inFolder} differs from the backup's master key; move it away first if the backup's key is the one to use`,
+        );
+      }
+    }
+    if (!manifest.secrets && !existsSync(join(dataDir, 'master.key'))) {
+      warnings.push(
+        'the backup holds no master key and the folder has none: start ELMA with the master key the backup was made with (ELMA_MASTER_KEY)',
+      );
+    }
+    let reapply: RestoreResult['reapply'];
+    if (existsSync(options.ledgerPath)) {
+      const ledger = SqliteErasureLedger.open(options.ledgerPath);
+      try {
+        // Another ledger than the backup's: every entry it holds is applied again (each is idempotent).
+        const after = manifest.ledger && manifest.ledger.id === ledger.id ? Math.min(manifest.ledger.head, await ledger.head()) : 0;
+        await ledger.requireReapply(after);
+        reapply = { after: (await ledger.pendingReapply()) ?? after, entries: (await ledger.entries(after)).length };
+      } finally {
+        await ledger.close();
+      }
+    } else if (!options.withoutLedger) {
+      throw new RestoreRefused(
+        `no erasure ledger at ${options.ledgerPath}: erasures completed after the backup could not be re-applied. ` +
+          'Point ELMA_ERASURE_LEDGER at the ledger, or pass --without-ledger if there is none to keep',
+      );
+    } else {
+      warnings.push('restored without an erasure ledger: erasures completed after the backup are not re-applied');
+    }
+
+    const staging = join(dataDir, `.restore-${randomBytes(4).toString('hex')}`);
+    mkdirSync(join(staging, 'index'), { recursive: true, mode: 0o700 });
+    try {
+      for (const file of manifest.files) {
+        if (SECRET_FILES.includes(file.path as (typeof SECRET_FILES)[number]) && existsSync(join(dataDir, file.path))) continue;
+        const staged = join(staging, file.path);
+        copyFileSync(join(resolve(options.from), file.path), staged);
+        if ((await fileSha256(staged)) !== file.sha256) throw new BackupInvalid(`${file.path} changed while it was copied`);
+        fsyncPath(staged);
+      }
+      fsyncPath(staging);
+      // From here the folder is being swapped: the marker stops a start until the swap is complete.
+      writeFileSync(join(dataDir, RESTORE_MARKER_FILE), `${JSON.stringify({ from: resolve(options.from), takenAt: manifest.takenAt })}\n`, {
+        mode: OWNER_ONLY,
+      });
+      fsyncPath(dataDir);
+      const replaced = new Set(manifest.files.map((f) => f.path));
+      // The index is replaced whole (partitions of tenants the backup lacks, graphs that belong to other rows).
+      rmSync(join(dataDir, 'index'), { recursive: true, force: true });
+      for (const path of replaced) {
+        if (path.startsWith('index/')) continue;
+        if (!existsSync(join(staging, path))) continue; // a secret kept as the folder had it
+        for (const suffix of ['', ...COMPANIONS]) rmSync(join(dataDir, `${path}${suffix}`), { force: true });
+      }
+      mkdirSync(join(dataDir, 'index'), { recursive: true, mode: 0o700 });
+      for (const path of replaced) if (existsSync(join(staging, path))) renameSync(join(staging, path), join(dataDir, path));
+      fsyncPath(join(dataDir, 'index'));
+      fsyncPath(dataDir);
+      rmSync(staging, { recursive: true, force: true });
+      rmSync(join(dataDir, RESTORE_MARKER_FILE), { force: true });
+      fsyncPath(dataDir);
+    } catch (error) {
+      // Before the marker, nothing was changed; after it, the marker stays and ELMA refuses to start until a rerun.
+      if (!existsSync(join(dataDir, RESTORE_MARKER_FILE))) rmSync(staging, { recursive: true, force: true });
+      throw error;
+    }
+    const kept = listFiles(dataDir).filter(
+      (p) => !manifest.files.some((f) => f.path === p) && !skip.has(p) && !isCompanion(p) && p.endsWith('.db'),
+    );
+    return { manifest, reapply, kept, warnings };
+  } finally {
+    ownership.release();
+  }
+}

@@ -1,0 +1,1 @@
+export { SqliteErasureLedger, ERASURE_LEDGER_FILE } from './sqlite-erasure-ledger';
