@@ -108,6 +108,21 @@ describe('elma backup / elma restore keep erasures erased', () => {
     expect(status).toBe('completed');
     certificate = await (await fetch(`${api}/v1/erasures/${requestId}/certificate`, { headers: dpo })).json();
     expect(await recall('护照号码')).toEqual([]);
+
+    // The ledger holds the erasure: ids, the forgotten pseudonym, the deleted stream, the tombstones; no content, no subject id.
+    const ledgerPath = join(dataDir, 'erasure-ledger.db');
+    const ledger = new Database(ledgerPath, { readonly: true });
+    const entries = (ledger.prepare('SELECT entry FROM erasures').all() as { entry: string }[]).map(
+      (row) => JSON.parse(row.entry) as Record<string, string[]>,
+    );
+    ledger.close();
+    expect(entries).toHaveLength(1);
+    expect(entries[0].recordIds.sort()).toEqual([...erasedIds].sort());
+    expect(entries[0].forgottenPseudonyms).toHaveLength(1);
+    expect(entries[0].deletedStreams.length).toBeGreaterThan(0);
+    expect(entries[0].tombstones.length).toBeGreaterThanOrEqual(2);
+    const ledgerBytes = readFileSync(ledgerPath);
+    for (const needle of ['cust-lin', ...ERASED]) expect(ledgerBytes.includes(Buffer.from(needle, 'utf8'))).toBe(false);
   }, 180_000);
 
   it('refuses to restore into the folder while ELMA runs, naming the owner', () => {
@@ -158,7 +173,8 @@ describe('elma backup / elma restore keep erasures erased', () => {
       content: { text: ERASED[1] },
       source: { system: 'crm', externalId: 'm-again' },
     });
-    expect(again.status).not.toBe(202);
+    expect(again.status).toBe(409);
+    expect(((await again.json()) as { code: string }).code).toBe('ERASURE.CONTENT_ERASED');
     expect(output).toContain('erasure ledger re-applied to restored data');
 
     // The certificate issued before the restore still verifies with the keys the restored ELMA serves.

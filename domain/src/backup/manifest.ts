@@ -46,6 +46,13 @@ export class BackupInvalid extends DomainError {
   }
 }
 
+/** `elma backup` refused before it copied anything (no data folder, a target that is not new). */
+export class BackupRefused extends DomainError {
+  constructor(reason: string) {
+    super('BACKUP.REFUSED', `backup refused: ${reason}`, { reason });
+  }
+}
+
 /** Restore refused before anything was changed (a secret that differs, no ledger...). */
 export class RestoreRefused extends DomainError {
   constructor(reason: string) {
