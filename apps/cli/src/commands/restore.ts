@@ -36,7 +36,7 @@ export async function restoreCommand(argv: string[]): Promise<number> {
         kept: result.kept,
       })}\n`,
     );
-    if (result.reapply) {
+    if (result.reapply && result.reapply.entries > 0) {
       process.stderr.write(
         `elma restore: ${result.reapply.entries} erasure(s) completed after the backup are applied again when ELMA next starts, before it serves.\n`,
       );
