@@ -281,7 +281,18 @@ export class OffboardingSteps {
   async fail(tenant: string, requestId: string, code: string): Promise<void> {
     const { state } = await this.deps.store.read(tenant, requestId);
     if (!state.request || state.certified !== undefined) return;
-    if (!state.failure) await this.deps.store.append(tenant, requestId, [{ type: 'OffboardingFailed', code, at: this.now() }], 'any');
+    if (!state.failure) {
+      await this.deps.store.append(tenant, requestId, [{ type: 'OffboardingFailed', code, at: this.now() }], 'any');
+      await this.deps.audit.record({
+        tenant: PLATFORM_TENANT,
+        actor: 'elma-offboarding',
+        subject: null,
+        operation: 'administer',
+        resourceIds: [`tenant:${tenant}`, requestId],
+        decision: { effect: 'deny', rule: `offboard:failed:${code}`.slice(0, 256) },
+        requestId,
+      });
+    }
     await this.deps.vault.shred(PLATFORM_TENANT, [worksetKey(requestId)]);
     if (!state.steps.has('destroy_key')) await this.deps.closures.unseal(tenant, requestId, this.now());
   }
@@ -364,6 +375,16 @@ export class OffboardingSteps {
     const done = state.steps.get(step);
     if (done) return done.counts;
     const result = await work();
+    // Before the step's record: a crash between the two repeats the entry rather than lose it.
+    await this.deps.audit.record({
+      tenant: PLATFORM_TENANT,
+      actor: 'elma-offboarding',
+      subject: null,
+      operation: step === 'export' ? 'export' : step === 'seal' || step === 'legal_hold' ? 'administer' : 'erase',
+      resourceIds: [`tenant:${tenant}`, requestId, `step/${step}`],
+      decision: { effect: 'allow', rule: `offboard:${step}` },
+      requestId,
+    });
     await this.deps.store.append(
       tenant,
       requestId,

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLATFORM_TENANT, streams, type Principal } from '@elma/domain';
 import { mintToken, verifySignedOffboardingCertificate } from '@elma/infra';
 import { verifyCertificateCommand } from '../../cli/src/commands/verify-certificate';
+import { tenantsCommand } from '../../cli/src/commands/tenants';
 import { callApi, chatEvent, startTestApp, type Json, type TestApp } from './testing';
 
 /*
@@ -281,6 +282,18 @@ describe('tenant off-boarding of acme, end to end on Temporal', () => {
       expect(await verifyCertificateCommand([join(dir, 'certificate.json'), '--jwks', join(dir, 'jwks.json')], io)).toBe(0);
       expect(out.join('')).toContain(`tenant off-boarding ${requestId}, tenant acme`);
       expect(await verifyCertificateCommand([join(dir, 'altered.json'), '--jwks', `${t.url}/.well-known/elma-keys`], io)).toBe(1);
+
+      // The operator's way: `elma tenants status|certificate` over the API, then `elma verify-certificate`.
+      const env = { ELMA_TOKEN: tokens.ops2, ELMA_URL: t.url };
+      expect(await tenantsCommand(['status', 'acme', requestId, '--wait'], { ...io, env })).toBe(0);
+      const file = join(dir, 'from-cli.json');
+      expect(await tenantsCommand(['certificate', 'acme', requestId, '--out', file], { ...io, env })).toBe(0);
+      expect(await verifyCertificateCommand([file, '--jwks', `${t.url}/.well-known/elma-keys`], io)).toBe(0);
+      out.length = 0;
+      expect(await tenantsCommand(['status', 'acme', requestId], { ...io, env: { ELMA_TOKEN: tokens.globexAgent, ELMA_URL: t.url } })).toBe(
+        1,
+      );
+      expect(out.join('')).toContain('AUTH.FORBIDDEN');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -347,8 +360,18 @@ describe('tenant off-boarding of acme, end to end on Temporal', () => {
       .map((line) => JSON.parse(line) as Json);
     const ours = entries.filter((e) => e.resourceIds.includes(requestId));
     expect(ours.map((e) => e.decision.rule)).toEqual(
-      expect.arrayContaining(['offboard:request', 'offboard:four-eyes', 'offboard:approve', 'offboard:certify', 'offboard:certificate']),
+      expect.arrayContaining([
+        'offboard:request',
+        'offboard:four-eyes',
+        'offboard:approve',
+        ...['seal', 'legal_hold', 'export', 'destroy_key', 'drop_index', 'delete_streams', 'verify'].map((step) => `offboard:${step}`),
+        'offboard:certify',
+        'offboard:certificate',
+      ]),
     );
+    // One entry per step: none done twice in effect.
+    const stepEntries = ours.filter((e) => e.resourceIds.some((r: string) => r.startsWith('step/')));
+    expect(stepEntries.length).toBe(7);
     expect(JSON.stringify(entries)).not.toMatch(/Oberwald|茶壶/);
     expect(certificate.certificate.auditAnchor.hash).toBe(ours.find((e) => e.decision.rule === 'offboard:certify').hash);
   });
