@@ -129,7 +129,15 @@ export class OffboardingRequests {
   /** The platform tenant, a tenant with active holds and a tenant already closed cannot be off-boarded (again). */
   private async assertOffboardable(tenant: string): Promise<void> {
     if (tenant === PLATFORM_TENANT) throw new OffboardPlatformTenant();
-    if ((await this.deps.closures.closure(tenant, { fresh: true })) !== undefined) throw new TenantAlreadyOffboarded();
+    const closure = await this.deps.closures.closure(tenant, { fresh: true });
+    if (closure === 'offboarded') throw new TenantAlreadyOffboarded();
+    if (closure === 'sealed') {
+      // Sealed by an off-boarding still under way: refused. Sealed by one that failed after destroying the key
+      // (the tenant stays closed): a new off-boarding may finish the job and certify it.
+      const sealedBy = this.deps.closures.closedBy(tenant);
+      const previous = sealedBy ? (await this.deps.store.read(tenant, sealedBy)).state : undefined;
+      if (!previous?.failure) throw new TenantAlreadyOffboarded();
+    }
     const holds = await this.deps.holds.list(tenant, { fresh: true });
     if (holds.length > 0) throw new OffboardBlockedByLegalHold(holds.length);
   }

@@ -49,14 +49,27 @@ describe('off-boarding steps on real SQLite files', () => {
     });
   });
 
-  it('given a failure after the key was destroyed, then the tenant stays closed', async () => {
+  it('given a failure after the key was destroyed, then the tenant stays closed until a new off-boarding certifies it', async () => {
     const requestId = await approvedRequest('beta');
     await elma.offboarding.steps.seal('beta', requestId, at());
     await elma.offboarding.steps.legalHoldCheck('beta', requestId, at());
     await elma.offboarding.steps.export('beta', requestId, at());
     await elma.offboarding.steps.destroyKey('beta', requestId, at());
+    // While it runs, nobody can ask again.
+    await expect(elma.offboarding.requests.request(ops('ops-1'), 'beta', { reason: 'contract_ended' }, 'r')).rejects.toMatchObject({
+      code: 'OFFBOARD.TENANT_CLOSED',
+    });
     await elma.offboarding.steps.fail('beta', requestId, 'OFFBOARD.VERIFICATION_FAILED');
     expect(await elma.offboarding.closures.closure('beta', { fresh: true })).toBe('sealed');
+    // Failed after the key was gone: a new off-boarding may finish the job and certify it.
+    const retry = await elma.offboarding.requests.request(ops('ops-1'), 'beta', { reason: 'contract_ended' }, 'r');
+    await elma.offboarding.requests.approve(ops('ops-2'), 'beta', retry.requestId, 'r');
+    for (const step of ['seal', 'legalHoldCheck', 'export', 'destroyKey', 'dropIndex', 'deleteStreams'] as const)
+      await elma.offboarding.steps[step]('beta', retry.requestId, at());
+    const verification = await elma.offboarding.steps.verify('beta', retry.requestId, 1, at());
+    expect(verification.passed).toBe(true);
+    await elma.offboarding.steps.certify('beta', retry.requestId, { verification, rounds: 1 });
+    expect(await elma.offboarding.closures.closure('beta', { fresh: true })).toBe('offboarded');
   });
 
   it('given two approvals by the same two admins, then only one is stored and the requester can never approve', async () => {

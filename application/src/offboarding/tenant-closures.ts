@@ -23,6 +23,8 @@ interface ClosureEvent {
  */
 export class TenantClosures {
   private readonly closed = new Map<string, TenantClosure>();
+  /** The off-boarding that sealed or closed each tenant. */
+  private readonly by = new Map<string, string>();
   private revision = -1n;
   private readAt = -Infinity;
   private reading: Promise<void> | undefined;
@@ -40,6 +42,11 @@ export class TenantClosures {
       this.readAt = now;
     }
     return this.closed.get(tenant);
+  }
+
+  /** The request that sealed (or closed) the tenant, as of the last read. */
+  closedBy(tenant: string): string | undefined {
+    return this.by.get(tenant);
   }
 
   /** Seals the tenant: from now on its tokens are refused. Idempotent. */
@@ -70,10 +77,19 @@ export class TenantClosures {
   private async catchUp(): Promise<void> {
     const from = this.revision + 1n;
     for await (const event of this.deps.log.readStream(streams.tenantClosures, from > 0n ? { fromRevision: from } : {})) {
-      const { tenant } = event.data as ClosureEvent;
-      if (event.type === 'TenantSealed' && this.closed.get(tenant) !== 'offboarded') this.closed.set(tenant, 'sealed');
-      if (event.type === 'TenantUnsealed' && this.closed.get(tenant) === 'sealed') this.closed.delete(tenant);
-      if (event.type === 'TenantOffboarded') this.closed.set(tenant, 'offboarded');
+      const { tenant, requestId } = event.data as ClosureEvent;
+      if (event.type === 'TenantSealed' && this.closed.get(tenant) !== 'offboarded') {
+        this.closed.set(tenant, 'sealed');
+        this.by.set(tenant, requestId);
+      }
+      if (event.type === 'TenantUnsealed' && this.closed.get(tenant) === 'sealed') {
+        this.closed.delete(tenant);
+        this.by.delete(tenant);
+      }
+      if (event.type === 'TenantOffboarded') {
+        this.closed.set(tenant, 'offboarded');
+        this.by.set(tenant, requestId);
+      }
       this.revision = event.revision;
     }
   }
