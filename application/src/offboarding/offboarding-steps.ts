@@ -20,6 +20,7 @@ import {
   type RawStoreScan,
   type SignedOffboardingCertificate,
   type Clock,
+  type LogCompaction,
 } from '@elma/domain';
 import type { Sealed } from '@elma/shared';
 import type { AuditLog } from '../audit';
@@ -51,6 +52,8 @@ export interface OffboardingStepDeps {
   rawScan: RawStoreScan;
   scanRoots: string[];
   exportSink?: ExportSink;
+  /** A log that deletes by tombstone (EventStoreDB): a scavenge is asked for once the streams are deleted. */
+  compaction?: LogCompaction;
 }
 
 /** Which attempt of a step this is (from Temporal), and when it was scheduled. */
@@ -159,6 +162,7 @@ export class OffboardingSteps {
     const head = state.steps.get('delete_streams')?.auditHead ?? (await this.auditHead(tenant));
     const { names, events } = await this.tenantStreams(tenant);
     for (const name of names) await this.deps.log.deleteStream(name);
+    if (this.deps.compaction && names.length > 0) await this.deps.compaction.request();
     return this.once(state, tenant, requestId, 'delete_streams', at, async () => ({
       counts: { streams: names.length, events },
       auditHead: head,

@@ -189,7 +189,7 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
       compaction,
     }),
     signer,
-    offboarding: createOffboarding(config, { log, index, vault, sealer, runner, holds, policies, audit, signer, clock, ids }),
+    offboarding: createOffboarding(config, { log, index, vault, sealer, runner, holds, policies, audit, signer, clock, ids, compaction }),
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
     consolidation: new ConsolidationService({ log, index, sealer, erased, embeddings }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids, ranking: config.recall }),
@@ -362,7 +362,13 @@ function createErasures(config: ElmaConfig, { compaction, ...deps }: ErasureDeps
 
 function createOffboarding(
   config: ElmaConfig,
-  deps: Pick<ErasureDeps, 'log' | 'index' | 'vault' | 'runner' | 'holds' | 'policies' | 'audit' | 'signer' | 'clock' | 'ids'> & {
+  {
+    compaction,
+    ...deps
+  }: Pick<
+    ErasureDeps,
+    'log' | 'index' | 'vault' | 'runner' | 'holds' | 'policies' | 'audit' | 'signer' | 'clock' | 'ids' | 'compaction'
+  > & {
     sealer: EventSealer;
   },
 ): Offboarding {
@@ -379,6 +385,7 @@ function createOffboarding(
       rawScan: rawStoreScan,
       scanRoots: scanRootsOf(config),
       ...(exportDir ? { exportSink: folderSink(exportDir) } : {}),
+      ...(compaction ? { compaction } : {}),
     }),
   };
 }
