@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const main = join(import.meta.dirname, 'main.ts');
-const COMMANDS = ['start', 'api', 'token', 'rebuild', 'worker', 'verify-certificate', 'bench', 'eval-locomo'];
+const COMMANDS = ['start', 'api', 'token', 'rebuild', 'worker', 'tenants', 'verify-certificate', 'bench', 'eval-locomo'];
 
 describe('elma <command> --help', () => {
   const parent = mkdtempSync(join(tmpdir(), 'elma-help-'));
