@@ -5,7 +5,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PLATFORM_TENANT, type Principal } from '@elma/domain';
 import { loadConfig } from '@elma/infra';
 import { silentLogger } from '@elma/shared';
-import { openElma, type Elma } from '@elma/runtime';
+import { openElma, systemClock, uuidSource, type Elma } from '@elma/runtime';
+import { OffboardingRequests } from './offboarding-requests';
+import { OffboardingStore } from './offboarding-store';
 import { TenantClosures } from './tenant-closures';
 
 const ops = (sub: string): Principal => ({ tenant: PLATFORM_TENANT, sub, roles: ['platform-admin'], purposes: [], clearance: 'internal' });
@@ -82,6 +84,28 @@ describe('off-boarding steps on real SQLite files', () => {
       elma.offboarding.requests.approve(ops('ops-3'), 'gamma', requestId, 'r'),
     ]);
     expect([a.status, b.status].sort()).toEqual(['fulfilled', 'rejected']);
+  });
+
+  it('given a worker without an export folder, when an export was asked, then it stops before destroying and lifts the seal', async () => {
+    // The API of another process accepted the export (it has a folder); this worker has none.
+    const api = new OffboardingRequests({
+      store: new OffboardingStore({ log: elma.log }),
+      closures: new TenantClosures({ log: elma.log }),
+      holds: elma.holds,
+      audit: elma.audit,
+      clock: systemClock,
+      ids: uuidSource,
+      exportDir: join(dir, '..', 'exports-elsewhere'),
+    });
+    const { requestId } = await api.request(ops('ops-1'), 'epsilon', { reason: 'contract_ended', export: true }, 'r');
+    await elma.offboarding.requests.approve(ops('ops-2'), 'epsilon', requestId, 'r');
+    await elma.offboarding.steps.seal('epsilon', requestId, at());
+    await elma.offboarding.steps.legalHoldCheck('epsilon', requestId, at());
+    await expect(elma.offboarding.steps.export('epsilon', requestId, at())).rejects.toMatchObject({
+      code: 'OFFBOARD.EXPORT_NOT_CONFIGURED',
+    });
+    await elma.offboarding.steps.fail('epsilon', requestId, 'OFFBOARD.EXPORT_NOT_CONFIGURED');
+    expect(await elma.offboarding.closures.closure('epsilon', { fresh: true })).toBeUndefined();
   });
 
   it('a closure made by one process is seen by another within its refresh interval', async () => {

@@ -5,6 +5,7 @@ import {
   AuditEntry,
   FORMAT_VERSIONS,
   OffboardBlockedByLegalHold,
+  OffboardExportNotConfigured,
   OffboardingCertificate,
   PLATFORM_TENANT,
   streams,
@@ -302,7 +303,8 @@ export class OffboardingSteps {
   }
 
   private async writeArchive(tenant: string, requestId: string, records: MemoryRecord[], audit: AuditEntry[]): Promise<OffboardExport> {
-    if (!this.deps.exportSink) throw new Error('no export folder configured (ELMA_OFFBOARD_EXPORT_DIR)');
+    // The API checked it, but the worker may run with another configuration: stop before anything is destroyed.
+    if (!this.deps.exportSink) throw new OffboardExportNotConfigured();
     const archive = {
       type: 'elma.tenant-export',
       formatVersion: FORMAT_VERSIONS.tenantExport,
