@@ -2,12 +2,15 @@ import type { ConsolidationService } from '@elma/application';
 import { createConsolidationActivities, type ConsolidationActivities } from './consolidation/activities';
 import { createErasureActivities, type ErasureActivities, type ErasureActivityDeps } from './erasure/activities';
 import { createReindexActivities, type TenantViews } from './reindex/activities';
+import { createOffboardingActivities, type OffboardingActivities } from './offboarding/activities';
+import type { OffboardingSteps } from '@elma/application';
 
 export type { TenantViews } from './reindex/types';
 export { createReindexActivities, type ReindexActivities } from './reindex/activities';
 export { createErasureActivities, type ErasureActivities, type ErasureActivityDeps, type Attempted } from './erasure/activities';
 export { createConsolidationActivities, type ConsolidationActivities } from './consolidation/activities';
 export { withDomainFailures } from './shared/failures';
+export { createOffboardingActivities, type OffboardingActivities } from './offboarding/activities';
 
 /** Everything the activities need, as ports. Grows with each capability (erasure, consolidation, ...). */
 export interface ActivityDeps {
@@ -15,6 +18,7 @@ export interface ActivityDeps {
   /** Omitted by workers that only rebuild views (tests of the reindex workflow). */
   erasure?: ErasureActivityDeps;
   consolidation?: ConsolidationService;
+  offboarding?: OffboardingSteps;
 }
 
 /** All of ELMA's activities, ready for `Worker.create({ activities })`. */
@@ -25,7 +29,11 @@ export function createActivities(deps: ActivityDeps) {
     ...(deps.consolidation && deps.erasure
       ? createConsolidationActivities({ consolidation: deps.consolidation, tenants: () => deps.erasure!.requests.tenants() })
       : {}),
+    ...(deps.offboarding ? createOffboardingActivities({ offboarding: deps.offboarding }) : {}),
   };
 }
 
-export type ElmaActivities = ReturnType<typeof createReindexActivities> & ErasureActivities & ConsolidationActivities;
+export type ElmaActivities = ReturnType<typeof createReindexActivities> &
+  ErasureActivities &
+  ConsolidationActivities &
+  OffboardingActivities;

@@ -42,6 +42,8 @@ export * from './policy/compile';
 export * from './audit/audit';
 export * from './hygiene';
 export * from './erasure';
+export * from './offboarding';
+export * from './shared/formats';
 export * from './consolidation';
 export * from './memory/conflicts';
 export * from './memory/kinds';

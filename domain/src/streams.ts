@@ -39,6 +39,10 @@ export const streams = {
    * tenant operation reaches this stream.
    */
   erasureOutbox: 'outbox-_system-erasures',
+  /** One off-boarding of a tenant (kept after the tenant's own streams are deleted: it is the platform's record). */
+  offboarding: (tenant: string, requestId: string) => `offboarding-${tenant}-${requestId}`,
+  /** Tenants sealed for off-boarding or off-boarded (their names are never used again). Outside every tenant, like the outbox. */
+  tenantClosures: 'tenants-_system-closed',
   /** Marks, in a log that cannot record a layout version of its own (EventStoreDB), a finished data-folder migration. */
   migrations: 'migrations-elma',
   /** Category prefixes, for reads and subscriptions over every stream of a category. */

@@ -17,7 +17,21 @@ import { causeOf, serverErrorLog } from './http/server-errors';
 import { graphqlErrorFormatter, GRAPHQL_RESPONSE_TYPE, wantsGraphqlResponse } from './graphql/errors';
 import { registerExplorer } from './graphql/explorer';
 import { limitsRule } from './graphql/limits';
-import { ADJUDICATION, ERASURE_DESK, GOVERNANCE, HEALTH, INGEST, MEMORIES, RECALL, TOKEN_VERIFIER, type HealthCheck } from './http/tokens';
+import {
+  ADJUDICATION,
+  ERASURE_DESK,
+  GOVERNANCE,
+  HEALTH,
+  INGEST,
+  MEMORIES,
+  OFFBOARDING_DESK,
+  RECALL,
+  TENANT_CLOSURES,
+  TOKEN_VERIFIER,
+  type HealthCheck,
+} from './http/tokens';
+import { OffboardingDesk, type OffboardWorkflows } from './offboarding/offboarding-desk';
+import { TenantsController } from './rest/tenants.controller';
 import { ErasureDesk, type ErasureWorkflows } from './erasure/erasure-desk';
 import { ErasuresController, WellKnownController } from './rest/erasures.controller';
 import { ErasureResolver } from './graphql/erasure.resolver';
@@ -55,6 +69,7 @@ class ApiModule {
         RecallController,
         GovernanceController,
         ErasuresController,
+        TenantsController,
         WellKnownController,
         HealthController,
       ],
@@ -71,6 +86,8 @@ class ApiModule {
           useValue: new TokenVerifier(elma.config.auth, elma.config.jwtSecret, (tenant) => elma.policies.get(tenant)),
         },
         { provide: ERASURE_DESK, useValue: new ErasureDesk(elma.erasure.requests, elma.signer, options.erasures) },
+        { provide: OFFBOARDING_DESK, useValue: new OffboardingDesk(elma.offboarding.requests, options.offboarding) },
+        { provide: TENANT_CLOSURES, useValue: elma.offboarding.closures },
         AuthGuard,
         MemoryResolver,
         ErasureResolver,
@@ -101,6 +118,8 @@ function silenceExpectedOverrideWarning(): void {
 export interface ApiOptions {
   /** The erasure workflows on Temporal; without it the erasure endpoints answer 503 TEMPORAL.UNAVAILABLE. */
   erasures?: ErasureWorkflows;
+  /** The off-boarding workflows on Temporal; without it an approval answers 503 TEMPORAL.UNAVAILABLE. */
+  offboarding?: OffboardWorkflows;
 }
 
 /** Builds the HTTP app (REST under /v1, GraphQL at /graphql, OpenAPI at /docs) on a process's ELMA services. */

@@ -9,10 +9,11 @@ import { silentLogger, type Logger } from '@elma/shared';
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import type { WorkflowBundle } from '@temporalio/worker';
-import { bundleElmaWorkflows, createWorkerFor, wireTemporal } from '@elma/worker';
+import { bundleElmaWorkflows, createWorkerFor, temporalOffboardWorkflows, wireTemporal } from '@elma/worker';
 import { inject } from 'vitest';
 import { createApi } from './app';
 import type { ErasureWorkflows } from './erasure/erasure-desk';
+import type { OffboardWorkflows } from './offboarding/offboarding-desk';
 
 /** A real ELMA on real SQLite files in a temporary folder, served over real HTTP on a free port. */
 /** A parsed JSON response body: tests read whichever fields they assert on. */
@@ -70,6 +71,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   await elma.runner.start();
   const stops: (() => Promise<unknown>)[] = [];
   let erasures: ErasureWorkflows | undefined;
+  let offboarding: OffboardWorkflows | undefined;
   let taskQueue: string | undefined;
   if (options.temporal) {
     // The run's dev server (tests/temporal.global-setup.ts) and ELMA's workflows, unless the test names others.
@@ -85,8 +87,9 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       await running.catch(() => undefined);
     });
     erasures = await wireTemporal(elma, { connection, taskQueue }, { consolidateEveryEvents: options.temporal.consolidateEveryEvents });
+    offboarding = temporalOffboardWorkflows({ connection, taskQueue });
   }
-  const app = await createApi(elma, { erasures });
+  const app = await createApi(elma, { erasures, offboarding });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.getHttpServer().address() as { port: number };
   return {

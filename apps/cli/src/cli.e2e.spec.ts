@@ -11,6 +11,7 @@ const COMMANDS = [
   'token',
   'rebuild',
   'worker',
+  'tenants',
   'verify-certificate',
   'backup',
   'restore',

@@ -8,6 +8,7 @@ import { evalLocomoCommand } from './commands/eval-locomo';
 import { backupCommand } from './commands/backup';
 import { restoreCommand } from './commands/restore';
 import { erasuresCommand } from './commands/erasures';
+import { tenantsCommand } from './commands/tenants';
 
 interface Command {
   /** Options, as the usage line shows them. */
@@ -44,9 +45,15 @@ const COMMANDS: Record<string, Command> = {
     summary: 'run a Temporal worker alone (needs TEMPORAL_ADDRESS; no API, no projection)',
     run: workerCommand,
   },
+  tenants: {
+    synopsis: 'offboard|approve|status|certificate <tenant> [<requestId>] [--reason R] [--export] [--wait] [--out FILE]',
+    summary:
+      'tenant off-boarding through the API, as a platform admin (ELMA_TOKEN, ELMA_URL): ask, approve (another admin), follow, get the certificate',
+    run: (argv) => tenantsCommand(argv),
+  },
   'verify-certificate': {
     synopsis: '<file> [--jwks <url-or-file>]',
-    summary: 'verify an erasure certificate offline; exits 1 if it was altered',
+    summary: 'verify an erasure or tenant off-boarding certificate offline; exits 1 if it was altered',
     run: (argv) => verifyCertificateCommand(argv),
   },
   backup: {

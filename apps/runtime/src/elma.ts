@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync } from 'node:fs';
+import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { RESTORE_MARKER_FILE, RestoreInterrupted } from '@elma/domain';
@@ -48,6 +49,11 @@ import {
   Tombstones,
   EmbeddingStage,
   ErasureLedgerReapply,
+  OffboardingRequests,
+  OffboardingSteps,
+  OffboardingStore,
+  TenantClosures,
+  type ExportSink,
 } from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
@@ -82,6 +88,13 @@ export interface Erasures {
   reapply: ErasureLedgerReapply;
 }
 
+/** Tenant off-boarding: the API's requests, the workflow's steps, and the closed tenants every request is checked against. */
+export interface Offboarding {
+  requests: OffboardingRequests;
+  steps: OffboardingSteps;
+  closures: TenantClosures;
+}
+
 export interface Elma {
   config: ElmaConfig;
   logger: Logger;
@@ -103,6 +116,7 @@ export interface Elma {
   memories: MemoryService;
   recall: RecallService;
   erasure: Erasures;
+  offboarding: Offboarding;
   adjudication: Adjudication;
   consolidation: ConsolidationService;
   signer: CertificateSigner;
@@ -204,6 +218,7 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
       compaction,
     }),
     signer,
+    offboarding: createOffboarding(config, { log, index, vault, sealer, runner, holds, policies, audit, signer, clock, ids, compaction }),
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
     consolidation: new ConsolidationService({ log, index, sealer, erased, embeddings }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids, ranking: config.recall }),
@@ -377,6 +392,60 @@ function createErasures(config: ElmaConfig, { compaction, reapply, ...deps }: Er
     }),
     certification: new ErasureCertification(deps),
   };
+}
+
+function createOffboarding(
+  config: ElmaConfig,
+  {
+    compaction,
+    ...deps
+  }: Pick<
+    ErasureDeps,
+    'log' | 'index' | 'vault' | 'runner' | 'holds' | 'policies' | 'audit' | 'signer' | 'clock' | 'ids' | 'compaction'
+  > & {
+    sealer: EventSealer;
+  },
+): Offboarding {
+  const store = new OffboardingStore({ log: deps.log });
+  const closures = new TenantClosures({ log: deps.log });
+  const exportDir = config.offboard.exportDir;
+  return {
+    closures,
+    requests: new OffboardingRequests({ ...deps, store, closures, exportDir }),
+    steps: new OffboardingSteps({
+      ...deps,
+      store,
+      closures,
+      rawScan: rawStoreScan,
+      scanRoots: scanRootsOf(config),
+      ...(exportDir ? { exportSink: folderSink(exportDir) } : {}),
+      ...(compaction ? { compaction } : {}),
+    }),
+  };
+}
+
+/** Writes archives into a folder: owner-only, through a temporary name, so a reader never sees half a file. */
+function folderSink(dir: string): ExportSink {
+  return {
+    async write(name, bytes) {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      const path = join(dir, name);
+      const partial = `${path}.partial`;
+      await writeFile(partial, bytes, { mode: 0o600 });
+      await chmod(partial, 0o600);
+      await rename(partial, path);
+    },
+  };
+}
+
+/** What a verification byte-scans: the data folder, and the Temporal database when it lives elsewhere. */
+function scanRootsOf(config: ElmaConfig): string[] {
+  return [
+    config.dataDir,
+    ...(config.temporal.dbFile && !config.temporal.dbFile.startsWith(config.dataDir)
+      ? [config.temporal.dbFile, `${config.temporal.dbFile}-wal`]
+      : []),
+  ];
 }
 
 /** /health: one entry per engine, and one per probe added by the process (e.g. the Temporal server). */

@@ -19,8 +19,8 @@ import { createElmaWorker, type ElmaWorker, type ElmaWorkerOptions } from './wor
  */
 
 /** What the activities run on, taken from an opened ELMA. */
-export function workerDeps(elma: Pick<Elma, 'views' | 'erasure' | 'consolidation'>): ActivityDeps {
-  return { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation };
+export function workerDeps(elma: Pick<Elma, 'views' | 'erasure' | 'consolidation'> & Partial<Pick<Elma, 'offboarding'>>): ActivityDeps {
+  return { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation, offboarding: elma.offboarding?.steps };
 }
 
 /** The Temporal server, mTLS, namespace and task queue the configuration names, as worker options. */
@@ -33,7 +33,7 @@ export function configuredWorkerOptions(
 
 /** A worker (both task queues) whose activities run on `elma`. */
 export function createWorkerFor(
-  elma: Pick<Elma, 'views' | 'erasure' | 'consolidation'>,
+  elma: Pick<Elma, 'views' | 'erasure' | 'consolidation'> & Partial<Pick<Elma, 'offboarding'>>,
   options: Omit<ElmaWorkerOptions, 'deps'>,
 ): Promise<ElmaWorker> {
   return createElmaWorker({ ...options, deps: workerDeps(elma) });

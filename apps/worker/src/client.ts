@@ -29,6 +29,9 @@ import {
   consolidateSubjectsSignal,
   type erasureWorkflow,
   type reindexWorkflow,
+  offboardWorkflowId,
+  type offboardWorkflow,
+  type OffboardResult,
 } from '@elma/workflows';
 
 export interface ElmaClientOptions {
@@ -259,5 +262,52 @@ export function temporalErasureWorkflows(options: ElmaClientOptions & { connecti
     progress: (tenant: string, requestId: string) => bounded(() => erasureProgress(options, tenant, requestId)),
     approve: (tenant: string, requestId: string, approvedBy: string) =>
       bounded(() => approveErasure(options, tenant, requestId, approvedBy)),
+  };
+}
+
+/**
+ * Starts the off-boarding of an approved request; returns at once. Idempotent: the workflow id is the
+ * request's, so a second start (an approval repeated after a lost answer) finds it running or done.
+ */
+export async function startOffboarding(options: ElmaClientOptions, input: { tenant: string; requestId: string }): Promise<void> {
+  await withClient(options, async (client) => {
+    try {
+      await client.workflow.start<typeof offboardWorkflow>('offboardWorkflow', {
+        taskQueue: options.taskQueue ?? ELMA_TASK_QUEUE,
+        workflowId: offboardWorkflowId(input.tenant, input.requestId),
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        args: [input],
+        typedSearchAttributes: [
+          { key: ElmaTenant, value: input.tenant },
+          { key: ElmaRequestId, value: input.requestId },
+        ],
+      });
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    }
+  });
+}
+
+/** Waits for an off-boarding's end; rejects with `WorkflowFailedError` when it failed. */
+export async function offboardingResult(options: ElmaClientOptions, tenant: string, requestId: string): Promise<OffboardResult> {
+  return withClient(options, (client) =>
+    client.workflow.getHandle<typeof offboardWorkflow>(offboardWorkflowId(tenant, requestId)).result(),
+  );
+}
+
+/** The off-boarding side of the API over one Temporal connection (see `OffboardWorkflows` in @elma/api). */
+export function temporalOffboardWorkflows(options: ElmaClientOptions & { connection: Connection }) {
+  const erasures = temporalErasureWorkflows(options);
+  return {
+    reachable: erasures.reachable,
+    start: async (input: { tenant: string; requestId: string }) => {
+      try {
+        await options.connection.withDeadline(Date.now() + TEMPORAL_CALL_DEADLINE_MS, () => startOffboarding(options, input));
+      } catch (error) {
+        if (isTemporalUnreachable(error))
+          throw new TemporalUnavailable('Temporal is not reachable; the off-boarding cannot start until it is back');
+        throw error;
+      }
+    },
   };
 }

@@ -17,11 +17,20 @@ export type Principal = z.infer<typeof Principal>;
 /**
  * The roles ELMA itself gives meaning to: the default policy's rules and the
  * role gates of the services (writes, corrections, legal holds, policy,
- * audit export, erasure requests and approvals). A tenant's policy may name
+ * audit export, erasure requests and approvals, tenant off-boarding). A tenant's policy may name
  * more; a role that neither knows is a typo or an invention, never granted
  * silently.
  */
-export const BUILT_IN_ROLES = ['agent', 'service', 'admin', 'reviewer', 'auditor', 'compliance', 'dpo', 'legal'] as const;
+export const BUILT_IN_ROLES = ['agent', 'service', 'admin', 'reviewer', 'auditor', 'compliance', 'dpo', 'legal', 'platform-admin'] as const;
+
+/**
+ * The reserved tenant of the platform's operators. A `platform-admin` token
+ * names it as its tenant: the role acts on the tenant named in a path
+ * (`/v1/tenants/{id}/...`) only when the token is bound to this tenant, so a
+ * tenant's own issuer, which can put any role in its tokens, can never make
+ * a platform admin. The platform tenant itself cannot be off-boarded.
+ */
+export const PLATFORM_TENANT = 'elma_platform';
 export type BuiltInRole = (typeof BUILT_IN_ROLES)[number];
 
 /** The roles of `roles` that are neither built in nor named by a rule of `policy`. */

@@ -24,4 +24,9 @@ export const ROLES = {
   erasureReader: ['compliance', 'dpo', 'auditor'],
   /** Approves a closure above the tenant's threshold (four eyes: not the requester). */
   erasureApprover: 'dpo',
+  /**
+   * Off-boards a tenant (request, and approval by a second platform admin). Counts only in a token bound to
+   * `PLATFORM_TENANT`: not a tenant role, it acts on the tenant named in the path.
+   */
+  platform: 'platform-admin',
 } as const satisfies Record<string, BuiltInRole | readonly BuiltInRole[]>;

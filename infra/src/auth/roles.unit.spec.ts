@@ -13,6 +13,8 @@ describe('the built-in roles', () => {
       'admin',
       'auditor',
       'dpo',
+      // Tenant off-boarding (request and four-eyes approval), in a token of the platform tenant.
+      'platform-admin',
     ];
     expect(unknownRoles(checked)).toEqual([]);
     expect([...BUILT_IN_ROLES].sort()).toEqual([...new Set(checked)].sort());

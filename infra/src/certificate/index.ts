@@ -1,2 +1,3 @@
-export { CertificateSigner, verifySignedCertificate, type CertificateVerification, type Jwk } from './signing';
+export { CertificateSigner, verifySignedCertificate, verifyDocumentSignature, type CertificateVerification, type Jwk } from './signing';
+export { verifySignedOffboardingCertificate, type OffboardingVerification } from './offboarding';
 export { renderCertificatePdf } from './pdf';

@@ -1,6 +1,12 @@
 import { createHash, createPrivateKey, createPublicKey, hkdfSync, sign, verify, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
-import { canonicalJson, ErasureCertificate, SignedCertificate, type CertificateSigner as CertificateSigning } from '@elma/domain';
+import {
+  canonicalJson,
+  ErasureCertificate,
+  SignedCertificate,
+  type CertificateSigner as CertificateSigning,
+  type DocumentSignature,
+} from '@elma/domain';
 
 /** DER prefix of a PKCS#8 Ed25519 private key; the 32-byte seed follows it (RFC 8410). */
 const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
@@ -49,6 +55,19 @@ export class CertificateSigner implements CertificateSigning {
     }
     const value = sign(null, canonicalBytes(parsed), this.privateKey).toString('base64url');
     return { certificate: parsed, signature: { alg: 'EdDSA', kid: this.keyId, value } };
+  }
+
+  /**
+   * Signs another signed document (an off-boarding certificate, ...) the same way: Ed25519 over its
+   * canonical JSON, with the key of the same JWKS. The caller parses the document with its schema first.
+   */
+  signDocument(document: { keyId: string }): DocumentSignature {
+    if (document.keyId !== this.keyId) throw new Error(`document names signing key ${document.keyId}, this signer is ${this.keyId}`);
+    return {
+      alg: 'EdDSA',
+      kid: this.keyId,
+      value: sign(null, Buffer.from(canonicalJson(document), 'utf8'), this.privateKey).toString('base64url'),
+    };
   }
 
   /** The key set to publish; verifiers select the key by `kid`. */
@@ -101,6 +120,35 @@ export function verifySignedCertificate(input: unknown, jwks: unknown): Certific
     valid = false;
   }
   return valid ? { ok: true, certificate, kid: signature.kid } : { ok: false, reason: 'signature does not match' };
+}
+
+/**
+ * Checks the signature of a document signed by `signDocument` (already parsed with its schema) against a key
+ * set. Never throws; reasons name the key id, never document values.
+ */
+export function verifyDocumentSignature(
+  document: { keyId: string },
+  signature: DocumentSignature,
+  jwks: unknown,
+): { ok: true; kid: string } | { ok: false; reason: string } {
+  const keySet = KeySet.safeParse(jwks);
+  if (!keySet.success) return { ok: false, reason: 'malformed key set' };
+  const jwk = keySet.data.keys.find((key) => key.kid === signature.kid);
+  if (!jwk) return { ok: false, reason: `unknown signing key ${signature.kid}` };
+  if (signature.kid !== document.keyId) return { ok: false, reason: `signature key ${signature.kid} is not the document's key` };
+  const publicKey = importEd25519(jwk);
+  if (!publicKey) return { ok: false, reason: `unusable signing key ${signature.kid}` };
+  const signatureBytes = Buffer.from(signature.value, 'base64url');
+  if (signatureBytes.length !== SIGNATURE_BYTES || signatureBytes.toString('base64url') !== signature.value) {
+    return { ok: false, reason: 'signature does not match' };
+  }
+  let valid: boolean;
+  try {
+    valid = verify(null, Buffer.from(canonicalJson(document), 'utf8'), publicKey, signatureBytes);
+  } catch {
+    valid = false;
+  }
+  return valid ? { ok: true, kid: signature.kid } : { ok: false, reason: 'signature does not match' };
 }
 
 function canonicalBytes(certificate: ErasureCertificate): Buffer {

@@ -140,12 +140,16 @@ const Env = z.object({
   ELMA_GRAPHQL_MAX_COST: z.coerce.number().int().min(100).max(1_000_000).default(1000),
   /** The GraphQL explorer page at /graphiql (and /graphql opened in a browser); default on with the embedded engines only. */
   ELMA_GRAPHIQL: z.enum(['true', 'false', '1', '0']).optional(),
+  /** Where tenant off-boarding writes a tenant's export archive; outside the data folder. Unset: no export possible. */
+  ELMA_OFFBOARD_EXPORT_DIR: z.string().min(1).optional(),
 });
 
 export interface ElmaConfig {
   dataDir: string;
   /** The erasure ledger's file (absolute). */
   erasureLedger: string;
+  /** Tenant off-boarding: the folder export archives go to (never inside `dataDir`); absent: exports refused. */
+  offboard: { exportDir?: string };
   host: string;
   port: number;
   eventLog: 'sqlite' | 'eventstoredb';
@@ -230,6 +234,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (e.ELMA_EMBEDDER === 'openai-compatible' && !e.ELMA_EMBEDDING_URL) {
     throw new ConfigError('ELMA_EMBEDDER=openai-compatible needs ELMA_EMBEDDING_URL');
   }
+  const exportDir = e.ELMA_OFFBOARD_EXPORT_DIR ? resolve(e.ELMA_OFFBOARD_EXPORT_DIR) : undefined;
+  if (exportDir && (exportDir === dataDir || exportDir.startsWith(`${dataDir}/`) || dataDir.startsWith(`${exportDir}/`))) {
+    // The off-boarding verification byte-scans the data folder: an archive inside it would fail it, by design.
+    throw new ConfigError('ELMA_OFFBOARD_EXPORT_DIR must be outside ELMA_DATA_DIR (and not contain it)');
+  }
   const maxTtlSeconds = parseDuration(e.ELMA_TOKEN_MAX_TTL);
   if (maxTtlSeconds === undefined || maxTtlSeconds < 60 || maxTtlSeconds > MAX_TOKEN_TTL_SECONDS) {
     throw new ConfigError(`ELMA_TOKEN_MAX_TTL: a duration from 60s to ${MAX_TOKEN_TTL_SECONDS / 86_400}d, e.g. 3600, 90m, 24h`);
@@ -237,6 +246,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return {
     dataDir,
     erasureLedger: resolve(e.ELMA_ERASURE_LEDGER ?? join(dataDir, 'erasure-ledger.db')),
+    offboard: exportDir ? { exportDir } : {},
     host: e.ELMA_HOST,
     port: e.ELMA_PORT,
     eventLog,

@@ -1,8 +1,8 @@
 import { Inject, Injectable, createParamDecorator, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { GqlExecutionContext } from '@nestjs/graphql';
-import { TenantMismatch, type Principal } from '@elma/domain';
+import { TenantMismatch, TenantOffboarded, type Principal } from '@elma/domain';
 import { Unauthenticated } from '@elma/infra';
-import { TOKEN_VERIFIER, type BearerVerifier } from './tokens';
+import { TENANT_CLOSURES, TOKEN_VERIFIER, type BearerVerifier, type ClosedTenants } from './tokens';
 
 type WithPrincipal = {
   headers: Record<string, string | string[] | undefined>;
@@ -19,10 +19,16 @@ function requestOf(context: ExecutionContext): WithPrincipal {
   return context.switchToHttp().getRequest<WithPrincipal>();
 }
 
-/** Verifies the bearer JWT and attaches the principal; the tenant is taken from the token only. */
+/**
+ * Verifies the bearer JWT and attaches the principal; the tenant is taken from the token only. A token of an
+ * off-boarded tenant is refused (410 TENANT.OFFBOARDED).
+ */
 @Injectable()
 export class AuthGuard implements CanActivate {
-  constructor(@Inject(TOKEN_VERIFIER) private readonly verifier: BearerVerifier) {}
+  constructor(
+    @Inject(TOKEN_VERIFIER) private readonly verifier: BearerVerifier,
+    @Inject(TENANT_CLOSURES) private readonly closures: ClosedTenants,
+  ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = requestOf(context);
@@ -30,6 +36,9 @@ export class AuthGuard implements CanActivate {
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)$/i.exec(header) : null;
     if (!match) throw new Unauthenticated('send Authorization: Bearer <token> (mint one with `npm run elma -- token`)');
     const principal = await this.verifier.verify(match[1]);
+    // An off-boarded tenant (or one being off-boarded) is gone: its tokens read nothing and write nothing, and
+    // its name cannot be used to start a new tenant over the old data.
+    if ((await this.closures.closure(principal.tenant)) !== undefined) throw new TenantOffboarded();
     bindTenant(principal.tenant, request.body);
     bindTenant(principal.tenant, request.query);
     request.principal = principal;

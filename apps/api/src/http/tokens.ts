@@ -43,3 +43,12 @@ export type BearerVerifier = Pick<TokenVerifier, 'verify'>;
 
 /** Injection token for the erasure desk (the erasure service plus the Temporal side of erasure). */
 export const ERASURE_DESK = Symbol('ERASURE_DESK');
+
+/** Injection token for the off-boarding desk (platform admins: requests, approvals, certificates). */
+export const OFFBOARDING_DESK = Symbol('OFFBOARDING_DESK');
+
+/** The tenants closed by off-boarding: every request of their tokens is refused (TENANT.OFFBOARDED). */
+export const TENANT_CLOSURES = Symbol('TENANT_CLOSURES');
+export interface ClosedTenants {
+  closure(tenant: string): Promise<'sealed' | 'offboarded' | undefined>;
+}

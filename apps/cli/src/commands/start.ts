@@ -5,7 +5,7 @@ import { loadConfig, startTemporalDevServer, type ElmaConfig, type TemporalDevSe
 import { openElma, type Elma, type EngineHealth } from '@elma/runtime';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { configuredWorkerOptions, createWorkerFor, wireTemporal } from '@elma/worker';
+import { configuredWorkerOptions, createWorkerFor, temporalOffboardWorkflows, wireTemporal } from '@elma/worker';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 import { claimEmbeddedEngines } from '../ownership';
 
@@ -69,7 +69,7 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
       consolidateEveryEvents: config.consolidation.everyEvents,
       onConsolidationStartError: (error) => elma.logger.error('could not start a consolidation', { name: (error as Error)?.name }),
     });
-    const app = await createApi(elma, { erasures });
+    const app = await createApi(elma, { erasures, offboarding: temporalOffboardWorkflows(clientOptions) });
     stops.push(() => app.close());
 
     await drainErasureOutbox(elma, erasures, stops);

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { verifySignedCertificate } from '@elma/infra';
+import { verifySignedCertificate, verifySignedOffboardingCertificate } from '@elma/infra';
 
 const USAGE = 'usage: elma verify-certificate <file> [--jwks <url-or-file>]\n';
 const FETCH_TIMEOUT_MS = 10_000;
@@ -10,7 +10,7 @@ interface Output {
 }
 
 /**
- * Checks a signed erasure certificate (the JSON document) against the
+ * Checks a signed erasure or tenant off-boarding certificate (the JSON document, told apart by its `type`) against the
  * issuer's published keys. Exit codes: 0 valid, 1 invalid, 2 the check could
  * not be made (usage, unreadable file, keys unreachable).
  */
@@ -50,6 +50,19 @@ export async function verifyCertificateCommand(
     return 2;
   }
 
+  if ((certificate as { certificate?: { type?: unknown } } | null)?.certificate?.type === 'elma.tenant-offboarding') {
+    const offboarding = verifySignedOffboardingCertificate(certificate, jwks);
+    if (!offboarding.ok) {
+      io.stderr.write(`certificate INVALID: ${offboarding.reason}\n`);
+      return 1;
+    }
+    const { certificate: c, kid } = offboarding;
+    io.stdout.write(
+      `certificate OK: tenant off-boarding ${c.requestId}, tenant ${c.tenant}, ${c.destroyed.records} records, ` +
+        `${c.destroyed.streamsDeleted} streams, export ${c.export ? `sha256 ${c.export.sha256}` : 'none'}, signed by ${kid}\n`,
+    );
+    return 0;
+  }
   const result = verifySignedCertificate(certificate, jwks);
   if (!result.ok) {
     io.stderr.write(`certificate INVALID: ${result.reason}\n`);

@@ -1,0 +1,4 @@
+export * from './tenant-closures';
+export * from './offboarding-store';
+export * from './offboarding-requests';
+export * from './offboarding-steps';

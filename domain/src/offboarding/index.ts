@@ -1,0 +1,2 @@
+export * from './offboarding';
+export * from './certificate';
