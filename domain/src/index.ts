@@ -2,6 +2,7 @@ export * from './shared/errors';
 export * from './shared/clock';
 export * from './shared/zod';
 export * from './shared/collections';
+export * from './shared/formats';
 export * from './shared/decider';
 export * from './streams';
 export * from './event-log/port';

@@ -1,4 +1,5 @@
 import { stem } from 'porter2';
+import { FORMAT_VERSIONS } from '../shared/formats';
 import { entityToken } from '../memory/kinds';
 import type { MemoryRecord } from '../memory/record';
 import { dateWords } from './date-words';
@@ -20,20 +21,21 @@ export interface TextAnalysis {
 export const DEFAULT_TEXT_ANALYSIS: TextAnalysis = Object.freeze({ stopWords: true, stem: true, dateWords: true });
 
 /**
- * Bumped whenever `documentTerms` would give other terms for the same record
- * and options (a stemmer, tokenizer or date format change), so an index
- * built before is re-derived rather than silently mixed with the new terms.
+ * Bumped (as `FORMAT_VERSIONS.tokenisation`) whenever `documentTerms` would give other terms for the same
+ * record and options (a stemmer, tokenizer or date format change), so an index built before is re-derived
+ * rather than silently mixed with the new terms.
  */
-const DOCUMENT_TERMS_REVISION = 1;
+const DOCUMENT_TERMS_REVISION: number = FORMAT_VERSIONS.tokenisation;
 
 /**
  * A number an index stores beside its document terms, naming how they were
  * made: equal numbers mean equal `documentTerms`. Stop words do not enter it
  * (they apply to queries only). 0 is never returned: it stands for the terms
- * of releases before this analysis existed.
+ * of releases before this analysis existed. `revision` is the tokenisation
+ * format (tests simulate another build's).
  */
-export function documentAnalysisCode(analysis: TextAnalysis): number {
-  return DOCUMENT_TERMS_REVISION * 4 + (analysis.stem ? 1 : 0) + (analysis.dateWords ? 2 : 0);
+export function documentAnalysisCode(analysis: TextAnalysis, revision: number = DOCUMENT_TERMS_REVISION): number {
+  return revision * 4 + (analysis.stem ? 1 : 0) + (analysis.dateWords ? 2 : 0);
 }
 
 /**
