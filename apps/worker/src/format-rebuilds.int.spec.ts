@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime, type WorkflowBundle } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { documentAnalysisCode, DEFAULT_TEXT_ANALYSIS, FORMAT_VERSIONS, type FormatVersions, type Principal } from '@elma/domain';
+import { analysisCodeAt, DEFAULT_TEXT_ANALYSIS, FORMAT_VERSIONS, type FormatVersions, type Principal } from '@elma/domain';
 import { loadConfig, readSqliteHeader } from '@elma/infra';
 import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
@@ -166,7 +166,7 @@ describe('index partitions of an older format, rebuilt through ReindexWorkflow',
     const db = new Database(join(dir, 'index/tenant-acme.db'), { readonly: true, fileMustExist: true });
     try {
       const code = db.prepare(`SELECT value FROM partition_state WHERE key = 'text_analysis'`).pluck().get();
-      expect(code).toBe(documentAnalysisCode(DEFAULT_TEXT_ANALYSIS, next.tokenisation));
+      expect(code).toBe(analysisCodeAt(DEFAULT_TEXT_ANALYSIS, next.tokenisation));
     } finally {
       db.close();
     }

@@ -31,10 +31,14 @@ const DOCUMENT_TERMS_REVISION: number = FORMAT_VERSIONS.tokenisation;
  * A number an index stores beside its document terms, naming how they were
  * made: equal numbers mean equal `documentTerms`. Stop words do not enter it
  * (they apply to queries only). 0 is never returned: it stands for the terms
- * of releases before this analysis existed. `revision` is the tokenisation
- * format (tests simulate another build's).
+ * of releases before this analysis existed.
  */
-export function documentAnalysisCode(analysis: TextAnalysis, revision: number = DOCUMENT_TERMS_REVISION): number {
+export function documentAnalysisCode(analysis: TextAnalysis): number {
+  return analysisCodeAt(analysis, DOCUMENT_TERMS_REVISION);
+}
+
+/** `documentAnalysisCode` under another tokenisation format version (a test simulating another build). */
+export function analysisCodeAt(analysis: TextAnalysis, revision: number): number {
   return revision * 4 + (analysis.stem ? 1 : 0) + (analysis.dateWords ? 2 : 0);
 }
 

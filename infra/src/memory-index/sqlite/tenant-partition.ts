@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import {
   CONVERSATION_GAP_MS,
   FORMAT_VERSIONS,
+  analysisCodeAt,
   FormatTooNew,
   MemoryRecord,
   SENSITIVITY_RANK,
@@ -638,7 +639,9 @@ export class TenantPartition {
    * old term lists behind.
    */
   private deriveTextIfStale(): void {
-    const code = documentAnalysisCode(this.options.text, this.options.formats?.tokenisation);
+    const code = this.options.formats
+      ? analysisCodeAt(this.options.text, this.options.formats.tokenisation)
+      : documentAnalysisCode(this.options.text);
     if (this.state('text_analysis') === code) return;
     this.db.transaction(() => {
       this.db.exec('DROP TABLE IF EXISTS memories_vocab; DROP TABLE memories_fts;');
