@@ -121,15 +121,13 @@ export function refusalMessage(dataDir: string, problems: readonly FormatProblem
   );
   const newer = problems.some((p) => p.reason === 'newer');
   const unreadable = problems.some((p) => p.reason === 'unreadable');
+  const index = problems.some((p) => p.file.startsWith('index/'));
   return [
     `ELMA cannot open the data folder ${dataDir}; nothing in it was changed:`,
     ...lines,
     ...(newer ? ['A newer ELMA wrote it: run that version (or newer) on this folder, or restore a backup made by this version.'] : []),
-    ...(unreadable
-      ? [
-          'A damaged file: restore the folder from a backup. A file under index/ can instead be deleted: ELMA rebuilds the index from the event log.',
-        ]
-      : []),
+    ...(unreadable ? ['A damaged file: restore the folder from a backup.'] : []),
+    ...(index ? ['The index/ folder can instead be deleted as a whole: ELMA replays the event log into a new index when it starts.'] : []),
   ].join('\n');
 }
 

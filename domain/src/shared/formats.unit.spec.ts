@@ -80,6 +80,17 @@ describe('planning a data folder by its format versions', () => {
 });
 
 describe('the refusal an operator reads', () => {
+  it('says the index/ folder may be deleted instead, the index being rebuilt from the log', () => {
+    const error = new DataFolderUnreadable('/d', [
+      { file: 'index/tenant-acme.db', format: 'indexRows', found: 3, supported: 1, reason: 'newer' },
+    ]);
+    expect(error.message.split('\n').slice(1)).toEqual([
+      '  - index/tenant-acme.db: indexRows format version 3, newer than this build reads (1)',
+      'A newer ELMA wrote it: run that version (or newer) on this folder, or restore a backup made by this version.',
+      'The index/ folder can instead be deleted as a whole: ELMA replays the event log into a new index when it starts.',
+    ]);
+  });
+
   it('names every file with its versions and says what to do, with the stable code FORMAT.DATA_FOLDER_UNREADABLE', () => {
     const error = new DataFolderUnreadable('/var/lib/elma', [
       { file: 'events.db', format: 'eventLog', found: 7, supported: 1, reason: 'newer' },
@@ -92,7 +103,7 @@ describe('the refusal an operator reads', () => {
         '  - events.db: eventLog format version 7, newer than this build reads (1)',
         '  - keys.db: not readable as keyVault format version 1 (not a database of ELMA, or damaged)',
         'A newer ELMA wrote it: run that version (or newer) on this folder, or restore a backup made by this version.',
-        'A damaged file: restore the folder from a backup. A file under index/ can instead be deleted: ELMA rebuilds the index from the event log.',
+        'A damaged file: restore the folder from a backup.',
       ].join('\n'),
     );
   });
