@@ -142,7 +142,7 @@ export async function openElma(
   // Before anything is written to the folder: a file this build cannot read stops the open here, folder unchanged.
   const formats = checkDataFolder(config, supported);
   for (const step of formats.migrate)
-    logger.info('format migrated on open', { file: step.file, format: step.format, from: step.from, to: step.to });
+    logger.info('format migration on open', { file: step.file, format: step.format, from: step.from, to: step.to });
   if (formats.rebuild.length > 0) logger.warn('index partitions of an older format: rebuilt from the log', { tenants: formats.rebuild });
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
 
