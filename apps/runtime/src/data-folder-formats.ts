@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { DataFolderUnreadable, FORMAT_VERSIONS, planFormats, type FormatPlan, type FormatVersions } from '@elma/domain';
-import { inspectDataFolder, stampSqliteVersion, type ElmaConfig } from '@elma/infra';
+import { inspectDataFolder, stampSqliteVersion, type ElasticsearchMemoryIndex, type ElmaConfig } from '@elma/infra';
 
 /**
  * Reads the format version of every engine file in the data folder and
@@ -25,4 +25,32 @@ export function checkDataFolder(config: ElmaConfig, supported: FormatVersions = 
  */
 export function stampUnchangedFormats(config: ElmaConfig, supported: FormatVersions = FORMAT_VERSIONS): void {
   stampSqliteVersion(join(config.dataDir, 'keys.db'), supported.keyVault);
+}
+
+/**
+ * The Elasticsearch side of the check: each tenant's index at an older
+ * mapping version joins `plan.rebuild` (ReindexWorkflow builds a new index
+ * beside it and moves the alias); a newer one throws `DataFolderUnreadable`
+ * naming the index, before the projection writes anything.
+ */
+export async function checkElasticsearchFormats(
+  config: ElmaConfig,
+  index: Pick<ElasticsearchMemoryIndex, 'mappingVersions'>,
+  plan: FormatPlan,
+  supported: FormatVersions = FORMAT_VERSIONS,
+): Promise<void> {
+  const found = (await index.mappingVersions()).map(({ tenant, index: file, version }) => ({
+    file,
+    format: 'elasticsearchMapping' as const,
+    version,
+    tenant,
+  }));
+  const more = planFormats(found, supported);
+  if (more.refuse.length > 0)
+    throw new DataFolderUnreadable(
+      config.dataDir,
+      more.refuse,
+      `the Elasticsearch indices of namespace ${config.elasticsearch?.namespace ?? 'elma'}`,
+    );
+  plan.rebuild = [...new Set([...plan.rebuild, ...more.rebuild])].sort();
 }

@@ -59,7 +59,7 @@ import {
 } from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
-import { checkDataFolder, stampUnchangedFormats } from './data-folder-formats';
+import { checkDataFolder, checkElasticsearchFormats, stampUnchangedFormats } from './data-folder-formats';
 
 export const systemClock: Clock = { now: () => new Date() };
 export const uuidSource: IdSource = { next: () => randomUUID() };
@@ -156,6 +156,16 @@ export async function openElma(
       throw error;
     },
   );
+  // Elasticsearch keeps no file here: its mapping versions are read once it is reachable, before the projection writes.
+  if (index instanceof ElasticsearchMemoryIndex) {
+    await checkElasticsearchFormats(config, index, formats, supported).catch(async (error: unknown) => {
+      await index.close();
+      await vault.close();
+      await log.close();
+      await embedderHost.close();
+      throw error;
+    });
+  }
   const sealer = new EventSealer(vault);
   const projection = new Projection({ log, index, sealer, embedder });
   // Vectors are made beside the projection, in every process that runs it, and never hold it up.

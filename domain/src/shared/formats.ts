@@ -113,7 +113,7 @@ export function planFormats(found: readonly FoundFormat[], supported: FormatVers
 }
 
 /** The refusal an operator reads: every file named, with the versions, and what to do. No content, only paths and numbers. */
-export function refusalMessage(dataDir: string, problems: readonly FormatProblem[]): string {
+export function refusalMessage(dataDir: string, problems: readonly FormatProblem[], place = `the data folder ${dataDir}`): string {
   const lines = problems.map((p) =>
     p.reason === 'newer'
       ? `  - ${p.file}: ${p.format} format version ${p.found}, newer than this build reads (${p.supported})`
@@ -123,7 +123,7 @@ export function refusalMessage(dataDir: string, problems: readonly FormatProblem
   const unreadable = problems.some((p) => p.reason === 'unreadable');
   const index = problems.some((p) => p.file.startsWith('index/'));
   return [
-    `ELMA cannot open the data folder ${dataDir}; nothing in it was changed:`,
+    `ELMA cannot open ${place}; nothing in it was changed:`,
     ...lines,
     ...(newer ? ['A newer ELMA wrote it: run that version (or newer) on this folder, or restore a backup made by this version.'] : []),
     ...(unreadable ? ['A damaged file: restore the folder from a backup.'] : []),
@@ -136,8 +136,10 @@ export class DataFolderUnreadable extends DomainError {
   constructor(
     readonly dataDir: string,
     readonly problems: readonly FormatProblem[],
+    /** What is named as unreadable when it is not the folder (e.g. the Elasticsearch namespace). */
+    place?: string,
   ) {
-    super('FORMAT.DATA_FOLDER_UNREADABLE', refusalMessage(dataDir, problems), { problems: problems.map((p) => ({ ...p })) });
+    super('FORMAT.DATA_FOLDER_UNREADABLE', refusalMessage(dataDir, problems, place), { problems: problems.map((p) => ({ ...p })) });
   }
 }
 
