@@ -62,7 +62,7 @@ describe('elma start on a data folder of another format', () => {
     expect(run.stderr).toContain(
       `  - events.db: eventLog format version ${FORMAT_VERSIONS.eventLog + 1}, newer than this build reads (${FORMAT_VERSIONS.eventLog})`,
     );
-    expect(run.stderr).toContain('A newer ELMA wrote it: run that version (or newer) on this folder');
+    expect(run.stderr).toContain('A newer ELMA wrote it: run that version of ELMA (or a newer one)');
     // No owner file, no Temporal database, no -wal/-shm: nothing at all.
     expect(checksums(dir)).toEqual(before);
     expect(devServersOn(join(dir, 'temporal.db'))).toEqual([]);

@@ -125,7 +125,7 @@ export function refusalMessage(dataDir: string, problems: readonly FormatProblem
   return [
     `ELMA cannot open ${place}; nothing in it was changed:`,
     ...lines,
-    ...(newer ? ['A newer ELMA wrote it: run that version (or newer) on this folder, or restore a backup made by this version.'] : []),
+    ...(newer ? ['A newer ELMA wrote it: run that version of ELMA (or a newer one), or restore a backup made by this version.'] : []),
     ...(unreadable ? ['A damaged file: restore the folder from a backup.'] : []),
     ...(index ? ['The index/ folder can instead be deleted as a whole: ELMA replays the event log into a new index when it starts.'] : []),
   ].join('\n');

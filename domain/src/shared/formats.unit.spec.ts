@@ -86,7 +86,7 @@ describe('the refusal an operator reads', () => {
     ]);
     expect(error.message.split('\n').slice(1)).toEqual([
       '  - index/tenant-acme.db: indexRows format version 3, newer than this build reads (1)',
-      'A newer ELMA wrote it: run that version (or newer) on this folder, or restore a backup made by this version.',
+      'A newer ELMA wrote it: run that version of ELMA (or a newer one), or restore a backup made by this version.',
       'The index/ folder can instead be deleted as a whole: ELMA replays the event log into a new index when it starts.',
     ]);
   });
@@ -102,7 +102,7 @@ describe('the refusal an operator reads', () => {
         'ELMA cannot open the data folder /var/lib/elma; nothing in it was changed:',
         '  - events.db: eventLog format version 7, newer than this build reads (1)',
         '  - keys.db: not readable as keyVault format version 1 (not a database of ELMA, or damaged)',
-        'A newer ELMA wrote it: run that version (or newer) on this folder, or restore a backup made by this version.',
+        'A newer ELMA wrote it: run that version of ELMA (or a newer one), or restore a backup made by this version.',
         'A damaged file: restore the folder from a backup.',
       ].join('\n'),
     );
