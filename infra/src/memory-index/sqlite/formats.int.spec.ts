@@ -92,4 +92,14 @@ describe('the embedded index and its format versions', () => {
       expect(db.prepare(`SELECT value FROM partition_state WHERE key = 'vectors_format'`).pluck().get()).toBe(next.vectors),
     );
   });
+
+  it('takes a partition from before the vectors marker as format 1: the next vectors format re-embeds it too', async () => {
+    scratch.index = await open();
+    await scratch.index.upsert(T, memories());
+    await scratch.index.close();
+    partition(scratch.dir, (db) => db.prepare(`DELETE FROM partition_state WHERE key = 'vectors_format'`).run());
+
+    scratch.index = await open({ ...FORMAT_VERSIONS, vectors: FORMAT_VERSIONS.vectors + 1 });
+    expect((await scratch.index.pendingEmbeddings(T, 10)).map((p) => p.id).sort()).toEqual(['invoice', 'zh-invoice']);
+  });
 });

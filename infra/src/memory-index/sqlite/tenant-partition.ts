@@ -52,6 +52,9 @@ export interface StoredRow {
   tokens?: number;
 }
 
+/** The vectors format of partitions from before it was recorded (float32 BLOBs). */
+const LEGACY_VECTORS_FORMAT = 1;
+
 /** The ef_construction of graph files saved before it was recorded (usearch's default then). */
 const LEGACY_EXPANSION_ADD = 16;
 
@@ -113,7 +116,7 @@ export class TenantPartition {
       migrateTenantSchema(this.db);
       // A new file is written in this build's format; an older one keeps its stamp until a rebuild replaces it (see planFormats).
       if (fresh) this.db.pragma(`user_version = ${Math.trunc(formats.indexRows)}`);
-      this.migrateVectorsFormat(formats.vectors);
+      this.migrateVectorsFormat(formats.vectors, fresh);
       this.deriveTextIfStale();
       this.db.prepare('INSERT OR IGNORE INTO vector_model (one, model) VALUES (1, ?)').run(options.model);
       this.partitionModel = (this.db.prepare('SELECT model FROM vector_model WHERE one = 1').get() as { model: string }).model;
@@ -676,12 +679,14 @@ export class TenantPartition {
    * records, so current rows go back to waiting for a vector (the embedding
    * stage makes them again, BM25 answers meanwhile) and the graph is rebuilt.
    */
-  private migrateVectorsFormat(supported: number): void {
-    const stored = this.state('vectors_format');
-    if (stored !== undefined && stored > supported) throw new FormatTooNew('vectors', stored, 'index partition', supported);
-    if (stored === supported) return;
+  private migrateVectorsFormat(supported: number, fresh: boolean): void {
+    const recorded = this.state('vectors_format');
+    // Files from before the marker hold float32 BLOBs: format 1.
+    const stored = recorded ?? (fresh ? supported : LEGACY_VECTORS_FORMAT);
+    if (stored > supported) throw new FormatTooNew('vectors', stored, 'index partition', supported);
+    if (recorded === supported) return;
     this.db.transaction(() => {
-      if (stored !== undefined && stored < supported) {
+      if (stored < supported) {
         this.db
           .prepare(
             `UPDATE memories SET vector = ?, vector_model = NULL, pending_since = ? WHERE vector_model IS NOT NULL AND tx_to IS NULL`,
