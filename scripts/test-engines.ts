@@ -43,6 +43,12 @@ const allSuites: Suite[] = [
     file: 'application/src/views/tenant-views.int.spec.ts',
     variable: 'ELMA_ELASTICSEARCH_URL',
   },
+  {
+    engine: 'Elasticsearch',
+    port: 'Format versions',
+    file: 'apps/worker/src/format-rebuilds.elasticsearch.int.spec.ts',
+    variable: 'ELMA_ELASTICSEARCH_URL',
+  },
   { engine: 'SQLite (embedded)', port: 'KeyVault', file: 'infra/src/key-vault/sqlite/sqlite-key-vault.int.spec.ts' },
   {
     engine: 'SQLite (embedded)',

@@ -3,6 +3,7 @@ export * from './shared/formats';
 export * from './shared/clock';
 export * from './shared/zod';
 export * from './shared/collections';
+export * from './shared/formats';
 export * from './shared/decider';
 export * from './streams';
 export * from './backup/manifest';

@@ -2,6 +2,8 @@ export * from './config/config';
 export * from './auth/tokens';
 export * from './files/data-dir-owner';
 export * from './files/owner-only';
+export * from './files/sqlite-header';
+export * from './files/data-folder-formats';
 export * from './raw-scan';
 export * from './event-log';
 export * from './key-vault';

@@ -2,8 +2,21 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { RESTORE_MARKER_FILE, RestoreInterrupted } from '@elma/domain';
-import type { CheckpointStore, Clock, Embedder, ErasureLedger, EventLog, IdSource, KeyVault, MemoryIndex } from '@elma/domain';
+import {
+  FORMAT_VERSIONS,
+  RESTORE_MARKER_FILE,
+  RestoreInterrupted,
+  type CheckpointStore,
+  type Clock,
+  type Embedder,
+  type ErasureLedger,
+  type EventLog,
+  type FormatPlan,
+  type FormatVersions,
+  type IdSource,
+  type KeyVault,
+  type MemoryIndex,
+} from '@elma/domain';
 import {
   type ElmaConfig,
   HashingEmbedder,
@@ -57,6 +70,7 @@ import {
 } from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
+import { checkDataFolder, checkElasticsearchFormats, stampUnchangedFormats } from './data-folder-formats';
 
 export const systemClock: Clock = { now: () => new Date() };
 export const uuidSource: IdSource = { next: () => randomUUID() };
@@ -120,6 +134,13 @@ export interface Elma {
   adjudication: Adjudication;
   consolidation: ConsolidationService;
   signer: CertificateSigner;
+  /**
+   * What the format check found when the folder was opened: files migrated in
+   * place, and tenants whose index partition is of an older format (or
+   * damaged) and must be rebuilt from the log through ReindexWorkflow
+   * (`elma start` starts those workflows; `startFormatRebuilds`).
+   */
+  formats: FormatPlan;
   health(): Promise<Record<string, EngineHealth>>;
   /** Adds an engine this process depends on beyond the built-in ones (e.g. the Temporal server). */
   addHealthProbe(name: string, probe: () => Promise<EngineHealth>): void;
@@ -127,10 +148,25 @@ export interface Elma {
 }
 
 /** Opens the engines named by the configuration and wires the services. Does not start the projection. */
-export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids?: IdSource; logger?: Logger } = {}): Promise<Elma> {
+export async function openElma(
+  config: ElmaConfig,
+  options: {
+    clock?: Clock;
+    ids?: IdSource;
+    logger?: Logger;
+    /** The format versions this build writes (`FORMAT_VERSIONS`; tests simulate an upgrade with higher ones). */
+    formats?: FormatVersions;
+  } = {},
+): Promise<Elma> {
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? uuidSource;
   const logger = options.logger ?? createLogger(config.logLevel);
+  const supported = options.formats ?? FORMAT_VERSIONS;
+  // Before anything is written to the folder: a file this build cannot read stops the open here, folder unchanged.
+  const formats = checkDataFolder(config, supported);
+  for (const step of formats.migrate)
+    logger.info('format migration on open', { file: step.file, format: step.format, from: step.from, to: step.to });
+  if (formats.rebuild.length > 0) logger.warn('index partitions of an older format: rebuilt from the log', { tenants: formats.rebuild });
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   if (existsSync(join(config.dataDir, RESTORE_MARKER_FILE))) throw new RestoreInterrupted(config.dataDir);
 
@@ -143,11 +179,24 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
   });
   const embedder = embedderHost.embedder;
   // The index searches only vectors of this model (a partition or index of another model needs a reindex).
-  const { log, checkpoints, compaction, vault, index } = await openEngines(config, embedder.model).catch(async (error: unknown) => {
-    await embedderHost.close();
-    await ledger.close();
-    throw error;
-  });
+  const { log, checkpoints, compaction, vault, index } = await openEngines(config, embedder.model, supported).catch(
+    async (error: unknown) => {
+      await embedderHost.close();
+      await ledger.close();
+      throw error;
+    },
+  );
+  // Elasticsearch keeps no file here: its mapping versions are read once it is reachable, before the projection writes.
+  if (index instanceof ElasticsearchMemoryIndex) {
+    await checkElasticsearchFormats(config, index, formats, supported).catch(async (error: unknown) => {
+      await index.close();
+      await vault.close();
+      await log.close();
+      await embedderHost.close();
+      await ledger.close();
+      throw error;
+    });
+  }
   const sealer = new EventSealer(vault);
   const projection = new Projection({ log, index, sealer, embedder });
   // Vectors are made beside the projection, in every process that runs it, and never hold it up.
@@ -219,6 +268,7 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
     }),
     signer,
     offboarding: createOffboarding(config, { log, index, vault, sealer, runner, holds, policies, audit, signer, clock, ids, compaction }),
+    formats,
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
     consolidation: new ConsolidationService({ log, index, sealer, erased, embeddings }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids, ranking: config.recall }),
@@ -243,6 +293,7 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
 async function openEngines(
   config: ElmaConfig,
   model: string,
+  formats: FormatVersions,
 ): Promise<{
   log: EventLog;
   checkpoints: CheckpointStore;
@@ -259,11 +310,12 @@ async function openEngines(
     throw error;
   });
   // An index that cannot be reached must not leave the log's connection holding the process open.
-  const index = await openIndex(config, model).catch(async (error: unknown) => {
+  const index = await openIndex(config, model, formats).catch(async (error: unknown) => {
     await vault.close();
     await log.close();
     throw error;
   });
+  stampUnchangedFormats(config, formats);
   // With EventStoreDB the projection's checkpoint is kept in the log itself; otherwise beside the views.
   return { log, checkpoints: logCheckpoints ?? index, compaction, vault, index };
 }
@@ -542,7 +594,7 @@ async function openEventLog(
   return { log: SqliteEventLog.open(join(config.dataDir, 'events.db')) };
 }
 
-async function openIndex(config: ElmaConfig, model: string): Promise<ViewIndex> {
+async function openIndex(config: ElmaConfig, model: string, formats: FormatVersions): Promise<ViewIndex> {
   if (config.elasticsearch) {
     return ElasticsearchMemoryIndex.open({
       node: config.elasticsearch.url,
@@ -558,5 +610,6 @@ async function openIndex(config: ElmaConfig, model: string): Promise<ViewIndex> 
     dimensions: config.embedder.dimensions,
     model,
     memoryBudgetBytes: config.indexMemoryMb * 1024 * 1024,
+    formats,
   });
 }

@@ -1,8 +1,17 @@
-import { isLegacySubjectStream, parseStreamName, streams, type EventLog, type KeyVault, type RecordedEvent } from '@elma/domain';
+import {
+  FORMAT_VERSIONS,
+  FormatTooNew,
+  isLegacySubjectStream,
+  parseStreamName,
+  streams,
+  type EventLog,
+  type KeyVault,
+  type RecordedEvent,
+} from '@elma/domain';
 import { SqliteEventLog, type LayoutFile } from '@elma/infra';
 import { legalHoldStream, storedHold, type StoredLegalHold } from '@elma/application';
 
-/** The data-folder layout in which subjects are named by pseudonyms only. */
+/** The data-folder layout in which subjects are named by pseudonyms only (`FORMAT_VERSIONS.eventLog`). */
 export const PSEUDONYM_LAYOUT = 1;
 
 /** Where holds were kept while they named subjects in clear. */
@@ -130,8 +139,10 @@ function rewrittenHold(event: RecordedEvent, pseudonyms: Map<string, string> | u
  */
 export async function migrateByCopy(log: EventLog, vault: KeyVault): Promise<PseudonymMigration> {
   for await (const marker of log.readStream(MIGRATION_STREAM, { direction: 'backwards', fromRevision: 'end', maxCount: 1 })) {
-    if (marker.type === LAYOUT_MIGRATED && Number((marker.data as { version?: number }).version) >= PSEUDONYM_LAYOUT)
-      return { streams: 0, holds: 0 };
+    const version = Number((marker.data as { version?: number }).version);
+    // A log laid out by a newer build is refused, not read as this one.
+    if (marker.type === LAYOUT_MIGRATED && version > FORMAT_VERSIONS.eventLog) throw new FormatTooNew('eventLog', version, 'event log');
+    if (marker.type === LAYOUT_MIGRATED && version >= PSEUDONYM_LAYOUT) return { streams: 0, holds: 0 };
   }
   const names = new Set<string>();
   for await (const event of log.readAll({ filter: { streamNamePrefix: [LEGACY_EVENTS_PREFIX, LEGACY_HOLD_PREFIX] } }))

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { LogCompactionReport } from '../event-log/compaction';
 import { MemoryKind } from '../memory/record';
 import { SUBJECT_PSEUDONYM } from '../streams';
+import { FORMAT_VERSIONS } from '../shared/formats';
 import { ERASURE_STEPS, ErasureReason } from './erasure';
 
 const IsoDate = z.iso.datetime({ offset: true });
@@ -62,7 +63,8 @@ export type Verification = z.infer<typeof Verification>;
 /** A signed statement that an erasure happened, what it covered and how it was checked (docs/architecture.md#erasure). */
 export const ErasureCertificate = z.strictObject({
   type: z.literal('elma.erasure-certificate'),
-  version: z.literal(1),
+  /** The certificate's format version (`FORMAT_VERSIONS.certificates`), inside the signed body. */
+  version: z.literal(FORMAT_VERSIONS.certificates),
   tenant: z.string(),
   requestId: z.string(),
   request: z.strictObject({

@@ -1,4 +1,5 @@
 import { stem } from 'porter2';
+import { FORMAT_VERSIONS } from '../shared/formats';
 import { entityToken } from '../memory/kinds';
 import type { MemoryRecord } from '../memory/record';
 import { dateWords } from './date-words';
@@ -20,11 +21,11 @@ export interface TextAnalysis {
 export const DEFAULT_TEXT_ANALYSIS: TextAnalysis = Object.freeze({ stopWords: true, stem: true, dateWords: true });
 
 /**
- * Bumped whenever `documentTerms` would give other terms for the same record
- * and options (a stemmer, tokenizer or date format change), so an index
- * built before is re-derived rather than silently mixed with the new terms.
+ * Bumped (as `FORMAT_VERSIONS.tokenisation`) whenever `documentTerms` would give other terms for the same
+ * record and options (a stemmer, tokenizer or date format change), so an index built before is re-derived
+ * rather than silently mixed with the new terms.
  */
-const DOCUMENT_TERMS_REVISION = 1;
+const DOCUMENT_TERMS_REVISION: number = FORMAT_VERSIONS.tokenisation;
 
 /**
  * A number an index stores beside its document terms, naming how they were
@@ -33,7 +34,12 @@ const DOCUMENT_TERMS_REVISION = 1;
  * of releases before this analysis existed.
  */
 export function documentAnalysisCode(analysis: TextAnalysis): number {
-  return DOCUMENT_TERMS_REVISION * 4 + (analysis.stem ? 1 : 0) + (analysis.dateWords ? 2 : 0);
+  return analysisCodeAt(analysis, DOCUMENT_TERMS_REVISION);
+}
+
+/** `documentAnalysisCode` under another tokenisation format version (a test simulating another build). */
+export function analysisCodeAt(analysis: TextAnalysis, revision: number): number {
+  return revision * 4 + (analysis.stem ? 1 : 0) + (analysis.dateWords ? 2 : 0);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { DomainError } from '@elma/domain';
+import { DomainError, FORMAT_VERSIONS, FormatTooNew } from '@elma/domain';
 
 /** A sealed JSON value: AES-256-GCM, every binary field base64. Safe to store as JSON. */
 export interface Sealed {
@@ -32,6 +32,10 @@ export function sealJson(key: Uint8Array, value: unknown, aad: string): Sealed {
 }
 
 export function openJson<T = unknown>(key: Uint8Array, sealed: Sealed, aad: string): T {
+  // A newer envelope is refused by name, never read as if it were this one (nor reported as tampering).
+  const version: unknown = (sealed as { v?: unknown } | null)?.v;
+  if (typeof version === 'number' && Number.isInteger(version) && version > FORMAT_VERSIONS.events)
+    throw new FormatTooNew('events', version, 'sealed value');
   if (sealed?.v !== 1 || sealed.alg !== 'A256GCM') throw new IntegrityCheckFailed('sealed value');
   const plaintext = decrypt(
     key,

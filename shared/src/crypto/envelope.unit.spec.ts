@@ -41,6 +41,18 @@ describe('sealed JSON', () => {
     expect(() => openJson(k, tampered, 'aad')).toThrow(expect.objectContaining({ code: 'CRYPTO.INTEGRITY_CHECK_FAILED' }));
   });
 
+  it('refuses an envelope of a newer format by name (FORMAT.TOO_NEW), neither misreading it nor calling it tampered', () => {
+    const k = key();
+    const newer = { ...sealJson(k, { secret: 'x' }, 'aad'), v: 2 } as unknown as Sealed;
+
+    expect(() => openJson(k, newer, 'aad')).toThrow(
+      expect.objectContaining({
+        code: 'FORMAT.TOO_NEW',
+        message: 'sealed value: events format version 2 is newer than this build reads (1); run a newer ELMA',
+      }),
+    );
+  });
+
   it('fails to open with another AAD or another key', () => {
     const k = key();
     const sealed = sealJson(k, { secret: 'x' }, 'memory-t1-m1');

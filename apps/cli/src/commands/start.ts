@@ -2,10 +2,10 @@ import { join } from 'node:path';
 import { createApi } from '@elma/api';
 import { createLogger, type Logger } from '@elma/shared';
 import { loadConfig, startTemporalDevServer, type ElmaConfig, type TemporalDevServer } from '@elma/infra';
-import { openElma, type Elma, type EngineHealth } from '@elma/runtime';
+import { checkDataFolder, openElma, type Elma, type EngineHealth } from '@elma/runtime';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { configuredWorkerOptions, createWorkerFor, temporalOffboardWorkflows, wireTemporal } from '@elma/worker';
+import { configuredWorkerOptions, createWorkerFor, startFormatRebuilds, temporalOffboardWorkflows, wireTemporal } from '@elma/worker';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 import { claimEmbeddedEngines } from '../ownership';
 
@@ -34,6 +34,9 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
   };
   try {
+    // Nothing is written to a folder this build cannot read (a newer version's files, a damaged log or vault):
+    // the check reads file headers only, and refuses with a message naming the files and their versions.
+    checkDataFolder(config);
     // First of all, before the Temporal dev server or any engine file is touched.
     const ownership = claimEmbeddedEngines(config, mode.worker ? 'elma start' : 'elma api', {
       api: config.port,
@@ -71,6 +74,15 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     });
     const app = await createApi(elma, { erasures, offboarding: temporalOffboardWorkflows(clientOptions) });
     stops.push(() => app.close());
+
+    // Index partitions of an older format (or damaged) are rebuilt from the log by ReindexWorkflow while ELMA serves.
+    // Not started (Temporal unreachable): the next start finds the same partitions and starts them then.
+    if (elma.formats.rebuild.length > 0) {
+      await startFormatRebuilds(clientOptions, elma.formats.rebuild).then(
+        (rebuilds) => elma.logger.warn('index rebuilds for a format upgrade', { started: rebuilds.started, running: rebuilds.running }),
+        (error: unknown) => elma.logger.error('index rebuilds for a format upgrade not started', { name: (error as Error)?.name }),
+      );
+    }
 
     await drainErasureOutbox(elma, erasures, stops);
 

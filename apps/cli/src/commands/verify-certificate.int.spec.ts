@@ -77,6 +77,18 @@ describe('elma verify-certificate', () => {
     expect(out.stderr()).toBe('certificate INVALID: signature does not match\n');
   });
 
+  it('a certificate of a newer format is not judged: exit 2, saying which version and that a newer elma verifies it', async () => {
+    const signed = aSignedCertificate();
+    const newerFile = join(dir, 'newer.json');
+    await writeFile(newerFile, JSON.stringify({ ...signed, certificate: { ...signed.certificate, version: 2 } }));
+    const out = capture();
+
+    const code = await verifyCertificateCommand([newerFile, '--jwks', jwksFile], out.io);
+
+    expect(code).toBe(2);
+    expect(out.stderr()).toBe('certificate format version 2 is newer than this elma reads (1): verify it with a newer elma\n');
+  });
+
   it('keys fetched from the issuing service over HTTP verify the certificate', async () => {
     const out = capture();
 

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { FORMAT_VERSIONS } from '@elma/domain';
 import { verifySignedCertificate, verifySignedOffboardingCertificate } from '@elma/infra';
 
 const USAGE = 'usage: elma verify-certificate <file> [--jwks <url-or-file>]\n';
@@ -47,6 +48,15 @@ export async function verifyCertificateCommand(
     jwks = /^https?:\/\//i.test(jwksSource) ? await fetchJson(jwksSource) : await readJsonFile(jwksSource);
   } catch (error) {
     io.stderr.write(`cannot load signing keys from ${jwksSource}: ${messageOf(error)}\n`);
+    return 2;
+  }
+
+  // A certificate of a newer format (its `version`, inside the signed body) is not judged by this build's rules.
+  const version = (certificate as { certificate?: { version?: unknown } } | null)?.certificate?.version;
+  if (typeof version === 'number' && version > FORMAT_VERSIONS.certificates) {
+    io.stderr.write(
+      `certificate format version ${version} is newer than this elma reads (${FORMAT_VERSIONS.certificates}): verify it with a newer elma\n`,
+    );
     return 2;
   }
 

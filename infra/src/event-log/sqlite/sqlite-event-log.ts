@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { ownerOnlyDatabaseFile } from '../../files/owner-only';
 import {
+  FORMAT_VERSIONS,
+  FormatTooNew,
   NO_STREAM,
   StreamDeleted,
   planAppend,
@@ -82,6 +84,12 @@ export class SqliteEventLog implements EventLog {
     this.pollIntervalMs = options.pollIntervalMs ?? 25;
     ownerOnlyDatabaseFile(path);
     this.db = new Database(path, { timeout: 5_000 });
+    // A log laid out by a newer build is refused before anything is written to it (not even the journal mode).
+    const layout = this.layoutVersion();
+    if (layout > FORMAT_VERSIONS.eventLog) {
+      this.db.close();
+      throw new FormatTooNew('eventLog', layout, 'events.db');
+    }
     openEventLogDatabase(this.db);
     const prepare = (sql: string) => this.db.prepare(sql).safeIntegers(true);
     this.statements = {

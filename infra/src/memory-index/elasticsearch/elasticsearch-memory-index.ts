@@ -522,6 +522,38 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     return [...tenants].sort();
   }
 
+  /**
+   * The mapping version of the concrete index each tenant's alias points at
+   * (`_meta.mapping_version`, else the `-v<n>` of its name; undefined when
+   * neither says): what the format check compares with `MAPPING_VERSION`
+   * before the projection writes. Reads only.
+   */
+  async mappingVersions(): Promise<{ tenant: string; index: string; version: number | undefined }[]> {
+    this.assertOpen();
+    const pattern = aliasPattern(this.namespace);
+    const aliases = (await this.call('tenants', pattern, () =>
+      this.client.indices.getAlias({ name: pattern }, { ignore: [404] }),
+    )) as Record<string, { aliases?: Record<string, unknown> }>;
+    const owned = Object.entries(aliases ?? {}).flatMap(([index, entry]) =>
+      Object.keys(entry?.aliases ?? {}).flatMap((alias) => {
+        const tenant = tenantOfAlias(alias, this.namespace);
+        return tenant === undefined ? [] : [{ tenant, index }];
+      }),
+    );
+    if (owned.length === 0) return [];
+    const mappings = (await this.call('get mapping', pattern, () =>
+      this.client.indices.getMapping({ index: [...new Set(owned.map((o) => o.index))] }),
+    )) as Record<string, { mappings?: { _meta?: { mapping_version?: unknown } } }>;
+    return owned
+      .map(({ tenant, index }) => {
+        const recorded = mappings[index]?.mappings?._meta?.mapping_version;
+        const named = /-memories-v([0-9]+)(?:-r[0-9]+)?$/.exec(index)?.[1];
+        const version = typeof recorded === 'number' ? recorded : named !== undefined ? Number(named) : undefined;
+        return { tenant, index, version };
+      })
+      .sort((a, b) => a.tenant.localeCompare(b.tenant));
+  }
+
   async pendingEmbeddings(tenant: string, limit: number): Promise<PendingEmbedding[]> {
     if (limit <= 0) return [];
     const alias = this.memoriesOf(tenant);

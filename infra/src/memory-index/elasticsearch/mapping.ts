@@ -1,4 +1,13 @@
-import { SENSITIVITY_RANK, dateText, entityToken, indexKeyOf, restrictionKeys, transactionTime, type MemoryRecord } from '@elma/domain';
+import {
+  FORMAT_VERSIONS,
+  SENSITIVITY_RANK,
+  dateText,
+  entityToken,
+  indexKeyOf,
+  restrictionKeys,
+  transactionTime,
+  type MemoryRecord,
+} from '@elma/domain';
 
 /**
  * Bumped whenever a change to `memoryIndexMapping` or to what a document
@@ -7,7 +16,7 @@ import { SENSITIVITY_RANK, dateText, entityToken, indexKeyOf, restrictionKeys, t
  * record's valid day (`searchableText`); a tenant indexed at 1 keeps working,
  * its older documents are found by date only once it is reindexed.
  */
-export const MAPPING_VERSION = 2;
+export const MAPPING_VERSION: number = FORMAT_VERSIONS.elasticsearchMapping;
 
 /** Elasticsearch's limit for an indexed dense_vector. */
 const MAX_DIMENSIONS = 4096;

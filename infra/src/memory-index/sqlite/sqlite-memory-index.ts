@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import {
   DEFAULT_TEXT_ANALYSIS,
+  FORMAT_VERSIONS,
+  FormatTooNew,
   IndexPartitionCorrupt,
   fuse,
   type CheckpointStore,
@@ -52,6 +54,12 @@ export interface SqliteMemoryIndexOptions {
    * them derived again from its records when it is opened.
    */
   text?: Partial<TextAnalysis>;
+  /**
+   * The formats this build writes (`FORMAT_VERSIONS` unless given: tests
+   * simulate another build). A file of a newer format is refused; new
+   * partitions are stamped with `indexRows`.
+   */
+  formats?: { indexMeta: number; indexRows: number; vectors: number; tokenisation: number };
 }
 
 /** The model name of an index whose options name none. */
@@ -105,10 +113,18 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     if (!Number.isInteger(options.dimensions) || options.dimensions < 1) throw new RangeError('dimensions must be a positive integer');
     mkdirSync(options.dir, { recursive: true });
     this.meta = new Database(join(options.dir, 'meta.db'));
+    const metaFormat = options.formats?.indexMeta ?? FORMAT_VERSIONS.indexMeta;
+    const metaVersion = this.meta.pragma('user_version', { simple: true }) as number;
+    if (metaVersion > metaFormat) {
+      this.meta.close();
+      throw new FormatTooNew('indexMeta', metaVersion, 'index/meta.db', metaFormat);
+    }
     this.meta.pragma('journal_mode = WAL');
     // A lost checkpoint after a power cut only means replaying a batch (idempotent); no fsync per save.
     this.meta.pragma('synchronous = NORMAL');
     this.meta.exec(META_SCHEMA);
+    // The schema above is the same in files from before versions (0): stamping is their whole migration.
+    if (metaVersion < metaFormat) this.meta.pragma(`user_version = ${Math.trunc(metaFormat)}`);
     for (const { tenant } of this.meta.prepare('SELECT tenant FROM quarantined_tenants').all() as { tenant: string }[])
       this.quarantine.add(tenant);
   }
@@ -387,6 +403,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
       graph: this.options.graph,
       persistEveryRows: this.options.persistEveryRows ?? 50_000,
       text: { ...DEFAULT_TEXT_ANALYSIS, ...this.options.text },
+      ...(this.options.formats ? { formats: this.options.formats } : {}),
     });
     this.partitions.set(tenant, partition);
     this.enforceBudget(tenant);

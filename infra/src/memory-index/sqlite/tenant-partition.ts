@@ -3,6 +3,9 @@ import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
 import {
   CONVERSATION_GAP_MS,
+  FORMAT_VERSIONS,
+  analysisCodeAt,
+  FormatTooNew,
   MemoryRecord,
   SENSITIVITY_RANK,
   documentAnalysisCode,
@@ -37,6 +40,8 @@ export interface PartitionOptions {
   persistEveryRows: number;
   /** How the BM25 route cuts documents and queries; a partition indexed otherwise is re-derived on open. */
   text: TextAnalysis;
+  /** The partition and vector formats this build writes (`FORMAT_VERSIONS`; tests simulate another build). */
+  formats?: { indexRows: number; vectors: number; tokenisation: number };
 }
 
 export interface StoredRow {
@@ -46,6 +51,9 @@ export interface StoredRow {
   vector?: Float32Array;
   tokens?: number;
 }
+
+/** The vectors format of partitions from before it was recorded (float32 BLOBs). */
+const LEGACY_VECTORS_FORMAT = 1;
 
 /** The ef_construction of graph files saved before it was recorded (usearch's default then). */
 const LEGACY_EXPANSION_ADD = 16;
@@ -102,8 +110,13 @@ export class TenantPartition {
       this.db.pragma('synchronous = NORMAL');
       // Checkpoint every ~40 MiB of WAL rather than 4 MiB (fewer fsyncs while projecting); purge checkpoints at once.
       this.db.pragma('wal_autocheckpoint = 10000');
+      const formats = options.formats ?? FORMAT_VERSIONS;
+      const fresh = this.checkRowsFormat(formats.indexRows);
       this.db.exec(TENANT_SCHEMA);
       migrateTenantSchema(this.db);
+      // A new file is written in this build's format; an older one keeps its stamp until a rebuild replaces it (see planFormats).
+      if (fresh) this.db.pragma(`user_version = ${Math.trunc(formats.indexRows)}`);
+      this.migrateVectorsFormat(formats.vectors, fresh);
       this.deriveTextIfStale();
       this.db.prepare('INSERT OR IGNORE INTO vector_model (one, model) VALUES (1, ?)').run(options.model);
       this.partitionModel = (this.db.prepare('SELECT model FROM vector_model WHERE one = 1').get() as { model: string }).model;
@@ -629,7 +642,9 @@ export class TenantPartition {
    * old term lists behind.
    */
   private deriveTextIfStale(): void {
-    const code = documentAnalysisCode(this.options.text);
+    const code = this.options.formats
+      ? analysisCodeAt(this.options.text, this.options.formats.tokenisation)
+      : documentAnalysisCode(this.options.text);
     if (this.state('text_analysis') === code) return;
     this.db.transaction(() => {
       this.db.exec('DROP TABLE IF EXISTS memories_vocab; DROP TABLE memories_fts;');
@@ -644,6 +659,44 @@ export class TenantPartition {
       this.db.prepare(`INSERT OR REPLACE INTO partition_state (key, value) VALUES ('text_analysis', ?)`).run(code);
     })();
     this.cache.clear();
+  }
+
+  /**
+   * Refuses a partition written in a newer rows format than this build's
+   * (`user_version`), rather than misreading it; returns whether the file is
+   * new (no table yet), so it is stamped once created.
+   */
+  private checkRowsFormat(supported: number): boolean {
+    const version = this.db.pragma('user_version', { simple: true }) as number;
+    if (version > supported) throw new FormatTooNew('indexRows', version, 'index partition', supported);
+    return version === 0 && !this.db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'memories'`).get();
+  }
+
+  /**
+   * The vectors' storage format (`partition_state.vectors_format`; files from
+   * before it stored float32 BLOBs, format 1). A newer one is refused. An
+   * older one is migrated in place: vectors are derived data of the stored
+   * records, so current rows go back to waiting for a vector (the embedding
+   * stage makes them again, BM25 answers meanwhile) and the graph is rebuilt.
+   */
+  private migrateVectorsFormat(supported: number, fresh: boolean): void {
+    const recorded = this.state('vectors_format');
+    // Files from before the marker hold float32 BLOBs: format 1.
+    const stored = recorded ?? (fresh ? supported : LEGACY_VECTORS_FORMAT);
+    if (stored > supported) throw new FormatTooNew('vectors', stored, 'index partition', supported);
+    if (recorded === supported) return;
+    this.db.transaction(() => {
+      if (stored < supported) {
+        this.db
+          .prepare(
+            `UPDATE memories SET vector = ?, vector_model = NULL, pending_since = ? WHERE vector_model IS NOT NULL AND tx_to IS NULL`,
+          )
+          .run(EMPTY_BLOB, Date.now());
+        this.db.prepare(`UPDATE memories SET vector = ?, vector_model = NULL WHERE tx_to IS NOT NULL`).run(EMPTY_BLOB);
+        this.bumpGeneration();
+      }
+      this.db.prepare(`INSERT OR REPLACE INTO partition_state (key, value) VALUES ('vectors_format', ?)`).run(supported);
+    })();
   }
 
   private deleteRow(rowid: number): void {
@@ -723,8 +776,8 @@ export class TenantPartition {
   }
 
   private state(key: 'generation' | 'purge_pending'): number;
-  private state(key: 'text_analysis' | 'graph_expansion_add'): number | undefined;
-  private state(key: 'generation' | 'purge_pending' | 'text_analysis' | 'graph_expansion_add'): number | undefined {
+  private state(key: 'text_analysis' | 'graph_expansion_add' | 'vectors_format'): number | undefined;
+  private state(key: 'generation' | 'purge_pending' | 'text_analysis' | 'graph_expansion_add' | 'vectors_format'): number | undefined {
     return (this.stmt('SELECT value FROM partition_state WHERE key = ?').get(key) as { value: number } | undefined)?.value;
   }
 

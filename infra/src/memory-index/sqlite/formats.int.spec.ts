@@ -1,0 +1,105 @@
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { FORMAT_VERSIONS, type FormatVersions } from '@elma/domain';
+import { embed, indexed, searchIds } from '../fixtures';
+import { scratchIndex } from './scratch.testing';
+import { SqliteMemoryIndex } from './sqlite-memory-index';
+
+const T = 'acme';
+const DIMENSIONS = 384;
+const MODEL = 'hashing-384';
+
+const memories = () => [
+  indexed({ id: 'invoice', tenant: T, text: 'The customer asked about the pallet invoice' }),
+  indexed({ id: 'zh-invoice', tenant: T, text: '客户询问了托盘发票' }),
+];
+
+function partition(dir: string, use: (db: Database.Database) => void): void {
+  const db = new Database(join(dir, `tenant-${T}.db`), { fileMustExist: true });
+  try {
+    use(db);
+  } finally {
+    db.close();
+  }
+}
+
+describe('the embedded index and its format versions', () => {
+  const scratch = scratchIndex('formats');
+  const open = (formats: FormatVersions = FORMAT_VERSIONS) =>
+    SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS, model: MODEL, formats });
+
+  it('stamps a new partition with indexRows, its vectors with the vectors format, and meta.db with indexMeta', async () => {
+    scratch.index = await open();
+    await scratch.index.upsert(T, memories());
+    await scratch.index.close();
+    scratch.index = undefined;
+
+    partition(scratch.dir, (db) => {
+      expect(db.pragma('user_version', { simple: true })).toBe(FORMAT_VERSIONS.indexRows);
+      expect(db.prepare(`SELECT value FROM partition_state WHERE key = 'vectors_format'`).pluck().get()).toBe(FORMAT_VERSIONS.vectors);
+    });
+    const meta = new Database(join(scratch.dir, 'meta.db'), { fileMustExist: true });
+    expect(meta.pragma('user_version', { simple: true })).toBe(FORMAT_VERSIONS.indexMeta);
+    meta.close();
+  });
+
+  it('refuses a partition of a newer rows or vectors format by name (FORMAT.TOO_NEW), leaving its rows as they were', async () => {
+    scratch.index = await open();
+    await scratch.index.upsert(T, memories());
+    await scratch.index.close();
+
+    partition(scratch.dir, (db) => db.pragma(`user_version = ${FORMAT_VERSIONS.indexRows + 1}`));
+    scratch.index = await open();
+    await expect(scratch.index.count(T)).rejects.toMatchObject({
+      code: 'FORMAT.TOO_NEW',
+      message: `index partition: indexRows format version ${FORMAT_VERSIONS.indexRows + 1} is newer than this build reads (${FORMAT_VERSIONS.indexRows}); run a newer ELMA`,
+    });
+    await scratch.index.close();
+
+    partition(scratch.dir, (db) => {
+      db.pragma(`user_version = ${FORMAT_VERSIONS.indexRows}`);
+      db.prepare(`UPDATE partition_state SET value = ? WHERE key = 'vectors_format'`).run(FORMAT_VERSIONS.vectors + 1);
+    });
+    scratch.index = await open();
+    await expect(scratch.index.count(T)).rejects.toMatchObject({ code: 'FORMAT.TOO_NEW', details: { format: 'vectors' } });
+    await scratch.index.close();
+    scratch.index = undefined;
+    partition(scratch.dir, (db) => expect(db.prepare('SELECT count(*) FROM memories').pluck().get()).toBe(2));
+  });
+
+  it('migrates an older vectors format in place: rows wait for new vectors, BM25 answers meanwhile, the dense route once they are made', async () => {
+    scratch.index = await open();
+    await scratch.index.upsert(T, memories());
+    await scratch.index.close();
+    const next = { ...FORMAT_VERSIONS, vectors: FORMAT_VERSIONS.vectors + 1 };
+
+    scratch.index = await open(next);
+    const pending = await scratch.index.pendingEmbeddings(T, 10);
+    expect(pending.map((p) => p.id).sort()).toEqual(['invoice', 'zh-invoice']);
+    expect(await searchIds(scratch.index, T, '托盘发票')).toContain('zh-invoice');
+    // No vector of the old format answers the dense route.
+    expect(await searchIds(scratch.index, T, '', embed('The customer asked about the pallet invoice'))).toEqual([]);
+
+    await scratch.index.setVectors(
+      T,
+      pending.map((p) => ({ id: p.id, version: p.version, vector: embed(p.text), model: MODEL })),
+    );
+    expect((await searchIds(scratch.index, T, '', embed('The customer asked about the pallet invoice')))[0]).toBe('invoice');
+    await scratch.index.close();
+    scratch.index = undefined;
+    partition(scratch.dir, (db) =>
+      expect(db.prepare(`SELECT value FROM partition_state WHERE key = 'vectors_format'`).pluck().get()).toBe(next.vectors),
+    );
+  });
+
+  it('takes a partition from before the vectors marker as format 1: the next vectors format re-embeds it too', async () => {
+    scratch.index = await open();
+    await scratch.index.upsert(T, memories());
+    await scratch.index.close();
+    partition(scratch.dir, (db) => db.prepare(`DELETE FROM partition_state WHERE key = 'vectors_format'`).run());
+
+    scratch.index = await open({ ...FORMAT_VERSIONS, vectors: FORMAT_VERSIONS.vectors + 1 });
+    expect((await scratch.index.pendingEmbeddings(T, 10)).map((p) => p.id).sort()).toEqual(['invoice', 'zh-invoice']);
+  });
+});
