@@ -50,6 +50,16 @@ const STATUS: Record<string, number> = {
   // and clients and alerts can tell "the volume is full" from "the server is busy, retry shortly".
   'STORAGE.FULL': 507,
   'SERVER.OVERLOADED': 503,
+  // A tenant's rates and requests in progress: 429 (RFC 6585, "too many requests in a given amount of time"), with Retry-After.
+  'QUOTA.INGEST_RATE': 429,
+  'QUOTA.RECALL_RATE': 429,
+  'QUOTA.CONCURRENT_REQUESTS': 429,
+  // A tenant's storage quota: 507 without Retry-After, as WebDAV answers a quota (RFC 4331, section 6): room comes
+  // back when the tenant erases or an operator raises the quota, not after a time that could be promised.
+  'QUOTA.STORED_MEMORIES': 507,
+  'QUOTA.STORED_BYTES': 507,
+  // More events in one batch than the tenant's burst: it could never pass, so retrying it is pointless; split it.
+  'QUOTA.BATCH_EXCEEDS_BURST': 422,
 };
 
 export interface Problem {
