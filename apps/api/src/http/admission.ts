@@ -128,11 +128,13 @@ export class AdmissionGate {
     return () => {
       if (released) return;
       released = true;
+      // Chosen while the releasing tenant still counts its slot: with equal shares the slot passes to another tenant.
+      const next = this.next();
       this.inflight--;
       const held = (this.inflightOf.get(tenant) ?? 1) - 1;
       if (held > 0) this.inflightOf.set(tenant, held);
       else this.inflightOf.delete(tenant);
-      this.next()?.admit();
+      next?.admit();
     };
   }
 
