@@ -33,6 +33,7 @@ describe('admission shared between tenants', () => {
     (await b1)!();
     await settle();
     expect(order).toEqual(['b1', 'a3']);
+    void a3;
     void a4;
   });
 
