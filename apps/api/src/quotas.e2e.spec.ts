@@ -126,9 +126,8 @@ describe('tenant quotas', () => {
 
   it('a write past the stored-memories quota gets 507 QUOTA.STORED_MEMORIES without Retry-After, and writes nothing', async () => {
     await setQuotas('initech', { storedMemories: 3 });
-    expect(
-      (await send('initech:agent', 'POST', '/v1/events', { events: [chatEvent('cust-s', 'one'), chatEvent('cust-s', 'two')] })).status,
-    ).toBe(202);
+    const first = await send('initech:agent', 'POST', '/v1/events', { events: [chatEvent('cust-s', 'one'), chatEvent('cust-s', 'two')] });
+    expect(first.status).toBe(202);
     const before = await dataEventCount(t.elma, 'initech');
     const over = await send('initech:agent', 'POST', '/v1/events', { events: [chatEvent('cust-s', 'three'), chatEvent('cust-s', 'four')] });
     expect(over.status).toBe(507);
@@ -149,6 +148,16 @@ describe('tenant quotas', () => {
     });
     const body = (await response.json()) as Json;
     expect(body.errors?.[0]?.extensions, JSON.stringify(body)).toMatchObject({ code: 'QUOTA.STORED_MEMORIES', status: 507 });
+    // An explicit memory write counts against the same quota.
+    const memory = await send('initech:agent', 'POST', '/v1/memories', {
+      kind: 'semantic',
+      content: { text: 'A summary written by the agent' },
+      sourceEventIds: [first.body.events[0].id],
+      purposes: ['support'],
+      subject: 'cust-s',
+    });
+    expect(memory.status, memory.text).toBe(507);
+    expect(memory.body.code).toBe('QUOTA.STORED_MEMORIES');
     // Raising the quota makes room at once.
     await setQuotas('initech', { storedMemories: 4 });
     expect((await send('initech:agent', 'POST', '/v1/events', chatEvent('cust-s', 'seven'))).status).toBe(202);
@@ -171,6 +180,15 @@ describe('tenant quotas', () => {
     expect(third.status).toBe(429);
     expect(third.body).toMatchObject({ code: 'QUOTA.CONCURRENT_REQUESTS', status: 429 });
     expect(third.retryAfter).toBe('1');
+    // GraphQL requests count alike, and are refused in the GraphQL response format.
+    const graphql = await fetch(`${t.url}/graphql`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokens['umbrella:agent']}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ recall(input: { query: "pallets", purpose: "support" }) { recallId } }' }),
+    });
+    expect(graphql.status).toBe(429);
+    expect(graphql.headers.get('retry-after')).toBe('1');
+    expect(((await graphql.json()) as Json).errors[0].extensions).toMatchObject({ code: 'QUOTA.CONCURRENT_REQUESTS', status: 429 });
     expect((await recall('globex:agent')).status).toBe(200);
     expect((await Promise.all(held.map((h) => h.finish()))).map((r) => r.status)).toEqual([200, 200]);
     expect((await recall('umbrella:agent')).status).toBe(200);
@@ -186,8 +204,8 @@ describe('tenant quotas', () => {
     expect(value('elma_quota_refusals_total{tenant="acme",quota="recall_rate"}')).toBeGreaterThanOrEqual(2);
     expect(value('elma_quota_refusals_total{tenant="globex",quota="ingest_rate"}')).toBe(2);
     expect(value('elma_quota_refusals_total{tenant="globex",quota="batch_exceeds_burst"}')).toBe(1);
-    expect(value('elma_quota_refusals_total{tenant="initech",quota="stored_memories"}')).toBeGreaterThanOrEqual(3);
-    expect(value('elma_quota_refusals_total{tenant="umbrella",quota="concurrent_requests"}')).toBe(1);
+    expect(value('elma_quota_refusals_total{tenant="initech",quota="stored_memories"}')).toBeGreaterThanOrEqual(4);
+    expect(value('elma_quota_refusals_total{tenant="umbrella",quota="concurrent_requests"}')).toBe(2);
     expect(value('elma_quota_stored_memories{tenant="initech"}')).toBe(4);
     expect(value('elma_quota_limit{tenant="initech",quota="stored_memories"}')).toBe(4);
     expect(value('elma_quota_limit{tenant="acme",quota="recall_burst"}')).toBe(2);
