@@ -4,6 +4,9 @@ import {
   exceededStorage,
   QuotaExceeded,
   quotaName,
+  QuotaRaiseForbidden,
+  Quotas,
+  raisedQuotas,
   retryAfterSeconds,
   TokenBuckets,
   type EffectiveQuotas,
@@ -87,6 +90,18 @@ export class TenantQuotas {
       this.refuse(tenant, outcome, `the tenant's storage quota (${limit}) does not leave room for this write`);
     }
     return outcome;
+  }
+
+  /**
+   * Refuses a policy document that would raise the tenant's quotas above both
+   * what it has and the platform defaults. A document whose quotas do not
+   * parse is left to the policy's own validation (422).
+   */
+  async refuseRaise(tenant: string, document: unknown): Promise<void> {
+    const parsed = Quotas.optional().safeParse((document as { quotas?: unknown } | null)?.quotas);
+    if (!parsed.success) return;
+    const raised = raisedQuotas(effectiveQuotas(parsed.data, this.deps.platform), await this.limits(tenant), this.deps.platform);
+    if (raised.length > 0) throw new QuotaRaiseForbidden(raised);
   }
 
   /** A request over the tenant's concurrency quota (counted by the admission gate). */

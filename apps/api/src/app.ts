@@ -13,7 +13,7 @@ import { MemoryResolver } from './graphql/memory.resolver';
 import { AuthGuard } from './http/auth.guard';
 import { registerAdmission } from './http/admission';
 import { registerMetrics } from './http/metrics';
-import { quotaIngest, quotaMemories, quotaRecall, tenantAdmission } from './http/quotas';
+import { quotaGovernance, quotaIngest, quotaMemories, quotaRecall, tenantAdmission } from './http/quotas';
 import { ProblemFilter, onClientError, sendProblem } from './http/problem.filter';
 import type { Problem } from './http/problem';
 import { causeOf, serverErrorLog } from './http/server-errors';
@@ -68,7 +68,7 @@ class ApiModule {
         { provide: MEMORIES, useValue: quotaMemories(elma.memories, shared.quotas) },
         { provide: ADJUDICATION, useValue: elma.adjudication },
         { provide: RECALL, useValue: quotaRecall(elma.recall, shared.quotas) },
-        { provide: GOVERNANCE, useValue: elma.governance },
+        { provide: GOVERNANCE, useValue: quotaGovernance(elma.governance, shared.quotas) },
         { provide: HEALTH, useValue: { health: () => elma.health() } satisfies HealthCheck },
         { provide: TOKEN_VERIFIER, useValue: shared.verifier },
         { provide: ERASURE_DESK, useValue: new ErasureDesk(elma.erasure.requests, elma.signer, options.erasures) },

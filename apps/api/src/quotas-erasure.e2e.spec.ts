@@ -34,7 +34,7 @@ describe('an erasure frees room under the storage quotas', () => {
     });
     expect(written.status, written.text).toBe(202);
     const refused = await call('agent', 'POST', '/v1/events', chatEvent('cust-r', 'Rita moved to Leeds'));
-    expect(refused.status).toBe(507);
+    expect(refused.status).toBe(429);
     expect(refused.body.code).toBe('QUOTA.STORED_MEMORIES');
     expect(await metric('elma_quota_stored_memories{tenant="acme"}')).toBe(3);
 
@@ -53,7 +53,7 @@ describe('an erasure frees room under the storage quotas', () => {
     // Recounts before a refusal are at most one per tenant every 5 s: the write passes within that.
     const started = Date.now();
     let again = await call('agent', 'POST', '/v1/events', chatEvent('cust-r', 'Rita moved to Leeds'));
-    while (again.status === 507 && Date.now() - started < 10_000) {
+    while (again.status === 429 && Date.now() - started < 10_000) {
       await new Promise((r) => setTimeout(r, 500));
       again = await call('agent', 'POST', '/v1/events', chatEvent('cust-r', 'Rita moved to Leeds'));
     }

@@ -67,6 +67,21 @@ describe('tenant quotas', () => {
     expect((await send('umbrella:admin', 'GET', '/v1/policy')).body.quotas).toBeUndefined();
     await setQuotas('umbrella', { storedMemories: 1000 });
     expect((await send('umbrella:admin', 'GET', '/v1/policy')).body.quotas).toEqual({ storedMemories: 1000 });
+    // The tenant's own admin cannot grant itself more than the platform gives.
+    const { version, ...document } = (await send('umbrella:admin', 'GET', '/v1/policy')).body;
+    const raise = await send('umbrella:admin', 'PUT', `/v1/policy?expectedVersion=${version}`, {
+      ...document,
+      quotas: { storedMemories: 1000, recall: { requestsPerSecond: 10_000, burst: 10 } },
+    });
+    expect(raise.status).toBe(403);
+    expect(raise.body.code).toBe('QUOTA.RAISE_FORBIDDEN');
+    expect(raise.body.detail).toContain('quotas.recall.requestsPerSecond');
+    expect((await send('umbrella:admin', 'GET', '/v1/policy')).body.version).toBe(version);
+    // A caller who may not change the policy at all is told that, not about quotas.
+    expect(
+      (await send('umbrella:agent', 'PUT', `/v1/policy?expectedVersion=${version}`, { ...document, quotas: { storedMemories: 1e9 } })).body
+        .code,
+    ).toBe('AUTH.FORBIDDEN');
   });
 
   it('recall over its rate gets 429 QUOTA.RECALL_RATE with Retry-After from the bucket; another tenant is untouched', async () => {
@@ -124,19 +139,19 @@ describe('tenant quotas', () => {
     expect((await send('globex:agent', 'POST', '/v1/events', batch(1, 'fourth'))).status).toBe(429);
   });
 
-  it('a write past the stored-memories quota gets 507 QUOTA.STORED_MEMORIES without Retry-After, and writes nothing', async () => {
+  it('a write past the stored-memories quota gets 429 QUOTA.STORED_MEMORIES without Retry-After, and writes nothing', async () => {
     await setQuotas('initech', { storedMemories: 3 });
     const first = await send('initech:agent', 'POST', '/v1/events', { events: [chatEvent('cust-s', 'one'), chatEvent('cust-s', 'two')] });
     expect(first.status).toBe(202);
     const before = await dataEventCount(t.elma, 'initech');
     const over = await send('initech:agent', 'POST', '/v1/events', { events: [chatEvent('cust-s', 'three'), chatEvent('cust-s', 'four')] });
-    expect(over.status).toBe(507);
-    expect(over.body).toMatchObject({ code: 'QUOTA.STORED_MEMORIES', status: 507 });
+    expect(over.status).toBe(429);
+    expect(over.body).toMatchObject({ code: 'QUOTA.STORED_MEMORIES', status: 429 });
     expect(over.retryAfter).toBeNull();
     expect(over.text).not.toContain('initech');
     expect(await dataEventCount(t.elma, 'initech')).toBe(before);
     expect((await send('initech:agent', 'POST', '/v1/events', chatEvent('cust-s', 'three'))).status).toBe(202);
-    expect((await send('initech:agent', 'POST', '/v1/events', chatEvent('cust-s', 'five'))).status).toBe(507);
+    expect((await send('initech:agent', 'POST', '/v1/events', chatEvent('cust-s', 'five'))).status).toBe(429);
     // GraphQL ingest meets the same quota.
     const response = await fetch(`${t.url}/graphql`, {
       method: 'POST',
@@ -147,7 +162,7 @@ describe('tenant quotas', () => {
       }),
     });
     const body = (await response.json()) as Json;
-    expect(body.errors?.[0]?.extensions, JSON.stringify(body)).toMatchObject({ code: 'QUOTA.STORED_MEMORIES', status: 507 });
+    expect(body.errors?.[0]?.extensions, JSON.stringify(body)).toMatchObject({ code: 'QUOTA.STORED_MEMORIES', status: 429 });
     // An explicit memory write counts against the same quota.
     const memory = await send('initech:agent', 'POST', '/v1/memories', {
       kind: 'semantic',
@@ -156,18 +171,18 @@ describe('tenant quotas', () => {
       purposes: ['support'],
       subject: 'cust-s',
     });
-    expect(memory.status, memory.text).toBe(507);
+    expect(memory.status, memory.text).toBe(429);
     expect(memory.body.code).toBe('QUOTA.STORED_MEMORIES');
     // Raising the quota makes room at once.
     await setQuotas('initech', { storedMemories: 4 });
     expect((await send('initech:agent', 'POST', '/v1/events', chatEvent('cust-s', 'seven'))).status).toBe(202);
   });
 
-  it('a write past the stored-bytes quota gets 507 QUOTA.STORED_BYTES', async () => {
+  it('a write past the stored-bytes quota gets 429 QUOTA.STORED_BYTES without Retry-After', async () => {
     await setQuotas('umbrella', { storedBytes: 2048 });
     expect((await send('umbrella:agent', 'POST', '/v1/events', chatEvent('cust-b', 'short note'))).status).toBe(202);
     const big = await send('umbrella:agent', 'POST', '/v1/events', chatEvent('cust-b', '仓库'.repeat(400)));
-    expect(big.status).toBe(507);
+    expect(big.status).toBe(429);
     expect(big.body.code).toBe('QUOTA.STORED_BYTES');
     expect(big.text).not.toContain('仓库');
   });
@@ -219,7 +234,7 @@ describe('tenant quotas', () => {
     await t.app.close();
     await t.elma.close();
     t = await startTestApp({ dataDir });
-    expect((await send('initech:agent', 'POST', '/v1/events', chatEvent('cust-s', 'eight'))).status).toBe(507);
+    expect((await send('initech:agent', 'POST', '/v1/events', chatEvent('cust-s', 'eight'))).status).toBe(429);
     expect((await send('globex:agent', 'POST', '/v1/events', chatEvent('cust-s', 'eight'))).status).toBe(202);
   });
 });

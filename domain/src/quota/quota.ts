@@ -70,7 +70,7 @@ export function effectiveQuotas(policy: Quotas | undefined, platform: EffectiveQ
   };
 }
 
-/** One code per quota; the API maps the rates and concurrency to 429 (with Retry-After), storage to 507. */
+/** One code per quota; the API answers each with 429 (with Retry-After for the rates and concurrency). */
 export type QuotaCode =
   | 'QUOTA.INGEST_RATE'
   | 'QUOTA.RECALL_RATE'
@@ -133,4 +133,35 @@ export function exceededStorage(
   if (added.memories > 0 && usage.memories + added.memories > limits.storedMemories) return 'QUOTA.STORED_MEMORIES';
   if (added.bytes > 0 && usage.bytes + added.bytes > limits.storedBytes) return 'QUOTA.STORED_BYTES';
   return undefined;
+}
+
+/**
+ * The quotas a policy change would raise above both the tenant's current
+ * quotas and the platform defaults: a tenant's own admin may tighten its
+ * quotas (to protect its budget from a runaway client) or keep what the
+ * platform granted, but only the platform's operator may grant more.
+ */
+export function raisedQuotas(proposed: EffectiveQuotas, current: EffectiveQuotas, platform: EffectiveQuotas): string[] {
+  const values = (q: EffectiveQuotas): Record<string, number> => ({
+    'ingest.eventsPerSecond': q.ingest.ratePerSecond,
+    'ingest.burst': q.ingest.burst,
+    'recall.requestsPerSecond': q.recall.ratePerSecond,
+    'recall.burst': q.recall.burst,
+    storedMemories: q.storedMemories,
+    storedBytes: q.storedBytes,
+    concurrentRequests: q.concurrentRequests,
+  });
+  const [next, now, base] = [values(proposed), values(current), values(platform)];
+  return Object.keys(next).filter((name) => next[name] > Math.max(now[name], base[name]));
+}
+
+/** A policy change would grant the tenant more than the platform gives it, by a caller who may not. */
+export class QuotaRaiseForbidden extends DomainError {
+  constructor(readonly quotas: string[]) {
+    super(
+      'QUOTA.RAISE_FORBIDDEN',
+      `only the platform operator may raise these quotas above the platform defaults: ${quotas.map((q) => `quotas.${q}`).join(', ')}`,
+      { quotas },
+    );
+  }
 }

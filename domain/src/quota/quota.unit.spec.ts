@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PolicyDocument, TenantPolicy } from '../policy/policy';
-import { DEFAULT_QUOTAS, effectiveQuotas, QUOTA_CODES, QuotaExceeded, quotaName, Quotas } from './quota';
+import { DEFAULT_QUOTAS, effectiveQuotas, QUOTA_CODES, QuotaExceeded, quotaName, Quotas, raisedQuotas } from './quota';
 
 describe('quotas in the tenant policy', () => {
   it('a policy without quotas gets the platform defaults', () => {
@@ -45,5 +45,20 @@ describe('quotas in the tenant policy', () => {
   it('a rate refusal carries its retry time; a storage refusal does not', () => {
     expect(new QuotaExceeded('QUOTA.RECALL_RATE', 'x', 3).details).toEqual({ quota: 'QUOTA.RECALL_RATE', retryAfterSeconds: 3 });
     expect(new QuotaExceeded('QUOTA.STORED_BYTES', 'x').details).toEqual({ quota: 'QUOTA.STORED_BYTES' });
+  });
+
+  it('a tenant may lower its quotas or keep them, not raise them above both what it has and the platform default', () => {
+    const lowered = effectiveQuotas({ recall: { requestsPerSecond: 1, burst: 2 }, storedMemories: 10 }, DEFAULT_QUOTAS);
+    // Lowering, and going back up to the platform default, raise nothing.
+    expect(raisedQuotas(lowered, DEFAULT_QUOTAS, DEFAULT_QUOTAS)).toEqual([]);
+    expect(raisedQuotas(DEFAULT_QUOTAS, lowered, DEFAULT_QUOTAS)).toEqual([]);
+    // Above the default: named, field by field.
+    const above = effectiveQuotas(
+      { storedMemories: DEFAULT_QUOTAS.storedMemories + 1, ingest: { eventsPerSecond: 1, burst: 10_000 } },
+      DEFAULT_QUOTAS,
+    );
+    expect(raisedQuotas(above, DEFAULT_QUOTAS, DEFAULT_QUOTAS)).toEqual(['ingest.burst', 'storedMemories']);
+    // What the platform operator granted before may be kept (a tenant admin editing its rules re-sends it).
+    expect(raisedQuotas(above, above, DEFAULT_QUOTAS)).toEqual([]);
   });
 });

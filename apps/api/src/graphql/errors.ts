@@ -130,8 +130,7 @@ function classify(error: GraphQLError, request: FastifyRequest | undefined, name
   }
   const problem = toProblem(original);
   if (problem.status === 500) return [internal(error, original)];
-  if (problem.status > 500 && !problem.code.startsWith('QUOTA.'))
-    return [{ ...field(error, problem), internal: { error: original, problem } }];
+  if (problem.status > 500) return [{ ...field(error, problem), internal: { error: original, problem } }];
   return [field(error, problem)];
 }
 

@@ -1,8 +1,14 @@
 import type { FastifyRequest } from 'fastify';
-import type { Principal } from '@elma/domain';
+import { ROLES, type Principal } from '@elma/domain';
 import type { TenantQuotas } from '@elma/application';
 import type { TenantAdmission } from './admission';
-import type { BearerVerifier, Ingest, Memories, Recall } from './tokens';
+import type { BearerVerifier, Governance, Ingest, Memories, Recall } from './tokens';
+
+/**
+ * The role that may grant a tenant more than the platform defaults.
+ * TODO(merge): `ROLES.platform` once the platform-admin role exists (off-boarding branch).
+ */
+export const PLATFORM_ROLE = 'platform-admin';
 
 /** The contents a write request carries: one per event of a batch, or the one event or memory. */
 function contentsOf(body: unknown): unknown[] {
@@ -76,5 +82,29 @@ export function tenantAdmission(verifier: BearerVerifier, quotas: TenantQuotas):
     },
     concurrencyLimit: async (tenant) => (await quotas.limits(tenant)).concurrentRequests,
     refuse: (tenant, limit) => quotas.refuseConcurrency(tenant, limit),
+  };
+}
+
+/**
+ * Policy changes behind the quota authority: a tenant admin may lower its
+ * quotas or keep them, not raise them above the platform's defaults (that
+ * would undo the protection quotas give the other tenants). Checked after
+ * the role check, so a caller who may not change the policy at all still
+ * gets AUTH.FORBIDDEN.
+ */
+export function quotaGovernance(governance: Governance, quotas: TenantQuotas): Governance {
+  return {
+    getPolicy: (...args) => governance.getPolicy(...args),
+    placeHold: (...args) => governance.placeHold(...args),
+    releaseHold: (...args) => governance.releaseHold(...args),
+    listHolds: (...args) => governance.listHolds(...args),
+    exportAudit: (...args) => governance.exportAudit(...args),
+    verifyAudit: (...args) => governance.verifyAudit(...args),
+    async putPolicy(principal: Principal, body: unknown, requestId: string, expectedVersion?: number) {
+      if (principal.roles.includes(ROLES.administer) && !principal.roles.includes(PLATFORM_ROLE)) {
+        await quotas.refuseRaise(principal.tenant, body);
+      }
+      return governance.putPolicy(principal, body, requestId, expectedVersion);
+    },
   };
 }

@@ -65,14 +65,17 @@ const PROBLEMS: Record<number, string> = {
   414: 'The URI (path or query) is too long.',
   415: 'The body is not `application/json` (`REQUEST.UNSUPPORTED_MEDIA_TYPE`).',
   422: 'The request is well-formed but invalid; `errors` lists each path (`REQUEST.VALIDATION_FAILED`, …).',
-  429: "Over one of the tenant's quotas (`QUOTA.INGEST_RATE`, `QUOTA.RECALL_RATE`, `QUOTA.CONCURRENT_REQUESTS`), with Retry-After.",
+  429: "Over one of the tenant's quotas: a rate or its requests in progress (`QUOTA.INGEST_RATE`, `QUOTA.RECALL_RATE`, `QUOTA.CONCURRENT_REQUESTS`, with Retry-After), or its storage (`QUOTA.STORED_MEMORIES`, `QUOTA.STORED_BYTES`, without: room comes back by erasing or a raised quota).",
   431: 'The request headers are too large.',
   503: 'Overloaded (`SERVER.OVERLOADED`, with Retry-After), or an engine it needs is unavailable (`TEMPORAL.UNAVAILABLE`, `PROJECTION.LAGGING`, `INDEX.PARTITION_CORRUPT`).',
-  507: "The data volume is full (`STORAGE.FULL`), or the write would exceed the tenant's storage quota (`QUOTA.STORED_MEMORIES`, `QUOTA.STORED_BYTES`); retry once space is freed or the quota raised.",
+  507: 'The data volume is full (`STORAGE.FULL`); retry once an operator frees space.',
 };
 
 const RETRY_AFTER = {
-  'Retry-After': { description: 'Seconds to wait before retrying (load shed, or a quota bucket refilling).', schema: { type: 'integer' } },
+  'Retry-After': {
+    description: 'Seconds to wait before retrying, when a retry can succeed then (load shed, a quota bucket refilling).',
+    schema: { type: 'integer' },
+  },
 };
 
 /** problem+json responses for these statuses. */
