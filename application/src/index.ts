@@ -16,3 +16,4 @@ export * from './erasure';
 export * from './consolidation/consolidation-service';
 export * from './embedding';
 export * from './offboarding';
+export * from './quota';

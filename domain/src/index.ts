@@ -49,3 +49,5 @@ export * from './consolidation';
 export * from './memory/conflicts';
 export * from './memory/kinds';
 export * from './recall/hops';
+export * from './quota/token-bucket';
+export * from './quota/quota';

@@ -6,11 +6,14 @@ import { MercuriusDriver, type MercuriusDriverConfig } from '@nestjs/mercurius';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { StoredUsageCounter, TenantQuotas } from '@elma/application';
 import { TokenVerifier } from '@elma/infra';
 import type { Elma } from '@elma/runtime';
 import { MemoryResolver } from './graphql/memory.resolver';
 import { AuthGuard } from './http/auth.guard';
 import { registerAdmission } from './http/admission';
+import { registerMetrics } from './http/metrics';
+import { quotaGovernance, quotaIngest, quotaMemories, quotaRecall, tenantAdmission } from './http/quotas';
 import { ProblemFilter, onClientError, sendProblem } from './http/problem.filter';
 import type { Problem } from './http/problem';
 import { causeOf, serverErrorLog } from './http/server-errors';
@@ -46,7 +49,7 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 @Module({})
 class ApiModule {
-  static with(elma: Elma, options: ApiOptions): DynamicModule {
+  static with(elma: Elma, options: ApiOptions, shared: { verifier: TokenVerifier; quotas: TenantQuotas }): DynamicModule {
     const logServerError = serverErrorLog(elma.logger);
     return {
       module: ApiModule,
@@ -75,16 +78,14 @@ class ApiModule {
       ],
       providers: [
         // One token per service; the verifier is built once per API (it caches the identity provider's keys).
-        { provide: INGEST, useValue: elma.ingest },
-        { provide: MEMORIES, useValue: elma.memories },
+        // Writes and recalls pass the tenant's quotas first, on REST and GraphQL alike (both inject these).
+        { provide: INGEST, useValue: quotaIngest(elma.ingest, shared.quotas) },
+        { provide: MEMORIES, useValue: quotaMemories(elma.memories, shared.quotas) },
         { provide: ADJUDICATION, useValue: elma.adjudication },
-        { provide: RECALL, useValue: elma.recall },
-        { provide: GOVERNANCE, useValue: elma.governance },
+        { provide: RECALL, useValue: quotaRecall(elma.recall, shared.quotas) },
+        { provide: GOVERNANCE, useValue: quotaGovernance(elma.governance, shared.quotas) },
         { provide: HEALTH, useValue: { health: () => elma.health() } satisfies HealthCheck },
-        {
-          provide: TOKEN_VERIFIER,
-          useValue: new TokenVerifier(elma.config.auth, elma.config.jwtSecret, (tenant) => elma.policies.get(tenant)),
-        },
+        { provide: TOKEN_VERIFIER, useValue: shared.verifier },
         { provide: ERASURE_DESK, useValue: new ErasureDesk(elma.erasure.requests, elma.signer, options.erasures) },
         { provide: OFFBOARDING_DESK, useValue: new OffboardingDesk(elma.offboarding.requests, options.offboarding) },
         { provide: TENANT_CLOSURES, useValue: elma.offboarding.closures },
@@ -135,8 +136,22 @@ export async function createApi(elma: Elma, options: ApiOptions = {}): Promise<N
     frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => sendProblem(request, reply, error, onServerError),
   });
   const fastify = adapter.getInstance();
+  const verifier = new TokenVerifier(elma.config.auth, elma.config.jwtSecret, (tenant) => elma.policies.get(tenant));
+  const { recountSeconds, ...platform } = elma.config.quotas;
+  const usage = new StoredUsageCounter({
+    index: elma.index,
+    // A count waits (briefly) for the projection, so it includes the writes just appended.
+    settle: async () => {
+      if (elma.runner.running) await elma.runner.waitFor(await elma.log.headPosition(), 2_000);
+    },
+    nowMs: () => performance.now(),
+    recountMs: recountSeconds * 1000,
+    minRecountGapMs: 5_000,
+  });
+  const quotas = new TenantQuotas({ policies: elma.policies, platform, usage, nowMs: () => performance.now() });
   // Before any route exists, so the hook runs first for every route Nest adds.
-  registerAdmission(fastify, elma.config.admission);
+  const { gates, active } = registerAdmission(fastify, elma.config.admission, tenantAdmission(verifier, quotas));
+  registerMetrics(fastify, { gates, active, quotas, usage });
   // GraphQL-over-HTTP: a client that accepts the GraphQL media type gets it (and its statuses, see graphql/errors.ts).
   fastify.addHook('onSend', async (request, reply, payload) => {
     if (
@@ -149,7 +164,9 @@ export async function createApi(elma: Elma, options: ApiOptions = {}): Promise<N
     return payload;
   });
   if (elma.config.graphql.explorer) registerExplorer(fastify);
-  const app = await NestFactory.create<NestFastifyApplication>(ApiModule.with(elma, options), adapter, { logger: false });
+  const app = await NestFactory.create<NestFastifyApplication>(ApiModule.with(elma, options, { verifier, quotas }), adapter, {
+    logger: false,
+  });
   app.useGlobalFilters(new ProblemFilter(onServerError));
 
   // Body parsing fails inside Fastify before Nest's router sees the request: map those errors here too.

@@ -3,6 +3,7 @@ import type { Principal } from '../auth/principal';
 import { ROLES } from '../auth/roles';
 import { MemoryKind, MemoryStatus, RetentionClass, Sensitivity, type MemoryRecord } from '../memory/record';
 import { isSharedOwnership } from '../memory/lineage';
+import { Quotas } from '../quota/quota';
 
 export const Operation = z.enum(['read', 'write', 'export', 'erase', 'administer']);
 export type Operation = z.infer<typeof Operation>;
@@ -115,6 +116,8 @@ export const TenantPolicy = z.strictObject({
   sensitivityKeywords: z
     .strictObject({ confidential: z.array(Name).max(1000).default([]), restricted: z.array(Name).max(1000).default([]) })
     .default({ confidential: [], restricted: [] }),
+  /** Per-tenant limits (ingest and recall rates, stored memories and bytes, concurrent requests); unset: the platform's defaults. */
+  quotas: Quotas.optional(),
 });
 export type TenantPolicy = z.infer<typeof TenantPolicy>;
 

@@ -2,12 +2,17 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
-import { DEFAULT_SMOOTHING_FACTOR, type Fusion } from '@elma/domain';
+import { DEFAULT_QUOTAS, DEFAULT_SMOOTHING_FACTOR, QUOTA_BOUNDS, type EffectiveQuotas, type Fusion } from '@elma/domain';
 
 /**
  * Configuration is parsed from the environment once, here, into a typed
  * object; nothing else reads `process.env` (docs/architecture.md#conventions-the-code-keeps).
  */
+function quotaNumber(bounds: { min: number; max: number }, fallback: number, integer = false) {
+  const number = z.coerce.number().min(bounds.min).max(bounds.max);
+  return (integer ? number.int() : number).default(fallback);
+}
+
 const Env = z.object({
   ELMA_DATA_DIR: z.string().default('./.elma'),
   ELMA_HOST: z.string().default('127.0.0.1'),
@@ -132,6 +137,20 @@ const Env = z.object({
   /** How long a queued request waits for a slot before it gets 503 SERVER.OVERLOADED. */
   ELMA_MAX_QUEUE_WAIT_MS: z.coerce.number().int().min(0).default(2000),
 
+  /**
+   * Platform-wide quota defaults, for every tenant whose policy does not set its own (`quotas` in the
+   * policy; see domain/src/quota/quota.ts). Rates are per second with a burst an idle tenant may spend at once.
+   */
+  ELMA_QUOTA_INGEST_EVENTS_PER_SECOND: quotaNumber(QUOTA_BOUNDS.ratePerSecond, DEFAULT_QUOTAS.ingest.ratePerSecond),
+  ELMA_QUOTA_INGEST_BURST: quotaNumber(QUOTA_BOUNDS.burst, DEFAULT_QUOTAS.ingest.burst, true),
+  ELMA_QUOTA_RECALL_PER_SECOND: quotaNumber(QUOTA_BOUNDS.ratePerSecond, DEFAULT_QUOTAS.recall.ratePerSecond),
+  ELMA_QUOTA_RECALL_BURST: quotaNumber(QUOTA_BOUNDS.burst, DEFAULT_QUOTAS.recall.burst, true),
+  ELMA_QUOTA_STORED_MEMORIES: quotaNumber(QUOTA_BOUNDS.storedMemories, DEFAULT_QUOTAS.storedMemories, true),
+  ELMA_QUOTA_STORED_BYTES: quotaNumber(QUOTA_BOUNDS.storedBytes, DEFAULT_QUOTAS.storedBytes, true),
+  ELMA_QUOTA_CONCURRENT_REQUESTS: quotaNumber(QUOTA_BOUNDS.concurrentRequests, DEFAULT_QUOTAS.concurrentRequests, true),
+  /** How often a tenant's stored memories and bytes are counted again from the index (erasures and consolidation change them). */
+  ELMA_QUOTA_RECOUNT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+
   /** GraphQL limits, checked before a query runs (see apps/api/src/graphql/limits.ts). Nesting depth of selections (`ofType` not counted). */
   ELMA_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(1).max(100).default(10),
   /** Aliased fields in one request: aliases are how one request repeats an expensive field. */
@@ -182,6 +201,8 @@ export interface ElmaConfig {
   consolidation: { everyEvents: number; sweepMinutes: number };
   /** API admission control, per request class (see apps/api/src/http/admission.ts). */
   admission: { maxInflight: number; maxQueue: number; maxQueueWaitMs: number };
+  /** Quotas of a tenant whose policy sets none, and how often stored usage is counted again (see domain/src/quota/quota.ts). */
+  quotas: EffectiveQuotas & { recountSeconds: number };
   /** GraphQL request limits and whether the explorer page is served. */
   graphql: { maxDepth: number; maxAliases: number; maxCost: number; explorer: boolean };
 }
@@ -281,6 +302,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     indexMemoryMb: e.ELMA_INDEX_MEMORY_MB,
     consolidation: { everyEvents: e.ELMA_CONSOLIDATE_EVERY_EVENTS, sweepMinutes: e.ELMA_CONSOLIDATION_SWEEP_MINUTES },
     admission: { maxInflight: e.ELMA_MAX_INFLIGHT, maxQueue: e.ELMA_MAX_QUEUE, maxQueueWaitMs: e.ELMA_MAX_QUEUE_WAIT_MS },
+    quotas: {
+      ingest: { ratePerSecond: e.ELMA_QUOTA_INGEST_EVENTS_PER_SECOND, burst: e.ELMA_QUOTA_INGEST_BURST },
+      recall: { ratePerSecond: e.ELMA_QUOTA_RECALL_PER_SECOND, burst: e.ELMA_QUOTA_RECALL_BURST },
+      storedMemories: e.ELMA_QUOTA_STORED_MEMORIES,
+      storedBytes: e.ELMA_QUOTA_STORED_BYTES,
+      concurrentRequests: e.ELMA_QUOTA_CONCURRENT_REQUESTS,
+      recountSeconds: e.ELMA_QUOTA_RECOUNT_SECONDS,
+    },
     graphql: {
       maxDepth: e.ELMA_GRAPHQL_MAX_DEPTH,
       maxAliases: e.ELMA_GRAPHQL_MAX_ALIASES,

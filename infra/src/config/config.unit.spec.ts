@@ -82,6 +82,50 @@ describe('API admission limits', () => {
   });
 });
 
+describe('platform quota defaults', () => {
+  it('are generous by default, so a tenant working normally never meets them', () => {
+    expect(loadConfig(base).quotas).toEqual({
+      ingest: { ratePerSecond: 500, burst: 5000 },
+      recall: { ratePerSecond: 50, burst: 200 },
+      storedMemories: 5_000_000,
+      storedBytes: 10 * 1024 ** 3,
+      concurrentRequests: 64,
+      recountSeconds: 60,
+    });
+  });
+
+  it('are read from ELMA_QUOTA_*, and absurd values are refused with the variable named', () => {
+    const quotas = loadConfig({
+      ...base,
+      ELMA_QUOTA_INGEST_EVENTS_PER_SECOND: '20',
+      ELMA_QUOTA_INGEST_BURST: '1000',
+      ELMA_QUOTA_RECALL_PER_SECOND: '0.5',
+      ELMA_QUOTA_RECALL_BURST: '3',
+      ELMA_QUOTA_STORED_MEMORIES: '100000',
+      ELMA_QUOTA_STORED_BYTES: '1073741824',
+      ELMA_QUOTA_CONCURRENT_REQUESTS: '8',
+      ELMA_QUOTA_RECOUNT_SECONDS: '300',
+    }).quotas;
+    expect(quotas).toEqual({
+      ingest: { ratePerSecond: 20, burst: 1000 },
+      recall: { ratePerSecond: 0.5, burst: 3 },
+      storedMemories: 100_000,
+      storedBytes: 1024 ** 3,
+      concurrentRequests: 8,
+      recountSeconds: 300,
+    });
+    for (const [name, value] of [
+      ['ELMA_QUOTA_RECALL_PER_SECOND', '0'],
+      ['ELMA_QUOTA_INGEST_BURST', '2.5'],
+      ['ELMA_QUOTA_STORED_MEMORIES', '-1'],
+      ['ELMA_QUOTA_STORED_BYTES', 'lots'],
+      ['ELMA_QUOTA_CONCURRENT_REQUESTS', '1000000'],
+    ]) {
+      expect(() => loadConfig({ ...base, [name]: value }), name).toThrow(new RegExp(name));
+    }
+  });
+});
+
 describe('token verification settings', () => {
   it('defaults to HS256 tokens from issuer elma for audience elma-api, living at most 24 h, with 60 s of skew', () => {
     expect(loadConfig(base).auth).toEqual({ issuer: 'elma', audience: 'elma-api', maxTtlSeconds: 86_400, clockSkewSeconds: 60 });

@@ -76,6 +76,12 @@ export function graphqlErrorFormatter(logServerError: ServerErrorLog) {
       },
     }));
     if (classified.some((c) => c.code === 'GRAPHQL.METHOD_NOT_ALLOWED')) void context.reply?.header('allow', 'POST');
+    // A quota refusal inside a resolver: the same Retry-After as REST, the longest when several fields were refused.
+    const retryAfter = Math.max(
+      0,
+      ...(execution.errors ?? []).map((e) => Number((e.originalError as DomainError | undefined)?.details?.retryAfterSeconds ?? 0)),
+    );
+    if (retryAfter > 0) void context.reply?.header('retry-after', String(retryAfter));
     const executed = classified.some((c) => c.kind === 'field') || execution.data !== undefined;
     return {
       statusCode: httpStatus(classified, executed, request),

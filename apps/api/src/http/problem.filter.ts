@@ -40,6 +40,9 @@ export function sendProblem(
       void reply.header('allow', allowed.join(', '));
     }
   }
+  // A refusal that knows when a retry can succeed (a quota's bucket) says so.
+  const retryAfter = error instanceof DomainError ? error.details.retryAfterSeconds : undefined;
+  if (typeof retryAfter === 'number') void reply.header('retry-after', String(retryAfter));
   if (problem.status >= 500) onServerError(error, String(request.id), problem);
   void reply.status(problem.status).header('content-type', 'application/problem+json').send(problem);
 }

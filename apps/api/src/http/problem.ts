@@ -59,6 +59,20 @@ const STATUS: Record<string, number> = {
   // and clients and alerts can tell "the volume is full" from "the server is busy, retry shortly".
   'STORAGE.FULL': 507,
   'SERVER.OVERLOADED': 503,
+  // A tenant's rates and requests in progress: 429 (RFC 6585, "too many requests in a given amount of time"), with Retry-After.
+  'QUOTA.INGEST_RATE': 429,
+  'QUOTA.RECALL_RATE': 429,
+  'QUOTA.CONCURRENT_REQUESTS': 429,
+  // A tenant's storage quota: 429 as well, without Retry-After (RFC 6585 makes it optional), since room comes back
+  // when the tenant erases or an operator raises the quota, not after a time that could be promised. Not 507
+  // (WebDAV's quota answer, RFC 4331): a 5xx says the server failed, and this is the tenant's own limit; 507 stays
+  // STORAGE.FULL, the volume itself. As Google's RESOURCE_EXHAUSTED (per-user quota) maps to 429.
+  'QUOTA.STORED_MEMORIES': 429,
+  'QUOTA.STORED_BYTES': 429,
+  // More events in one batch than the tenant's burst: it could never pass, so retrying it is pointless; split it.
+  'QUOTA.BATCH_EXCEEDS_BURST': 422,
+  // A tenant admin may tighten its quotas, not grant itself more than the platform does.
+  'QUOTA.RAISE_FORBIDDEN': 403,
 };
 
 export interface Problem {

@@ -65,13 +65,17 @@ const PROBLEMS: Record<number, string> = {
   414: 'The URI (path or query) is too long.',
   415: 'The body is not `application/json` (`REQUEST.UNSUPPORTED_MEDIA_TYPE`).',
   422: 'The request is well-formed but invalid; `errors` lists each path (`REQUEST.VALIDATION_FAILED`, …).',
+  429: "Over one of the tenant's quotas: a rate or its requests in progress (`QUOTA.INGEST_RATE`, `QUOTA.RECALL_RATE`, `QUOTA.CONCURRENT_REQUESTS`, with Retry-After), or its storage (`QUOTA.STORED_MEMORIES`, `QUOTA.STORED_BYTES`, without: room comes back by erasing or a raised quota).",
   431: 'The request headers are too large.',
   503: 'Overloaded (`SERVER.OVERLOADED`, with Retry-After), or an engine it needs is unavailable (`TEMPORAL.UNAVAILABLE`, `PROJECTION.LAGGING`, `INDEX.PARTITION_CORRUPT`).',
   507: 'The data volume is full (`STORAGE.FULL`); retry once an operator frees space.',
 };
 
 const RETRY_AFTER = {
-  'Retry-After': { description: 'Seconds to wait before retrying, when the server sheds load.', schema: { type: 'integer' } },
+  'Retry-After': {
+    description: 'Seconds to wait before retrying, when a retry can succeed then (load shed, a quota bucket refilling).',
+    schema: { type: 'integer' },
+  },
 };
 
 /** problem+json responses for these statuses. */
@@ -82,7 +86,7 @@ export function ApiProblems(...statuses: number[]): MethodDecorator & ClassDecor
         status,
         description: PROBLEMS[status] ?? 'RFC 9457 problem details with a stable `code`',
         content: { 'application/problem+json': { schema: ProblemDetails } },
-        ...(status === 503 ? { headers: RETRY_AFTER } : {}),
+        ...(status === 503 || status === 429 ? { headers: RETRY_AFTER } : {}),
       }),
     ),
   );
@@ -90,10 +94,10 @@ export function ApiProblems(...statuses: number[]): MethodDecorator & ClassDecor
 
 /**
  * A controller behind the bearer JWT: the security scheme, and what any of its operations can answer before
- * or besides its own work (admission, authentication, the HTTP layer's limits, storage).
+ * or besides its own work (admission and the tenant's quotas, authentication, the HTTP layer's limits, storage).
  */
 export function ApiAuthenticated(): ClassDecorator {
-  return applyDecorators(ApiBearerAuth(), ApiProblems(401, 414, 431, 503, 507)) as ClassDecorator;
+  return applyDecorators(ApiBearerAuth(), ApiProblems(401, 414, 429, 431, 503, 507)) as ClassDecorator;
 }
 
 /** A JSON body validated by this schema (with an example a client can send as is), and the statuses a body can be refused with. */

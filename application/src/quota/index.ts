@@ -1,0 +1,2 @@
+export * from './stored-usage';
+export * from './tenant-quotas';
