@@ -2,12 +2,22 @@ import type { ConsolidationService } from '@elma/application';
 import { createConsolidationActivities, type ConsolidationActivities } from './consolidation/activities';
 import { createErasureActivities, type ErasureActivities, type ErasureActivityDeps } from './erasure/activities';
 import { createReindexActivities, type TenantViews } from './reindex/activities';
+import {
+  createSubjectAccessActivities,
+  type SubjectAccessActivities,
+  type SubjectAccessActivityDeps,
+} from './subject-access/activities';
 
 export type { TenantViews } from './reindex/types';
 export { createReindexActivities, type ReindexActivities } from './reindex/activities';
 export { createErasureActivities, type ErasureActivities, type ErasureActivityDeps, type Attempted } from './erasure/activities';
 export { createConsolidationActivities, type ConsolidationActivities } from './consolidation/activities';
 export { withDomainFailures } from './shared/failures';
+export {
+  createSubjectAccessActivities,
+  type SubjectAccessActivities,
+  type SubjectAccessActivityDeps,
+} from './subject-access/activities';
 
 /** Everything the activities need, as ports. Grows with each capability (erasure, consolidation, ...). */
 export interface ActivityDeps {
@@ -15,6 +25,7 @@ export interface ActivityDeps {
   /** Omitted by workers that only rebuild views (tests of the reindex workflow). */
   erasure?: ErasureActivityDeps;
   consolidation?: ConsolidationService;
+  subjectAccess?: SubjectAccessActivityDeps;
 }
 
 /** All of ELMA's activities, ready for `Worker.create({ activities })`. */
@@ -25,7 +36,11 @@ export function createActivities(deps: ActivityDeps) {
     ...(deps.consolidation && deps.erasure
       ? createConsolidationActivities({ consolidation: deps.consolidation, tenants: () => deps.erasure!.requests.tenants() })
       : {}),
+    ...(deps.subjectAccess ? createSubjectAccessActivities({ subjectAccess: deps.subjectAccess }) : {}),
   };
 }
 
-export type ElmaActivities = ReturnType<typeof createReindexActivities> & ErasureActivities & ConsolidationActivities;
+export type ElmaActivities = ReturnType<typeof createReindexActivities> &
+  ErasureActivities &
+  ConsolidationActivities &
+  SubjectAccessActivities;

@@ -44,3 +44,5 @@ export * from './consolidation';
 export * from './memory/conflicts';
 export * from './memory/kinds';
 export * from './recall/hops';
+export * from './subject-access';
+export * from './shared/formats';

@@ -10,3 +10,4 @@ export * from './embedder';
 export * from './temporal';
 export * from './storage';
 export * from './certificate';
+export { renderSubjectExportPdf } from './subject-access/pdf';

@@ -9,3 +9,5 @@ export { erasureWorkflow } from './erasure/workflow';
 export { retentionSweepWorkflow } from './erasure/retention-sweep';
 export * from './consolidation/messages';
 export { consolidationWorkflow, consolidationSweepWorkflow, tenantConsolidationWorkflow } from './consolidation/workflow';
+export * from './subject-access/messages';
+export { subjectAccessWorkflow } from './subject-access/workflow';

@@ -17,10 +17,23 @@ import { causeOf, serverErrorLog } from './http/server-errors';
 import { graphqlErrorFormatter, GRAPHQL_RESPONSE_TYPE, wantsGraphqlResponse } from './graphql/errors';
 import { registerExplorer } from './graphql/explorer';
 import { limitsRule } from './graphql/limits';
-import { ADJUDICATION, ERASURE_DESK, GOVERNANCE, HEALTH, INGEST, MEMORIES, RECALL, TOKEN_VERIFIER, type HealthCheck } from './http/tokens';
+import {
+  ADJUDICATION,
+  ERASURE_DESK,
+  GOVERNANCE,
+  HEALTH,
+  INGEST,
+  MEMORIES,
+  RECALL,
+  SUBJECT_ACCESS_DESK,
+  TOKEN_VERIFIER,
+  type HealthCheck,
+} from './http/tokens';
 import { ErasureDesk, type ErasureWorkflows } from './erasure/erasure-desk';
 import { ErasuresController, WellKnownController } from './rest/erasures.controller';
 import { ErasureResolver } from './graphql/erasure.resolver';
+import { SubjectAccessDesk, type SubjectAccessWorkflows } from './subject-access/subject-access-desk';
+import { SubjectAccessController } from './rest/subject-access.controller';
 import { EventsController } from './rest/events.controller';
 import { GovernanceController } from './rest/governance.controller';
 import { HealthController } from './rest/health.controller';
@@ -55,6 +68,7 @@ class ApiModule {
         RecallController,
         GovernanceController,
         ErasuresController,
+        SubjectAccessController,
         WellKnownController,
         HealthController,
       ],
@@ -71,6 +85,7 @@ class ApiModule {
           useValue: new TokenVerifier(elma.config.auth, elma.config.jwtSecret, (tenant) => elma.policies.get(tenant)),
         },
         { provide: ERASURE_DESK, useValue: new ErasureDesk(elma.erasure.requests, elma.signer, options.erasures) },
+        { provide: SUBJECT_ACCESS_DESK, useValue: new SubjectAccessDesk(elma.subjectAccess, options.subjectAccess) },
         AuthGuard,
         MemoryResolver,
         ErasureResolver,
@@ -101,6 +116,8 @@ function silenceExpectedOverrideWarning(): void {
 export interface ApiOptions {
   /** The erasure workflows on Temporal; without it the erasure endpoints answer 503 TEMPORAL.UNAVAILABLE. */
   erasures?: ErasureWorkflows;
+  /** The subject-access workflows on Temporal; without it `POST /v1/subject-access` answers 503 TEMPORAL.UNAVAILABLE. */
+  subjectAccess?: SubjectAccessWorkflows;
 }
 
 /** Builds the HTTP app (REST under /v1, GraphQL at /graphql, OpenAPI at /docs) on a process's ELMA services. */

@@ -21,6 +21,7 @@ import {
   CertificateSigner,
   volumeHealth,
   rawStoreScan,
+  renderSubjectExportPdf,
 } from '@elma/infra';
 import {
   IngestService,
@@ -45,6 +46,7 @@ import {
   ErasureStore,
   Tombstones,
   EmbeddingStage,
+  SubjectAccessService,
 } from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
@@ -96,6 +98,8 @@ export interface Elma {
   memories: MemoryService;
   recall: RecallService;
   erasure: Erasures;
+  /** Subject access and portability: requests, the workflow's production, deletion by expiry or erasure. */
+  subjectAccess: SubjectAccessService;
   adjudication: Adjudication;
   consolidation: ConsolidationService;
   signer: CertificateSigner;
@@ -136,7 +140,24 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
   const erased = new ErasureGuard({ tombstones, fingerprints, policies });
   const erasureStore = new ErasureStore({ log, sealer });
   const signer = new CertificateSigner({ masterKey: config.masterKey });
-  const audit = new AuditLog({ log, clock, pseudonymize: (tenant, subject) => `sfp_${fingerprints.subject(tenant, subject)}` });
+  const auditSubject = (tenant: string, subject: string) => `sfp_${fingerprints.subject(tenant, subject)}`;
+  const audit = new AuditLog({ log, clock, pseudonymize: auditSubject });
+  const subjectAccess = new SubjectAccessService({
+    log,
+    sealer,
+    vault,
+    index,
+    holds,
+    policies,
+    audit,
+    runner,
+    signer,
+    renderPdf: renderSubjectExportPdf,
+    auditSubject,
+    clock,
+    ids,
+    ttlSeconds: config.subjectAccess.ttlSeconds,
+  });
   const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
 
   return {
@@ -173,7 +194,9 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
       clock,
       ids,
       compaction,
+      subjectExports: subjectAccess,
     }),
+    subjectAccess,
     signer,
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
     consolidation: new ConsolidationService({ log, index, sealer, erased, embeddings }),
@@ -322,9 +345,10 @@ interface ErasureDeps {
   clock: Clock;
   ids: IdSource;
   compaction: EventStoreDbScavenger | undefined;
+  subjectExports: SubjectAccessService;
 }
 
-function createErasures(config: ElmaConfig, { compaction, ...deps }: ErasureDeps): Erasures {
+function createErasures(config: ElmaConfig, { compaction, subjectExports, ...deps }: ErasureDeps): Erasures {
   const scanRoots = [
     config.dataDir,
     ...(config.temporal.dbFile && !config.temporal.dbFile.startsWith(config.dataDir)
@@ -339,6 +363,7 @@ function createErasures(config: ElmaConfig, { compaction, ...deps }: ErasureDeps
       rawScan: rawStoreScan,
       scanRoots,
       logEngine: config.eventLog,
+      subjectExports,
       ...(compaction ? { compaction: { port: compaction, waitMs: config.eventStore!.scavengeWaitMs } } : {}),
     }),
     certification: new ErasureCertification(deps),

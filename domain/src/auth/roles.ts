@@ -24,4 +24,6 @@ export const ROLES = {
   erasureReader: ['compliance', 'dpo', 'auditor'],
   /** Approves a closure above the tenant's threshold (four eyes: not the requester). */
   erasureApprover: 'dpo',
+  /** Request and read the subject-access export of any data subject (GDPR Art. 15/20); a subject may ask for themself when the policy allows. */
+  subjectAccess: ['dpo', 'compliance'],
 } as const satisfies Record<string, BuiltInRole | readonly BuiltInRole[]>;

@@ -1,2 +1,10 @@
-export { CertificateSigner, verifySignedCertificate, type CertificateVerification, type Jwk } from './signing';
+export {
+  CertificateSigner,
+  verifySignedCertificate,
+  verifySignedDocument,
+  type CertificateVerification,
+  type DocumentVerification,
+  type SignedDocumentType,
+  type Jwk,
+} from './signing';
 export { renderCertificatePdf } from './pdf';

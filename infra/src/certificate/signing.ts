@@ -1,6 +1,14 @@
 import { createHash, createPrivateKey, createPublicKey, hkdfSync, sign, verify, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
-import { canonicalJson, ErasureCertificate, SignedCertificate, type CertificateSigner as CertificateSigning } from '@elma/domain';
+import {
+  canonicalJson,
+  ErasureCertificate,
+  SignedCertificate,
+  SubjectAccessManifest,
+  SignedSubjectAccessManifest as SignedManifestSchema,
+  type CertificateSigner as CertificateSigning,
+  type SignedSubjectAccessManifest,
+} from '@elma/domain';
 
 /** DER prefix of a PKCS#8 Ed25519 private key; the 32-byte seed follows it (RFC 8410). */
 const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
@@ -48,6 +56,17 @@ export class CertificateSigner implements CertificateSigning {
       throw new Error(`certificate names signing key ${parsed.keyId}, this signer is ${this.keyId}`);
     }
     const value = sign(null, canonicalBytes(parsed), this.privateKey).toString('base64url');
+    return { certificate: parsed, signature: { alg: 'EdDSA', kid: this.keyId, value } };
+  }
+
+  /**
+   * Signs another signed document (a subject-access manifest) exactly as `sign` signs a certificate: the same
+   * key, the same envelope `{ certificate, signature }`, told apart by the document's `type`.
+   */
+  signDocument(document: SubjectAccessManifest): SignedSubjectAccessManifest {
+    const parsed = SubjectAccessManifest.parse(document);
+    if (parsed.keyId !== this.keyId) throw new Error(`document names signing key ${parsed.keyId}, this signer is ${this.keyId}`);
+    const value = sign(null, Buffer.from(canonicalJson(parsed), 'utf8'), this.privateKey).toString('base64url');
     return { certificate: parsed, signature: { alg: 'EdDSA', kid: this.keyId, value } };
   }
 
@@ -101,6 +120,50 @@ export function verifySignedCertificate(input: unknown, jwks: unknown): Certific
     valid = false;
   }
   return valid ? { ok: true, certificate, kid: signature.kid } : { ok: false, reason: 'signature does not match' };
+}
+
+/** The signed documents `verifySignedDocument` knows, by their `type`. */
+const DOCUMENTS = {
+  'elma.erasure-certificate': SignedCertificate,
+  'elma.subject-access-manifest': SignedManifestSchema,
+} as const;
+export type SignedDocumentType = keyof typeof DOCUMENTS;
+
+export type DocumentVerification =
+  { ok: true; type: SignedDocumentType; document: ErasureCertificate | SubjectAccessManifest; kid: string } | { ok: false; reason: string };
+
+/**
+ * Checks any signed document of ELMA (erasure certificate, subject-access manifest) against a published key
+ * set, choosing its schema by `certificate.type`. Never throws; reasons name fields and key ids only.
+ */
+export function verifySignedDocument(input: unknown, jwks: unknown): DocumentVerification {
+  const type = (input as { certificate?: { type?: unknown } } | null)?.certificate?.type;
+  if (type === 'elma.erasure-certificate') {
+    const result = verifySignedCertificate(input, jwks);
+    return result.ok ? { ok: true, type, document: result.certificate, kid: result.kid } : result;
+  }
+  if (type !== 'elma.subject-access-manifest') return { ok: false, reason: 'malformed certificate: certificate.type' };
+  const signed = DOCUMENTS[type].safeParse(input);
+  if (!signed.success) return { ok: false, reason: `malformed certificate: ${issuePath(signed.error.issues[0]?.path)}` };
+  const { certificate, signature } = signed.data;
+  const keySet = KeySet.safeParse(jwks);
+  if (!keySet.success) return { ok: false, reason: 'malformed key set' };
+  const jwk = keySet.data.keys.find((key) => key.kid === signature.kid);
+  if (!jwk) return { ok: false, reason: `unknown signing key ${signature.kid}` };
+  if (signature.kid !== certificate.keyId) return { ok: false, reason: `signature key ${signature.kid} is not the certificate's key` };
+  const publicKey = importEd25519(jwk);
+  if (!publicKey) return { ok: false, reason: `unusable signing key ${signature.kid}` };
+  const signatureBytes = Buffer.from(signature.value, 'base64url');
+  if (signatureBytes.length !== SIGNATURE_BYTES || signatureBytes.toString('base64url') !== signature.value) {
+    return { ok: false, reason: 'signature does not match' };
+  }
+  let valid: boolean;
+  try {
+    valid = verify(null, Buffer.from(canonicalJson(certificate), 'utf8'), publicKey, signatureBytes);
+  } catch {
+    valid = false;
+  }
+  return valid ? { ok: true, type, document: certificate, kid: signature.kid } : { ok: false, reason: 'signature does not match' };
 }
 
 function canonicalBytes(certificate: ErasureCertificate): Buffer {

@@ -43,3 +43,6 @@ export type BearerVerifier = Pick<TokenVerifier, 'verify'>;
 
 /** Injection token for the erasure desk (the erasure service plus the Temporal side of erasure). */
 export const ERASURE_DESK = Symbol('ERASURE_DESK');
+
+/** Injection token for the subject-access desk (the service plus the Temporal side of subject access). */
+export const SUBJECT_ACCESS_DESK = Symbol('SUBJECT_ACCESS_DESK');

@@ -69,7 +69,7 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
       consolidateEveryEvents: config.consolidation.everyEvents,
       onConsolidationStartError: (error) => elma.logger.error('could not start a consolidation', { name: (error as Error)?.name }),
     });
-    const app = await createApi(elma, { erasures });
+    const app = await createApi(elma, { erasures, subjectAccess: erasures.subjectAccess });
     stops.push(() => app.close());
 
     await drainErasureOutbox(elma, erasures, stops);
