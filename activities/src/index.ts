@@ -2,22 +2,14 @@ import type { ConsolidationService } from '@elma/application';
 import { createConsolidationActivities, type ConsolidationActivities } from './consolidation/activities';
 import { createErasureActivities, type ErasureActivities, type ErasureActivityDeps } from './erasure/activities';
 import { createReindexActivities, type TenantViews } from './reindex/activities';
-import {
-  createSubjectAccessActivities,
-  type SubjectAccessActivities,
-  type SubjectAccessActivityDeps,
-} from './subject-access/activities';
+import { createSubjectAccessActivities, type SubjectAccessActivities, type SubjectAccessActivityDeps } from './subject-access/activities';
 
 export type { TenantViews } from './reindex/types';
 export { createReindexActivities, type ReindexActivities } from './reindex/activities';
 export { createErasureActivities, type ErasureActivities, type ErasureActivityDeps, type Attempted } from './erasure/activities';
 export { createConsolidationActivities, type ConsolidationActivities } from './consolidation/activities';
 export { withDomainFailures } from './shared/failures';
-export {
-  createSubjectAccessActivities,
-  type SubjectAccessActivities,
-  type SubjectAccessActivityDeps,
-} from './subject-access/activities';
+export { createSubjectAccessActivities, type SubjectAccessActivities, type SubjectAccessActivityDeps } from './subject-access/activities';
 
 /** Everything the activities need, as ports. Grows with each capability (erasure, consolidation, ...). */
 export interface ActivityDeps {
