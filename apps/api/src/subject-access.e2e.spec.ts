@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
 import { SubjectExport, type Principal } from '@elma/domain';
 import { mintToken, verifySignedDocument } from '@elma/infra';
 import { verifyCertificateCommand } from '../../cli/src/commands/verify-certificate';
@@ -124,6 +125,24 @@ describe('subject access (GDPR Art. 15/20), end to end on Temporal', () => {
     expect(done.subjectPseudonym).toMatch(/^psn_[0-9a-f]{32}$/);
     expect(done.counts).toMatchObject({ restricted: 1, withheld: 1 });
     expect(JSON.stringify(done)).not.toContain('cust-7');
+  });
+
+  it('keeps the subject id and any content out of the workflow history (input: tenant, request id, pseudonym)', async () => {
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    try {
+      const handle = new Client({ connection }).workflow.getHandle(`subject-access-acme-${requestId}`);
+      // Payloads come base64-encoded: decode them, as anyone with access to Temporal could.
+      const raw = JSON.stringify(await handle.fetchHistory());
+      const payloads = [...raw.matchAll(/"data":"([A-Za-z0-9+/=]+)"/g)].map((m) => Buffer.from(m[1], 'base64').toString('utf8'));
+      const history = `${raw}\n${payloads.join('\n')}`;
+      expect(history).toContain(`"subjectPseudonym":"psn_`);
+      expect(history).toContain(`"jsonSha256"`);
+      for (const secret of ['cust-7', 'Zephyrine', '张伟', Buffer.from('cust-7').toString('base64')]) expect(history).not.toContain(secret);
+      const described = await handle.describe();
+      expect(JSON.stringify(described.typedSearchAttributes)).not.toContain('cust-7');
+    } finally {
+      await connection.close();
+    }
   });
 
   it('exports every record of the subject whole, Chinese included, restricted and held ones marked, and no other subject', async () => {
