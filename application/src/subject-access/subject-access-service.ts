@@ -8,6 +8,7 @@ import {
   SubjectAccessExportGone,
   SubjectAccessNotFound,
   SubjectAccessNotReady,
+  ValidationFailed,
   WrongExpectedVersion,
   assembleSubjectExport,
   parseOrThrow,
@@ -108,6 +109,10 @@ export class SubjectAccessService {
       subject = input.subject;
     } else {
       const policy = await this.deps.policies.get(tenant);
+      // A DPO or compliance officer names whose data is meant; only a data subject asking for themself may omit it.
+      if (privileged && !policy.subjectAccess.selfService) {
+        throw new ValidationFailed([{ path: 'subject', message: 'name the data subject whose data to export' }]);
+      }
       const asksForSelf = input.subject === undefined || input.subject === principal.sub;
       if (!policy.subjectAccess.selfService || !asksForSelf) {
         await this.auditRequest(

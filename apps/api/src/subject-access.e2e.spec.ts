@@ -277,9 +277,11 @@ describe('subject access (GDPR Art. 15/20), end to end on Temporal', () => {
         expect(response.status, response.text).toBe(403);
         expect(response.body.code).toBe('AUTH.FORBIDDEN');
       }
-      const invalid = await call('dpo', 'POST', '/v1/subject-access', { subject: '', extra: 1 });
-      expect(invalid.status).toBe(422);
-      expect(invalid.body.code).toBe('REQUEST.VALIDATION_FAILED');
+      for (const body of [{ subject: '', extra: 1 }, {}]) {
+        const invalid = await call('dpo', 'POST', '/v1/subject-access', body);
+        expect(invalid.status, JSON.stringify(body)).toBe(422);
+        expect(invalid.body.code).toBe('REQUEST.VALIDATION_FAILED');
+      }
     });
 
     it('rejects a forged role: a token signed with another key, or naming a role nobody defined', async () => {
