@@ -13,8 +13,10 @@ import {
   assembleSubjectExport,
   parseOrThrow,
   recordsOf,
+  streams,
   type AuditEntry,
   type Clock,
+  type EventIngested,
   type EventLog,
   type IdSource,
   type KeyVault,
@@ -198,6 +200,7 @@ export class SubjectAccessService {
       const stored = await this.deps.index.get(tenant, id);
       if (stored) records.set(id, stored.record);
     }
+    const events = await this.eventsOf(tenant, state.request.subjectPseudonym);
     const audit: AuditEntry[] = [];
     for await (const entry of this.deps.audit.export(tenant)) audit.push(entry);
     const producedAt = this.now();
@@ -214,6 +217,7 @@ export class SubjectAccessService {
       records,
       holds: await this.deps.holds.list(tenant, { fresh: true }),
       audit,
+      events,
     });
     const json = Buffer.from(`${JSON.stringify(data, null, 2)}\n`, 'utf8');
     const pdf = this.deps.renderPdf(data);
@@ -263,6 +267,24 @@ export class SubjectAccessService {
       requestId,
     });
     return summaryOf((await this.require(tenant, requestId))!);
+  }
+
+  /**
+   * The subject's ingested events that are not erased, without their content (which their episodic records
+   * carry): where the data came from. Read in clear from the subject's stream; content stays sealed.
+   */
+  private async eventsOf(tenant: string, pseudonym: string): Promise<Omit<EventIngested, 'content'>[]> {
+    const found: Omit<EventIngested, 'content'>[] = [];
+    for await (const event of this.deps.log.readStream(streams.events(tenant, pseudonym))) {
+      if (event.type !== 'EventIngested') continue;
+      const { content: _sealed, ...meta } = event.data as EventIngested;
+      found.push(meta);
+    }
+    const erased = await this.deps.sealer.erasedAmong(
+      tenant,
+      found.map((e) => e.eventId),
+    );
+    return found.filter((e) => !erased.has(e.eventId));
   }
 
   /** Ends a request that produced nothing; its sealed subject becomes unreadable. `code` is a failure code, never content. */

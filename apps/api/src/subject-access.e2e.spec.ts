@@ -163,6 +163,9 @@ describe('subject access (GDPR Art. 15/20), end to end on Temporal', () => {
     expect(byId.get(ids.zh)!.marks.legalHolds).toHaveLength(1);
     expect(byId.get(ids.en)!.purposes).toEqual(['support']);
     expect(byId.get(ids.en)!.retention.class).toBe('standard');
+    // Where the data came from: the subject's events, with their source and the record holding their content.
+    expect(x.events.map((e) => e.recordId).sort()).toEqual([ids.en, ids.zh, ids.restricted].sort());
+    expect(x.events[0].source.system).toBe('crm');
     // The record shared with cust-8: listed by id with the reason, no content.
     expect(byId.has(ids.shared)).toBe(false);
     expect(x.withheld).toEqual([

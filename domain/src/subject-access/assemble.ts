@@ -1,10 +1,19 @@
 import type { AuditEntry } from '../audit/audit';
 import { deletionClosure } from '../erasure/closure';
 import { isHeld, type LegalHold } from '../legal-hold/legal-hold';
+import type { EventIngested } from '../ingest/schema';
 import type { LineageEntry } from '../memory-index/port';
+import { episodicIdFor } from '../memory/derive';
 import type { MemoryKind, MemoryRecord } from '../memory/record';
 import { FORMAT_VERSIONS } from '../shared/formats';
-import { SubjectExport, type ExportCounts, type ExportedRecord, type ProcessingEntry, type WithheldRecord } from './export';
+import {
+  SubjectExport,
+  type ExportCounts,
+  type ExportedEvent,
+  type ExportedRecord,
+  type ProcessingEntry,
+  type WithheldRecord,
+} from './export';
 
 /** What the export of one subject is assembled from; every collection is the tenant's, unfiltered. */
 export interface SubjectExportInput {
@@ -22,6 +31,8 @@ export interface SubjectExportInput {
   records: ReadonlyMap<string, MemoryRecord>;
   holds: readonly LegalHold[];
   audit: Iterable<AuditEntry>;
+  /** The events of the subject's stream that are not erased; their content is not read. */
+  events?: readonly Omit<EventIngested, 'content'>[];
 }
 
 /**
@@ -83,11 +94,28 @@ export function assembleSubjectExport(input: SubjectExportInput): SubjectExport 
     records.push(exportedRecord(record, marks, derivedFrom(id, covered, byId)));
   }
 
+  const events: ExportedEvent[] = (input.events ?? [])
+    .filter((event) => event.subject === subject)
+    .map((event) => ({
+      id: event.eventId,
+      occurredAt: event.occurredAt,
+      recordedAt: event.recordedAt,
+      activity: event.activity,
+      source: event.source,
+      ...(event.sourceTrust !== undefined ? { sourceTrust: event.sourceTrust } : {}),
+      actor: event.actor,
+      ...(event.session !== undefined ? { session: event.session } : {}),
+      purposes: event.purposes,
+      sensitivity: event.sensitivity,
+      retention: event.retention,
+      recordId: episodicIdFor(event.eventId),
+    }));
   const processing = [...input.audit].flatMap((entry) => processingEntry(entry, input.auditSubject, coveredSet));
   const byKind: Partial<Record<MemoryKind, number>> = {};
   for (const r of records) byKind[r.kind] = (byKind[r.kind] ?? 0) + 1;
   const counts: ExportCounts = {
     records: records.length,
+    events: events.length,
     byKind,
     restricted: records.filter((r) => r.marks.restricted).length,
     held: records.filter((r) => r.marks.legalHolds.length > 0).length,
@@ -105,6 +133,7 @@ export function assembleSubjectExport(input: SubjectExportInput): SubjectExport 
     expiresAt: input.expiresAt,
     counts,
     records,
+    events,
     withheld,
     processing,
   });

@@ -71,7 +71,11 @@ const draft = (actor: string, subject: string | null, resourceIds: string[], ope
 });
 
 function exportOf(subject: string, records: MemoryRecord[], options: { holds?: LegalHold[]; audit?: AuditEntry[] } = {}) {
-  return assembleSubjectExport({
+  return assembleSubjectExport(inputOf(subject, records, options));
+}
+
+function inputOf(subject: string, records: MemoryRecord[], options: { holds?: LegalHold[]; audit?: AuditEntry[] } = {}) {
+  return {
     tenant: 'acme',
     requestId: 'sar_1',
     subject,
@@ -83,7 +87,7 @@ function exportOf(subject: string, records: MemoryRecord[], options: { holds?: L
     records: new Map(records.map((r) => [r.id, r])),
     holds: options.holds ?? [],
     audit: options.audit ?? [],
-  });
+  };
 }
 
 describe('the export of one data subject', () => {
@@ -177,11 +181,33 @@ describe('the export of one data subject', () => {
     expect(JSON.stringify(x.processing)).not.toContain(other.id);
   });
 
+  it('given the ingested events, when exported, then each of the subject names its source and its record, without content', () => {
+    const event = (eventId: string, subject: string) => ({
+      eventId,
+      tenant: 'acme',
+      subject,
+      occurredAt: '2026-01-01T00:00:00.000Z',
+      recordedAt: '2026-01-01T00:00:01.000Z',
+      activity: 'chat.turn',
+      source: { system: 'crm', channel: 'chat' },
+      sensitivity: 'internal' as const,
+      purposes: ['support'],
+      retention: 'standard' as const,
+      idempotencyKey: 'k',
+      actor: 'agent-1',
+    });
+    const x = assembleSubjectExport({ ...inputOf('cust-7', all), events: [event('e1', 'cust-7'), event('e3', 'cust-8')] });
+    expect(x.events).toEqual([
+      expect.objectContaining({ id: 'e1', source: { system: 'crm', channel: 'chat' }, actor: 'agent-1', recordId: zh.id }),
+    ]);
+    expect(x.counts.events).toBe(1);
+  });
+
   it('given a subject with no records, when exported, then the export is empty but well-formed', () => {
     const x = exportOf('nobody', all);
     expect(x.records).toEqual([]);
     expect(x.withheld).toEqual([]);
-    expect(x.counts).toEqual({ records: 0, byKind: {}, restricted: 0, held: 0, withheld: 0, processing: 0 });
+    expect(x.counts).toEqual({ records: 0, events: 0, byKind: {}, restricted: 0, held: 0, withheld: 0, processing: 0 });
   });
 
   it('covers the deletion closure: what an erasure of the subject would reach', () => {

@@ -98,8 +98,30 @@ export const ProcessingEntry = z.strictObject({
 });
 export type ProcessingEntry = z.infer<typeof ProcessingEntry>;
 
+/**
+ * An event ingested about the subject: where the data came from (GDPR Art. 15(1)(g)), when and through whom.
+ * Its content is the episodic record `recordId` (not repeated here).
+ */
+export const ExportedEvent = z.strictObject({
+  id: z.string(),
+  occurredAt: IsoDate,
+  recordedAt: IsoDate,
+  activity: z.string(),
+  source: z.strictObject({ system: z.string(), channel: z.string().optional(), externalId: z.string().optional() }),
+  sourceTrust: SourceTrust.optional(),
+  /** Who sent it to ELMA (the token's subject). */
+  actor: z.string(),
+  session: z.string().optional(),
+  purposes: z.array(z.string()),
+  sensitivity: Sensitivity,
+  retention: RetentionClass,
+  recordId: z.string(),
+});
+export type ExportedEvent = z.infer<typeof ExportedEvent>;
+
 export const ExportCounts = z.strictObject({
   records: z.number().int().min(0),
+  events: z.number().int().min(0),
   byKind: z.partialRecord(MemoryKind, z.number().int().min(0)),
   restricted: z.number().int().min(0),
   held: z.number().int().min(0),
@@ -124,6 +146,8 @@ export const SubjectExport = z.strictObject({
   expiresAt: IsoDate,
   counts: ExportCounts,
   records: z.array(ExportedRecord),
+  /** The events the subject's records were learnt from, with their source. */
+  events: z.array(ExportedEvent),
   withheld: z.array(WithheldRecord),
   processing: z.array(ProcessingEntry),
 });

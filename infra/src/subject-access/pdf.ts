@@ -36,6 +36,7 @@ function writeExport(layout: Layout, x: SubjectExport): void {
 
   layout.heading('Summary');
   layout.field('Records', String(x.counts.records));
+  layout.field('Source events', String(x.counts.events));
   layout.field('By kind', MemoryKind.options.map((kind) => `${kind} ${x.counts.byKind[kind] ?? 0}`).join(', '));
   layout.field('Restricted', String(x.counts.restricted));
   layout.field('Under legal hold', String(x.counts.held));
@@ -61,6 +62,20 @@ function writeExport(layout: Layout, x: SubjectExport): void {
       layout.field('Other sources', `${w.otherSources} (of other data subjects)`);
       layout.field('Marks', marksText(w.marks));
     }
+  }
+
+  if (x.events.length > 0) {
+    layout.heading('Where the data came from', Layout.tableHeight(Math.min(3, x.events.length)));
+    layout.table(
+      [
+        { header: 'Occurred at', width: 118 },
+        { header: 'Activity', width: 70 },
+        { header: 'Source', width: 100 },
+        { header: 'Sent by', width: 70 },
+        { header: 'Record', width: 125 },
+      ],
+      x.events.map((e) => [e.occurredAt, e.activity, [e.source.system, e.source.channel].filter(Boolean).join(' / '), e.actor, e.recordId]),
+    );
   }
 
   layout.heading('Processing history', Layout.tableHeight(Math.min(3, x.processing.length)));

@@ -39,8 +39,17 @@ function anExport(records: ExportedRecord[]): SubjectExport {
     subjectPseudonym: `psn_${'b'.repeat(32)}`,
     producedAt: '2026-12-01T00:00:00.000Z',
     expiresAt: '2026-12-08T00:00:00.000Z',
-    counts: { records: records.length, byKind: { episodic: records.length }, restricted: 0, held: 0, withheld: 0, processing: 0 },
+    counts: {
+      records: records.length,
+      events: 0,
+      byKind: { episodic: records.length },
+      restricted: 0,
+      held: 0,
+      withheld: 0,
+      processing: 0,
+    },
     records,
+    events: [],
     withheld: [],
     processing: [],
   });
