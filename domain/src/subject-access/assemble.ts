@@ -110,7 +110,8 @@ export function assembleSubjectExport(input: SubjectExportInput): SubjectExport 
       retention: event.retention,
       recordId: episodicIdFor(event.eventId),
     }));
-  const processing = [...input.audit].flatMap((entry) => processingEntry(entry, input.auditSubject, coveredSet));
+  const eventIds = new Set(events.map((e) => e.id));
+  const processing = [...input.audit].flatMap((entry) => processingEntry(entry, input.auditSubject, coveredSet, eventIds));
   const byKind: Partial<Record<MemoryKind, number>> = {};
   for (const r of records) byKind[r.kind] = (byKind[r.kind] ?? 0) + 1;
   const counts: ExportCounts = {
@@ -192,10 +193,16 @@ function exportedRecord(record: MemoryRecord, marks: ExportedRecord['marks'], de
   };
 }
 
-/** An audit entry about the subject (by its audit pseudonym) or one of its records; other records' ids are dropped. */
-function processingEntry(entry: AuditEntry, auditSubject: string, covered: ReadonlySet<string>): ProcessingEntry[] {
+/** An audit entry about the subject (by its audit pseudonym), one of its records or events; other ids are dropped. */
+function processingEntry(
+  entry: AuditEntry,
+  auditSubject: string,
+  covered: ReadonlySet<string>,
+  events: ReadonlySet<string>,
+): ProcessingEntry[] {
   const recordIds = entry.resourceIds.filter((id) => covered.has(id));
-  if (entry.subject !== auditSubject && recordIds.length === 0) return [];
+  const eventIds = entry.resourceIds.filter((id) => events.has(id));
+  if (entry.subject !== auditSubject && recordIds.length === 0 && eventIds.length === 0) return [];
   return [
     {
       seq: entry.seq,
@@ -205,6 +212,7 @@ function processingEntry(entry: AuditEntry, auditSubject: string, covered: Reado
       effect: entry.decision.effect,
       rule: entry.decision.rule,
       recordIds,
+      eventIds,
       operations: entry.resourceIds.filter((id) => /^(erasure|recall|subject-access)\/[A-Za-z0-9_-]+$/.test(id)),
       requestId: entry.requestId,
       hash: entry.hash,

@@ -196,7 +196,10 @@ describe('the export of one data subject', () => {
       idempotencyKey: 'k',
       actor: 'agent-1',
     });
-    const x = assembleSubjectExport({ ...inputOf('cust-7', all), events: [event('e1', 'cust-7'), event('e3', 'cust-8')] });
+    const audit = auditTrail([draft('agent-1', null, ['e1', 'e3'], 'write'), draft('agent-1', null, ['e3'], 'write')]);
+    const x = assembleSubjectExport({ ...inputOf('cust-7', all, { audit }), events: [event('e1', 'cust-7'), event('e3', 'cust-8')] });
+    // The ingest that wrote both subjects' events, as far as it concerns this one.
+    expect(x.processing.map((p) => [p.eventIds, p.recordIds])).toEqual([[['e1'], []]]);
     expect(x.events).toEqual([
       expect.objectContaining({ id: 'e1', source: { system: 'crm', channel: 'chat' }, actor: 'agent-1', recordId: zh.id }),
     ]);

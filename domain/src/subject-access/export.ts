@@ -90,6 +90,8 @@ export const ProcessingEntry = z.strictObject({
   rule: z.string(),
   /** The subject's records the entry concerns (other subjects' ids are left out). */
   recordIds: z.array(z.string()),
+  /** The subject's ingested events the entry concerns (an ingest names events, not records). */
+  eventIds: z.array(z.string()),
   /** The operation the entry belongs to (`erasure/<id>`, `recall/<id>`, `subject-access/<id>`), when it names one. */
   operations: z.array(z.string()),
   requestId: z.string(),

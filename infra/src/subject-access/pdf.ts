@@ -87,9 +87,15 @@ function writeExport(layout: Layout, x: SubjectExport): void {
         { header: 'Actor', width: 90 },
         { header: 'Operation', width: 60 },
         { header: 'Decision', width: 95 },
-        { header: 'Records', width: 120 },
+        { header: 'Records, events', width: 120 },
       ],
-      x.processing.map((p) => [p.time, p.actor, p.operation, `${p.effect} ${p.rule}`, [...p.operations, ...p.recordIds].join(', ')]),
+      x.processing.map((p) => [
+        p.time,
+        p.actor,
+        p.operation,
+        `${p.effect} ${p.rule}`,
+        [...p.operations, ...p.recordIds, ...p.eventIds].join(', '),
+      ]),
     );
 }
 
