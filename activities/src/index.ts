@@ -4,6 +4,7 @@ import { createErasureActivities, type ErasureActivities, type ErasureActivityDe
 import { createReindexActivities, type TenantViews } from './reindex/activities';
 import { createOffboardingActivities, type OffboardingActivities } from './offboarding/activities';
 import type { OffboardingSteps } from '@elma/application';
+import { createSubjectAccessActivities, type SubjectAccessActivities, type SubjectAccessActivityDeps } from './subject-access/activities';
 
 export type { TenantViews } from './reindex/types';
 export { createReindexActivities, type ReindexActivities } from './reindex/activities';
@@ -11,6 +12,7 @@ export { createErasureActivities, type ErasureActivities, type ErasureActivityDe
 export { createConsolidationActivities, type ConsolidationActivities } from './consolidation/activities';
 export { withDomainFailures } from './shared/failures';
 export { createOffboardingActivities, type OffboardingActivities } from './offboarding/activities';
+export { createSubjectAccessActivities, type SubjectAccessActivities, type SubjectAccessActivityDeps } from './subject-access/activities';
 
 /** Everything the activities need, as ports. Grows with each capability (erasure, consolidation, ...). */
 export interface ActivityDeps {
@@ -19,6 +21,7 @@ export interface ActivityDeps {
   erasure?: ErasureActivityDeps;
   consolidation?: ConsolidationService;
   offboarding?: OffboardingSteps;
+  subjectAccess?: SubjectAccessActivityDeps;
 }
 
 /** All of ELMA's activities, ready for `Worker.create({ activities })`. */
@@ -30,10 +33,12 @@ export function createActivities(deps: ActivityDeps) {
       ? createConsolidationActivities({ consolidation: deps.consolidation, tenants: () => deps.erasure!.requests.tenants() })
       : {}),
     ...(deps.offboarding ? createOffboardingActivities({ offboarding: deps.offboarding }) : {}),
+    ...(deps.subjectAccess ? createSubjectAccessActivities({ subjectAccess: deps.subjectAccess }) : {}),
   };
 }
 
 export type ElmaActivities = ReturnType<typeof createReindexActivities> &
   ErasureActivities &
   ConsolidationActivities &
-  OffboardingActivities;
+  OffboardingActivities &
+  SubjectAccessActivities;

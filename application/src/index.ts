@@ -17,3 +17,4 @@ export * from './consolidation/consolidation-service';
 export * from './embedding';
 export * from './offboarding';
 export * from './quota';
+export * from './subject-access';

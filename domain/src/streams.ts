@@ -21,6 +21,9 @@ export const streams = {
   events: (tenant: string, subjectPseudonym: string) => `events-${tenant}-${subjectPseudonym}`,
   memory: (tenant: string, memoryId: string) => `memory-${tenant}-${memoryId}`,
   erasure: (tenant: string, requestId: string) => `erasure-${tenant}-${requestId}`,
+  /** One subject-access request: its status and its export, sealed under the request's own key. */
+  subjectAccess: (tenant: string, requestId: string) => `subjectaccess-${tenant}-${requestId}`,
+  subjectAccessOfTenant: (tenant: string) => `subjectaccess-${tenant}-`,
   /** Re-derivation tombstones of a tenant (keyed fingerprints of erased content). */
   tombstones: (tenant: string) => `tombstone-${tenant}`,
   /** The claim on one event id (a keyed MAC of an idempotency key): who first wrote under that key. */

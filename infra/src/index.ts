@@ -14,3 +14,4 @@ export * from './storage';
 export * from './certificate';
 export * from './erasure-ledger';
 export * from './backup';
+export { renderSubjectExportPdf } from './subject-access/pdf';

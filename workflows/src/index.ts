@@ -11,3 +11,5 @@ export * from './consolidation/messages';
 export { consolidationWorkflow, consolidationSweepWorkflow, tenantConsolidationWorkflow } from './consolidation/workflow';
 export * from './offboarding/messages';
 export { offboardWorkflow } from './offboarding/workflow';
+export * from './subject-access/messages';
+export { subjectAccessWorkflow } from './subject-access/workflow';

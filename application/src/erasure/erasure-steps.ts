@@ -80,6 +80,8 @@ export class ErasureSteps {
       logEngine: string;
       /** The log's lazy physical deletion (EventStoreDB scavenge) and how long verification waits for it; absent for a log that deletes in place. */
       compaction?: { port: LogCompaction; waitMs: number };
+      /** Subject-access exports an erasure must delete with the subject or records they hold (absent: none are kept). */
+      subjectExports?: { forgetExports(tenant: string, erased: { subject?: string; recordIds: readonly string[] }): Promise<number> };
     },
   ) {
     this.verifier = new ErasureVerifier({ index: deps.index, vault: deps.vault, rawScan: deps.rawScan, scanRoots: deps.scanRoots });
@@ -264,6 +266,12 @@ export class ErasureSteps {
     const erasure = await this.deps.store.loadRequest(tenant, requestId);
     const keyIds = [...set.recordIds, ...set.eventIds];
     await this.deps.vault.shred(tenant, keyIds);
+    // A subject-access export is a copy of the subject's records: it goes with them (its key is shredded).
+    if (this.deps.subjectExports) {
+      const scope = await erasure.scope();
+      const subject = scope.type === 'subject' ? { subject: scope.subject } : {};
+      await this.deps.subjectExports.forgetExports(tenant, { ...subject, recordIds: set.recordIds });
+    }
     await this.complete(erasure, 'shred_keys', at, { shredded: keyIds.length });
     return { shredded: keyIds.length };
   }

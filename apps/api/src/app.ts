@@ -29,6 +29,7 @@ import {
   MEMORIES,
   OFFBOARDING_DESK,
   RECALL,
+  SUBJECT_ACCESS_DESK,
   TENANT_CLOSURES,
   TOKEN_VERIFIER,
   type HealthCheck,
@@ -38,6 +39,8 @@ import { TenantsController } from './rest/tenants.controller';
 import { ErasureDesk, type ErasureWorkflows } from './erasure/erasure-desk';
 import { ErasuresController, WellKnownController } from './rest/erasures.controller';
 import { ErasureResolver } from './graphql/erasure.resolver';
+import { SubjectAccessDesk, type SubjectAccessWorkflows } from './subject-access/subject-access-desk';
+import { SubjectAccessController } from './rest/subject-access.controller';
 import { EventsController } from './rest/events.controller';
 import { GovernanceController } from './rest/governance.controller';
 import { HealthController } from './rest/health.controller';
@@ -73,6 +76,7 @@ class ApiModule {
         GovernanceController,
         ErasuresController,
         TenantsController,
+        SubjectAccessController,
         WellKnownController,
         HealthController,
       ],
@@ -89,6 +93,7 @@ class ApiModule {
         { provide: ERASURE_DESK, useValue: new ErasureDesk(elma.erasure.requests, elma.signer, options.erasures) },
         { provide: OFFBOARDING_DESK, useValue: new OffboardingDesk(elma.offboarding.requests, options.offboarding) },
         { provide: TENANT_CLOSURES, useValue: elma.offboarding.closures },
+        { provide: SUBJECT_ACCESS_DESK, useValue: new SubjectAccessDesk(elma.subjectAccess, options.subjectAccess) },
         AuthGuard,
         MemoryResolver,
         ErasureResolver,
@@ -121,6 +126,8 @@ export interface ApiOptions {
   erasures?: ErasureWorkflows;
   /** The off-boarding workflows on Temporal; without it an approval answers 503 TEMPORAL.UNAVAILABLE. */
   offboarding?: OffboardWorkflows;
+  /** The subject-access workflows on Temporal; without it `POST /v1/subject-access` answers 503 TEMPORAL.UNAVAILABLE. */
+  subjectAccess?: SubjectAccessWorkflows;
 }
 
 /** Builds the HTTP app (REST under /v1, GraphQL at /graphql, OpenAPI at /docs) on a process's ELMA services. */

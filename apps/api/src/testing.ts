@@ -14,6 +14,7 @@ import { inject } from 'vitest';
 import { createApi } from './app';
 import type { ErasureWorkflows } from './erasure/erasure-desk';
 import type { OffboardWorkflows } from './offboarding/offboarding-desk';
+import type { SubjectAccessWorkflows } from './subject-access/subject-access-desk';
 
 /** A real ELMA on real SQLite files in a temporary folder, served over real HTTP on a free port. */
 /** A parsed JSON response body: tests read whichever fields they assert on. */
@@ -72,6 +73,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const stops: (() => Promise<unknown>)[] = [];
   let erasures: ErasureWorkflows | undefined;
   let offboarding: OffboardWorkflows | undefined;
+  let subjectAccess: SubjectAccessWorkflows | undefined;
   let taskQueue: string | undefined;
   if (options.temporal) {
     // The run's dev server (tests/temporal.global-setup.ts) and ELMA's workflows, unless the test names others.
@@ -86,10 +88,12 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       await worker.shutdown();
       await running.catch(() => undefined);
     });
-    erasures = await wireTemporal(elma, { connection, taskQueue }, { consolidateEveryEvents: options.temporal.consolidateEveryEvents });
+    const wired = await wireTemporal(elma, { connection, taskQueue }, { consolidateEveryEvents: options.temporal.consolidateEveryEvents });
+    erasures = wired;
+    subjectAccess = wired.subjectAccess;
     offboarding = temporalOffboardWorkflows({ connection, taskQueue });
   }
-  const app = await createApi(elma, { erasures, offboarding });
+  const app = await createApi(elma, { erasures, offboarding, subjectAccess });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.getHttpServer().address() as { port: number };
   return {

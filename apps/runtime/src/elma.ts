@@ -37,6 +37,7 @@ import {
   CertificateSigner,
   volumeHealth,
   rawStoreScan,
+  renderSubjectExportPdf,
 } from '@elma/infra';
 import {
   IngestService,
@@ -67,6 +68,7 @@ import {
   OffboardingStore,
   TenantClosures,
   type ExportSink,
+  SubjectAccessService,
 } from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
@@ -131,6 +133,8 @@ export interface Elma {
   recall: RecallService;
   erasure: Erasures;
   offboarding: Offboarding;
+  /** Subject access and portability: requests, the workflow's production, deletion by expiry or erasure. */
+  subjectAccess: SubjectAccessService;
   adjudication: Adjudication;
   consolidation: ConsolidationService;
   signer: CertificateSigner;
@@ -213,7 +217,24 @@ export async function openElma(
   const erased = new ErasureGuard({ tombstones, fingerprints, policies });
   const erasureStore = new ErasureStore({ log, sealer });
   const signer = new CertificateSigner({ masterKey: config.masterKey });
-  const audit = new AuditLog({ log, clock, pseudonymize: (tenant, subject) => `sfp_${fingerprints.subject(tenant, subject)}` });
+  const auditSubject = (tenant: string, subject: string) => `sfp_${fingerprints.subject(tenant, subject)}`;
+  const audit = new AuditLog({ log, clock, pseudonymize: auditSubject });
+  const subjectAccess = new SubjectAccessService({
+    log,
+    sealer,
+    vault,
+    index,
+    holds,
+    policies,
+    audit,
+    runner,
+    signer,
+    renderPdf: renderSubjectExportPdf,
+    auditSubject,
+    clock,
+    ids,
+    ttlSeconds: config.subjectAccess.ttlSeconds,
+  });
   const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
   const reapply = new ErasureLedgerReapply({ ledger, log, vault, index, tombstones, audit });
   // Before the projection runs and the API listens: erasures completed after a restored backup are done again.
@@ -265,7 +286,9 @@ export async function openElma(
       clock,
       ids,
       compaction,
+      subjectExports: subjectAccess,
     }),
+    subjectAccess,
     signer,
     offboarding: createOffboarding(config, { log, index, vault, sealer, runner, holds, policies, audit, signer, clock, ids, compaction }),
     formats,
@@ -421,15 +444,11 @@ interface ErasureDeps {
   clock: Clock;
   ids: IdSource;
   compaction: EventStoreDbScavenger | undefined;
+  subjectExports: SubjectAccessService;
 }
 
-function createErasures(config: ElmaConfig, { compaction, reapply, ...deps }: ErasureDeps): Erasures {
-  const scanRoots = [
-    config.dataDir,
-    ...(config.temporal.dbFile && !config.temporal.dbFile.startsWith(config.dataDir)
-      ? [config.temporal.dbFile, `${config.temporal.dbFile}-wal`]
-      : []),
-  ];
+function createErasures(config: ElmaConfig, { compaction, reapply, subjectExports, ...deps }: ErasureDeps): Erasures {
+  const scanRoots = scanRootsOf(config);
   return {
     store: deps.store,
     ledger: deps.ledger,
@@ -440,6 +459,7 @@ function createErasures(config: ElmaConfig, { compaction, reapply, ...deps }: Er
       rawScan: rawStoreScan,
       scanRoots,
       logEngine: config.eventLog,
+      subjectExports,
       ...(compaction ? { compaction: { port: compaction, waitMs: config.eventStore!.scavengeWaitMs } } : {}),
     }),
     certification: new ErasureCertification(deps),

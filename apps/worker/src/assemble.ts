@@ -7,6 +7,7 @@ import {
   ensureRetentionSchedule,
   startConsolidation,
   temporalErasureWorkflows,
+  temporalSubjectAccessWorkflows,
   type ElmaClientOptions,
 } from './client';
 import { createElmaWorker, type ElmaWorker, type ElmaWorkerOptions } from './worker';
@@ -19,8 +20,16 @@ import { createElmaWorker, type ElmaWorker, type ElmaWorkerOptions } from './wor
  */
 
 /** What the activities run on, taken from an opened ELMA. */
-export function workerDeps(elma: Pick<Elma, 'views' | 'erasure' | 'consolidation'> & Partial<Pick<Elma, 'offboarding'>>): ActivityDeps {
-  return { views: elma.views, erasure: elma.erasure, consolidation: elma.consolidation, offboarding: elma.offboarding?.steps };
+export function workerDeps(
+  elma: Pick<Elma, 'views' | 'erasure' | 'consolidation'> & Partial<Pick<Elma, 'offboarding' | 'subjectAccess'>>,
+): ActivityDeps {
+  return {
+    views: elma.views,
+    erasure: elma.erasure,
+    consolidation: elma.consolidation,
+    offboarding: elma.offboarding?.steps,
+    ...(elma.subjectAccess ? { subjectAccess: elma.subjectAccess } : {}),
+  };
 }
 
 /** The Temporal server, mTLS, namespace and task queue the configuration names, as worker options. */
@@ -33,7 +42,7 @@ export function configuredWorkerOptions(
 
 /** A worker (both task queues) whose activities run on `elma`. */
 export function createWorkerFor(
-  elma: Pick<Elma, 'views' | 'erasure' | 'consolidation'> & Partial<Pick<Elma, 'offboarding'>>,
+  elma: Pick<Elma, 'views' | 'erasure' | 'consolidation'> & Partial<Pick<Elma, 'offboarding' | 'subjectAccess'>>,
   options: Omit<ElmaWorkerOptions, 'deps'>,
 ): Promise<ElmaWorker> {
   return createElmaWorker({ ...options, deps: workerDeps(elma) });
@@ -50,14 +59,14 @@ export interface TemporalWiring {
 
 /**
  * Wires an opened ELMA to Temporal through one client connection: the
- * schedules, the projection's consolidation trigger, and the erasure
- * workflows the API drives (returned, for `createApi`).
+ * schedules, the projection's consolidation trigger, and the erasure and
+ * subject-access workflows the API drives (returned, for `createApi`).
  */
 export async function wireTemporal(
   elma: Pick<Elma, 'projection'>,
   client: ElmaClientOptions & { connection: Connection },
   wiring: TemporalWiring = {},
-): Promise<ReturnType<typeof temporalErasureWorkflows>> {
+): Promise<ReturnType<typeof temporalErasureWorkflows> & { subjectAccess: ReturnType<typeof temporalSubjectAccessWorkflows> }> {
   if (wiring.schedules) {
     await ensureRetentionSchedule(client, wiring.schedules.retentionMinutes);
     await ensureConsolidationSchedule(client, wiring.schedules.consolidationMinutes);
@@ -68,5 +77,5 @@ export async function wireTemporal(
       startConsolidation(client, tenant, subjectRef).catch(onError);
     }, wiring.consolidateEveryEvents);
   }
-  return temporalErasureWorkflows(client);
+  return { ...temporalErasureWorkflows(client), subjectAccess: temporalSubjectAccessWorkflows(client) };
 }

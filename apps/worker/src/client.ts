@@ -32,6 +32,10 @@ import {
   offboardWorkflowId,
   type offboardWorkflow,
   type OffboardResult,
+  subjectAccessWorkflowId,
+  type SubjectAccessInput,
+  type SubjectAccessResult,
+  type subjectAccessWorkflow,
 } from '@elma/workflows';
 
 export interface ElmaClientOptions {
@@ -306,6 +310,54 @@ export function temporalOffboardWorkflows(options: ElmaClientOptions & { connect
       } catch (error) {
         if (isTemporalUnreachable(error))
           throw new TemporalUnavailable('Temporal is not reachable; the off-boarding cannot start until it is back');
+        throw error;
+      }
+    },
+  };
+}
+
+/** Starts the workflow of a stored subject-access request; idempotent by request id. */
+export async function startSubjectAccess(options: ElmaClientOptions, input: SubjectAccessInput): Promise<{ workflowId: string }> {
+  return withClient(options, async (client) => {
+    const workflowId = subjectAccessWorkflowId(input.tenant, input.requestId);
+    try {
+      await client.workflow.start<typeof subjectAccessWorkflow>('subjectAccessWorkflow', {
+        taskQueue: options.taskQueue ?? ELMA_TASK_QUEUE,
+        workflowId,
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        args: [input],
+        typedSearchAttributes: [
+          { key: ElmaTenant, value: input.tenant },
+          { key: ElmaRequestId, value: input.requestId },
+          { key: ElmaStatus, value: 'running' },
+        ],
+      });
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    }
+    return { workflowId };
+  });
+}
+
+/** Waits for a subject-access workflow's end (after its export's expiry); rejects with `WorkflowFailedError` when it failed. */
+export async function subjectAccessResult(options: ElmaClientOptions, tenant: string, requestId: string): Promise<SubjectAccessResult> {
+  return withClient(options, (client) =>
+    client.workflow.getHandle<typeof subjectAccessWorkflow>(subjectAccessWorkflowId(tenant, requestId)).result(),
+  );
+}
+
+/** The subject-access side of the API over one Temporal connection (see `SubjectAccessWorkflows` in @elma/api). */
+export function temporalSubjectAccessWorkflows(options: ElmaClientOptions & { connection: Connection }) {
+  const erasures = temporalErasureWorkflows(options);
+  const { connection } = options;
+  const unavailable = () => new TemporalUnavailable('Temporal is not reachable; subject access requests cannot start until it is back');
+  return {
+    reachable: erasures.reachable,
+    start: async (input: SubjectAccessInput) => {
+      try {
+        await connection.withDeadline(Date.now() + TEMPORAL_CALL_DEADLINE_MS, () => startSubjectAccess(options, input));
+      } catch (error) {
+        if (isTemporalUnreachable(error)) throw unavailable();
         throw error;
       }
     },

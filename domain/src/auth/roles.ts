@@ -29,4 +29,6 @@ export const ROLES = {
    * `PLATFORM_TENANT`: not a tenant role, it acts on the tenant named in the path.
    */
   platform: 'platform-admin',
+  /** Request and read the subject-access export of any data subject (GDPR Art. 15/20); a subject may ask for themself when the policy allows. */
+  subjectAccess: ['dpo', 'compliance'],
 } as const satisfies Record<string, BuiltInRole | readonly BuiltInRole[]>;

@@ -110,6 +110,11 @@ export const TenantPolicy = z.strictObject({
       worksetRetentionDays: z.number().int().min(1).max(365).default(30),
     })
     .default({ approvalThreshold: 100, approvalTimeoutHours: 168, tombstoneScope: 'subject', worksetRetentionDays: 30 }),
+  /**
+   * Subject access (GDPR Art. 15/20): with `selfService`, a data subject may request the export of their own
+   * data (`POST /v1/subject-access` naming themself); otherwise only the subject-access roles may. Off by default.
+   */
+  subjectAccess: z.strictObject({ selfService: z.boolean().default(false) }).default({ selfService: false }),
   /** Sources whose facts are trusted as authoritative. */
   authoritativeSources: z.array(Name).max(1000).default([]),
   /** Words that raise a memory's sensitivity at ingest. */

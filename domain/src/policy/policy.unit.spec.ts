@@ -148,6 +148,7 @@ describe('a policy without rules', () => {
       secrets: { mode: 'reject' },
       retentionDays: { session: 1, standard: 365, long_term: 3650 },
       erasure: { approvalThreshold: 100, approvalTimeoutHours: 168, tombstoneScope: 'subject', worksetRetentionDays: 30 },
+      subjectAccess: { selfService: false },
       authoritativeSources: [],
       sensitivityKeywords: { confidential: [], restricted: [] },
     });

@@ -21,6 +21,7 @@ import { DomainError } from './errors';
  * - `backupManifest`: `manifest.json` of an `elma backup` folder (`formatVersion`).
  * - `offboardingCertificate`: the signed tenant off-boarding certificate's `version` (inside the signed body).
  * - `tenantExport`: the tenant export archive written by an off-boarding (`formatVersion`).
+ * - `subjectExport`: the subject-access export (GDPR Art. 15/20), `SubjectExport.formatVersion`, and its signed manifest.
  */
 export const FORMAT_VERSIONS = {
   eventLog: 1,
@@ -36,6 +37,7 @@ export const FORMAT_VERSIONS = {
   backupManifest: 1,
   offboardingCertificate: 1,
   tenantExport: 1,
+  subjectExport: 1,
 } as const;
 
 export type FormatName = keyof typeof FORMAT_VERSIONS;
@@ -64,6 +66,7 @@ export const FORMAT_UPGRADES: { readonly [K in FormatName]: UpgradePath } = {
   backupManifest: 'in_place',
   offboardingCertificate: 'in_place',
   tenantExport: 'in_place',
+  subjectExport: 'in_place',
 };
 
 /** One persisted file as found on disk: which format, and the version it carries (undefined: not a file of that format at all). */

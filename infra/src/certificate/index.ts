@@ -1,3 +1,4 @@
 export { CertificateSigner, verifySignedCertificate, verifyDocumentSignature, type CertificateVerification, type Jwk } from './signing';
+export { verifySignedDocument, type DocumentVerification, type SignedDocumentType } from './documents';
 export { verifySignedOffboardingCertificate, type OffboardingVerification } from './offboarding';
 export { renderCertificatePdf } from './pdf';

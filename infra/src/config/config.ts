@@ -121,6 +121,8 @@ const Env = z.object({
   /** How often the consolidation sweep runs (a Temporal Schedule), in minutes. */
   ELMA_CONSOLIDATION_SWEEP_MINUTES: z.coerce.number().positive().default(60),
   /** How often the retention sweep runs (a Temporal Schedule), in minutes. */
+  /** How long a subject-access export stays downloadable before it is deleted (a duration: 7d, 48h, 90m, 30s). */
+  ELMA_SUBJECT_ACCESS_TTL: z.string().default('7d'),
   ELMA_RETENTION_SWEEP_MINUTES: z.coerce.number().positive().default(60),
   /**
    * Memory the embedded index's open tenant partitions may hold together (vector graphs and
@@ -193,6 +195,8 @@ export interface ElmaConfig {
       };
   /** How recall ranks: the routes' fusion and the neighbour smoothing factor (0: off). */
   recall: { fusion: Fusion; smoothing: number };
+  /** Subject-access exports: how long one stays downloadable (ELMA_SUBJECT_ACCESS_TTL). */
+  subjectAccess: { ttlSeconds: number };
   logLevel: z.infer<typeof Env>['ELMA_LOG_LEVEL'];
   temporal: { address?: string; namespace: string; taskQueue: string; port: number; uiPort: number; dbFile: string; tls?: TemporalTls };
   retentionSweepMinutes: number;
@@ -264,6 +268,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (maxTtlSeconds === undefined || maxTtlSeconds < 60 || maxTtlSeconds > MAX_TOKEN_TTL_SECONDS) {
     throw new ConfigError(`ELMA_TOKEN_MAX_TTL: a duration from 60s to ${MAX_TOKEN_TTL_SECONDS / 86_400}d, e.g. 3600, 90m, 24h`);
   }
+  const subjectAccessTtl = parseDuration(e.ELMA_SUBJECT_ACCESS_TTL);
+  if (subjectAccessTtl === undefined || subjectAccessTtl < 1 || subjectAccessTtl > 90 * 86_400) {
+    throw new ConfigError('ELMA_SUBJECT_ACCESS_TTL: a duration from 1s to 90d, e.g. 7d, 48h, 90m');
+  }
   return {
     dataDir,
     erasureLedger: resolve(e.ELMA_ERASURE_LEDGER ?? join(dataDir, 'erasure-ledger.db')),
@@ -296,6 +304,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     embedder: embedderConfig(e),
     recall: { fusion: fusionConfig(e), smoothing: e.ELMA_SMOOTHING },
+    subjectAccess: { ttlSeconds: subjectAccessTtl },
     logLevel: e.ELMA_LOG_LEVEL,
     temporal: temporalConfig(e, dataDir),
     retentionSweepMinutes: e.ELMA_RETENTION_SWEEP_MINUTES,

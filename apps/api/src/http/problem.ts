@@ -55,6 +55,9 @@ const STATUS: Record<string, number> = {
   'OFFBOARD.PLATFORM_TENANT': 409,
   'OFFBOARD.EXPORT_NOT_CONFIGURED': 409,
   'OFFBOARD.CERTIFICATE_NOT_READY': 409,
+  'SUBJECT_ACCESS.NOT_FOUND': 404,
+  'SUBJECT_ACCESS.NOT_READY': 409,
+  'SUBJECT_ACCESS.EXPORT_GONE': 410,
   // 507, not 503 + Retry-After: space comes back when an operator frees it, so no retry time can be promised,
   // and clients and alerts can tell "the volume is full" from "the server is busy, retry shortly".
   'STORAGE.FULL': 507,

@@ -52,3 +52,5 @@ export const TENANT_CLOSURES = Symbol('TENANT_CLOSURES');
 export interface ClosedTenants {
   closure(tenant: string): Promise<'sealed' | 'offboarded' | undefined>;
 }
+/** Injection token for the subject-access desk (the service plus the Temporal side of subject access). */
+export const SUBJECT_ACCESS_DESK = Symbol('SUBJECT_ACCESS_DESK');

@@ -1,9 +1,10 @@
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { FORMAT_VERSIONS } from '@elma/domain';
-import { verifySignedCertificate, verifySignedOffboardingCertificate } from '@elma/infra';
+import { verifySignedDocument } from '@elma/infra';
 
-const USAGE = 'usage: elma verify-certificate <file> [--jwks <url-or-file>]\n';
+const USAGE = 'usage: elma verify-certificate <file> [--jwks <url-or-file>] [--file <export.json|export.pdf>]...\n';
 const FETCH_TIMEOUT_MS = 10_000;
 
 interface Output {
@@ -11,9 +12,12 @@ interface Output {
 }
 
 /**
- * Checks a signed erasure or tenant off-boarding certificate (the JSON document, told apart by its `type`) against the
- * issuer's published keys. Exit codes: 0 valid, 1 invalid, 2 the check could
- * not be made (usage, unreadable file, keys unreachable).
+ * Checks a signed erasure certificate, subject-access manifest or tenant
+ * off-boarding certificate (the JSON document, told apart by its `type`)
+ * against the issuer's published keys; with `--file`, also that each given
+ * export file is the one a manifest names (sha256). Exit codes: 0 valid,
+ * 1 invalid, 2 the check could not be made (usage, unreadable file, keys
+ * unreachable, a format newer than this build reads).
  */
 export async function verifyCertificateCommand(
   argv: string[],
@@ -21,14 +25,16 @@ export async function verifyCertificateCommand(
 ): Promise<number> {
   let file: string;
   let jwksSource: string;
+  let exportFiles: string[];
   try {
     const { values, positionals } = parseArgs({
       args: argv,
-      options: { jwks: { type: 'string' } },
+      options: { jwks: { type: 'string' }, file: { type: 'string', multiple: true } },
       allowPositionals: true,
     });
     if (positionals.length !== 1) throw new Error('expected exactly one certificate file');
     file = positionals[0];
+    exportFiles = values.file ?? [];
     jwksSource = values.jwks ?? `${defaultServiceUrl(process.env)}/.well-known/elma-keys`;
   } catch (error) {
     io.stderr.write(`${messageOf(error)}\n${USAGE}`);
@@ -60,26 +66,46 @@ export async function verifyCertificateCommand(
     return 2;
   }
 
-  if ((certificate as { certificate?: { type?: unknown } } | null)?.certificate?.type === 'elma.tenant-offboarding') {
-    const offboarding = verifySignedOffboardingCertificate(certificate, jwks);
-    if (!offboarding.ok) {
-      io.stderr.write(`certificate INVALID: ${offboarding.reason}\n`);
-      return 1;
-    }
-    const { certificate: c, kid } = offboarding;
-    io.stdout.write(
-      `certificate OK: tenant off-boarding ${c.requestId}, tenant ${c.tenant}, ${c.destroyed.records} records, ` +
-        `${c.destroyed.streamsDeleted} streams, export ${c.export ? `sha256 ${c.export.sha256}` : 'none'}, signed by ${kid}\n`,
-    );
-    return 0;
-  }
-  const result = verifySignedCertificate(certificate, jwks);
+  const result = verifySignedDocument(certificate, jwks);
   if (!result.ok) {
     io.stderr.write(`certificate INVALID: ${result.reason}\n`);
     return 1;
   }
-  const { certificate: c, kid } = result;
-  io.stdout.write(`certificate OK: request ${c.requestId}, tenant ${c.tenant}, ${c.closure.size} records, signed by ${kid}\n`);
+  if (result.type !== 'elma.subject-access-manifest' && exportFiles.length > 0) {
+    io.stderr.write('--file applies to subject-access manifests only\n');
+    return 2;
+  }
+  if (result.type === 'elma.tenant-offboarding') {
+    const c = result.document;
+    io.stdout.write(
+      `certificate OK: tenant off-boarding ${c.requestId}, tenant ${c.tenant}, ${c.destroyed.records} records, ` +
+        `${c.destroyed.streamsDeleted} streams, export ${c.export ? `sha256 ${c.export.sha256}` : 'none'}, signed by ${result.kid}\n`,
+    );
+    return 0;
+  }
+  if (result.type === 'elma.erasure-certificate') {
+    const c = result.document;
+    io.stdout.write(`certificate OK: request ${c.requestId}, tenant ${c.tenant}, ${c.closure.size} records, signed by ${result.kid}\n`);
+    return 0;
+  }
+  const m = result.document;
+  for (const path of exportFiles) {
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(path);
+    } catch (error) {
+      io.stderr.write(`cannot read export file ${path}: ${messageOf(error)}\n`);
+      return 2;
+    }
+    const digest = createHash('sha256').update(bytes).digest('hex');
+    const named = [m.files.json, m.files.pdf].find((f) => f.sha256 === digest);
+    if (!named) {
+      io.stderr.write(`export file INVALID: ${path} is not a file this manifest names (sha256 ${digest})\n`);
+      return 1;
+    }
+    io.stdout.write(`export file OK: ${path} is ${named.name} (${named.bytes} bytes)\n`);
+  }
+  io.stdout.write(`manifest OK: subject access ${m.requestId}, tenant ${m.tenant}, ${m.counts.records} records, signed by ${result.kid}\n`);
   return 0;
 }
 

@@ -1,0 +1,2 @@
+export * from './subject-access-store';
+export * from './subject-access-service';
