@@ -40,6 +40,17 @@ async function kmsKeys(): Promise<string[]> {
   return answer.status === 200 ? (answer.body?.data?.keys ?? []) : [];
 }
 
+/** Polls an erasure until it leaves the running states. */
+async function settle(id: string) {
+  for (let i = 0; i < 900; i++) {
+    const progress = await call('compliance', 'GET', `/v1/erasures/${id}`);
+    expect(progress.status, progress.text).toBe(200);
+    if (['completed', 'failed', 'verification_failed', 'denied', 'approval_timed_out'].includes(progress.body.status)) return progress.body;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`erasure ${id} did not settle`);
+}
+
 suite('ELMA with its tenant keys in OpenBao (transit)', () => {
   const secretEn = 'Ottoline Marchbanks hides the boathouse key inside the brass diving helmet';
   const secretZh = '李娜把保险柜的钥匙藏在阳台的第二个花盆里';
@@ -86,12 +97,8 @@ suite('ELMA with its tenant keys in OpenBao (transit)', () => {
       reason: 'subject_request',
     });
     expect(request.status, request.text).toBe(202);
-    let progress = await call('compliance', 'GET', `/v1/erasures/${request.body.requestId}`);
-    for (let i = 0; i < 600 && !['completed', 'failed', 'verification_failed', 'denied'].includes(progress.body.status); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      progress = await call('compliance', 'GET', `/v1/erasures/${request.body.requestId}`);
-    }
-    expect(progress.body.status, JSON.stringify(progress.body.failure)).toBe('completed');
+    const progress = await settle(request.body.requestId);
+    expect(progress.status, JSON.stringify(progress.failure)).toBe('completed');
 
     const certificate = await call('auditor', 'GET', `/v1/erasures/${request.body.requestId}/certificate`);
     expect(certificate.status, certificate.text).toBe(200);
@@ -136,6 +143,42 @@ suite('ELMA with its tenant keys in OpenBao (transit)', () => {
     expect((await fetch(`${t.url}/health`)).status).toBe(200);
     expect(logged.length).toBeGreaterThan(0);
     expect(logged.filter((line) => line.includes(kmsToken))).toEqual([]);
+  });
+
+  it('an erasure is refused with 503 while the KMS is sealed, and one under way when it is sealed still completes', async () => {
+    const ingest = await call('agent', 'POST', '/v1/events', {
+      events: [chatEvent('cust-21', 'Wilhelmina keeps the cellar ledger in the red tin')],
+    });
+    expect(ingest.status, ingest.text).toBe(202);
+    await strong();
+
+    await kms.seal();
+    try {
+      const refused = await call('compliance', 'POST', '/v1/erasures', {
+        scope: { type: 'subject', subject: 'cust-21' },
+        reason: 'subject_request',
+      });
+      expect(refused.status, refused.text).toBe(503);
+      expect(refused.body.code).toBe('KEY_VAULT.KMS_UNAVAILABLE');
+    } finally {
+      await kms.unseal();
+    }
+
+    const request = await call('compliance', 'POST', '/v1/erasures', {
+      scope: { type: 'subject', subject: 'cust-21' },
+      reason: 'subject_request',
+    });
+    expect(request.status, request.text).toBe(202);
+    // Sealed while it runs: a step that needs the KMS then retries KEY_VAULT.KMS_UNAVAILABLE (shredding needs none).
+    await kms.seal();
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await kms.unseal();
+    const done = await settle(request.body.requestId);
+    expect(done.status, JSON.stringify(done.failure)).toBe('completed');
+    console.info(
+      `[kms e2e] erasure across a sealed KMS: attempts per step ${done.steps.map((s: { step: string; attempts: number }) => `${s.step}=${s.attempts}`).join(' ')}`,
+    );
+    expect((await recallTexts('Wilhelmina cellar ledger red tin')).join('\n')).not.toContain('Wilhelmina');
   });
 });
 
