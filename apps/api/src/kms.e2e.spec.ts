@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { verifySignedCertificate, transitPolicy } from '@elma/infra';
+import { loadConfig, verifySignedCertificate, transitPolicy } from '@elma/infra';
+import { openElma } from '@elma/runtime';
 import { startOpenBaoDevServer, type OpenBaoDevServer } from '../../../infra/src/key-vault/transit/dev-server';
 import { filesContaining } from '../../../tests/support/elasticsearch-files';
 import { callApi, chatEvent, roleTokens, startTestApp, type TestApp } from './testing';
@@ -89,6 +90,12 @@ suite('ELMA with its tenant keys in OpenBao (transit)', () => {
     const vault = t.elma.vault as unknown as { keyNameOf(tenant: string): string };
     expect((await kmsKeys()).sort()).toEqual([vault.keyNameOf('acme'), `${vault.keyNameOf('acme')}-mac`].sort());
     for (const name of await kmsKeys()) for (const word of ['acme', 'cust-7', 'cust-8']) expect(name).not.toContain(word);
+  });
+
+  it('refuses to open the data folder with the SQLite vault, whose file would hold none of its keys', async () => {
+    const config = loadConfig({ ELMA_DATA_DIR: t.dataDir, ELMA_EMBEDDER: 'hashing', ELMA_KEY_VAULT: 'sqlite' });
+    await expect(openElma(config, { logger })).rejects.toThrow(/keys are in the transit key vault.*ELMA_KEY_VAULT=transit/);
+    expect(existsSync(join(t.dataDir, 'keys.db'))).toBe(false);
   });
 
   it('erases a subject on Temporal: a certificate that verifies, nothing left to recall or on disk, the bystander kept', async () => {

