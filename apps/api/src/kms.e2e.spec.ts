@@ -148,6 +148,10 @@ suite('ELMA with its tenant keys in OpenBao (transit)', () => {
     const accepted = await call('agent', 'POST', '/v1/events', chatEvent('cust-12', 'A note written once the KMS is unsealed'));
     expect(accepted.status, accepted.text).toBe(202);
     expect((await fetch(`${t.url}/health`)).status).toBe(200);
+    // The refused write stored nothing; the one after it is found.
+    const found = (await recallTexts('a note written while or once the KMS is sealed unsealed')).join('\n');
+    expect(found).toContain('once the KMS is unsealed');
+    expect(found).not.toContain('while the KMS is sealed');
     expect(logged.length).toBeGreaterThan(0);
     expect(logged.filter((line) => line.includes(kmsToken))).toEqual([]);
   });
