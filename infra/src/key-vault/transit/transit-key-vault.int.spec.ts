@@ -326,6 +326,44 @@ suite('transit key vault on a real OpenBao server', () => {
       }
     }, 90_000);
 
+    it('destroying a tenant while the server is sealed forgets it here at once, and deletes its key when called again', async () => {
+      vault = openVault();
+      await vault.dataKeys('t1', ['m1'], { create: true });
+      const name = vault.keyNameOf('t1');
+      await server.seal();
+      try {
+        await expect(vault.destroyTenant('t1')).rejects.toMatchObject({ code: 'KEY_VAULT.KMS_UNAVAILABLE', reason: 'sealed' });
+        await expect(vault.dataKeys('t1', ['m1'], { create: false })).rejects.toMatchObject({ code: 'KEY_VAULT.TENANT_DESTROYED' });
+      } finally {
+        await server.unseal();
+      }
+      expect((await server.api('GET', `transit/keys/${name}`)).status).toBe(200);
+
+      await vault.destroyTenant('t1');
+
+      expect((await server.api('GET', `transit/keys/${name}`)).status).toBe(404);
+      expect((await server.api('GET', `transit/keys/${name}-mac`)).status).toBe(404);
+    });
+
+    it('a shred or a forgotten subject by another process is honoured despite this process having cached them', async () => {
+      vault = openVault();
+      await vault.dataKeys('t1', ['m1'], { create: true });
+      const pseudonym = (await vault.subjectPseudonyms('t1', ['alice'], { create: true })).get('alice');
+      const other = new TransitKeyVault({
+        path: vault['db'].name,
+        address: server.address,
+        token: server.rootToken,
+        keyPrefix: vault.keyPrefix,
+      });
+      await other.shred('t1', ['m1']);
+      expect(await other.forgetSubject('t1', 'alice')).toBe(pseudonym);
+      await other.close();
+
+      await expect(vault.dataKeys('t1', ['m1'], { create: false })).rejects.toMatchObject({ code: 'KEY_VAULT.KEY_SHREDDED' });
+      expect(await vault.subjectPseudonyms('t1', ['alice'], { create: false })).toEqual(new Map());
+      expect(await vault.subjectsOfPseudonyms('t1', [pseudonym!])).toEqual(new Map());
+    });
+
     it('hanging: fails within the timeout with a clear error, and serves again when the server answers', async () => {
       vault = openVault({ timeoutMs: 500 });
       await vault.dataKeys('t1', ['m1'], { create: true });
