@@ -89,6 +89,12 @@ export class TransitClient {
     return (await this.readKey(name))?.latestVersion ?? 0;
   }
 
+  /** Destroys the key's versions before `version` (no decryption with them, then their key material deleted). */
+  async retireVersionsBefore(name: string, version: number): Promise<void> {
+    await this.call('POST', `${this.mount}/keys/${name}/config`, { min_decryption_version: version, min_encryption_version: version });
+    await this.call('POST', `${this.mount}/keys/${name}/trim`, { min_available_version: version });
+  }
+
   /** Encrypts each plaintext bound to its associated data, under the key's latest version. */
   async encrypt(name: string, items: Sealable[]): Promise<string[]> {
     return this.batched(items, async (chunk) => {

@@ -194,9 +194,11 @@ suite('transit key vault on a real OpenBao server', () => {
       const db = vault['db'];
       expect(db.prepare("SELECT count(*) FROM data_keys WHERE wrapped NOT LIKE 'vault:v2:%'").pluck().get()).toBe(0);
       expect(db.prepare("SELECT count(*) FROM subject_pseudonyms WHERE subject NOT LIKE 'vault:v2:%'").pluck().get()).toBe(0);
-      // Retire version 1 for decryption: a fresh process still reads every key and every subject.
+      // Version 1 is destroyed on the server: a fresh process still reads every key and every subject.
       const name = vault.keyNameOf('t1');
-      expect((await server.api('POST', `transit/keys/${name}/config`, { min_decryption_version: 2 })).status).toBeLessThan(300);
+      const key = (await server.api('GET', `transit/keys/${name}`)).body!.data!;
+      expect(Object.keys(key.keys as unknown as Record<string, number>)).toEqual(['2']);
+      expect(key).toMatchObject({ min_decryption_version: 2, min_available_version: 2 });
       vault = await reopen(vault);
       const after = await vault.dataKeys(
         't1',
@@ -209,6 +211,42 @@ suite('transit key vault on a real OpenBao server', () => {
         new Map([...pseudonyms].map(([subject, pseudonym]) => [pseudonym, subject])),
       );
       expect(await vault.subjectPseudonyms('t1', ['alice', '王芳'], { create: false })).toEqual(pseudonyms);
+    });
+  });
+
+  describe('tenant key rotation in steps (the KeyRotation port of i16-keys)', () => {
+    let vault: TransitKeyVault;
+    afterEach(async () => {
+      await vault?.close();
+    });
+
+    it('begins, resumes instead of adding a version, re-wraps in batches while the vault keeps serving, then retires the old version', async () => {
+      vault = openVault();
+      const ids = Array.from({ length: 250 }, (_, i) => `m${i}`);
+      const before = await vault.dataKeys('t1', ids, { create: true });
+      await vault.subjectPseudonyms('t1', ['alice'], { create: true });
+      expect(await vault.tenantKeyStatus('t1')).toEqual({ tenant: 't1', current: 1, retiring: [], remaining: 0 });
+      expect(await vault.tenantKeyStatus('never')).toEqual({ tenant: 'never', current: undefined, retiring: [], remaining: 0 });
+
+      expect(await vault.beginTenantRotation('t1')).toEqual({ tenant: 't1', current: 2, retiring: [1], remaining: 251 });
+      const first = await vault.rewrapTenant('t1', 100);
+      expect(first).toEqual({ rewrapped: 100, status: { tenant: 't1', current: 2, retiring: [1], remaining: 151 } });
+      // Resumed, not rotated again; new keys are wrapped under the new version at once; every key still reads.
+      expect(await vault.beginTenantRotation('t1')).toMatchObject({ current: 2, remaining: 151 });
+      await vault.dataKeys('t1', ['late'], { create: true });
+      expect((await vault.tenantKeyStatus('t1')).remaining).toBe(151);
+      vault = await reopen(vault);
+      expect((await vault.dataKeys('t1', ids, { create: false })).get('m200')).toEqual(before.get('m200'));
+
+      let status = (await vault.rewrapTenant('t1', 100)).status;
+      status = (await vault.rewrapTenant('t1', 100)).status;
+
+      expect(status).toEqual({ tenant: 't1', current: 2, retiring: [], remaining: 0 });
+      expect(Object.keys((await server.api('GET', `transit/keys/${vault.keyNameOf('t1')}`)).body!.data!.keys as object)).toEqual(['2']);
+      vault = await reopen(vault);
+      expect((await vault.dataKeys('t1', ids, { create: false })).get('m0')).toEqual(before.get('m0'));
+      await vault.destroyTenant('t1');
+      await expect(vault.beginTenantRotation('t1')).rejects.toMatchObject({ code: 'KEY_VAULT.TENANT_DESTROYED' });
     });
   });
 

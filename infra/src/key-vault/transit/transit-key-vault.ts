@@ -4,6 +4,7 @@ import { DomainError, KeyShredded, SUBJECT_PSEUDONYM_PREFIX, TenantDestroyed, ty
 import { ownerOnlyDatabaseFile } from '../../files/owner-only';
 import { Lru } from '../lru';
 import { TransitClient, type TransitClientOptions } from './client';
+import { KmsUnavailable } from './errors';
 import { openTransitVaultDatabase } from './schema';
 
 const KEY_BYTES = 32;
@@ -24,6 +25,17 @@ export interface TenantKeyRotation {
   keyVersion: number;
   rewrappedKeys: number;
   resealedSubjects: number;
+}
+
+/**
+ * Where a tenant's key rotation stands: the shape of `TenantKeyStatus` of the `KeyRotation` port (branch
+ * i16-keys), repeated here until the branches meet; the lead replaces it with the port's type.
+ */
+export interface TenantKeyStatus {
+  tenant: string;
+  current: number | undefined;
+  retiring: number[];
+  remaining: number;
 }
 
 interface TenantRow {
@@ -84,13 +96,21 @@ export class TransitKeyVault implements KeyVault {
       insertPseudonym: prepare('INSERT OR IGNORE INTO subject_pseudonyms (tenant, subject_mac, pseudonym, subject) VALUES (?, ?, ?, ?)'),
       deletePseudonym: prepare('DELETE FROM subject_pseudonyms WHERE tenant = ? AND subject_mac = ?'),
       deleteTenantPseudonyms: prepare('DELETE FROM subject_pseudonyms WHERE tenant = ?'),
-      keyPage: prepare(
-        'SELECT record_id AS id, wrapped AS ciphertext FROM data_keys WHERE tenant = ? AND record_id > ? ORDER BY record_id LIMIT ?',
-      ),
+      staleKeys: prepare('SELECT record_id AS id, wrapped AS ciphertext FROM data_keys WHERE tenant = ? AND wrapped NOT LIKE ? LIMIT ?'),
       rewrapKey: prepare('UPDATE data_keys SET wrapped = ? WHERE tenant = ? AND record_id = ? AND wrapped = ?'),
-      subjectPage: prepare(
-        'SELECT pseudonym AS id, subject AS ciphertext FROM subject_pseudonyms WHERE tenant = ? AND pseudonym > ? ORDER BY pseudonym LIMIT ?',
+      staleSubjects: prepare(
+        'SELECT pseudonym AS id, subject AS ciphertext FROM subject_pseudonyms WHERE tenant = ? AND subject NOT LIKE ? LIMIT ?',
       ),
+      // `vault:v<N>:...`: the version is the number after the 7 characters of `vault:v`.
+      staleVersions: prepare(
+        `SELECT DISTINCT CAST(substr(c, 8, instr(substr(c, 8), ':') - 1) AS INTEGER) FROM (
+           SELECT wrapped AS c FROM data_keys WHERE tenant = ? AND wrapped NOT LIKE ?
+           UNION ALL SELECT subject AS c FROM subject_pseudonyms WHERE tenant = ? AND subject NOT LIKE ?)`,
+      ).pluck(),
+      staleCount: prepare(
+        `SELECT (SELECT count(*) FROM data_keys WHERE tenant = ? AND wrapped NOT LIKE ?)
+              + (SELECT count(*) FROM subject_pseudonyms WHERE tenant = ? AND subject NOT LIKE ?)`,
+      ).pluck(),
       resealSubject: prepare('UPDATE subject_pseudonyms SET subject = ? WHERE tenant = ? AND pseudonym = ? AND subject = ?'),
     };
     this.generation = this.statements.generation.get() as number;
@@ -250,45 +270,112 @@ export class TransitKeyVault implements KeyVault {
 
   /**
    * Rotates the tenant's transit key and re-wraps every data key and sealed subject of the tenant under the
-   * new version (decrypt + encrypt in batches: the data itself is not touched). Writes during the rotation
-   * already use the new version; a row shredded meanwhile stays shredded (each update is compare-and-set).
-   * Subject MACs are made by the tenant's MAC key, which is not rotated: the encryption key's old versions
-   * can be retired (`min_decryption_version`) once this has returned.
+   * new version (decrypt + encrypt in batches: the data itself is not touched), then retires the old
+   * versions on the server. `beginTenantRotation` + `rewrapTenant` until nothing remains.
    */
   async rotateTenantKey(tenant: string): Promise<TenantKeyRotation> {
+    let status = await this.beginTenantRotation(tenant);
+    let rewrappedKeys = 0;
+    let resealedSubjects = 0;
+    for (;;) {
+      const step = await this.rewrapBatch(tenant, ROTATION_PAGE);
+      rewrappedKeys += step.keys;
+      resealedSubjects += step.subjects;
+      status = step.status;
+      // Done, or no progress (every row of the batch changed under us): the status says what remains.
+      if (status.remaining === 0 || step.keys + step.subjects === 0) break;
+    }
+    return { keyVersion: status.current ?? 0, rewrappedKeys, resealedSubjects };
+  }
+
+  /**
+   * Makes a new version of the tenant's transit key current (new data keys are wrapped under it at once),
+   * or resumes the rotation under way when rows still wait under an older version. `KeyRotation` of the port.
+   */
+  async beginTenantRotation(tenant: string): Promise<TenantKeyStatus> {
     if (this.statements.destroyed.get(tenant)) throw new TenantDestroyed(tenant);
     const row = this.tenantRow(tenant);
-    if (!row) return { keyVersion: 0, rewrappedKeys: 0, resealedSubjects: 0 };
-    const keyVersion = await this.client.rotateKey(row.key_name);
-    const current = `vault:v${keyVersion}:`;
-    const rewrap = async (page: Database.Statement, update: Database.Statement, aad: (id: string) => string): Promise<number> => {
-      let count = 0;
-      for (let after = ''; ;) {
-        const rows = page.all(tenant, after, ROTATION_PAGE) as { id: string; ciphertext: string }[];
-        if (rows.length === 0) return count;
-        after = rows[rows.length - 1].id;
-        const stale = rows.filter((r) => !r.ciphertext.startsWith(current));
-        if (stale.length === 0) continue;
-        const plain = await this.client.decrypt(
-          row.key_name,
-          stale.map((r) => ({ ciphertext: r.ciphertext, aad: aad(r.id) })),
-        );
-        const fresh = await this.client.encrypt(
-          row.key_name,
-          stale.map((r, i) => ({ plaintext: plain[i], aad: aad(r.id) })),
-        );
-        plain.forEach((p) => p.fill(0));
-        this.db
-          .transaction(() => {
-            stale.forEach((r, i) => (count += update.run(fresh[i], tenant, r.id, r.ciphertext).changes));
-          })
-          .immediate();
-      }
-    };
-    const rewrappedKeys = await rewrap(this.statements.keyPage, this.statements.rewrapKey, (id) => dataKeyAad(tenant, id));
-    const resealedSubjects = await rewrap(this.statements.subjectPage, this.statements.resealSubject, (id) => pseudonymAad(tenant, id));
-    await this.truncateWal();
-    return { keyVersion, rewrappedKeys, resealedSubjects };
+    const status = await this.tenantKeyStatus(tenant);
+    if (!row || status.remaining > 0) return status;
+    await this.client.rotateKey(row.key_name);
+    return this.tenantKeyStatus(tenant);
+  }
+
+  /**
+   * Re-wraps up to `batchSize` rows still under an older version, in one write (each row compare-and-set, so
+   * a row shredded meanwhile stays shredded). When none are left, the older versions are destroyed on the
+   * server (`min_decryption_version`, then `trim`): a copy of an old ciphertext no longer opens.
+   */
+  async rewrapTenant(tenant: string, batchSize: number): Promise<{ rewrapped: number; status: TenantKeyStatus }> {
+    const step = await this.rewrapBatch(tenant, batchSize);
+    return { rewrapped: step.keys + step.subjects, status: step.status };
+  }
+
+  /** The current version of the tenant's transit key, the older ones still wrapping rows, and how many rows. */
+  async tenantKeyStatus(tenant: string): Promise<TenantKeyStatus> {
+    const row = this.statements.destroyed.get(tenant) ? undefined : this.tenantRow(tenant);
+    if (!row) return { tenant, current: undefined, retiring: [], remaining: 0 };
+    const key = await this.client.readKey(row.key_name);
+    if (!key)
+      throw new KmsUnavailable(
+        'failed',
+        'the key-management server has no key for this tenant (deleted outside ELMA, or another mount or prefix)',
+      );
+    const current = `vault:v${key.latestVersion}:%`;
+    const versions = new Set<number>();
+    for (const version of this.statements.staleVersions.all(tenant, current, tenant, current) as number[]) versions.add(version);
+    const remaining = (this.statements.staleCount.get(tenant, current, tenant, current) as number) ?? 0;
+    return { tenant, current: key.latestVersion, retiring: [...versions].sort((a, b) => a - b), remaining };
+  }
+
+  private async rewrapBatch(tenant: string, batchSize: number): Promise<{ keys: number; subjects: number; status: TenantKeyStatus }> {
+    if (this.statements.destroyed.get(tenant)) throw new TenantDestroyed(tenant);
+    const row = this.tenantRow(tenant);
+    if (!row) return { keys: 0, subjects: 0, status: await this.tenantKeyStatus(tenant) };
+    const key = await this.client.readKey(row.key_name);
+    if (!key)
+      throw new KmsUnavailable(
+        'failed',
+        'the key-management server has no key for this tenant (deleted outside ELMA, or another mount or prefix)',
+      );
+    const current = `vault:v${key.latestVersion}:%`;
+    const keyRows = this.statements.staleKeys.all(tenant, current, batchSize) as { id: string; ciphertext: string }[];
+    const subjectRows =
+      keyRows.length < batchSize
+        ? (this.statements.staleSubjects.all(tenant, current, batchSize - keyRows.length) as { id: string; ciphertext: string }[])
+        : [];
+    const items = [
+      ...keyRows.map((r) => ({ ...r, aad: dataKeyAad(tenant, r.id), update: this.statements.rewrapKey })),
+      ...subjectRows.map((r) => ({ ...r, aad: pseudonymAad(tenant, r.id), update: this.statements.resealSubject })),
+    ];
+    let keys = 0;
+    let subjects = 0;
+    if (items.length > 0) {
+      const plain = await this.client.decrypt(
+        row.key_name,
+        items.map((i) => ({ ciphertext: i.ciphertext, aad: i.aad })),
+      );
+      const fresh = await this.client.encrypt(
+        row.key_name,
+        items.map((i, n) => ({ plaintext: plain[n], aad: i.aad })),
+      );
+      plain.forEach((p) => p.fill(0));
+      this.db
+        .transaction(() => {
+          items.forEach((item, n) => {
+            const changed = item.update.run(fresh[n], tenant, item.id, item.ciphertext).changes;
+            if (item.update === this.statements.rewrapKey) keys += changed;
+            else subjects += changed;
+          });
+        })
+        .immediate();
+      await this.truncateWal();
+    }
+    const status = await this.tenantKeyStatus(tenant);
+    if (status.remaining === 0 && status.current !== undefined && key.minDecryptionVersion < status.current) {
+      await this.client.retireVersionsBefore(row.key_name, status.current);
+    }
+    return { keys, subjects, status };
   }
 
   /** Resolves when the server answers, unsealed, and accepts the token; throws `KmsUnavailable` otherwise. */
