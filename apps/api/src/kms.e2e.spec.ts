@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig, verifySignedCertificate, transitPolicy } from '@elma/infra';
@@ -96,6 +97,32 @@ suite('ELMA with its tenant keys in OpenBao (transit)', () => {
     const config = loadConfig({ ELMA_DATA_DIR: t.dataDir, ELMA_EMBEDDER: 'hashing', ELMA_KEY_VAULT: 'sqlite' });
     await expect(openElma(config, { logger })).rejects.toThrow(/keys are in the transit key vault.*ELMA_KEY_VAULT=transit/);
     expect(existsSync(join(t.dataDir, 'keys.db'))).toBe(false);
+  });
+
+  it('refuses to open a folder whose keys are in the SQLite vault with ELMA_KEY_VAULT=transit, and opens one that has none', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'elma-kms-switch-'));
+    try {
+      const sqlite = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir, ELMA_EMBEDDER: 'hashing' }), { logger });
+      await sqlite.vault.isShredded('acme', 'probe');
+      await sqlite.close();
+      const transit = {
+        ELMA_DATA_DIR: dataDir,
+        ELMA_EMBEDDER: 'hashing',
+        ELMA_KEY_VAULT: 'transit',
+        ELMA_KMS_ADDR: kms.address,
+        ELMA_KMS_TOKEN: kmsToken,
+      };
+      // keys.db without tenant keys (nothing was ever written): the transit vault may take over.
+      const empty = await openElma(loadConfig(transit), { logger });
+      await empty.close();
+      rmSync(join(dataDir, 'kms-keys.db'));
+      const again = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir, ELMA_EMBEDDER: 'hashing' }), { logger });
+      await again.vault.dataKeys('acme', ['m1'], { create: true });
+      await again.close();
+      await expect(openElma(loadConfig(transit), { logger })).rejects.toThrow(/keys are in the sqlite key vault.*ELMA_KEY_VAULT=sqlite/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('erases a subject on Temporal: a certificate that verifies, nothing left to recall or on disk, the bystander kept', async () => {

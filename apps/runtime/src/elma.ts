@@ -19,6 +19,7 @@ import {
   SqliteKeyVault,
   TransitKeyVault,
   KmsUnavailable,
+  sqliteVaultHoldsTenantKeys,
   ElasticsearchMemoryIndex,
   SqliteMemoryIndex,
   CertificateSigner,
@@ -241,9 +242,9 @@ async function openEngines(
 function openKeyVault(config: ElmaConfig): KeyVault {
   const settings = config.keyVault;
   const files = { sqlite: join(config.dataDir, 'keys.db'), transit: join(config.dataDir, 'kms-keys.db') };
-  // The other vault's file: its keys are not moved over, so this vault would find none of them (every record unreadable).
+  // The other vault's keys are not moved over, so this vault would find none of them (every record unreadable).
   const other = settings.kind === 'sqlite' ? 'transit' : 'sqlite';
-  if (existsSync(files[other])) {
+  if (other === 'transit' ? existsSync(files.transit) : sqliteVaultHoldsTenantKeys(files.sqlite)) {
     throw new ConfigError(
       `ELMA_KEY_VAULT=${settings.kind}, but this data folder's keys are in the ${other} key vault (${files[other]}): ` +
         `start with ELMA_KEY_VAULT=${other}; moving keys between vaults is not supported`,

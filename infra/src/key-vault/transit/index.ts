@@ -2,3 +2,4 @@ export { TransitKeyVault, type TransitKeyVaultOptions, type TenantKeyRotation, t
 export { TransitClient, type TransitClientOptions } from './client';
 export { KmsUnavailable, type KmsFailure } from './errors';
 export { transitPolicy } from './policy';
+export { sqliteVaultHoldsTenantKeys } from './foreign-vault';
