@@ -127,6 +127,18 @@ export class TransitClient {
     });
   }
 
+  /** The token's remaining lifetime in seconds (0: never expires) and whether it can be renewed. */
+  async tokenLease(): Promise<{ ttl: number; renewable: boolean }> {
+    const answer = (await this.call('GET', 'auth/token/lookup-self')) as { data?: { ttl?: number; renewable?: boolean } } | undefined;
+    return { ttl: answer?.data?.ttl ?? 0, renewable: answer?.data?.renewable ?? false };
+  }
+
+  /** Renews the token (its period, or its TTL increment); returns the new lifetime in seconds. */
+  async renewToken(): Promise<number> {
+    const answer = (await this.call('POST', 'auth/token/renew-self', {})) as { auth?: { lease_duration?: number } } | undefined;
+    return answer?.auth?.lease_duration ?? 0;
+  }
+
   /** Reachable, unsealed and accepting the token: resolves; else throws KmsUnavailable. */
   async check(): Promise<void> {
     await this.call('GET', 'auth/token/lookup-self');

@@ -23,7 +23,9 @@ let prefixes = 0;
 const dirs: string[] = [];
 
 /** A vault on the run's server with a local file of its own and a key prefix of its own (tests share the server). */
-function openVault(options: { token?: string; timeoutMs?: number; keyPrefix?: string; address?: string; path?: string } = {}) {
+function openVault(
+  options: { token?: string; timeoutMs?: number; keyPrefix?: string; address?: string; path?: string; renewToken?: boolean } = {},
+) {
   const dir = mkdtempSync(join(tmpdir(), 'elma-transit-'));
   dirs.push(dir);
   return new TransitKeyVault({
@@ -32,6 +34,7 @@ function openVault(options: { token?: string; timeoutMs?: number; keyPrefix?: st
     token: options.token ?? server.rootToken,
     keyPrefix: options.keyPrefix ?? `t${process.pid}x${++prefixes}`,
     timeoutMs: options.timeoutMs ?? 5_000,
+    renewToken: options.renewToken,
   });
 }
 
@@ -282,6 +285,30 @@ suite('transit key vault on a real OpenBao server', () => {
       expect((await server.api('POST', 'transit/encrypt/elma-never-made', { plaintext: 'AA==' }, token)).status).toBe(403);
       expect((await server.api('GET', 'transit/keys/elma-never-made')).status).toBe(404);
     });
+
+    it('keeps a periodic token alive for as long as it is open; without renewal the same token dies', async () => {
+      const periodic = async () => {
+        const created = await server.api('POST', 'auth/token/create', { policies: ['default', 'elma-kms-all'], period: '3s' });
+        expect(created.status).toBe(200);
+        return created.body!.auth!.client_token;
+      };
+      expect((await server.api('PUT', 'sys/policies/acl/elma-kms-all', { policy: transitPolicy('transit', 'renew') })).status).toBeLessThan(
+        300,
+      );
+      vault = openVault({ token: await periodic(), keyPrefix: 'renew' });
+      const unrenewed = openVault({ token: await periodic(), keyPrefix: 'renew', renewToken: false });
+      try {
+        await vault.dataKeys('t1', ['m1'], { create: true });
+        await unrenewed.dataKeys('t2', ['m1'], { create: true });
+
+        await new Promise((resolve) => setTimeout(resolve, 7_000));
+
+        expect((await vault.dataKeys('t1', ['m2'], { create: true })).get('m2')).toHaveLength(32);
+        await expect(unrenewed.dataKeys('t2', ['m2'], { create: true })).rejects.toMatchObject({ reason: 'forbidden' });
+      } finally {
+        await unrenewed.close();
+      }
+    }, 30_000);
 
     it('a token without the policy gets a clear 403 error that does not contain the token', async () => {
       const token = await tokenWith(['default']);

@@ -18,6 +18,11 @@ export interface TransitKeyVaultOptions extends TransitClientOptions {
   keyPrefix?: string;
   /** Unwrapped data keys kept in memory. Default 50,000. */
   cacheSize?: number;
+  /**
+   * Renew a renewable token (e.g. a periodic one) at half its remaining lifetime, for as long as the vault is
+   * open. Default true. A failed renewal is tried again 5 s later.
+   */
+  renewToken?: boolean;
 }
 
 export interface TenantKeyRotation {
@@ -64,6 +69,8 @@ export class TransitKeyVault implements KeyVault {
   private readonly macCache = new Lru<string, Buffer>(10_000);
   private generation: number;
   private readonly statements;
+  private renewal: NodeJS.Timeout | undefined;
+  private closed = false;
 
   constructor(options: TransitKeyVaultOptions) {
     this.keyPrefix = options.keyPrefix ?? 'elma';
@@ -114,6 +121,27 @@ export class TransitKeyVault implements KeyVault {
       resealSubject: prepare('UPDATE subject_pseudonyms SET subject = ? WHERE tenant = ? AND pseudonym = ? AND subject = ?'),
     };
     this.generation = this.statements.generation.get() as number;
+    if (options.renewToken ?? true) this.scheduleRenewal(0);
+  }
+
+  /** Keeps a renewable token alive: renews at half its remaining lifetime; a token that never expires needs nothing. */
+  private scheduleRenewal(delayMs: number): void {
+    if (this.closed) return;
+    this.renewal = setTimeout(() => {
+      void (async () => {
+        try {
+          const lease = await this.client.tokenLease();
+          if (!lease.renewable || lease.ttl <= 0) return;
+          // Renew at half the remaining lifetime (the first look only measures it, unless it is already short).
+          const ttl = delayMs === 0 && lease.ttl > 10 ? lease.ttl : await this.client.renewToken();
+          this.scheduleRenewal(Math.max(500, (ttl * 1000) / 2));
+        } catch {
+          // Down, sealed or refused: try again soon; the calls that need the server report the failure.
+          this.scheduleRenewal(5_000);
+        }
+      })();
+    }, delayMs);
+    this.renewal.unref();
   }
 
   /**
@@ -384,6 +412,8 @@ export class TransitKeyVault implements KeyVault {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.renewal);
     if (!this.db.open) return;
     this.dataKeyCache.clear();
     this.macCache.clear();
