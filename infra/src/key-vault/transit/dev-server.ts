@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -71,9 +71,11 @@ export async function startOpenBaoDevServer(options: OpenBaoDevServerOptions = {
     ? ['server', `-config=${persistentConfig(options.storageDir, port, options.auditFile)}`]
     : ['server', '-dev', `-dev-listen-address=127.0.0.1:${port}`, `-dev-root-token-id=${rootToken}`, '-dev-no-store-token'];
   if (!options.storageDir && options.auditFile) args.push(`-config=${auditConfig(options.auditFile)}`);
+  // Under setpriv the kernel kills the server when the test process dies, even by SIGKILL (a killed test worker).
+  const [command, ...commandArgs] = [...parentDeathWrapper(), bin, ...args];
   const child = spawn(
-    bin,
-    args,
+    command,
+    commandArgs,
     // HOME: the CLI would otherwise write a token helper file into the real home folder.
     { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '', HOME: process.env.TMPDIR ?? '/tmp', BAO_LOG_LEVEL: 'warn' } },
   );
@@ -112,34 +114,41 @@ export async function startOpenBaoDevServer(options: OpenBaoDevServerOptions = {
     return { status: response.status, body: text ? (JSON.parse(text) as OpenBaoAnswer) : undefined };
   };
 
-  const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      await stop();
-      throw new Error(`OpenBao dev server (${bin}) exited before serving ${address}\n--- last server output ---\n${output.trim()}`);
+  const serving = async (): Promise<{ token: string; unsealKey: string }> => {
+    const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`OpenBao dev server (${bin}) exited before serving ${address}\n--- last server output ---\n${output.trim()}`);
+      }
+      const health = await fetch(`${address}/v1/sys/health`, { signal: AbortSignal.timeout(1_000) }).catch(() => undefined);
+      if (options.storageDir && health) {
+        // 501: not initialised yet; 503: sealed. Both answer once the listener is up.
+        ({ token, unsealKey } = await initAndUnseal(options.storageDir, api));
+        break;
+      }
+      // The unseal key is printed just after the server starts answering.
+      if (health?.status === 200 && /Unseal Key: \S+\n/.test(output)) break;
+      if (Date.now() > deadline) {
+        throw new Error(`OpenBao dev server did not answer at ${address} in time\n--- last server output ---\n${output.trim()}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const health = await fetch(`${address}/v1/sys/health`, { signal: AbortSignal.timeout(1_000) }).catch(() => undefined);
-    if (options.storageDir && health) {
-      // 501: not initialised yet; 503: sealed. Both answer once the listener is up.
-      ({ token, unsealKey } = await initAndUnseal(options.storageDir, api));
-      break;
+    unsealKey ??= /Unseal Key: (\S+)/.exec(output)?.[1];
+    const existing = await api('GET', `sys/mounts/${transitMount}`);
+    const mounted = existing.status === 200 ? existing : await api('POST', `sys/mounts/${transitMount}`, { type: 'transit' });
+    if (!unsealKey || mounted.status >= 300) {
+      throw new Error(
+        `OpenBao dev server at ${address}: ${unsealKey ? `enabling transit answered ${mounted.status}` : 'no unseal key printed'}`,
+      );
     }
-    // The unseal key is printed just after the server starts answering.
-    if (health?.status === 200 && /Unseal Key: \S+\n/.test(output)) break;
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`OpenBao dev server did not answer at ${address} in time\n--- last server output ---\n${output.trim()}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  unsealKey ??= /Unseal Key: (\S+)/.exec(output)?.[1];
-  const existing = await api('GET', `sys/mounts/${transitMount}`);
-  const mounted = existing.status === 200 ? existing : await api('POST', `sys/mounts/${transitMount}`, { type: 'transit' });
-  if (!unsealKey || mounted.status >= 300) {
+    return { token, unsealKey };
+  };
+  try {
+    ({ token, unsealKey } = await serving());
+  } catch (error) {
+    // Whatever failed (a timeout, init, unseal, mounting transit), no server is left behind.
     await stop();
-    throw new Error(
-      `OpenBao dev server at ${address}: ${unsealKey ? `enabling transit answered ${mounted.status}` : 'no unseal key printed'}`,
-    );
+    throw error;
   }
   return {
     address,
@@ -215,3 +224,12 @@ function auditConfig(file: string): string {
   writeFileSync(config, `${auditStanza(file)}\n`, { mode: 0o600 });
   return config;
 }
+
+/** `setpriv --pdeathsig SIGKILL --` where util-linux has it (as for the Temporal dev server). */
+function parentDeathWrapper(): string[] {
+  if (process.platform !== 'linux') return [];
+  return (parentDeath ??= spawnSync('setpriv', ['--help'], { encoding: 'utf8' }).stdout?.includes('--pdeathsig')
+    ? ['setpriv', '--pdeathsig', 'SIGKILL', '--']
+    : []);
+}
+let parentDeath: string[] | undefined;
