@@ -15,3 +15,4 @@ export * from './governance/governance-service';
 export * from './erasure';
 export * from './consolidation/consolidation-service';
 export * from './embedding';
+export * from './keys/key-service';

@@ -1,4 +1,5 @@
 export * from './shared/errors';
+export * from './shared/formats';
 export * from './shared/clock';
 export * from './shared/zod';
 export * from './shared/collections';

@@ -17,7 +17,19 @@ import { causeOf, serverErrorLog } from './http/server-errors';
 import { graphqlErrorFormatter, GRAPHQL_RESPONSE_TYPE, wantsGraphqlResponse } from './graphql/errors';
 import { registerExplorer } from './graphql/explorer';
 import { limitsRule } from './graphql/limits';
-import { ADJUDICATION, ERASURE_DESK, GOVERNANCE, HEALTH, INGEST, MEMORIES, RECALL, TOKEN_VERIFIER, type HealthCheck } from './http/tokens';
+import {
+  ADJUDICATION,
+  ERASURE_DESK,
+  GOVERNANCE,
+  HEALTH,
+  INGEST,
+  KEYS,
+  MEMORIES,
+  RECALL,
+  TOKEN_VERIFIER,
+  type HealthCheck,
+} from './http/tokens';
+import { KeysController } from './rest/keys.controller';
 import { ErasureDesk, type ErasureWorkflows } from './erasure/erasure-desk';
 import { ErasuresController, WellKnownController } from './rest/erasures.controller';
 import { ErasureResolver } from './graphql/erasure.resolver';
@@ -57,6 +69,7 @@ class ApiModule {
         ErasuresController,
         WellKnownController,
         HealthController,
+        KeysController,
       ],
       providers: [
         // One token per service; the verifier is built once per API (it caches the identity provider's keys).
@@ -65,10 +78,17 @@ class ApiModule {
         { provide: ADJUDICATION, useValue: elma.adjudication },
         { provide: RECALL, useValue: elma.recall },
         { provide: GOVERNANCE, useValue: elma.governance },
+        { provide: KEYS, useValue: elma.keys },
         { provide: HEALTH, useValue: { health: () => elma.health() } satisfies HealthCheck },
         {
           provide: TOKEN_VERIFIER,
-          useValue: new TokenVerifier(elma.config.auth, elma.config.jwtSecret, (tenant) => elma.policies.get(tenant)),
+          useValue: new TokenVerifier(
+            elma.config.auth,
+            elma.config.jwtSecret,
+            (tenant) => elma.policies.get(tenant),
+            undefined,
+            elma.revocations,
+          ),
         },
         { provide: ERASURE_DESK, useValue: new ErasureDesk(elma.erasure.requests, elma.signer, options.erasures) },
         AuthGuard,

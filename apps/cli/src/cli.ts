@@ -5,6 +5,7 @@ import { benchCommand } from './commands/bench';
 import { verifyCertificateCommand } from './commands/verify-certificate';
 import { workerCommand } from './commands/worker';
 import { evalLocomoCommand } from './commands/eval-locomo';
+import { keysCommand } from './commands/keys';
 
 interface Command {
   /** Options, as the usage line shows them. */
@@ -28,8 +29,17 @@ const COMMANDS: Record<string, Command> = {
   },
   token: {
     synopsis: '[--tenant T] [--sub S] [--roles a,b] [--purposes a,b] [--clearance C] [--ttl SECONDS]',
-    summary: 'mint a development token signed with the embedded JWT secret',
+    summary:
+      'mint a development token signed with the embedded JWT secret (each gets a jti)\n' +
+      'elma token revoke --tenant T --jti ID [--expires-at ISO-8601]: deny that token until it expires',
     run: tokenCommand,
+  },
+  keys: {
+    synopsis: 'rotate --master|--tenant T|--signing [--batch-size N] [--pause-ms MS] | status [--tenant T]',
+    summary:
+      'rotate the master key (ELMA_MASTER_KEY new, ELMA_MASTER_KEY_PREVIOUS old), a tenant key or the certificate signing key,\n' +
+      'online and resumable (run the same command again after a failure); `status` shows keys and rotations',
+    run: (argv) => keysCommand(argv),
   },
   rebuild: {
     synopsis: '--tenant T',

@@ -19,6 +19,7 @@ import {
   ElasticsearchMemoryIndex,
   SqliteMemoryIndex,
   CertificateSigner,
+  SqliteTokenRevocations,
   volumeHealth,
   rawStoreScan,
 } from '@elma/infra';
@@ -45,6 +46,7 @@ import {
   ErasureStore,
   Tombstones,
   EmbeddingStage,
+  KeyService,
 } from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
@@ -99,6 +101,12 @@ export interface Elma {
   adjudication: Adjudication;
   consolidation: ConsolidationService;
   signer: CertificateSigner;
+  /** Key rotation (the SQLite vault's own: master, tenant and signing keys). */
+  keyVault: SqliteKeyVault;
+  /** The token deny list (tokens.db), shared by every process of the data folder. */
+  revocations: SqliteTokenRevocations;
+  /** Token revocation and tenant key rotation through the API. */
+  keys: KeyService;
   health(): Promise<Record<string, EngineHealth>>;
   /** Adds an engine this process depends on beyond the built-in ones (e.g. the Temporal server). */
   addHealthProbe(name: string, probe: () => Promise<EngineHealth>): void;
@@ -129,14 +137,27 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
   const policies = new PolicyStore({ log });
   const holds = new LegalHolds({ log, clock, ids, vault });
   const probes = new Map<string, () => Promise<EngineHealth>>();
-  const fingerprintKey = Buffer.from(keyedFingerprint(config.masterKey, 'elma.idempotency.v1'), 'hex');
-  const eventIdKey = eventIdKeyOf(config.masterKey);
-  const fingerprints = new ErasureFingerprints(Buffer.from(keyedFingerprint(config.masterKey, 'elma.erasure.v1'), 'hex'));
+  // The secret these derive from outlives master key rotations (the vault keeps it sealed), so they never change.
+  const root = vault.derivationRoot();
+  const fingerprintKey = Buffer.from(keyedFingerprint(root, 'elma.idempotency.v1'), 'hex');
+  const eventIdKey = eventIdKeyOf(root);
+  const fingerprints = new ErasureFingerprints(Buffer.from(keyedFingerprint(root, 'elma.erasure.v1'), 'hex'));
   const tombstones = new Tombstones({ log });
   const erased = new ErasureGuard({ tombstones, fingerprints, policies });
   const erasureStore = new ErasureStore({ log, sealer });
-  const signer = new CertificateSigner({ masterKey: config.masterKey });
+  // The vault's signing keys: rotated by `elma keys rotate --signing`, every one of them published in the JWKS.
+  const signer = new CertificateSigner({ keyring: () => vault.signingKeyring() });
   const audit = new AuditLog({ log, clock, pseudonymize: (tenant, subject) => `sfp_${fingerprints.subject(tenant, subject)}` });
+  const revocations = new SqliteTokenRevocations(join(config.dataDir, 'tokens.db'));
+  const keys = new KeyService({
+    rotation: vault,
+    denyList: revocations,
+    audit,
+    clock,
+    maxTokenLifetimeSeconds: config.auth.maxTtlSeconds + config.auth.clockSkewSeconds,
+    onBackgroundError: (error) =>
+      logger.error('tenant key rotation stopped; ask again to resume', { code: (error as { code?: string }).code }),
+  });
   const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
 
   return {
@@ -175,6 +196,9 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
       compaction,
     }),
     signer,
+    keyVault: vault,
+    revocations,
+    keys,
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
     consolidation: new ConsolidationService({ log, index, sealer, erased, embeddings }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids, ranking: config.recall }),
@@ -185,6 +209,8 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
       probes.set(name, probe);
     },
     async close() {
+      await keys.settled();
+      revocations.close();
       await runner.stop();
       await index.close();
       await vault.close();
@@ -206,7 +232,11 @@ async function openEngines(
   index: ViewIndex;
 }> {
   const { log, checkpoints: logCheckpoints, compaction } = await openEventLog(config);
-  const vault = new SqliteKeyVault({ path: join(config.dataDir, 'keys.db'), masterKey: config.masterKey });
+  const vault = new SqliteKeyVault({
+    path: join(config.dataDir, 'keys.db'),
+    masterKey: config.masterKey,
+    previousMasterKeys: config.previousMasterKeys,
+  });
   // Before anything reads the log: a folder made before pseudonyms names subjects in its streams.
   await migrateToPseudonyms(log, vault).catch(async (error: unknown) => {
     await vault.close();
@@ -429,7 +459,7 @@ async function storageProbe(config: ElmaConfig): Promise<EngineHealth> {
   }
 }
 
-async function openEventLog(
+export async function openEventLog(
   config: ElmaConfig,
 ): Promise<{ log: EventLog; checkpoints?: CheckpointStore; compaction?: EventStoreDbScavenger }> {
   if (config.eventStore) {

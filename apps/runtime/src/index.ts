@@ -1,2 +1,3 @@
 export * from './elma';
 export * from './pseudonym-migration';
+export * from './key-administration';

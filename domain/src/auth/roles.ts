@@ -24,4 +24,8 @@ export const ROLES = {
   erasureReader: ['compliance', 'dpo', 'auditor'],
   /** Approves a closure above the tenant's threshold (four eyes: not the requester). */
   erasureApprover: 'dpo',
+  /** Rotates the tenant's key (TODO(i16 merge): `platform-admin` once OFFBOARD's role exists). */
+  keys: 'admin',
+  /** Revokes tokens of the tenant. */
+  tokenRevoker: 'admin',
 } as const satisfies Record<string, BuiltInRole | readonly BuiltInRole[]>;

@@ -1,2 +1,2 @@
-export { CertificateSigner, verifySignedCertificate, type CertificateVerification, type Jwk } from './signing';
+export { CertificateSigner, verifySignedCertificate, type CertificateVerification, type Jwk, type SigningKeyring } from './signing';
 export { renderCertificatePdf } from './pdf';

@@ -39,6 +39,13 @@ const Env = z.object({
   /** Fuse BM25 and kNN with the server's RRF retriever (needs a licence that has it) instead of ELMA's own RRF. */
   ELMA_ES_SERVER_RRF: z.enum(['true', 'false', '1', '0']).default('false'),
   ELMA_MASTER_KEY: z.string().optional(),
+  /**
+   * Master keys replaced by ELMA_MASTER_KEY that keys.db may still use (comma-separated, each 64 hex digits or at
+   * least 32 characters): set during a master key rotation, removed once `elma keys status` shows it finished.
+   */
+  ELMA_MASTER_KEY_PREVIOUS: z.string().optional(),
+  /** Refuse tokens without a `jti` (which cannot be revoked one by one). Tokens `elma token` mints always have one. */
+  ELMA_TOKEN_REQUIRE_JTI: z.enum(['true', 'false', '1', '0']).default('false'),
   ELMA_JWT_SECRET: z.string().min(32, 'ELMA_JWT_SECRET must be at least 32 characters').optional(),
   /** The `iss` a token must carry. */
   ELMA_JWT_ISSUER: z.string().min(1).default('elma'),
@@ -146,6 +153,8 @@ export interface ElmaConfig {
   eventStore?: { url: string; scavengeWaitMs: number };
   elasticsearch?: { url: string; serverRrf: boolean; namespace: string; refresh: 'wait_for' | true };
   masterKey: Uint8Array;
+  /** ELMA_MASTER_KEY_PREVIOUS: master keys being rotated away from (empty outside a master key rotation). */
+  previousMasterKeys: Uint8Array[];
   jwtSecret: Uint8Array;
   /** How bearer tokens are verified. */
   auth: AuthConfig;
@@ -182,6 +191,8 @@ export interface AuthConfig {
   clockSkewSeconds: number;
   /** Set: asymmetric tokens from an identity provider's keys; unset: HS256 with the shared secret. */
   jwksUrl?: string;
+  /** Tokens without a `jti` are refused (ELMA_TOKEN_REQUIRE_JTI). */
+  requireJti?: boolean;
 }
 
 /** Longest `ELMA_TOKEN_MAX_TTL` accepted: a token is a bearer credential, not an account. */
@@ -247,12 +258,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         }
       : {}),
     masterKey: secret(e.ELMA_MASTER_KEY, dataDir, 'master.key'),
+    previousMasterKeys: previousMasterKeys(e.ELMA_MASTER_KEY_PREVIOUS),
     jwtSecret: secret(e.ELMA_JWT_SECRET, dataDir, 'jwt.secret'),
     auth: {
       issuer: e.ELMA_JWT_ISSUER,
       audience: e.ELMA_JWT_AUDIENCE,
       maxTtlSeconds,
       clockSkewSeconds: e.ELMA_TOKEN_CLOCK_SKEW_SECONDS,
+      requireJti: e.ELMA_TOKEN_REQUIRE_JTI === 'true' || e.ELMA_TOKEN_REQUIRE_JTI === '1',
       ...(e.ELMA_JWKS_URL ? { jwksUrl: e.ELMA_JWKS_URL } : {}),
     },
     embedder: embedderConfig(e),
@@ -369,6 +382,17 @@ function pem(path: string, variable: string): Buffer {
 }
 
 /** A secret from the environment (hex, base64 or text), else one generated and kept in the data folder. */
+/** ELMA_MASTER_KEY_PREVIOUS: comma-separated keys, each read like ELMA_MASTER_KEY (64 hex digits, or the text itself). */
+function previousMasterKeys(value: string | undefined): Uint8Array[] {
+  if (!value?.trim()) return [];
+  return value.split(',').map((part, i) => {
+    const key = part.trim();
+    const bytes = /^[0-9a-f]{64}$/i.test(key) ? Buffer.from(key, 'hex') : Buffer.from(key, 'utf8');
+    if (bytes.length < 32) throw new ConfigError(`ELMA_MASTER_KEY_PREVIOUS: key ${i + 1} is shorter than 32 bytes`);
+    return bytes;
+  });
+}
+
 function secret(fromEnv: string | undefined, dataDir: string, file: string): Uint8Array {
   if (fromEnv) {
     if (/^[0-9a-f]{64}$/i.test(fromEnv)) return Buffer.from(fromEnv, 'hex');

@@ -1,4 +1,4 @@
-import type { Adjudication, GovernanceService, IngestService, MemoryService, RecallService } from '@elma/application';
+import type { Adjudication, GovernanceService, IngestService, KeyService, MemoryService, RecallService } from '@elma/application';
 import type { TokenVerifier } from '@elma/infra';
 import type { EngineHealth } from '@elma/runtime';
 
@@ -43,3 +43,7 @@ export type BearerVerifier = Pick<TokenVerifier, 'verify'>;
 
 /** Injection token for the erasure desk (the erasure service plus the Temporal side of erasure). */
 export const ERASURE_DESK = Symbol('ERASURE_DESK');
+
+/** Token revocation and tenant key rotation. */
+export const KEYS = Symbol('KEYS');
+export type Keys = Pick<KeyService, 'revokeToken' | 'rotateTenantKey' | 'rotationStatus'>;
