@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { parseOrThrow, ROLES, type AuditOperation, type Clock, type KeyRotation, type Principal, type RotationRecord, type TenantKeyStatus } from '@elma/domain';
+import {
+  parseOrThrow,
+  ROLES,
+  type AuditOperation,
+  type Clock,
+  type KeyRotation,
+  type Principal,
+  type RotationRecord,
+  type TenantKeyStatus,
+} from '@elma/domain';
 import type { AuditLog } from '../audit';
 import { Forbidden } from '../governance/governance-service';
 
@@ -120,7 +129,14 @@ export class KeyService {
     throw new Forbidden(role);
   }
 
-  private record(principal: Principal, operation: AuditOperation, resourceIds: string[], requestId: string, effect: 'allow' | 'deny', rule: string) {
+  private record(
+    principal: Principal,
+    operation: AuditOperation,
+    resourceIds: string[],
+    requestId: string,
+    effect: 'allow' | 'deny',
+    rule: string,
+  ) {
     return this.deps.audit.record({
       tenant: principal.tenant,
       actor: principal.sub,

@@ -172,7 +172,9 @@ describe('key rotation over HTTP', () => {
     expect(status.body.rotation).toMatchObject({ kind: 'tenant', target: 'v2', state: 'done' });
 
     // Writes go on under the new key; a full replay decrypts every event (old and new) with its unchanged data key.
-    expect((await call(writer, 'POST', '/v1/events', { events: [chatEvent('cust-3', 'Invoices go to Berlin now')] })).status).toBeLessThan(300);
+    expect((await call(writer, 'POST', '/v1/events', { events: [chatEvent('cust-3', 'Invoices go to Berlin now')] })).status).toBeLessThan(
+      300,
+    );
     await t.elma.runner.waitFor(await t.elma.log.headPosition());
     await t.elma.views.drop('acme');
     await t.elma.views.replay('acme');
@@ -206,8 +208,10 @@ describe('key rotation over HTTP', () => {
       const file = join(t.dataDir, `certificate-${Math.random().toString(36).slice(2)}.json`);
       writeFileSync(file, JSON.stringify(document));
       return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-        execFile(process.execPath, elmaArgs('verify-certificate', file, '--jwks', `${t.url}/.well-known/elma-keys`), (error, stdout, stderr) =>
-          resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),
+        execFile(
+          process.execPath,
+          elmaArgs('verify-certificate', file, '--jwks', `${t.url}/.well-known/elma-keys`),
+          (error, stdout, stderr) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),
         );
       });
     };

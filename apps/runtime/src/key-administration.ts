@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { AuditLog, KeyService } from '@elma/application';
-import type { EventLog, TenantKeyStatus } from '@elma/domain';
+import { parseOrThrow, Principal, ROLES, type EventLog, type TenantKeyStatus } from '@elma/domain';
 import { SqliteKeyVault, SqliteTokenRevocations, type ElmaConfig } from '@elma/infra';
 import { openEventLog, systemClock } from './elma';
 
@@ -86,7 +86,7 @@ export class KeyAdministration {
   /** Denies a token id of a tenant until the token would have expired. */
   async revokeToken(tenant: string, jti: string, expiresAt?: string): Promise<{ jti: string; expiresAt: string }> {
     return this.keys.revokeToken(
-      { tenant, sub: OPERATOR, roles: ['admin'], purposes: [], clearance: 'internal' } as never,
+      parseOrThrow(Principal, { tenant, sub: OPERATOR, roles: [ROLES.tokenRevoker] }),
       { jti, ...(expiresAt ? { expiresAt } : {}) },
       `cli-${randomUUID()}`,
     );

@@ -265,7 +265,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       audience: e.ELMA_JWT_AUDIENCE,
       maxTtlSeconds,
       clockSkewSeconds: e.ELMA_TOKEN_CLOCK_SKEW_SECONDS,
-      requireJti: e.ELMA_TOKEN_REQUIRE_JTI === 'true' || e.ELMA_TOKEN_REQUIRE_JTI === '1',
+      ...(e.ELMA_TOKEN_REQUIRE_JTI === 'true' || e.ELMA_TOKEN_REQUIRE_JTI === '1' ? { requireJti: true } : {}),
       ...(e.ELMA_JWKS_URL ? { jwksUrl: e.ELMA_JWKS_URL } : {}),
     },
     embedder: embedderConfig(e),
