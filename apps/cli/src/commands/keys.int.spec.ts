@@ -161,6 +161,6 @@ describe('elma keys rotate, killed mid-rotation', () => {
     expect(after.pseudonyms).toEqual(pseudonyms);
     expect(after.others.every((m) => m.get('x')?.length === 32)).toBe(true);
     // The old key alone opens nothing any more.
-    await expect(readAll(oldKey)).rejects.toMatchObject({ code: 'KEY_VAULT.MASTER_KEY_MISSING' });
+    await expect(readAll(oldKey)).rejects.toMatchObject({ code: 'KEY_VAULT.MASTER_KEY_RETIRED' });
   }, 180_000);
 });

@@ -128,7 +128,21 @@ describe('sqlite key vault rotation', () => {
       wrappedDataKeys,
     );
     // The old key alone no longer opens anything.
-    expect(() => vaultOf({ masterKey: master })).toThrow(expect.objectContaining({ code: 'KEY_VAULT.MASTER_KEY_MISSING' }));
+    expect(() => vaultOf({ masterKey: master })).toThrow(expect.objectContaining({ code: 'KEY_VAULT.MASTER_KEY_RETIRED' }));
+  });
+
+  it('a process still running with the old master key only wraps nothing new under it once a rotation retired it', async () => {
+    const stale = vaultOf();
+    await stale.dataKeys('t1', ['m1'], { create: true });
+    const next = randomBytes(32);
+    const rotating = vaultOf({ masterKey: next, previousMasterKeys: [master] });
+    while ((await rotating.rewrapUnderCurrentMaster(10)).status.remaining > 0);
+
+    // Its cached tenant key still serves its tenant; a new tenant would be wrapped under the retired key: refused.
+    expect((await stale.dataKeys('t1', ['m2'], { create: true })).get('m2')).toHaveLength(32);
+    await expect(stale.dataKeys('t9', ['m1'], { create: true })).rejects.toMatchObject({ code: 'KEY_VAULT.MASTER_KEY_RETIRED' });
+    await expect(stale.rotateSigningKey()).rejects.toMatchObject({ code: 'KEY_VAULT.MASTER_KEY_RETIRED' });
+    expect(await vaultOf({ masterKey: next }).dataKeys('t1', ['m1', 'm2'], { create: false })).toHaveProperty('size', 2);
   });
 
   it('opens a format-1 file: tenants stay derived from the master key that made them, and the format is recorded', async () => {

@@ -91,6 +91,7 @@ export class SqliteKeyVault implements KeyVault, KeyRotation, MasterKeyRotation,
       assertReadableFormat(this.db, options.path);
       if (keyVaultFormat(this.db) < FORMAT_VERSIONS.keyVault) this.db.transaction(() => this.migrateToFormat2()).immediate();
       this.db.prepare("INSERT OR IGNORE INTO master_keys (id, state, added_at) VALUES (?, 'active', ?)").run(this.primary.id, this.now());
+      this.assertPrimaryNotRetired();
       this.assertMasterKeysSupplied(options.path);
     } catch (error) {
       this.db.close();
@@ -248,6 +249,7 @@ export class SqliteKeyVault implements KeyVault, KeyRotation, MasterKeyRotation,
         // A rotation under way is resumed, not stacked: at most two versions live at once.
         if (versions.length > 1 || !active) return;
         const version = active.version + 1;
+        this.assertPrimaryNotRetired();
         this.db.prepare("UPDATE tenant_keys SET state = 'retiring' WHERE tenant = ? AND version = ?").run(tenant, active.version);
         const key = randomBytes(KEY_BYTES);
         this.statements.insertTenantKey.run(
@@ -342,6 +344,7 @@ export class SqliteKeyVault implements KeyVault, KeyRotation, MasterKeyRotation,
   async rotateSigningKey(): Promise<{ kid: string; previous: string }> {
     const result = this.db
       .transaction(() => {
+        this.assertPrimaryNotRetired();
         const previous = this.db.prepare("SELECT kid FROM signing_keys WHERE state = 'active'").pluck().get() as string;
         const version = (this.db.prepare('SELECT max(version) FROM signing_keys').pluck().get() as number) + 1;
         const seed = randomBytes(KEY_BYTES);
@@ -480,6 +483,7 @@ export class SqliteKeyVault implements KeyVault, KeyRotation, MasterKeyRotation,
 
   /** A new tenant's key: random, wrapped under the current master key. */
   private createTenant(tenant: string): TenantKeyRow {
+    this.assertPrimaryNotRetired();
     const key = randomBytes(KEY_BYTES);
     this.statements.insertTenantKey.run(tenant, 1, this.primary.id, this.wrapTenantKey(this.primary, tenant, 1, key), this.now());
     this.tenantKeyCache.set(tenantCacheKey(tenant, 1), new Uint8Array(key));
@@ -703,6 +707,21 @@ export class SqliteKeyVault implements KeyVault, KeyRotation, MasterKeyRotation,
         this.now(),
       );
     return kid;
+  }
+
+  /**
+   * A process started before a master key rotation, with the old key only, must not wrap anything new
+   * under it once the rotation retired it: it refuses, and a restart with the new key fixes it.
+   */
+  private assertPrimaryNotRetired(): void {
+    const state = this.db.prepare('SELECT state FROM master_keys WHERE id = ?').pluck().get(this.primary.id);
+    if (state === 'retired') {
+      throw new DomainError(
+        'KEY_VAULT.MASTER_KEY_RETIRED',
+        `ELMA_MASTER_KEY (${this.primary.id}) was retired by a master key rotation: restart this process with the new master key`,
+        { id: this.primary.id },
+      );
+    }
   }
 
   private assertMasterKeysSupplied(path: string): void {
