@@ -62,6 +62,9 @@ INSERT OR IGNORE INTO generation (id, value) VALUES (0, 0);
 const schemaV2 = `
 ALTER TABLE data_keys ADD COLUMN key_version INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE subject_pseudonyms ADD COLUMN key_version INTEGER NOT NULL DEFAULT 1;
+-- A rotation finds (and counts) the rows still under an older version without scanning the re-wrapped ones.
+CREATE INDEX data_keys_version ON data_keys (tenant, key_version);
+CREATE INDEX subject_pseudonyms_version ON subject_pseudonyms (tenant, key_version);
 CREATE TABLE master_keys (
   id         TEXT PRIMARY KEY,
   state      TEXT NOT NULL CHECK (state IN ('active', 'retired')),

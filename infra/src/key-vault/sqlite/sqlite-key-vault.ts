@@ -286,7 +286,7 @@ export class SqliteKeyVault implements KeyVault, KeyRotation, MasterKeyRotation,
         ? 0
         : (this.db
             .prepare(
-              'SELECT (SELECT count(*) FROM data_keys WHERE tenant = @tenant AND key_version <> @current) + (SELECT count(*) FROM subject_pseudonyms WHERE tenant = @tenant AND key_version <> @current)',
+              'SELECT (SELECT count(*) FROM data_keys WHERE tenant = @tenant AND key_version < @current) + (SELECT count(*) FROM subject_pseudonyms WHERE tenant = @tenant AND key_version < @current)',
             )
             .pluck()
             .get({ tenant, current }) as number);
@@ -525,7 +525,7 @@ export class SqliteKeyVault implements KeyVault, KeyRotation, MasterKeyRotation,
     if (!active) return { rewrapped: 0, retired: false };
     const target = this.tenantKeyOf(tenant, active.version);
     const keys = this.db
-      .prepare('SELECT record_id, wrapped, key_version FROM data_keys WHERE tenant = ? AND key_version <> ? LIMIT ?')
+      .prepare('SELECT record_id, wrapped, key_version FROM data_keys WHERE tenant = ? AND key_version < ? LIMIT ?')
       .all(tenant, active.version, batchSize) as { record_id: string; wrapped: Buffer; key_version: number }[];
     const update = this.db.prepare('UPDATE data_keys SET wrapped = ?, key_version = ? WHERE tenant = ? AND record_id = ?');
     for (const row of keys) {
@@ -535,7 +535,7 @@ export class SqliteKeyVault implements KeyVault, KeyRotation, MasterKeyRotation,
       dataKey.fill(0);
     }
     const rows = this.db
-      .prepare('SELECT subject_mac, pseudonym, subject, key_version FROM subject_pseudonyms WHERE tenant = ? AND key_version <> ? LIMIT ?')
+      .prepare('SELECT subject_mac, pseudonym, subject, key_version FROM subject_pseudonyms WHERE tenant = ? AND key_version < ? LIMIT ?')
       .all(tenant, active.version, batchSize - keys.length) as {
       subject_mac: Buffer;
       pseudonym: string;
