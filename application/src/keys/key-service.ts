@@ -59,7 +59,7 @@ export class KeyService {
   constructor(private readonly deps: KeyServiceDeps) {}
 
   async revokeToken(principal: Principal, body: unknown, requestId: string): Promise<{ jti: string; expiresAt: string }> {
-    await this.require(principal, ROLES.tokenRevoker, 'administer', ['tokens/revocations'], requestId);
+    await this.require(principal, ROLES.administer, 'administer', ['tokens/revocations'], requestId);
     const request = parseOrThrow(TokenRevocationRequest, body);
     const now = Math.floor(this.deps.clock.now().getTime() / 1000);
     const latest = now + this.deps.maxTokenLifetimeSeconds;
@@ -67,7 +67,7 @@ export class KeyService {
     const given = request.expiresAt === undefined ? latest : Math.ceil(Date.parse(request.expiresAt) / 1000);
     const expiresAt = Math.max(now, Math.min(given, latest));
     this.deps.denyList.revoke(principal.tenant, request.jti, expiresAt, now);
-    await this.record(principal, 'administer', [`token:${request.jti}`], requestId, 'allow', `role:${ROLES.tokenRevoker}`);
+    await this.record(principal, 'administer', [`token:${request.jti}`], requestId, 'allow', `role:${ROLES.administer}`);
     return { jti: request.jti, expiresAt: new Date(expiresAt * 1000).toISOString() };
   }
 

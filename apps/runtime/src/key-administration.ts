@@ -86,7 +86,7 @@ export class KeyAdministration {
   /** Denies a token id of a tenant until the token would have expired. */
   async revokeToken(tenant: string, jti: string, expiresAt?: string): Promise<{ jti: string; expiresAt: string }> {
     return this.keys.revokeToken(
-      parseOrThrow(Principal, { tenant, sub: OPERATOR, roles: [ROLES.tokenRevoker] }),
+      parseOrThrow(Principal, { tenant, sub: OPERATOR, roles: [ROLES.administer] }),
       { jti, ...(expiresAt ? { expiresAt } : {}) },
       `cli-${randomUUID()}`,
     );

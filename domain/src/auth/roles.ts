@@ -26,6 +26,4 @@ export const ROLES = {
   erasureApprover: 'dpo',
   /** Rotates the tenant's key (TODO(i16 merge): `platform-admin` once OFFBOARD's role exists). */
   keys: 'admin',
-  /** Revokes tokens of the tenant. */
-  tokenRevoker: 'admin',
 } as const satisfies Record<string, BuiltInRole | readonly BuiltInRole[]>;
