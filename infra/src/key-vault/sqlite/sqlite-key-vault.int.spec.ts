@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { keyVaultContract } from '../contract';
+import { keyRotationContract, keyVaultContract } from '../contract';
 import { SqliteKeyVault } from './sqlite-key-vault';
 
 function tempDir(): string {
@@ -13,6 +13,18 @@ function tempDir(): string {
 }
 
 keyVaultContract('sqlite', async () => {
+  const dir = tempDir();
+  const vault = new SqliteKeyVault({ path: join(dir, 'keys.db'), masterKey: randomBytes(32) });
+  return {
+    vault,
+    async cleanup() {
+      await vault.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+keyRotationContract('sqlite', async () => {
   const dir = tempDir();
   const vault = new SqliteKeyVault({ path: join(dir, 'keys.db'), masterKey: randomBytes(32) });
   return {
