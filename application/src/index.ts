@@ -18,3 +18,4 @@ export * from './embedding';
 export * from './offboarding';
 export * from './quota';
 export * from './subject-access';
+export * from './keys/key-service';

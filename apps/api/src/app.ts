@@ -26,6 +26,7 @@ import {
   GOVERNANCE,
   HEALTH,
   INGEST,
+  KEYS,
   MEMORIES,
   OFFBOARDING_DESK,
   RECALL,
@@ -36,6 +37,7 @@ import {
 } from './http/tokens';
 import { OffboardingDesk, type OffboardWorkflows } from './offboarding/offboarding-desk';
 import { TenantsController } from './rest/tenants.controller';
+import { KeysController } from './rest/keys.controller';
 import { ErasureDesk, type ErasureWorkflows } from './erasure/erasure-desk';
 import { ErasuresController, WellKnownController } from './rest/erasures.controller';
 import { ErasureResolver } from './graphql/erasure.resolver';
@@ -79,6 +81,7 @@ class ApiModule {
         SubjectAccessController,
         WellKnownController,
         HealthController,
+        KeysController,
       ],
       providers: [
         // One token per service; the verifier is built once per API (it caches the identity provider's keys).
@@ -88,6 +91,7 @@ class ApiModule {
         { provide: ADJUDICATION, useValue: elma.adjudication },
         { provide: RECALL, useValue: quotaRecall(elma.recall, shared.quotas) },
         { provide: GOVERNANCE, useValue: quotaGovernance(elma.governance, shared.quotas) },
+        { provide: KEYS, useValue: elma.keys },
         { provide: HEALTH, useValue: { health: () => elma.health() } satisfies HealthCheck },
         { provide: TOKEN_VERIFIER, useValue: shared.verifier },
         { provide: ERASURE_DESK, useValue: new ErasureDesk(elma.erasure.requests, elma.signer, options.erasures) },
@@ -143,7 +147,7 @@ export async function createApi(elma: Elma, options: ApiOptions = {}): Promise<N
     frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => sendProblem(request, reply, error, onServerError),
   });
   const fastify = adapter.getInstance();
-  const verifier = new TokenVerifier(elma.config.auth, elma.config.jwtSecret, (tenant) => elma.policies.get(tenant));
+  const verifier = new TokenVerifier(elma.config.auth, elma.config.jwtSecret, (tenant) => elma.policies.get(tenant), undefined, elma.revocations);
   const { recountSeconds, ...platform } = elma.config.quotas;
   const usage = new StoredUsageCounter({
     index: elma.index,

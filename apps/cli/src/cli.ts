@@ -9,6 +9,7 @@ import { backupCommand } from './commands/backup';
 import { restoreCommand } from './commands/restore';
 import { erasuresCommand } from './commands/erasures';
 import { tenantsCommand } from './commands/tenants';
+import { keysCommand } from './commands/keys';
 
 interface Command {
   /** Options, as the usage line shows them. */
@@ -32,8 +33,17 @@ const COMMANDS: Record<string, Command> = {
   },
   token: {
     synopsis: '[--tenant T] [--sub S] [--roles a,b] [--purposes a,b] [--clearance C] [--ttl SECONDS]',
-    summary: 'mint a development token signed with the embedded JWT secret',
+    summary:
+      'mint a development token signed with the embedded JWT secret (each gets a jti)\n' +
+      'elma token revoke --tenant T --jti ID [--expires-at ISO-8601]: deny that token until it expires',
     run: tokenCommand,
+  },
+  keys: {
+    synopsis: 'rotate --master|--tenant T|--signing [--batch-size N] [--pause-ms MS] | status [--tenant T]',
+    summary:
+      'rotate the master key (ELMA_MASTER_KEY new, ELMA_MASTER_KEY_PREVIOUS old), a tenant key or the certificate signing key,\n' +
+      'online and resumable (run the same command again after a failure); `status` shows keys and rotations',
+    run: (argv) => keysCommand(argv),
   },
   rebuild: {
     synopsis: '--tenant T',

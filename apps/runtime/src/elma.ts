@@ -39,6 +39,7 @@ import {
   SqliteMemoryIndex,
   SqliteErasureLedger,
   CertificateSigner,
+  SqliteTokenRevocations,
   volumeHealth,
   rawStoreScan,
   renderSubjectExportPdf,
@@ -73,6 +74,7 @@ import {
   TenantClosures,
   type ExportSink,
   SubjectAccessService,
+  KeyService,
 } from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
@@ -149,6 +151,12 @@ export interface Elma {
    * (`elma start` starts those workflows; `startFormatRebuilds`).
    */
   formats: FormatPlan;
+  /** Key rotation of the SQLite vault (master, tenant and signing keys); absent when the keys are in a KMS (transit). */
+  keyVault?: SqliteKeyVault;
+  /** The token deny list (tokens.db), shared by every process of the data folder. */
+  revocations: SqliteTokenRevocations;
+  /** Token revocation and tenant key rotation through the API. */
+  keys: KeyService;
   health(): Promise<Record<string, EngineHealth>>;
   /** Adds an engine this process depends on beyond the built-in ones (e.g. the Temporal server). */
   addHealthProbe(name: string, probe: () => Promise<EngineHealth>): void;
@@ -214,13 +222,21 @@ export async function openElma(
   const policies = new PolicyStore({ log });
   const holds = new LegalHolds({ log, clock, ids, vault });
   const probes = new Map<string, () => Promise<EngineHealth>>();
-  const fingerprintKey = Buffer.from(keyedFingerprint(config.masterKey, 'elma.idempotency.v1'), 'hex');
-  const eventIdKey = eventIdKeyOf(config.masterKey);
-  const fingerprints = new ErasureFingerprints(Buffer.from(keyedFingerprint(config.masterKey, 'elma.erasure.v1'), 'hex'));
+  const keyVault = vault instanceof SqliteKeyVault ? vault : undefined;
+  // The secret these derive from outlives master key rotations (the SQLite vault keeps it sealed), so they never
+  // change; with the keys in a KMS they derive from the master key, as before rotation existed.
+  const root = keyVault ? keyVault.derivationRoot() : config.masterKey;
+  const fingerprintKey = Buffer.from(keyedFingerprint(root, 'elma.idempotency.v1'), 'hex');
+  const eventIdKey = eventIdKeyOf(root);
+  const fingerprints = new ErasureFingerprints(Buffer.from(keyedFingerprint(root, 'elma.erasure.v1'), 'hex'));
   const tombstones = new Tombstones({ log });
   const erased = new ErasureGuard({ tombstones, fingerprints, policies });
   const erasureStore = new ErasureStore({ log, sealer });
-  const signer = new CertificateSigner({ masterKey: config.masterKey });
+  // The SQLite vault's signing keys: rotated by `elma keys rotate --signing`, every one of them published in the JWKS.
+  // With the keys in a KMS, the signing key derives from the master key (no rotation of its own).
+  const signer = keyVault
+    ? new CertificateSigner({ keyring: () => keyVault.signingKeyring() })
+    : new CertificateSigner({ masterKey: config.masterKey });
   const auditSubject = (tenant: string, subject: string) => `sfp_${fingerprints.subject(tenant, subject)}`;
   const audit = new AuditLog({ log, clock, pseudonymize: auditSubject });
   const subjectAccess = new SubjectAccessService({
@@ -238,6 +254,16 @@ export async function openElma(
     clock,
     ids,
     ttlSeconds: config.subjectAccess.ttlSeconds,
+  });
+  const revocations = new SqliteTokenRevocations(join(config.dataDir, 'tokens.db'));
+  const keys = new KeyService({
+    rotation: keyVault ?? (vault as TransitKeyVault),
+    denyList: revocations,
+    audit,
+    clock,
+    maxTokenLifetimeSeconds: config.auth.maxTtlSeconds + config.auth.clockSkewSeconds,
+    onBackgroundError: (error) =>
+      logger.error('tenant key rotation stopped; ask again to resume', { code: (error as { code?: string }).code }),
   });
   const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
   const reapply = new ErasureLedgerReapply({ ledger, log, vault, index, tombstones, audit });
@@ -296,6 +322,9 @@ export async function openElma(
     signer,
     offboarding: createOffboarding(config, { log, index, vault, sealer, runner, holds, policies, audit, signer, clock, ids, compaction }),
     formats,
+    ...(keyVault ? { keyVault } : {}),
+    revocations,
+    keys,
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
     consolidation: new ConsolidationService({ log, index, sealer, erased, embeddings }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids, ranking: config.recall }),
@@ -306,6 +335,8 @@ export async function openElma(
       probes.set(name, probe);
     },
     async close() {
+      await keys.settled();
+      revocations.close();
       await runner.stop();
       await index.close();
       await vault.close();
@@ -370,7 +401,8 @@ function openKeyVault(config: ElmaConfig): KeyVault {
         `start with ELMA_KEY_VAULT=${other}; moving keys between vaults is not supported`,
     );
   }
-  if (settings.kind === 'sqlite') return new SqliteKeyVault({ path: files.sqlite, masterKey: config.masterKey });
+  if (settings.kind === 'sqlite')
+    return new SqliteKeyVault({ path: files.sqlite, masterKey: config.masterKey, previousMasterKeys: config.previousMasterKeys });
   return new TransitKeyVault({ path: files.transit, ...settings });
 }
 
@@ -646,7 +678,7 @@ async function storageProbe(config: ElmaConfig): Promise<EngineHealth> {
   }
 }
 
-async function openEventLog(
+export async function openEventLog(
   config: ElmaConfig,
 ): Promise<{ log: EventLog; checkpoints?: CheckpointStore; compaction?: EventStoreDbScavenger }> {
   if (config.eventStore) {

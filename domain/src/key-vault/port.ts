@@ -46,3 +46,74 @@ export interface KeyVault {
 
   close(): Promise<void>;
 }
+
+/** Where a tenant's key rotation stands. Versions count from 1; `retiring` versions still wrap some rows. */
+export interface TenantKeyStatus {
+  tenant: string;
+  /** The version new data keys and pseudonyms are wrapped under; undefined for a tenant without keys. */
+  current: number | undefined;
+  /** Older versions that still wrap rows (a rotation is under way until this is empty). */
+  retiring: number[];
+  /** Rows (data keys plus subject pseudonyms) still wrapped under a retiring version. */
+  remaining: number;
+}
+
+/**
+ * Tenant key rotation without downtime, an optional port beside `KeyVault`
+ * (an adapter that cannot rotate simply does not implement it). Data keys and
+ * pseudonym rows are re-wrapped under the new tenant key in small batches;
+ * data is never re-encrypted, data keys never change, and every other call
+ * of the vault keeps working, in every process, during a rotation.
+ */
+export interface KeyRotation {
+  /**
+   * Makes a new tenant key version current (new data keys are wrapped under
+   * it at once). If a rotation of the tenant is still under way, resumes it
+   * instead of adding another version. Throws `TenantDestroyed` for a destroyed tenant.
+   */
+  beginTenantRotation(tenant: string): Promise<TenantKeyStatus>;
+  /**
+   * Re-wraps up to `batchSize` rows still under a retiring version, in one
+   * atomic write. When none are left, destroys the retiring versions. Idempotent
+   * and safe to call from several processes and after a crash.
+   */
+  rewrapTenant(tenant: string, batchSize: number): Promise<{ rewrapped: number; status: TenantKeyStatus }>;
+  tenantKeyStatus(tenant: string): Promise<TenantKeyStatus>;
+}
+
+/** The master keys a vault knows by id (a MAC of the key, never the key), and how much still waits for the current one. */
+export interface MasterKeyStatus {
+  /** The id of the master key new material is wrapped under (ELMA_MASTER_KEY). */
+  current: string;
+  keys: { id: string; state: 'active' | 'retired'; supplied: boolean }[];
+  /** Tenant keys, signing keys and the derivation root still wrapped under another master key. */
+  remaining: number;
+}
+
+/**
+ * Master key rotation of a vault that holds its own key hierarchy: tenant
+ * keys (not data keys) are re-wrapped under the current master key in
+ * batches; a master key that wraps nothing any more is retired.
+ */
+export interface MasterKeyRotation {
+  rewrapUnderCurrentMaster(batchSize: number): Promise<{ rewrapped: number; retired: string[]; status: MasterKeyStatus }>;
+  masterKeyStatus(): Promise<MasterKeyStatus>;
+}
+
+/** A new certificate signing key becomes current; the previous one keeps only its public half (published for verification). */
+export interface SigningKeyRotation {
+  rotateSigningKey(): Promise<{ kid: string; previous: string }>;
+}
+
+/** One rotation as the vault recorded it (ids and counts only). */
+export interface RotationRecord {
+  id: string;
+  kind: 'master' | 'tenant' | 'signing';
+  tenant: string | null;
+  /** What the rotation moved to: a master key id, `v<N>` of a tenant key, or a signing key id. */
+  target: string;
+  state: 'running' | 'done';
+  startedAt: string;
+  finishedAt: string | null;
+  rewrapped: number;
+}

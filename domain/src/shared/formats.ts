@@ -10,7 +10,7 @@ import { DomainError } from './errors';
  *   named by subject pseudonyms) and, on EventStoreDB, the `LayoutMigrated`
  *   marker event.
  * - `events`: the sealed envelope of an event's content (`Sealed.v`).
- * - `keyVault`: `keys.db` (SQLite `user_version`).
+ * - `keyVault`: `keys.db` (SQLite `user_version`; 2 = versioned master, tenant and signing keys, for rotation).
  * - `indexMeta`: the embedded index's `index/meta.db` (checkpoints, quarantine; `user_version`).
  * - `indexRows`: a tenant partition `index/tenant-<t>.db` (`user_version`): its rows and their vectors.
  * - `vectors`: how a partition's vectors are stored (float32 BLOBs, usearch graph), kept in `partition_state`.
@@ -26,7 +26,7 @@ import { DomainError } from './errors';
 export const FORMAT_VERSIONS = {
   eventLog: 1,
   events: 1,
-  keyVault: 1,
+  keyVault: 2,
   indexMeta: 1,
   indexRows: 1,
   vectors: 1,

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { SignJWT, createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { DomainError, Principal, unknownRoles, type TenantPolicy } from '@elma/domain';
 import type { AuthConfig } from '../config/config';
@@ -19,7 +20,14 @@ export type AuthCode =
   | 'AUTH.TOKEN_NOT_YET_VALID'
   | 'AUTH.TOKEN_EXPIRY_REQUIRED'
   | 'AUTH.TOKEN_LIFETIME_TOO_LONG'
-  | 'AUTH.UNKNOWN_ROLE';
+  | 'AUTH.UNKNOWN_ROLE'
+  | 'AUTH.TOKEN_REVOKED'
+  | 'AUTH.TOKEN_ID_REQUIRED';
+
+/** The deny list as the verifier reads it: is this tenant's token id revoked at `now` (seconds)? */
+export interface RevokedTokens {
+  isRevoked(tenant: string, jti: string, now: number): boolean;
+}
 
 /** The identity provider's keys could not be fetched: the token may be fine, the server cannot tell yet. */
 export class KeysUnavailable extends DomainError {
@@ -31,11 +39,14 @@ export class KeysUnavailable extends DomainError {
 /** Algorithms accepted from an identity provider's JWKS; never HS256 there, so a public key cannot serve as a shared secret. */
 const ASYMMETRIC = ['RS256', 'ES256'];
 
-/** Mints a development token (HS256). Production deployments put an identity provider in front instead. */
+/**
+ * Mints a development token (HS256). Production deployments put an identity provider in front instead.
+ * Every token gets a random `jti`, so that it can be revoked on its own (`elma token revoke`).
+ */
 export async function mintToken(
   secret: Uint8Array,
   claims: Principal,
-  options: { ttlSeconds?: number; now?: Date; issuer?: string; audience?: string } = {},
+  options: { ttlSeconds?: number; now?: Date; issuer?: string; audience?: string; jti?: string } = {},
 ): Promise<string> {
   const principal = Principal.parse(claims);
   const issuedAt = Math.floor((options.now ?? new Date()).getTime() / 1000);
@@ -47,6 +58,7 @@ export async function mintToken(
   })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setSubject(principal.sub)
+    .setJti(options.jti ?? randomUUID())
     .setIssuer(options.issuer ?? 'elma')
     .setAudience(options.audience ?? 'elma-api')
     .setIssuedAt(issuedAt)
@@ -59,7 +71,9 @@ export async function mintToken(
  * ES256 with the keys of `jwksUrl`), issuer and audience, a required `exp`
  * within the maximum lifetime, `nbf` and `iat` not in the future (each with
  * the configured skew), then the principal's claims and its roles against
- * the built-in ones and those the tenant's policy names.
+ * the built-in ones and those the tenant's policy names, and last that its
+ * `jti` is not on the tenant's deny list (a token without `jti` cannot be
+ * revoked alone; ELMA_TOKEN_REQUIRE_JTI refuses such tokens).
  */
 export class TokenVerifier {
   private readonly key: Uint8Array | JWTVerifyGetKey;
@@ -70,6 +84,7 @@ export class TokenVerifier {
     secret: Uint8Array,
     private readonly policyOf: (tenant: string) => Promise<TenantPolicy>,
     private readonly clock: () => Date = () => new Date(),
+    private readonly revoked?: RevokedTokens,
   ) {
     this.key = config.jwksUrl ? remoteKeys(new URL(config.jwksUrl)) : secret;
     this.algorithms = config.jwksUrl ? ASYMMETRIC : ['HS256'];
@@ -85,6 +100,12 @@ export class TokenVerifier {
     const unknown = unknownRoles(parsed.data.roles);
     if (unknown.length > 0 && unknownRoles(unknown, await this.policyOf(parsed.data.tenant)).length > 0)
       throw new Unauthenticated('the token names a role that is neither built in nor named by the tenant policy', 'AUTH.UNKNOWN_ROLE');
+    if (typeof payload.jti === 'string' && payload.jti.length > 0) {
+      if (this.revoked?.isRevoked(parsed.data.tenant, payload.jti, Math.floor(this.clock().getTime() / 1000)))
+        throw new Unauthenticated('the token has been revoked', 'AUTH.TOKEN_REVOKED');
+    } else if (this.config.requireJti) {
+      throw new Unauthenticated('the token has no id (jti), which this server requires (ELMA_TOKEN_REQUIRE_JTI)', 'AUTH.TOKEN_ID_REQUIRED');
+    }
     return parsed.data;
   }
 

@@ -24,22 +24,53 @@ export interface Jwk {
 
 export type CertificateVerification = { ok: true; certificate: ErasureCertificate; kid: string } | { ok: false; reason: string };
 
+/** The signing keys a signer uses: the one that signs, and every public key it ever signed with (for the JWKS). */
+export interface SigningKeyring {
+  active: { kid: string; seed: Uint8Array };
+  published: { kid: string; x: string }[];
+}
+
+/** The Ed25519 seed format 1 derived from the master key (the key vault keeps it as signing key version 1). */
+export function legacySigningSeed(masterKey: Uint8Array): Uint8Array {
+  return new Uint8Array(hkdfSync('sha256', masterKey, 'elma', 'elma.certificate-signing.v1', 32));
+}
+
+/** `createPrivateKey` input for a 32-byte Ed25519 seed. */
+export function ed25519PrivateKey(seed: Uint8Array): { key: Buffer; format: 'der'; type: 'pkcs8' } {
+  return { key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: 'der', type: 'pkcs8' };
+}
+
+/** A key's id: `elma-` and 16 hex digits of the SHA-256 of the raw public key (the JWK `x`). */
+export function signingKeyId(x: string): string {
+  return `elma-${createHash('sha256').update(Buffer.from(x, 'base64url')).digest('hex').slice(0, 16)}`;
+}
+
 /**
- * Signs erasure certificates with an Ed25519 key derived from the master key,
- * so every node holding the same master key signs with (and publishes) the
- * same key, and nothing else has to be stored or rotated separately.
+ * Signs certificates with Ed25519. Given a master key, with the one key
+ * derived from it (format 1: every node holding the same master key signs
+ * with the same key). Given a keyring (the key vault's, which rotates), with
+ * the keyring's active key, publishing every key the keyring ever held so
+ * that certificates signed before a rotation still verify.
  */
 export class CertificateSigner implements CertificateSigning {
-  readonly keyId: string;
-  private readonly privateKey: KeyObject;
-  private readonly publicKey: KeyObject;
+  private readonly ring: () => SigningKeyring;
+  private readonly privateKeys = new Map<string, KeyObject>();
 
-  constructor({ masterKey }: { masterKey: Uint8Array }) {
-    const seed = Buffer.from(hkdfSync('sha256', masterKey, 'elma', 'elma.certificate-signing.v1', 32));
-    this.privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: 'der', type: 'pkcs8' });
-    this.publicKey = createPublicKey(this.privateKey);
-    const rawPublicKey = Buffer.from(this.jwk().x, 'base64url');
-    this.keyId = `elma-${createHash('sha256').update(rawPublicKey).digest('hex').slice(0, 16)}`;
+  constructor(source: { masterKey: Uint8Array } | { keyring: () => SigningKeyring }) {
+    if ('keyring' in source) {
+      this.ring = source.keyring;
+    } else {
+      const seed = legacySigningSeed(source.masterKey);
+      const { x } = createPublicKey(createPrivateKey(ed25519PrivateKey(seed))).export({ format: 'jwk' });
+      if (typeof x !== 'string') throw new Error('Ed25519 public key exported without x');
+      const fixed: SigningKeyring = { active: { kid: signingKeyId(x), seed }, published: [{ kid: signingKeyId(x), x }] };
+      this.ring = () => fixed;
+    }
+  }
+
+  /** The id of the key new certificates are signed with (it changes when the signing key is rotated). */
+  get keyId(): string {
+    return this.ring().active.kid;
   }
 
   /**
@@ -50,35 +81,42 @@ export class CertificateSigner implements CertificateSigning {
    */
   sign(certificate: ErasureCertificate): SignedCertificate {
     const parsed = ErasureCertificate.parse(certificate);
-    if (parsed.keyId !== this.keyId) {
-      throw new Error(`certificate names signing key ${parsed.keyId}, this signer is ${this.keyId}`);
+    const { active } = this.ring();
+    if (parsed.keyId !== active.kid) {
+      throw new Error(`certificate names signing key ${parsed.keyId}, this signer is ${active.kid}`);
     }
-    const value = sign(null, canonicalBytes(parsed), this.privateKey).toString('base64url');
-    return { certificate: parsed, signature: { alg: 'EdDSA', kid: this.keyId, value } };
+    const value = sign(null, canonicalBytes(parsed), this.activeKey()).toString('base64url');
+    return { certificate: parsed, signature: { alg: 'EdDSA', kid: active.kid, value } };
   }
 
   /**
-   * Signs another signed document (an off-boarding certificate, ...) the same way: Ed25519 over its
-   * canonical JSON, with the key of the same JWKS. The caller parses the document with its schema first.
+   * Signs another signed document (an off-boarding certificate, a subject-access manifest) the same way:
+   * Ed25519 over its canonical JSON, with the active key of the same JWKS. The caller parses the document
+   * with its schema first.
    */
   signDocument(document: { keyId: string }): DocumentSignature {
-    if (document.keyId !== this.keyId) throw new Error(`document names signing key ${document.keyId}, this signer is ${this.keyId}`);
-    return {
-      alg: 'EdDSA',
-      kid: this.keyId,
-      value: sign(null, Buffer.from(canonicalJson(document), 'utf8'), this.privateKey).toString('base64url'),
-    };
+    const { active } = this.ring();
+    if (document.keyId !== active.kid) throw new Error(`document names signing key ${document.keyId}, this signer is ${active.kid}`);
+    return { alg: 'EdDSA', kid: active.kid, value: sign(null, Buffer.from(canonicalJson(document), 'utf8'), this.activeKey()).toString('base64url') };
   }
 
-  /** The key set to publish; verifiers select the key by `kid`. */
+  /** The private key of the keyring's active key, kept while it stays active. */
+  private activeKey(): KeyObject {
+    const { active } = this.ring();
+    let privateKey = this.privateKeys.get(active.kid);
+    if (!privateKey) {
+      privateKey = createPrivateKey(ed25519PrivateKey(active.seed));
+      this.privateKeys.clear();
+      this.privateKeys.set(active.kid, privateKey);
+    }
+    return privateKey;
+  }
+
+  /** The key set to publish, the current key first; verifiers select the key by `kid`. */
   jwks(): { keys: Jwk[] } {
-    return { keys: [{ ...this.jwk(), kid: this.keyId, use: 'sig', alg: 'EdDSA' }] };
-  }
-
-  private jwk(): Pick<Jwk, 'kty' | 'crv' | 'x'> {
-    const { x } = this.publicKey.export({ format: 'jwk' });
-    if (typeof x !== 'string') throw new Error('Ed25519 public key exported without x');
-    return { kty: 'OKP', crv: 'Ed25519', x };
+    const { active, published } = this.ring();
+    const ordered = [...published.filter((k) => k.kid === active.kid), ...published.filter((k) => k.kid !== active.kid).reverse()];
+    return { keys: ordered.map(({ kid, x }) => ({ kty: 'OKP', crv: 'Ed25519', x, kid, use: 'sig', alg: 'EdDSA' })) };
   }
 }
 

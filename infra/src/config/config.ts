@@ -67,6 +67,13 @@ const Env = z.object({
     .default('elma'),
   /** Per request to the key-management server; past it the call fails with 503 KEY_VAULT.KMS_UNAVAILABLE. */
   ELMA_KMS_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
+  /**
+   * Master keys replaced by ELMA_MASTER_KEY that keys.db may still use (comma-separated, each 64 hex digits or at
+   * least 32 characters): set during a master key rotation, removed once `elma keys status` shows it finished.
+   */
+  ELMA_MASTER_KEY_PREVIOUS: z.string().optional(),
+  /** Refuse tokens without a `jti` (which cannot be revoked one by one). Tokens `elma token` mints always have one. */
+  ELMA_TOKEN_REQUIRE_JTI: z.enum(['true', 'false', '1', '0']).default('false'),
   ELMA_JWT_SECRET: z.string().min(32, 'ELMA_JWT_SECRET must be at least 32 characters').optional(),
   /** The `iss` a token must carry. */
   ELMA_JWT_ISSUER: z.string().min(1).default('elma'),
@@ -196,6 +203,8 @@ export interface ElmaConfig {
   eventStore?: { url: string; scavengeWaitMs: number };
   elasticsearch?: { url: string; serverRrf: boolean; namespace: string; refresh: 'wait_for' | true };
   masterKey: Uint8Array;
+  /** ELMA_MASTER_KEY_PREVIOUS: master keys being rotated away from (empty outside a master key rotation). */
+  previousMasterKeys: Uint8Array[];
   jwtSecret: Uint8Array;
   /** Where tenant keys live: the embedded SQLite vault, or a transit engine of OpenBao / HashiCorp Vault. */
   keyVault: { kind: 'sqlite' } | { kind: 'transit'; address: string; token: string; mount: string; keyPrefix: string; timeoutMs: number };
@@ -238,6 +247,8 @@ export interface AuthConfig {
   clockSkewSeconds: number;
   /** Set: asymmetric tokens from an identity provider's keys; unset: HS256 with the shared secret. */
   jwksUrl?: string;
+  /** Tokens without a `jti` are refused (ELMA_TOKEN_REQUIRE_JTI). */
+  requireJti?: boolean;
 }
 
 /** Longest `ELMA_TOKEN_MAX_TTL` accepted: a token is a bearer credential, not an account. */
@@ -315,12 +326,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : {}),
     masterKey: secret(e.ELMA_MASTER_KEY, dataDir, 'master.key'),
     keyVault: keyVaultConfig(e),
+    previousMasterKeys: previousMasterKeys(e.ELMA_MASTER_KEY_PREVIOUS),
     jwtSecret: secret(e.ELMA_JWT_SECRET, dataDir, 'jwt.secret'),
     auth: {
       issuer: e.ELMA_JWT_ISSUER,
       audience: e.ELMA_JWT_AUDIENCE,
       maxTtlSeconds,
       clockSkewSeconds: e.ELMA_TOKEN_CLOCK_SKEW_SECONDS,
+      ...(e.ELMA_TOKEN_REQUIRE_JTI === 'true' || e.ELMA_TOKEN_REQUIRE_JTI === '1' ? { requireJti: true } : {}),
       ...(e.ELMA_JWKS_URL ? { jwksUrl: e.ELMA_JWKS_URL } : {}),
     },
     embedder: embedderConfig(e),
@@ -478,6 +491,17 @@ function pem(path: string, variable: string): Buffer {
 }
 
 /** A secret from the environment (hex, base64 or text), else one generated and kept in the data folder. */
+/** ELMA_MASTER_KEY_PREVIOUS: comma-separated keys, each read like ELMA_MASTER_KEY (64 hex digits, or the text itself). */
+function previousMasterKeys(value: string | undefined): Uint8Array[] {
+  if (!value?.trim()) return [];
+  return value.split(',').map((part, i) => {
+    const key = part.trim();
+    const bytes = /^[0-9a-f]{64}$/i.test(key) ? Buffer.from(key, 'hex') : Buffer.from(key, 'utf8');
+    if (bytes.length < 32) throw new ConfigError(`ELMA_MASTER_KEY_PREVIOUS: key ${i + 1} is shorter than 32 bytes`);
+    return bytes;
+  });
+}
+
 function secret(fromEnv: string | undefined, dataDir: string, file: string): Uint8Array {
   if (fromEnv) {
     if (/^[0-9a-f]{64}$/i.test(fromEnv)) return Buffer.from(fromEnv, 'hex');

@@ -199,6 +199,22 @@ describe('token verification settings', () => {
     });
   });
 
+  it('ELMA_TOKEN_REQUIRE_JTI refuses tokens without an id', () => {
+    expect(loadConfig({ ...base, ELMA_TOKEN_REQUIRE_JTI: 'true' }).auth.requireJti).toBe(true);
+    expect(loadConfig({ ...base, ELMA_TOKEN_REQUIRE_JTI: 'false' }).auth.requireJti).toBeUndefined();
+  });
+
+  it('reads ELMA_MASTER_KEY_PREVIOUS as comma-separated keys (hex or text of 32 bytes or more), and refuses a short one', () => {
+    const hex = 'ab'.repeat(32);
+    const text = 'an old master key of at least 32 bytes';
+    const keys = loadConfig({ ...base, ELMA_MASTER_KEY_PREVIOUS: `${hex}, ${text}` }).previousMasterKeys;
+    expect(keys.map((k) => Buffer.from(k).toString('hex'))).toEqual([hex, Buffer.from(text).toString('hex')]);
+    expect(loadConfig(base).previousMasterKeys).toEqual([]);
+    expect(() => loadConfig({ ...base, ELMA_MASTER_KEY_PREVIOUS: 'short' })).toThrow(
+      /ELMA_MASTER_KEY_PREVIOUS: key 1 is shorter than 32 bytes/,
+    );
+  });
+
   it('reads the maximum lifetime in seconds or with a unit', () => {
     const ttl = (value: string) => loadConfig({ ...base, ELMA_TOKEN_MAX_TTL: value }).auth.maxTtlSeconds;
     expect(ttl('3600')).toBe(3600);

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { KeyShredded, SUBJECT_PSEUDONYM, TenantDestroyed, type KeyVault } from '@elma/domain';
+import { KeyShredded, SUBJECT_PSEUDONYM, TenantDestroyed, type KeyRotation, type KeyVault } from '@elma/domain';
 
 export interface KeyVaultUnderTest {
   vault: KeyVault;
@@ -212,6 +212,84 @@ export function keyVaultContract(name: string, factory: () => Promise<KeyVaultUn
         expect(await vault.subjectsOfPseudonyms('t1', [kept.get('alice')!])).toEqual(new Map());
         await expect(vault.subjectPseudonyms('t1', ['alice'], { create: true })).rejects.toBeInstanceOf(TenantDestroyed);
       });
+    });
+  });
+}
+
+export interface KeyRotationUnderTest {
+  vault: KeyVault & KeyRotation;
+  cleanup(): Promise<void>;
+}
+
+/**
+ * The guarantees of the optional `KeyRotation` port, for an adapter that
+ * implements it (the SQLite vault; a key-management server's adapter may).
+ */
+export function keyRotationContract(name: string, factory: () => Promise<KeyRotationUnderTest>): void {
+  describe(`${name} key rotation contract`, () => {
+    let subject: KeyRotationUnderTest;
+    let vault: KeyVault & KeyRotation;
+
+    beforeEach(async () => {
+      subject = await factory();
+      vault = subject.vault;
+    });
+
+    afterEach(async () => {
+      await subject.cleanup();
+    });
+
+    const finish = async (tenant: string, batchSize: number) => {
+      let batches = 0;
+      for (;;) {
+        batches++;
+        const { rewrapped, status } = await vault.rewrapTenant(tenant, batchSize);
+        if (rewrapped < batchSize && status.retiring.length === 0) return batches;
+        if (batches > 1000) throw new Error('rotation does not finish');
+      }
+    };
+
+    it('a rotation keeps every data key and pseudonym, keeps working during the rotation, and ends with one version', async () => {
+      const ids = Array.from({ length: 25 }, (_, i) => `m${i}`);
+      const keys = await vault.dataKeys('t1', ids, { create: true });
+      const pseudonyms = await vault.subjectPseudonyms('t1', ['alice', '王芳'], { create: true });
+      const before = await vault.tenantKeyStatus('t1');
+
+      const started = await vault.beginTenantRotation('t1');
+      expect(started.current).toBe(before.current! + 1);
+      expect(started.retiring).toEqual([before.current]);
+      await vault.rewrapTenant('t1', 10);
+      const fresh = await vault.dataKeys('t1', ['during'], { create: true });
+      expect(await vault.dataKeys('t1', ids, { create: false })).toEqual(keys);
+      expect(await finish('t1', 10)).toBeGreaterThanOrEqual(2);
+
+      expect(await vault.tenantKeyStatus('t1')).toEqual({ tenant: 't1', current: started.current, retiring: [], remaining: 0 });
+      expect(await vault.dataKeys('t1', [...ids, 'during'], { create: false })).toEqual(
+        new Map([...keys, ['during', fresh.get('during')!]]),
+      );
+      expect(await vault.subjectPseudonyms('t1', ['alice', '王芳'], { create: false })).toEqual(pseudonyms);
+      expect(await vault.subjectsOfPseudonyms('t1', [...pseudonyms.values()])).toEqual(new Map([...pseudonyms].map(([s, p]) => [p, s])));
+    });
+
+    it('asking again during a rotation resumes it; other tenants are untouched; shredding and forgetting still work', async () => {
+      await vault.dataKeys('t1', ['m1', 'm2'], { create: true });
+      const other = await vault.dataKeys('t2', ['m1'], { create: true });
+      const first = await vault.beginTenantRotation('t1');
+      expect(await vault.beginTenantRotation('t1')).toMatchObject({ current: first.current, retiring: first.retiring });
+      expect((await vault.tenantKeyStatus('t2')).retiring).toEqual([]);
+      await vault.shred('t1', ['m1']);
+      await vault.subjectPseudonyms('t1', ['bob'], { create: true });
+      await vault.forgetSubject('t1', 'bob');
+      await finish('t1', 1);
+      await expect(vault.dataKeys('t1', ['m1'], { create: false })).rejects.toBeInstanceOf(KeyShredded);
+      expect(await vault.subjectPseudonyms('t1', ['bob'], { create: false })).toEqual(new Map());
+      expect(await vault.dataKeys('t2', ['m1'], { create: false })).toEqual(other);
+    });
+
+    it('a destroyed tenant cannot be rotated', async () => {
+      await vault.dataKeys('t1', ['m1'], { create: true });
+      await vault.destroyTenant('t1');
+      await expect(vault.beginTenantRotation('t1')).rejects.toBeInstanceOf(TenantDestroyed);
     });
   });
 }

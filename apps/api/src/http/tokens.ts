@@ -1,4 +1,4 @@
-import type { Adjudication, GovernanceService, IngestService, MemoryService, RecallService } from '@elma/application';
+import type { Adjudication, GovernanceService, IngestService, KeyService, MemoryService, RecallService } from '@elma/application';
 import type { TokenVerifier } from '@elma/infra';
 import type { EngineHealth } from '@elma/runtime';
 
@@ -54,3 +54,6 @@ export interface ClosedTenants {
 }
 /** Injection token for the subject-access desk (the service plus the Temporal side of subject access). */
 export const SUBJECT_ACCESS_DESK = Symbol('SUBJECT_ACCESS_DESK');
+/** Token revocation and tenant key rotation. */
+export const KEYS = Symbol('KEYS');
+export type Keys = Pick<KeyService, 'revokeToken' | 'rotateTenantKey' | 'rotationStatus'>;

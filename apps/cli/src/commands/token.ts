@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { BUILT_IN_ROLES, unknownRoles } from '@elma/domain';
 import { loadConfig, mintToken, parseDuration } from '@elma/infra';
+import { tokenRevokeCommand } from './token-revoke';
 
 const list = (value: string | undefined, fallback: string[]) =>
   value === undefined
@@ -18,6 +19,7 @@ const list = (value: string | undefined, fallback: string[]) =>
  * ELMA_TOKEN_MAX_TTL, which the API enforces too.
  */
 export async function tokenCommand(argv: string[]): Promise<number> {
+  if (argv[0] === 'revoke') return tokenRevokeCommand(argv.slice(1));
   const { values } = parseArgs({
     args: argv,
     options: {

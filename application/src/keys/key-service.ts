@@ -1,0 +1,151 @@
+import { z } from 'zod';
+import {
+  parseOrThrow,
+  ROLES,
+  type AuditOperation,
+  type Clock,
+  type KeyRotation,
+  type Principal,
+  type RotationRecord,
+  type TenantKeyStatus,
+} from '@elma/domain';
+import type { AuditLog } from '../audit';
+import { Forbidden } from '../governance/governance-service';
+
+/** The token deny list as this service uses it (an adapter keeps it where every process sees it). */
+export interface TokenDenyList {
+  /** Denies the tenant's token `jti` until `expiresAt` (seconds since the epoch). */
+  revoke(tenant: string, jti: string, expiresAt: number, now: number): void;
+}
+
+/** `POST /v1/tokens/revocations`: a token id, and optionally when the token expires (ISO 8601). */
+export const TokenRevocationRequest = z.strictObject({
+  jti: z.string().min(1).max(256),
+  expiresAt: z.iso.datetime({ offset: true }).optional(),
+});
+export type TokenRevocationRequest = z.infer<typeof TokenRevocationRequest>;
+
+/** `POST /v1/keys/rotations`: the caller's tenant key (master and signing keys are the operator's: `elma keys rotate`). */
+export const KeyRotationRequest = z.strictObject({ scope: z.literal('tenant') });
+
+export interface KeyServiceDeps {
+  /** The vault's tenant key rotation; `rotations` (the vault's record of past rotations) where the vault keeps one. */
+  rotation: KeyRotation & { rotations?(limit?: number): Promise<RotationRecord[]> };
+  denyList: TokenDenyList;
+  audit: AuditLog;
+  clock: Clock;
+  /** ELMA_TOKEN_MAX_TTL plus the clock skew: no token accepted now lives longer than this from now. */
+  maxTokenLifetimeSeconds: number;
+  /** Rows re-wrapped per transaction, and the pause between two (so a rotation never starves requests). */
+  batchSize?: number;
+  pauseMs?: number;
+  onBackgroundError?: (error: unknown) => void;
+}
+
+export interface TenantRotationStatus extends TenantKeyStatus {
+  state: 'running' | 'done';
+  rotation?: RotationRecord;
+}
+
+/**
+ * Token revocation and tenant key rotation, each checked against the
+ * caller's roles and recorded in the tenant's audit trail (ids and counts,
+ * never key material). A tenant key rotation re-wraps in the background, in
+ * small batches; it is idempotent, so a rotation cut short by a crash is
+ * finished by asking again (or by `elma keys rotate --tenant T`).
+ */
+export class KeyService {
+  private readonly running = new Map<string, Promise<void>>();
+
+  constructor(private readonly deps: KeyServiceDeps) {}
+
+  async revokeToken(principal: Principal, body: unknown, requestId: string): Promise<{ jti: string; expiresAt: string }> {
+    await this.require(principal, ROLES.administer, 'administer', ['tokens/revocations'], requestId);
+    const request = parseOrThrow(TokenRevocationRequest, body);
+    const now = Math.floor(this.deps.clock.now().getTime() / 1000);
+    const latest = now + this.deps.maxTokenLifetimeSeconds;
+    // No token accepted now can live past `latest`: a later expiry would only keep the entry longer than needed.
+    const given = request.expiresAt === undefined ? latest : Math.ceil(Date.parse(request.expiresAt) / 1000);
+    const expiresAt = Math.max(now, Math.min(given, latest));
+    this.deps.denyList.revoke(principal.tenant, request.jti, expiresAt, now);
+    await this.record(principal, 'administer', [`token:${request.jti}`], requestId, 'allow', `role:${ROLES.administer}`);
+    return { jti: request.jti, expiresAt: new Date(expiresAt * 1000).toISOString() };
+  }
+
+  /** Starts (or resumes) the rotation of the caller's tenant key; the re-wrapping goes on in the background. */
+  async rotateTenantKey(principal: Principal, body: unknown, requestId: string): Promise<TenantRotationStatus> {
+    await this.require(principal, ROLES.keys, 'administer', ['keys/rotations'], requestId);
+    parseOrThrow(KeyRotationRequest, body);
+    const tenant = principal.tenant;
+    const status = await this.deps.rotation.beginTenantRotation(tenant);
+    await this.record(principal, 'administer', [`tenant-key:v${status.current ?? 0}`], requestId, 'allow', 'keys.rotate-tenant');
+    this.runInBackground(tenant);
+    return this.statusOf(tenant);
+  }
+
+  async rotationStatus(principal: Principal, requestId: string): Promise<TenantRotationStatus> {
+    await this.require(principal, ROLES.keys, 'read', ['keys/rotations'], requestId);
+    return this.statusOf(principal.tenant);
+  }
+
+  /** Re-wraps the tenant's rows until none is left under a retiring version (awaitable; used by the CLI and tests). */
+  async finishTenantRotation(tenant: string, onBatch?: (status: TenantKeyStatus) => void): Promise<TenantKeyStatus> {
+    const batchSize = this.deps.batchSize ?? 500;
+    for (;;) {
+      const { rewrapped, status } = await this.deps.rotation.rewrapTenant(tenant, batchSize);
+      onBatch?.(status);
+      if (rewrapped < batchSize && status.retiring.length === 0) return status;
+      if (this.deps.pauseMs) await new Promise((resolve) => setTimeout(resolve, this.deps.pauseMs));
+      else await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /** Waits for this process's background rotations (tests; shutdown). */
+  async settled(): Promise<void> {
+    await Promise.all(this.running.values());
+  }
+
+  private runInBackground(tenant: string): void {
+    if (this.running.has(tenant)) return;
+    const work = this.finishTenantRotation(tenant)
+      .then(() => undefined)
+      .catch((error: unknown) => this.deps.onBackgroundError?.(error))
+      .finally(() => this.running.delete(tenant));
+    this.running.set(tenant, work);
+  }
+
+  private async statusOf(tenant: string): Promise<TenantRotationStatus> {
+    const status = await this.deps.rotation.tenantKeyStatus(tenant);
+    const rotation = (await this.deps.rotation.rotations?.(50))?.find((r) => r.kind === 'tenant' && r.tenant === tenant);
+    return {
+      ...status,
+      state: status.retiring.length > 0 ? 'running' : 'done',
+      ...(rotation ? { rotation } : {}),
+    };
+  }
+
+  private async require(principal: Principal, role: string, operation: AuditOperation, resourceIds: string[], requestId: string) {
+    if (principal.roles.includes(role)) return;
+    await this.record(principal, operation, resourceIds, requestId, 'deny', `role:${role}`);
+    throw new Forbidden(role);
+  }
+
+  private record(
+    principal: Principal,
+    operation: AuditOperation,
+    resourceIds: string[],
+    requestId: string,
+    effect: 'allow' | 'deny',
+    rule: string,
+  ) {
+    return this.deps.audit.record({
+      tenant: principal.tenant,
+      actor: principal.sub,
+      subject: null,
+      operation,
+      resourceIds,
+      decision: { effect, rule },
+      requestId,
+    });
+  }
+}

@@ -1,0 +1,82 @@
+import { Body, Controller, Get, HttpCode, Inject, Post, UseGuards } from '@nestjs/common';
+
+import { ApiTags, type ApiBodyOptions } from '@nestjs/swagger';
+import { KeyRotationRequest, TokenRevocationRequest } from '@elma/application';
+import type { Principal } from '@elma/domain';
+import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
+import { KEYS, type Keys } from '../http/tokens';
+import { ApiAuthenticated, ApiJsonBody, ApiOk, ApiProblems } from './openapi';
+
+type SchemaObject = NonNullable<Extract<ApiBodyOptions, { schema?: unknown }>['schema']>;
+
+const RevocationSchema: SchemaObject = {
+  type: 'object',
+  required: ['jti', 'expiresAt'],
+  properties: {
+    jti: { type: 'string' },
+    expiresAt: {
+      type: 'string',
+      format: 'date-time',
+      description: 'The deny-list entry is dropped after this (the token has expired by then).',
+    },
+  },
+};
+
+const RotationSchema: SchemaObject = {
+  type: 'object',
+  required: ['tenant', 'retiring', 'remaining', 'state'],
+  properties: {
+    tenant: { type: 'string' },
+    current: { type: 'integer', description: 'The tenant key version new data keys are wrapped under.' },
+    retiring: { type: 'array', items: { type: 'integer' }, description: 'Older versions still wrapping rows.' },
+    remaining: { type: 'integer', description: 'Rows still to re-wrap.' },
+    state: { type: 'string', enum: ['running', 'done'] },
+    rotation: { type: 'object', additionalProperties: true },
+  },
+};
+
+/**
+ * Token revocation and tenant key rotation. Both act on the caller's tenant
+ * only (the tenant comes from the token): a revocation names a token id of
+ * that tenant, and denies nothing of any other tenant.
+ */
+@ApiTags('keys')
+@ApiAuthenticated()
+@Controller('v1')
+@UseGuards(AuthGuard)
+export class KeysController {
+  constructor(@Inject(KEYS) private readonly keys: Keys) {}
+
+  @Post('tokens/revocations')
+  @HttpCode(201)
+  @ApiJsonBody(TokenRevocationRequest)
+  @ApiOk(
+    201,
+    "Revokes a token of the caller's tenant by its `jti` (role admin) until it would have expired; later requests with it get 401 AUTH.TOKEN_REVOKED.",
+    RevocationSchema,
+  )
+  @ApiProblems(403, 422)
+  revoke(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
+    return this.keys.revokeToken(caller, body, requestId);
+  }
+
+  @Post('keys/rotations')
+  @HttpCode(202)
+  @ApiJsonBody(KeyRotationRequest)
+  @ApiOk(
+    202,
+    "Starts (or resumes) the rotation of the caller's tenant key (role admin); data keys are re-wrapped in the background.",
+    RotationSchema,
+  )
+  @ApiProblems(403, 422)
+  rotate(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
+    return this.keys.rotateTenantKey(caller, body, requestId);
+  }
+
+  @Get('keys/rotations/current')
+  @ApiOk(200, "Where the rotation of the caller's tenant key stands (role admin).", RotationSchema)
+  @ApiProblems(403)
+  status(@Caller() caller: Principal, @RequestId() requestId: string) {
+    return this.keys.rotationStatus(caller, requestId);
+  }
+}

@@ -1,0 +1,94 @@
+import { parseArgs } from 'node:util';
+import { loadConfig } from '@elma/infra';
+import { KeyAdministration } from '@elma/runtime';
+
+const USAGE = `usage: elma keys rotate --master | --tenant T | --signing  [--batch-size N] [--pause-ms MS]
+       elma keys status [--tenant T]
+`;
+
+interface Output {
+  write(text: string): unknown;
+}
+
+/**
+ * Key rotation on the data folder's key vault, beside a running ELMA (no
+ * downtime): `--master` re-wraps every tenant key under ELMA_MASTER_KEY (the
+ * replaced key given in ELMA_MASTER_KEY_PREVIOUS), `--tenant T` gives the
+ * tenant a new key and re-wraps its data keys, `--signing` makes a new
+ * certificate signing key current (the old one stays published). Each is
+ * idempotent: after a crash, run the same command again to finish.
+ * Exit codes: 0 done, 1 failed (the message says what to do), 2 usage.
+ */
+export async function keysCommand(argv: string[], io: { stdout: Output; stderr: Output } = process): Promise<number> {
+  let values: { master?: boolean; tenant?: string; signing?: boolean; 'batch-size'?: string; 'pause-ms'?: string };
+  let action: string | undefined;
+  try {
+    const parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        master: { type: 'boolean' },
+        tenant: { type: 'string' },
+        signing: { type: 'boolean' },
+        'batch-size': { type: 'string' },
+        'pause-ms': { type: 'string' },
+      },
+    });
+    values = parsed.values;
+    action = parsed.positionals[0];
+    if (parsed.positionals.length !== 1 || (action !== 'rotate' && action !== 'status')) throw new Error('expected rotate or status');
+    const targets = [values.master, values.tenant !== undefined, values.signing].filter(Boolean).length;
+    if (action === 'rotate' && targets !== 1) throw new Error('name exactly one of --master, --tenant T, --signing');
+  } catch (error) {
+    io.stderr.write(`elma keys: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    return 2;
+  }
+  const batchSize = values['batch-size'] === undefined ? 500 : Number(values['batch-size']);
+  const pauseMs = values['pause-ms'] === undefined ? 0 : Number(values['pause-ms']);
+  if (!Number.isInteger(batchSize) || batchSize < 1 || !Number.isInteger(pauseMs) || pauseMs < 0) {
+    io.stderr.write(`elma keys: --batch-size is a whole number from 1, --pause-ms from 0\n${USAGE}`);
+    return 2;
+  }
+
+  let admin: KeyAdministration;
+  try {
+    admin = await KeyAdministration.open(loadConfig(), { batchSize, pauseMs });
+  } catch (error) {
+    io.stderr.write(`elma keys: ${describe(error)}\n`);
+    return 1;
+  }
+  const print = (value: unknown) => io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  try {
+    if (action === 'status') {
+      print({
+        master: await admin.vault.masterKeyStatus(),
+        signing: admin.vault.signingKeyring().published.map(({ kid }) => ({
+          kid,
+          active: kid === admin.vault.signingKeyring().active.kid,
+        })),
+        ...(values.tenant ? { tenant: await admin.vault.tenantKeyStatus(values.tenant) } : {}),
+        rotations: await admin.vault.rotations(10),
+      });
+    } else if (values.master) {
+      const result = await admin.rotateMaster((remaining) => io.stderr.write(`master key rotation: ${remaining} key(s) left\n`));
+      print({ rotated: 'master', ...result, next: 'remove ELMA_MASTER_KEY_PREVIOUS from every process and restart them one by one' });
+    } else if (values.signing) {
+      print({ rotated: 'signing', ...(await admin.rotateSigning()) });
+    } else {
+      const status = await admin.rotateTenant(values.tenant!, (s) => io.stderr.write(`tenant key rotation: ${s.remaining} row(s) left\n`));
+      print({ rotated: 'tenant', ...status });
+    }
+    return 0;
+  } catch (error) {
+    io.stderr.write(`elma keys: ${describe(error)}\n(the rotation is safe to resume: run the same command again)\n`);
+    return 1;
+  } finally {
+    await admin.close();
+  }
+}
+
+function describe(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  const message = error instanceof Error ? error.message : String(error);
+  return typeof code === 'string' ? `${code}: ${message}` : message;
+}
