@@ -49,6 +49,8 @@ import {
   Tombstones,
   EmbeddingStage,
   ErasureLedgerReapply,
+  LEDGER_ACTOR,
+  OffboardingReapply,
   OffboardingRequests,
   OffboardingSteps,
   OffboardingStore,
@@ -166,7 +168,16 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
   const signer = new CertificateSigner({ masterKey: config.masterKey });
   const audit = new AuditLog({ log, clock, pseudonymize: (tenant, subject) => `sfp_${fingerprints.subject(tenant, subject)}` });
   const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
-  const reapply = new ErasureLedgerReapply({ ledger, log, vault, index, tombstones, audit });
+  const closures = new TenantClosures({ log });
+  const reapply = new ErasureLedgerReapply({
+    ledger,
+    log,
+    vault,
+    index,
+    tombstones,
+    audit,
+    offboarding: new OffboardingReapply({ log, vault, index, closures, audit, actor: LEDGER_ACTOR }),
+  });
   // Before the projection runs and the API listens: erasures completed after a restored backup are done again.
   try {
     const report = await reapply.reapplyPending();
@@ -218,7 +229,22 @@ export async function openElma(config: ElmaConfig, options: { clock?: Clock; ids
       compaction,
     }),
     signer,
-    offboarding: createOffboarding(config, { log, index, vault, sealer, runner, holds, policies, audit, signer, clock, ids, compaction }),
+    offboarding: createOffboarding(config, {
+      log,
+      index,
+      vault,
+      sealer,
+      runner,
+      holds,
+      policies,
+      audit,
+      signer,
+      clock,
+      ids,
+      compaction,
+      closures,
+      ledger,
+    }),
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
     consolidation: new ConsolidationService({ log, index, sealer, erased, embeddings }),
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids, ranking: config.recall }),
@@ -404,10 +430,12 @@ function createOffboarding(
     'log' | 'index' | 'vault' | 'runner' | 'holds' | 'policies' | 'audit' | 'signer' | 'clock' | 'ids' | 'compaction'
   > & {
     sealer: EventSealer;
+    closures: TenantClosures;
+    ledger: ErasureLedger;
   },
 ): Offboarding {
   const store = new OffboardingStore({ log: deps.log });
-  const closures = new TenantClosures({ log: deps.log });
+  const { closures } = deps;
   const exportDir = config.offboard.exportDir;
   return {
     closures,
