@@ -38,7 +38,14 @@ export class OffboardingReapply {
     const { tenant, requestId } = entry;
     // The name first: from here no token of the tenant is served, whatever the rest finds.
     const closed = (await this.deps.closures.closure(tenant, { fresh: true })) !== 'offboarded';
-    if (closed) await this.deps.closures.offboarded(tenant, requestId, entry.completedAt);
+    if (closed) {
+      try {
+        await this.deps.closures.offboarded(tenant, requestId, entry.completedAt);
+      } catch (error) {
+        // Another process re-applying the same ledger (an API and a worker started together) closed it first.
+        if ((await this.deps.closures.closure(tenant, { fresh: true })) !== 'offboarded') throw error;
+      }
+    }
     // Then the key: the restored ciphertext of the tenant's events is unreadable from here.
     const keyDestroyed = !(await this.deps.vault.isShredded(tenant, PROBE_KEY));
     await this.deps.vault.destroyTenant(tenant);

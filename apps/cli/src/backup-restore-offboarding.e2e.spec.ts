@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLATFORM_TENANT } from '@elma/domain';
-import { listFiles, scanFiles, verifySignedOffboardingCertificate } from '@elma/infra';
+import { tenantStreams } from '@elma/application';
+import { listFiles, scanFiles, SqliteEventLog, verifySignedOffboardingCertificate } from '@elma/infra';
 import { elmaArgs, ownElmaEnv } from '../../../tests/support/elma-process';
 import { spawnElmaStart, type StartedElma } from './embedded-env';
 
@@ -172,7 +173,30 @@ describe('elma restore keeps an off-boarded tenant off-boarded', () => {
     expect(verified.status, verified.stderr + verified.stdout).toBe(0);
 
     await stop();
+    // The operator's view of the ledger, and a re-application by hand: nothing left to do.
+    const status = cli('erasures', 'status');
+    expect(status.status, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ entries: 1, offboardings: 1, pendingAfter: null });
+    const reapplied = cli('erasures', 'reapply');
+    expect(reapplied.status, reapplied.stderr).toBe(0);
+    expect(JSON.parse(reapplied.stdout)).toMatchObject({ checked: 1, offboardings: 0, tenantKeysDestroyed: 0, streamsDeleted: 0 });
     expect(existsSync(join(dataDir, 'index', 'tenant-initech.db'))).toBe(false);
+    // The restored vault no longer holds the tenant's key; the restored log no longer holds its streams.
+    const keys = new Database(join(dataDir, 'keys.db'), { readonly: true });
+    const count = (sql: string) => keys.prepare(sql).pluck().get('initech') as number;
+    expect([
+      count('SELECT count(*) FROM tenants WHERE tenant = ?'),
+      count('SELECT count(*) FROM data_keys WHERE tenant = ?'),
+      count('SELECT count(*) FROM destroyed_tenants WHERE tenant = ?'),
+    ]).toEqual([0, 0, 1]);
+    keys.close();
+    const log = SqliteEventLog.open(join(dataDir, 'events.db'));
+    try {
+      expect((await tenantStreams(log, 'initech')).names).toEqual([]);
+      expect((await tenantStreams(log, 'globex')).names.length).toBeGreaterThan(0);
+    } finally {
+      await log.close();
+    }
     const scan = await scanDataDir();
     expect(scan.files).toBeGreaterThan(3);
     expect(scan.findings).toEqual([]);
