@@ -1,5 +1,15 @@
-import { streams, type ErasureLedger, type EventLog, type KeyVault, type LedgeredErasure, type MemoryIndex } from '@elma/domain';
+import {
+  isTenantOffboardingEntry,
+  streams,
+  type ErasureLedger,
+  type ErasureLedgerEntry,
+  type EventLog,
+  type KeyVault,
+  type LedgeredErasure,
+  type MemoryIndex,
+} from '@elma/domain';
 import type { AuditLog } from '../audit/audit-log';
+import type { OffboardingReapply } from '../offboarding/offboarding-reapply';
 import { ErasureStore } from './erasure-store';
 import type { Tombstones } from './tombstones';
 
@@ -14,6 +24,10 @@ export interface ReapplyReport {
   streamsDeleted: number;
   pseudonymsForgotten: number;
   tombstones: number;
+  /** Tenant off-boardings that found something to do again (their key, index, streams or closure were back). */
+  offboardings: number;
+  tenantKeysDestroyed: number;
+  tenantIndexesDropped: number;
 }
 
 /** The actor audit entries of a re-application name. */
@@ -35,6 +49,8 @@ export class ErasureLedgerReapply {
       index: MemoryIndex;
       tombstones: Tombstones;
       audit: AuditLog;
+      /** Re-applies the ledger's tenant off-boardings; absent, an off-boarding entry stops the re-application. */
+      offboarding?: OffboardingReapply;
     },
   ) {}
 
@@ -61,54 +77,76 @@ export class ErasureLedgerReapply {
       streamsDeleted: 0,
       pseudonymsForgotten: 0,
       tombstones: 0,
+      offboardings: 0,
+      tenantKeysDestroyed: 0,
+      tenantIndexesDropped: 0,
     };
+    // A tenant off-boarded at any time (in the ledger) has nothing left to erase record by record: its off-boarding
+    // (re-applied below if it came after the restored data) destroys all of it, and its streams may no longer be written.
+    const offboarded = new Set(
+      (await this.deps.ledger.entries(0)).flatMap(({ entry }) => (isTenantOffboardingEntry(entry) ? [entry.tenant] : [])),
+    );
     for (const { entry } of entries) {
-      const { tenant, requestId } = entry;
-      // Keys first: from here the restored ciphertext of the records, events, scope and workset is unreadable.
-      const keyIds = [...entry.recordIds, ...entry.eventIds, ErasureStore.keyId(requestId)];
-      const live = keyIds.length - (await this.deps.vault.shreddedAmong(tenant, keyIds)).size;
-      await this.deps.vault.shred(tenant, keyIds);
-      const before = await this.deps.index.count(tenant);
-      await this.deps.index.purge(tenant, entry.recordIds);
-      const purged = before - (await this.deps.index.count(tenant));
-      let deleted = 0;
-      for (const stream of [...entry.recordIds.map((id) => streams.memory(tenant, id)), ...entry.deletedStreams]) {
-        let exists = false;
-        for await (const _event of this.deps.log.readStream(stream)) {
-          exists = true;
-          break;
-        }
-        await this.deps.log.deleteStream(stream);
-        if (exists) deleted++;
+      if (isTenantOffboardingEntry(entry)) {
+        if (!this.deps.offboarding) throw new Error('the erasure ledger holds a tenant off-boarding, and nothing here can re-apply it');
+        const done = await this.deps.offboarding.reapply(entry);
+        if (done.changed) report.offboardings++;
+        if (done.keyDestroyed) report.tenantKeysDestroyed++;
+        if (done.indexDropped) report.tenantIndexesDropped++;
+        report.streamsDeleted += done.streamsDeleted;
+        continue;
       }
-      await this.deps.tombstones.write(tenant, requestId, entry.tombstones);
-      let forgotten = 0;
-      if (entry.forgottenPseudonyms.length > 0) {
-        const subjects = await this.deps.vault.subjectsOfPseudonyms(tenant, entry.forgottenPseudonyms);
-        for (const subject of subjects.values()) {
-          await this.deps.vault.forgetSubject(tenant, subject);
-          forgotten++;
-        }
-      }
-      const changed = live + purged + deleted + forgotten > 0;
-      if (changed) {
-        await this.deps.audit.record({
-          tenant,
-          actor: LEDGER_ACTOR,
-          subject: null,
-          operation: 'erase',
-          resourceIds: [`erasure/${requestId}`, 'reapplied'],
-          decision: { effect: 'allow', rule: 'erasure:reapply' },
-          requestId,
-        });
-        report.erasures++;
-      }
-      report.keysShredded += live;
-      report.recordsPurged += purged;
-      report.streamsDeleted += deleted;
-      report.pseudonymsForgotten += forgotten;
-      report.tombstones += entry.tombstones.length;
+      if (offboarded.has(entry.tenant)) continue;
+      await this.reapplyErasure(entry, report);
     }
     return report;
+  }
+
+  private async reapplyErasure(entry: ErasureLedgerEntry, report: ReapplyReport): Promise<void> {
+    const { tenant, requestId } = entry;
+    // Keys first: from here the restored ciphertext of the records, events, scope and workset is unreadable.
+    const keyIds = [...entry.recordIds, ...entry.eventIds, ErasureStore.keyId(requestId)];
+    const live = keyIds.length - (await this.deps.vault.shreddedAmong(tenant, keyIds)).size;
+    await this.deps.vault.shred(tenant, keyIds);
+    const before = await this.deps.index.count(tenant);
+    await this.deps.index.purge(tenant, entry.recordIds);
+    const purged = before - (await this.deps.index.count(tenant));
+    let deleted = 0;
+    for (const stream of [...entry.recordIds.map((id) => streams.memory(tenant, id)), ...entry.deletedStreams]) {
+      let exists = false;
+      for await (const _event of this.deps.log.readStream(stream)) {
+        exists = true;
+        break;
+      }
+      await this.deps.log.deleteStream(stream);
+      if (exists) deleted++;
+    }
+    await this.deps.tombstones.write(tenant, requestId, entry.tombstones);
+    let forgotten = 0;
+    if (entry.forgottenPseudonyms.length > 0) {
+      const subjects = await this.deps.vault.subjectsOfPseudonyms(tenant, entry.forgottenPseudonyms);
+      for (const subject of subjects.values()) {
+        await this.deps.vault.forgetSubject(tenant, subject);
+        forgotten++;
+      }
+    }
+    const changed = live + purged + deleted + forgotten > 0;
+    if (changed) {
+      await this.deps.audit.record({
+        tenant,
+        actor: LEDGER_ACTOR,
+        subject: null,
+        operation: 'erase',
+        resourceIds: [`erasure/${requestId}`, 'reapplied'],
+        decision: { effect: 'allow', rule: 'erasure:reapply' },
+        requestId,
+      });
+      report.erasures++;
+    }
+    report.keysShredded += live;
+    report.recordsPurged += purged;
+    report.streamsDeleted += deleted;
+    report.pseudonymsForgotten += forgotten;
+    report.tombstones += entry.tombstones.length;
   }
 }

@@ -22,6 +22,7 @@ import {
   type SignedOffboardingCertificate,
   type Clock,
   type LogCompaction,
+  type ErasureLedger,
 } from '@elma/domain';
 import type { Sealed } from '@elma/shared';
 import type { AuditLog } from '../audit';
@@ -31,6 +32,7 @@ import type { EventSealer } from '../sealing/sealed-events';
 import type { ProjectionRunner } from '../views/runner';
 import type { OffboardingStore } from './offboarding-store';
 import type { TenantClosures } from './tenant-closures';
+import { tenantStreams } from './tenant-streams';
 
 /** Writes an export archive into the export folder, atomically, owner-only (an adapter: runtime's file sink). */
 export interface ExportSink {
@@ -55,6 +57,8 @@ export interface OffboardingStepDeps {
   exportSink?: ExportSink;
   /** A log that deletes by tombstone (EventStoreDB): a scavenge is asked for once the streams are deleted. */
   compaction?: LogCompaction;
+  /** Where completed off-boardings are kept beyond the reach of backups (the erasure ledger); absent, nothing is kept. */
+  ledger?: ErasureLedger;
 }
 
 /** Which attempt of a step this is (from Temporal), and when it was scheduled. */
@@ -220,7 +224,12 @@ export class OffboardingSteps {
     outcome: { verification: OffboardVerification; rounds: number },
   ): Promise<SignedOffboardingCertificate> {
     const state = await this.approved(tenant, requestId);
-    if (state.certified !== undefined) return state.certified as SignedOffboardingCertificate;
+    if (state.certified !== undefined) {
+      // A retry after the certificate was saved: finish what followed it (each is idempotent).
+      const signed = state.certified as SignedOffboardingCertificate;
+      await this.afterCertified(tenant, requestId, signed);
+      return signed;
+    }
     const request = state.request!;
     const step = (name: OffboardStep) => state.steps.get(name);
     const anchor = await this.deps.audit.record({
@@ -274,9 +283,26 @@ export class OffboardingSteps {
     });
     const signed: SignedOffboardingCertificate = { certificate, signature: this.deps.signer.signDocument(certificate) };
     await this.deps.store.append(tenant, requestId, [{ type: 'OffboardingCertified', signed, at: this.now() }], 'any');
+    await this.afterCertified(tenant, requestId, signed);
+    return signed;
+  }
+
+  /**
+   * What follows the certificate: first the erasure ledger's entry (so that a backup taken before this
+   * off-boarding and restored later off-boards the tenant again, see `OffboardingReapply`), then the tenant's
+   * name closed for good, then the verification workset shredded.
+   */
+  private async afterCertified(tenant: string, requestId: string, signed: SignedOffboardingCertificate): Promise<void> {
+    await this.deps.ledger?.record({
+      formatVersion: FORMAT_VERSIONS.erasureLedger,
+      kind: 'tenant-offboarding',
+      tenant,
+      requestId,
+      completedAt: signed.certificate.issuedAt,
+      certificate: { keyId: signed.signature.kid, signature: signed.signature.value },
+    });
     await this.deps.closures.offboarded(tenant, requestId, this.now());
     await this.deps.vault.shred(PLATFORM_TENANT, [worksetKey(requestId)]);
-    return signed;
   }
 
   /**
@@ -343,20 +369,7 @@ export class OffboardingSteps {
 
   /** Every stream of the tenant that still has events, and their events' count. */
   private async tenantStreams(tenant: string): Promise<{ names: string[]; events: number }> {
-    const names = new Set<string>();
-    let events = 0;
-    const prefixes = ['events', 'memory', 'idempotency', 'erasure', 'legalhold'].map((category) => `${category}-${tenant}-`);
-    for await (const event of this.deps.log.readAll({ filter: { streamNamePrefix: prefixes } })) {
-      names.add(event.streamId);
-      events++;
-    }
-    for (const name of [streams.tombstones(tenant), streams.policy(tenant), streams.legalHolds(tenant), streams.audit(tenant)]) {
-      let found = 0;
-      for await (const _ of this.deps.log.readStream(name)) found++;
-      if (found > 0) names.add(name);
-      events += found;
-    }
-    return { names: [...names].sort(), events };
+    return tenantStreams(this.deps.log, tenant);
   }
 
   private async approved(tenant: string, requestId: string): Promise<OffboardState> {

@@ -68,6 +68,8 @@ import {
   Tombstones,
   EmbeddingStage,
   ErasureLedgerReapply,
+  LEDGER_ACTOR,
+  OffboardingReapply,
   OffboardingRequests,
   OffboardingSteps,
   OffboardingStore,
@@ -266,7 +268,16 @@ export async function openElma(
       logger.error('tenant key rotation stopped; ask again to resume', { code: (error as { code?: string }).code }),
   });
   const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
-  const reapply = new ErasureLedgerReapply({ ledger, log, vault, index, tombstones, audit });
+  const closures = new TenantClosures({ log });
+  const reapply = new ErasureLedgerReapply({
+    ledger,
+    log,
+    vault,
+    index,
+    tombstones,
+    audit,
+    offboarding: new OffboardingReapply({ log, vault, index, closures, audit, actor: LEDGER_ACTOR }),
+  });
   // Before the projection runs and the API listens: erasures completed after a restored backup are done again.
   try {
     const report = await reapply.reapplyPending();
@@ -320,7 +331,22 @@ export async function openElma(
     }),
     subjectAccess,
     signer,
-    offboarding: createOffboarding(config, { log, index, vault, sealer, runner, holds, policies, audit, signer, clock, ids, compaction }),
+    offboarding: createOffboarding(config, {
+      log,
+      index,
+      vault,
+      sealer,
+      runner,
+      holds,
+      policies,
+      audit,
+      signer,
+      clock,
+      ids,
+      compaction,
+      closures,
+      ledger,
+    }),
     formats,
     ...(keyVault ? { keyVault } : {}),
     revocations,
@@ -539,10 +565,12 @@ function createOffboarding(
     'log' | 'index' | 'vault' | 'runner' | 'holds' | 'policies' | 'audit' | 'signer' | 'clock' | 'ids' | 'compaction'
   > & {
     sealer: EventSealer;
+    closures: TenantClosures;
+    ledger: ErasureLedger;
   },
 ): Offboarding {
   const store = new OffboardingStore({ log: deps.log });
-  const closures = new TenantClosures({ log: deps.log });
+  const { closures } = deps;
   const exportDir = config.offboard.exportDir;
   return {
     closures,

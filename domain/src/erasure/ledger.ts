@@ -29,10 +29,39 @@ export const ErasureLedgerEntry = z.strictObject({
 });
 export type ErasureLedgerEntry = z.infer<typeof ErasureLedgerEntry>;
 
+/**
+ * One completed tenant off-boarding: applied again, it destroys the tenant's
+ * key, drops its index, deletes its streams and closes its name for good
+ * (`tenants-_system-closed`), so a backup taken before the off-boarding cannot
+ * bring the tenant back. Ids and the certificate's signature only.
+ * Written with the off-boarding certificate; erasure entries (which carry no
+ * `kind`) are stored exactly as before, so a ledger of erasures only is the
+ * same file for readers of either shape.
+ */
+export const TenantOffboardingLedgerEntry = z.strictObject({
+  formatVersion: z.literal(FORMAT_VERSIONS.erasureLedger),
+  kind: z.literal('tenant-offboarding'),
+  tenant: z.string().min(1),
+  /** The off-boarding request (`off_…`). */
+  requestId: z.string().min(1),
+  /** When the off-boarding certificate was issued. */
+  completedAt: z.iso.datetime({ offset: true }),
+  /** Which certificate proves it: the signing key id and the signature. */
+  certificate: z.strictObject({ keyId: z.string(), signature: z.string() }),
+});
+export type TenantOffboardingLedgerEntry = z.infer<typeof TenantOffboardingLedgerEntry>;
+
+/** Any entry of the ledger: a completed erasure (no `kind`) or a completed tenant off-boarding. */
+export const LedgerEntry = z.union([ErasureLedgerEntry, TenantOffboardingLedgerEntry]);
+export type LedgerEntry = z.infer<typeof LedgerEntry>;
+
+export const isTenantOffboardingEntry = (entry: LedgerEntry): entry is TenantOffboardingLedgerEntry =>
+  'kind' in entry && entry.kind === 'tenant-offboarding';
+
 /** An entry with its place in the ledger (1, 2, ... in the order they were recorded). */
 export interface LedgeredErasure {
   seq: number;
-  entry: ErasureLedgerEntry;
+  entry: LedgerEntry;
 }
 
 /**
@@ -44,8 +73,8 @@ export interface ErasureLedger {
   /** Identifies this ledger (random, made with it): a backup records it with the ledger's head. */
   readonly id: string;
 
-  /** Records a completed erasure, durably. Idempotent per (tenant, requestId): the first entry stays. */
-  record(entry: ErasureLedgerEntry): Promise<void>;
+  /** Records a completed erasure or tenant off-boarding, durably. Idempotent per (tenant, requestId): the first entry stays. */
+  record(entry: LedgerEntry): Promise<void>;
 
   /** The last seq recorded (0 when empty). */
   head(): Promise<number>;

@@ -140,7 +140,7 @@ describe('backupDataDir / restoreDataDir', () => {
     await after.close();
 
     const result = await restoreDataDir({ from: join(root, 'b'), dataDir, ledgerPath, withoutLedger: false });
-    expect(result.reapply).toEqual({ after: 1, entries: 1 });
+    expect(result.reapply).toEqual({ after: 1, entries: 1, offboardings: 0 });
     expect(rows(join(dataDir, 'events.db'), 'SELECT data FROM events')).toHaveLength(3);
     expect(existsSync(join(dataDir, 'index', 'tenant-acme.usearch'))).toBe(false);
     expect(existsSync(join(dataDir, 'temporal.db'))).toBe(true);

@@ -3,7 +3,15 @@ import { createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, ren
 import { closeSync, copyFileSync, fsyncSync, openSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { BackupInvalid, BackupManifest, FORMAT_VERSIONS, RESTORE_MARKER_FILE, RestoreRefused, type BackupFile } from '@elma/domain';
+import {
+  BackupInvalid,
+  BackupManifest,
+  FORMAT_VERSIONS,
+  isTenantOffboardingEntry,
+  RESTORE_MARKER_FILE,
+  RestoreRefused,
+  type BackupFile,
+} from '@elma/domain';
 import { claimDataDir, OWNER_INFO_FILE, OWNER_LOCK_FILE } from '../files/data-dir-owner';
 import { OWNER_ONLY } from '../files/owner-only';
 import { ERASURE_LEDGER_FILE, SqliteErasureLedger } from '../erasure-ledger/sqlite-erasure-ledger';
@@ -233,7 +241,8 @@ export interface RestoreOptions {
 export interface RestoreResult {
   manifest: BackupManifest;
   /** Ledger entries the next start applies again (undefined without a ledger). */
-  reapply: { after: number; entries: number } | undefined;
+  /** Ledger entries the next start applies again: all of them, and how many are tenant off-boardings. */
+  reapply: { after: number; entries: number; offboardings: number } | undefined;
   /** Files of the data folder the backup did not replace and that were kept. */
   kept: string[];
   /** Warnings for the operator (e.g. the master key the data needs is not in the folder). */
@@ -283,7 +292,12 @@ export async function restoreDataDir(options: RestoreOptions): Promise<RestoreRe
         // Another ledger than the backup's: every entry it holds is applied again (each is idempotent).
         const after = manifest.ledger && manifest.ledger.id === ledger.id ? Math.min(manifest.ledger.head, await ledger.head()) : 0;
         await ledger.requireReapply(after);
-        reapply = { after: (await ledger.pendingReapply()) ?? after, entries: (await ledger.entries(after)).length };
+        const pending = await ledger.entries(after);
+        reapply = {
+          after: (await ledger.pendingReapply()) ?? after,
+          entries: pending.length,
+          offboardings: pending.filter(({ entry }) => isTenantOffboardingEntry(entry)).length,
+        };
       } finally {
         await ledger.close();
       }

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ErasureLedgerUnreadable, type ErasureLedgerEntry } from '@elma/domain';
+import { createHash } from 'node:crypto';
+import { ErasureLedgerUnreadable, type ErasureLedgerEntry, type TenantOffboardingLedgerEntry } from '@elma/domain';
 import { SqliteErasureLedger } from './sqlite-erasure-ledger';
 
 const entry = (requestId: string): ErasureLedgerEntry => ({
@@ -17,6 +18,15 @@ const entry = (requestId: string): ErasureLedgerEntry => ({
   forgottenPseudonyms: ['ps_0123'],
   tombstones: ['a'.repeat(64)],
   certificate: { keyId: 'k1', signature: 'c2ln' },
+});
+
+const offboarding = (requestId: string): TenantOffboardingLedgerEntry => ({
+  formatVersion: 1,
+  kind: 'tenant-offboarding',
+  tenant: 'initech',
+  requestId,
+  completedAt: '2026-12-02T10:00:00.000Z',
+  certificate: { keyId: 'k1', signature: 'b2Zm' },
 });
 
 describe('SqliteErasureLedger', () => {
@@ -42,7 +52,7 @@ describe('SqliteErasureLedger', () => {
     const reopened = SqliteErasureLedger.open(path);
     expect(reopened.id).toBe(id);
     expect(await reopened.head()).toBe(2);
-    expect((await reopened.entries(0)).map((e) => [e.seq, e.entry.requestId, e.entry.recordIds])).toEqual([
+    expect((await reopened.entries(0)).map((e) => [e.seq, e.entry.requestId, 'recordIds' in e.entry ? e.entry.recordIds : null])).toEqual([
       [1, 'q-1', ['r-1', 'r-2']],
       [2, 'q-2', ['r-1', 'r-2']],
     ]);
@@ -104,5 +114,62 @@ describe('SqliteErasureLedger', () => {
     const ledger = SqliteErasureLedger.open(path);
     await expect(ledger.record({ ...entry('q-1'), text: 'secret' } as unknown as ErasureLedgerEntry)).rejects.toThrow();
     await ledger.close();
+  });
+
+  it('opens a ledger written before tenant off-boardings were recorded, and adds one to it', async () => {
+    // The file exactly as the first ledger (erasures only) wrote it: schema, identity, format version 1, one row.
+    const path = pathIn();
+    const old = new Database(path);
+    old.exec(`
+      CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+      CREATE TABLE erasures (seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, request_id TEXT NOT NULL,
+        entry TEXT NOT NULL, sha256 TEXT NOT NULL, UNIQUE (tenant, request_id));
+      INSERT INTO ledger_meta (key, value) VALUES ('id', 'ledger-of-v1'), ('formatVersion', '1');
+    `);
+    const json = JSON.stringify(entry('q-old'));
+    old
+      .prepare('INSERT INTO erasures (tenant, request_id, entry, sha256) VALUES (?, ?, ?, ?)')
+      .run('acme', 'q-old', json, createHash('sha256').update(json, 'utf8').digest('hex'));
+    old.close();
+
+    const ledger = SqliteErasureLedger.open(path);
+    expect(ledger.id).toBe('ledger-of-v1');
+    expect((await ledger.entries(0)).map((e) => e.entry)).toEqual([entry('q-old')]);
+    await ledger.record(offboarding('off_1'));
+    await ledger.record({ ...offboarding('off_1'), completedAt: '2026-12-03T10:00:00.000Z' });
+    await ledger.close();
+
+    const reopened = SqliteErasureLedger.open(path);
+    expect((await reopened.entries(0)).map((e) => [e.seq, e.entry])).toEqual([
+      [1, entry('q-old')],
+      [2, offboarding('off_1')],
+    ]);
+    await reopened.close();
+    // The erasure row is stored as it was (no `kind`): a ledger of erasures reads the same to either shape.
+    const raw = new Database(path, { readonly: true });
+    expect((raw.prepare('SELECT entry FROM erasures WHERE seq = 1').get() as { entry: string }).entry).toBe(json);
+    expect(raw.prepare(`SELECT value FROM ledger_meta WHERE key = 'formatVersion'`).pluck().get()).toBe('1');
+    raw.close();
+  });
+
+  it('keeps a tenant off-boarding to ids and the signature, and refuses a row that mixes the two kinds', async () => {
+    const path = pathIn();
+    const ledger = SqliteErasureLedger.open(path);
+    const withContent = { ...offboarding('off_2'), texts: ['secret'] } as unknown as TenantOffboardingLedgerEntry;
+    await expect(ledger.record(withContent)).rejects.toThrow();
+    const mixed = { ...entry('q-9'), kind: 'tenant-offboarding' } as unknown as ErasureLedgerEntry;
+    await expect(ledger.record(mixed)).rejects.toThrow();
+    await ledger.close();
+    // Written by hand with a valid checksum: still refused when the ledger is opened.
+    const db = new Database(path);
+    const json = JSON.stringify({ ...offboarding('off_3'), kind: 'tenant-erasure' });
+    db.prepare('INSERT INTO erasures (tenant, request_id, entry, sha256) VALUES (?, ?, ?, ?)').run(
+      'initech',
+      'off_3',
+      json,
+      createHash('sha256').update(json, 'utf8').digest('hex'),
+    );
+    db.close();
+    expect(() => SqliteErasureLedger.open(path)).toThrow(/entry 1 is not a ledger entry/);
   });
 });

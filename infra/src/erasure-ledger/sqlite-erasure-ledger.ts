@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { ErasureLedgerEntry, ErasureLedgerUnreadable, FORMAT_VERSIONS, type ErasureLedger, type LedgeredErasure } from '@elma/domain';
+import { ErasureLedgerUnreadable, LedgerEntry, FORMAT_VERSIONS, type ErasureLedger, type LedgeredErasure } from '@elma/domain';
 import { ownerOnlyDatabaseFile } from '../files/owner-only';
 
 /** The ledger's default file in the data folder; `ELMA_ERASURE_LEDGER` puts it elsewhere. */
@@ -103,9 +103,9 @@ export class SqliteErasureLedger implements ErasureLedger {
       sha256: string;
     }>) {
       if (sha256(row.entry) !== row.sha256) throw new ErasureLedgerUnreadable(path, `entry ${row.seq} does not match its checksum`);
-      let parsed: ErasureLedgerEntry;
+      let parsed: LedgerEntry;
       try {
-        parsed = ErasureLedgerEntry.parse(JSON.parse(row.entry));
+        parsed = LedgerEntry.parse(JSON.parse(row.entry));
       } catch {
         throw new ErasureLedgerUnreadable(path, `entry ${row.seq} is not a ledger entry`);
       }
@@ -115,8 +115,8 @@ export class SqliteErasureLedger implements ErasureLedger {
     }
   }
 
-  async record(entry: ErasureLedgerEntry): Promise<void> {
-    const parsed = ErasureLedgerEntry.parse(entry);
+  async record(entry: LedgerEntry): Promise<void> {
+    const parsed = LedgerEntry.parse(entry);
     const json = JSON.stringify(parsed);
     this.db
       .prepare('INSERT INTO erasures (tenant, request_id, entry, sha256) VALUES (?, ?, ?, ?) ON CONFLICT (tenant, request_id) DO NOTHING')
@@ -135,7 +135,7 @@ export class SqliteErasureLedger implements ErasureLedger {
     }[];
     return rows.map((row) => {
       if (sha256(row.entry) !== row.sha256) throw new ErasureLedgerUnreadable(this.path, `entry ${row.seq} does not match its checksum`);
-      return { seq: row.seq, entry: ErasureLedgerEntry.parse(JSON.parse(row.entry)) };
+      return { seq: row.seq, entry: LedgerEntry.parse(JSON.parse(row.entry)) };
     });
   }
 

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { isTenantOffboardingEntry } from '@elma/domain';
 import { loadConfig } from '@elma/infra';
 import { openElma } from '@elma/runtime';
 import { claimEmbeddedEngines } from '../ownership';
@@ -8,7 +9,8 @@ import { claimEmbeddedEngines } from '../ownership';
  * engines, e.g. after an EventStoreDB or Elasticsearch snapshot was restored
  * outside ELMA. `--after N` starts after ledger entry N (default: every
  * entry; each is idempotent). `elma erasures status`: the ledger's head and
- * whether a re-application is pending. Counts only, no ids.
+ * whether a re-application is pending; `offboardings` counts the tenant
+ * off-boardings among the entries. Counts only, no ids.
  */
 export async function erasuresCommand(argv: string[]): Promise<number> {
   const [action, ...rest] = argv;
@@ -29,8 +31,9 @@ export async function erasuresCommand(argv: string[]): Promise<number> {
     const elma = await openElma(config);
     try {
       if (action === 'status') {
+        const offboardings = (await elma.erasure.ledger.entries(0)).filter(({ entry }) => isTenantOffboardingEntry(entry)).length;
         process.stdout.write(
-          `${JSON.stringify({ ledger: config.erasureLedger, entries: await elma.erasure.ledger.head(), pendingAfter: (await elma.erasure.ledger.pendingReapply()) ?? null })}\n`,
+          `${JSON.stringify({ ledger: config.erasureLedger, entries: await elma.erasure.ledger.head(), offboardings, pendingAfter: (await elma.erasure.ledger.pendingReapply()) ?? null })}\n`,
         );
         return 0;
       }

@@ -32,13 +32,15 @@ export async function restoreCommand(argv: string[]): Promise<number> {
         takenAt: result.manifest.takenAt,
         eventLogPosition: result.manifest.eventLogPosition ?? null,
         files: result.manifest.files.length,
-        erasuresToReapply: result.reapply?.entries ?? null,
+        erasuresToReapply: result.reapply ? result.reapply.entries - result.reapply.offboardings : null,
+        offboardingsToReapply: result.reapply?.offboardings ?? null,
         kept: result.kept,
       })}\n`,
     );
     if (result.reapply && result.reapply.entries > 0) {
+      const { entries, offboardings } = result.reapply;
       process.stderr.write(
-        `elma restore: ${result.reapply.entries} erasure(s) completed after the backup are applied again when ELMA next starts, before it serves.\n`,
+        `elma restore: ${entries - offboardings} erasure(s) and ${offboardings} tenant off-boarding(s) completed after the backup are applied again when ELMA next starts, before it serves.\n`,
       );
     }
     return 0;
