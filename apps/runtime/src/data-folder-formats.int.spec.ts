@@ -106,9 +106,9 @@ describe('a data folder from before format versions (tests/fixtures/pre-pseudony
       expect(elma.formats.refuse).toEqual([]);
       expect(elma.formats.rebuild).toEqual(['acme', 'globex']);
       expect(elma.formats.migrate.map((m) => `${m.file} ${m.from}->${m.to}`)).toEqual([
-        'events.db 0->1',
-        'keys.db 0->1',
-        'index/meta.db 0->1',
+        `events.db 0->${FORMAT_VERSIONS.eventLog}`,
+        `keys.db 0->${FORMAT_VERSIONS.keyVault}`,
+        `index/meta.db 0->${FORMAT_VERSIONS.indexMeta}`,
       ]);
       // (fixture-subject-one's records are under a legal hold, which recall does not serve.)
       expect(await recallTexts(elma, 'globex', 'renewal contract')).toContain('renewal of the support contract');
