@@ -51,6 +51,13 @@ export class ErasureLedgerReapply {
       audit: AuditLog;
       /** Re-applies the ledger's tenant off-boardings; absent, an off-boarding entry stops the re-application. */
       offboarding?: OffboardingReapply;
+      /**
+       * Subject-access exports restored with the data: an export of an erased subject, or holding an erased record,
+       * is a copy of what the erasure destroyed, so it is deleted again (its key shredded).
+       */
+      subjectExports?: {
+        forgetExports(tenant: string, erased: { pseudonyms?: readonly string[]; recordIds: readonly string[] }): Promise<number>;
+      };
     },
   ) {}
 
@@ -108,6 +115,8 @@ export class ErasureLedgerReapply {
     const keyIds = [...entry.recordIds, ...entry.eventIds, ErasureStore.keyId(requestId)];
     const live = keyIds.length - (await this.deps.vault.shreddedAmong(tenant, keyIds)).size;
     await this.deps.vault.shred(tenant, keyIds);
+    const exports =
+      (await this.deps.subjectExports?.forgetExports(tenant, { pseudonyms: entry.forgottenPseudonyms, recordIds: entry.recordIds })) ?? 0;
     const before = await this.deps.index.count(tenant);
     await this.deps.index.purge(tenant, entry.recordIds);
     const purged = before - (await this.deps.index.count(tenant));
@@ -130,7 +139,7 @@ export class ErasureLedgerReapply {
         forgotten++;
       }
     }
-    const changed = live + purged + deleted + forgotten > 0;
+    const changed = live + exports + purged + deleted + forgotten > 0;
     if (changed) {
       await this.deps.audit.record({
         tenant,
@@ -143,7 +152,7 @@ export class ErasureLedgerReapply {
       });
       report.erasures++;
     }
-    report.keysShredded += live;
+    report.keysShredded += live + exports;
     report.recordsPurged += purged;
     report.streamsDeleted += deleted;
     report.pseudonymsForgotten += forgotten;

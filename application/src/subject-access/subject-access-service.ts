@@ -311,16 +311,20 @@ export class SubjectAccessService {
    * of the subject, and every export holding one of the erased records, is
    * deleted (its key shredded). Idempotent. Returns how many were deleted now.
    */
-  async forgetExports(tenant: string, erased: { subject?: string; recordIds: readonly string[] }): Promise<number> {
-    const pseudonym =
-      erased.subject === undefined
-        ? undefined
-        : (await this.deps.vault.subjectPseudonyms(tenant, [erased.subject], { create: false })).get(erased.subject);
+  async forgetExports(
+    tenant: string,
+    erased: { subject?: string; pseudonyms?: readonly string[]; recordIds: readonly string[] },
+  ): Promise<number> {
+    const pseudonyms = new Set(erased.pseudonyms ?? []);
+    if (erased.subject !== undefined) {
+      const pseudonym = (await this.deps.vault.subjectPseudonyms(tenant, [erased.subject], { create: false })).get(erased.subject);
+      if (pseudonym !== undefined) pseudonyms.add(pseudonym);
+    }
     const ids = new Set(erased.recordIds);
     let deleted = 0;
     for await (const state of this.store.all(tenant)) {
       if (state.deleted || state.status === 'failed') continue;
-      const ofSubject = pseudonym !== undefined && state.request.subjectPseudonym === pseudonym;
+      const ofSubject = pseudonyms.has(state.request.subjectPseudonym);
       const holdsErased = state.produced?.recordIds.some((id) => ids.has(id)) ?? false;
       if (!ofSubject && !holdsErased) continue;
       await this.delete(state, 'erased');

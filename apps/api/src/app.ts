@@ -147,7 +147,13 @@ export async function createApi(elma: Elma, options: ApiOptions = {}): Promise<N
     frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => sendProblem(request, reply, error, onServerError),
   });
   const fastify = adapter.getInstance();
-  const verifier = new TokenVerifier(elma.config.auth, elma.config.jwtSecret, (tenant) => elma.policies.get(tenant), undefined, elma.revocations);
+  const verifier = new TokenVerifier(
+    elma.config.auth,
+    elma.config.jwtSecret,
+    (tenant) => elma.policies.get(tenant),
+    undefined,
+    elma.revocations,
+  );
   const { recountSeconds, ...platform } = elma.config.quotas;
   const usage = new StoredUsageCounter({
     index: elma.index,

@@ -76,7 +76,9 @@ describe('elma start on a data folder of another format', () => {
     const run = await refusedStart(dir);
 
     expect(run.status).toBe(1);
-    expect(run.stderr).toContain('  - keys.db: not readable as keyVault format version 1 (not a database of ELMA, or damaged)');
+    expect(run.stderr).toContain(
+      `  - keys.db: not readable as keyVault format version ${FORMAT_VERSIONS.keyVault} (not a database of ELMA, or damaged)`,
+    );
     expect(run.stderr).toContain('A damaged file: restore the folder from a backup.');
     expect(checksums(dir)).toEqual(before);
   });

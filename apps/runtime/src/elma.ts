@@ -277,6 +277,7 @@ export async function openElma(
     tombstones,
     audit,
     offboarding: new OffboardingReapply({ log, vault, index, closures, audit, actor: LEDGER_ACTOR }),
+    subjectExports: subjectAccess,
   });
   // Before the projection runs and the API listens: erasures completed after a restored backup are done again.
   try {

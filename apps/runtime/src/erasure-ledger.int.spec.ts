@@ -94,4 +94,57 @@ describe('openElma and the erasure ledger', () => {
       await elma.close();
     }
   });
+
+  it('re-applies an erasure to a restored subject-access export of the erased subject: the export is gone again', async () => {
+    const dataDir = newDir();
+    const dpo: Principal = { tenant: 'acme', sub: 'dpo-1', roles: ['dpo'], purposes: ['support'], clearance: 'restricted' };
+    let elma: Elma = await open(dataDir);
+    let requestId: string;
+    try {
+      await elma.runner.start();
+      const { position } = await elma.ingest.ingest(principal, {
+        events: [
+          {
+            subject: 'cust-li',
+            occurredAt: '2026-11-20T10:00:00Z',
+            activity: 'chat.turn',
+            content: { text: '李女士对花生过敏。' },
+            source: { system: 'crm', externalId: 'li-1' },
+          },
+        ],
+      });
+      await elma.runner.waitFor(BigInt(position));
+      // What the workflow's activity does, here without Temporal: the export is produced and stored sealed.
+      ({ requestId } = await elma.subjectAccess.request(dpo, { subject: 'cust-li' }, 'http-1'));
+      const { subjectPseudonym } = await elma.subjectAccess.request(dpo, { subject: 'cust-li' }, 'http-2');
+      await elma.subjectAccess.produce('acme', requestId);
+      expect((await elma.subjectAccess.file(dpo, requestId, 'export.json', 'http-3')).toString('utf8')).toContain('花生');
+      // An erasure of the subject completed after this backup: its ledger entry names the subject's pseudonym.
+      await elma.erasure.ledger.record({
+        formatVersion: 1,
+        tenant: 'acme',
+        requestId: 'q-erased-li',
+        completedAt: '2026-12-01T10:00:00.000Z',
+        recordIds: [],
+        eventIds: [],
+        deletedStreams: [],
+        forgottenPseudonyms: [subjectPseudonym],
+        tombstones: [],
+        certificate: { keyId: 'k', signature: 's' },
+      });
+      await elma.erasure.ledger.requireReapply(0);
+    } finally {
+      await elma.close();
+    }
+
+    elma = await open(dataDir);
+    try {
+      await expect(elma.subjectAccess.file(dpo, requestId, 'export.json', 'http-4')).rejects.toMatchObject({
+        code: 'SUBJECT_ACCESS.EXPORT_GONE',
+      });
+      expect((await elma.subjectAccess.progress(dpo, requestId)).status).toBe('erased');
+    } finally {
+      await elma.close();
+    }
+  });
 });

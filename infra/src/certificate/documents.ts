@@ -1,4 +1,9 @@
-import { SignedSubjectAccessManifest, type ErasureCertificate, type OffboardingCertificate, type SubjectAccessManifest } from '@elma/domain';
+import {
+  SignedSubjectAccessManifest,
+  type ErasureCertificate,
+  type OffboardingCertificate,
+  type SubjectAccessManifest,
+} from '@elma/domain';
 import { verifyDocumentSignature, verifySignedCertificate } from './signing';
 import { verifySignedOffboardingCertificate } from './offboarding';
 

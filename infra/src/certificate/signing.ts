@@ -97,7 +97,11 @@ export class CertificateSigner implements CertificateSigning {
   signDocument(document: { keyId: string }): DocumentSignature {
     const { active } = this.ring();
     if (document.keyId !== active.kid) throw new Error(`document names signing key ${document.keyId}, this signer is ${active.kid}`);
-    return { alg: 'EdDSA', kid: active.kid, value: sign(null, Buffer.from(canonicalJson(document), 'utf8'), this.activeKey()).toString('base64url') };
+    return {
+      alg: 'EdDSA',
+      kid: active.kid,
+      value: sign(null, Buffer.from(canonicalJson(document), 'utf8'), this.activeKey()).toString('base64url'),
+    };
   }
 
   /** The private key of the keyring's active key, kept while it stays active. */
