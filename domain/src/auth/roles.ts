@@ -31,6 +31,6 @@ export const ROLES = {
   platform: 'platform-admin',
   /** Request and read the subject-access export of any data subject (GDPR Art. 15/20); a subject may ask for themself when the policy allows. */
   subjectAccess: ['dpo', 'compliance'],
-    /** Rotates the caller's own tenant key and revokes its tenant's tokens (master and signing keys: the operator's CLI). */
-    keys: 'admin',
+  /** Rotates the caller's own tenant key and revokes its tenant's tokens (master and signing keys: the operator's CLI). */
+  keys: 'admin',
 } as const satisfies Record<string, BuiltInRole | readonly BuiltInRole[]>;

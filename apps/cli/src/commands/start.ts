@@ -72,7 +72,11 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
       consolidateEveryEvents: config.consolidation.everyEvents,
       onConsolidationStartError: (error) => elma.logger.error('could not start a consolidation', { name: (error as Error)?.name }),
     });
-    const app = await createApi(elma, { erasures, subjectAccess: erasures.subjectAccess, offboarding: temporalOffboardWorkflows(clientOptions) });
+    const app = await createApi(elma, {
+      erasures,
+      subjectAccess: erasures.subjectAccess,
+      offboarding: temporalOffboardWorkflows(clientOptions),
+    });
     stops.push(() => app.close());
 
     // Index partitions of an older format (or damaged) are rebuilt from the log by ReindexWorkflow while ELMA serves.
