@@ -62,8 +62,10 @@ const COMMANDS: Record<string, Command> = {
     run: (argv) => tenantsCommand(argv),
   },
   'verify-certificate': {
-    synopsis: '<file> [--jwks <url-or-file>]',
-    summary: 'verify an erasure or tenant off-boarding certificate offline; exits 1 if it was altered',
+    synopsis: '<file> [--jwks <url-or-file>] [--file <export.json|export.pdf>]...',
+    summary:
+      'verify an erasure certificate, a subject-access manifest (and, with --file, its export files) or a tenant\n' +
+      'off-boarding certificate offline; exits 1 if it was altered',
     run: (argv) => verifyCertificateCommand(argv),
   },
   backup: {

@@ -107,8 +107,14 @@ describe('backupDataDir / restoreDataDir', () => {
     const dataDir = dataFolder(root);
     mkdirSync(join(root, 'full'));
     writeFileSync(join(root, 'full', 'x'), 'x');
-    await expect(backupDataDir(options(dataDir, join(root, 'full')))).rejects.toThrow(/not empty/);
-    await expect(backupDataDir(options(dataDir, join(dataDir, 'b')))).rejects.toThrow(/outside the data folder/);
+    await expect(backupDataDir(options(dataDir, join(root, 'full')))).rejects.toMatchObject({
+      code: 'BACKUP.REFUSED',
+      message: expect.stringMatching(/^backup refused: .* not empty/),
+    });
+    await expect(backupDataDir(options(dataDir, join(dataDir, 'b')))).rejects.toMatchObject({
+      code: 'BACKUP.REFUSED',
+      message: expect.stringMatching(/outside the data folder/),
+    });
   });
 
   it('restores into a stopped folder, keeps the ledger and marks the entries recorded after the backup', async () => {

@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import {
   BackupInvalid,
   BackupManifest,
+  BackupRefused,
   FORMAT_VERSIONS,
   isTenantOffboardingEntry,
   RESTORE_MARKER_FILE,
@@ -86,10 +87,10 @@ export async function backupDataDir(options: BackupOptions): Promise<BackupResul
   const now = options.now ?? (() => new Date());
   const dataDir = resolve(options.dataDir);
   const target = resolve(options.to);
-  if (!existsSync(dataDir)) throw new RestoreRefused(`no data folder at ${dataDir}`);
+  if (!existsSync(dataDir)) throw new BackupRefused(`no data folder at ${dataDir}`);
   if (existsSync(target) && readdirSync(target).length > 0)
-    throw new BackupInvalid(`${target} exists and is not empty; choose a new folder`);
-  if (target === dataDir || target.startsWith(`${dataDir}/`)) throw new BackupInvalid('the backup folder must be outside the data folder');
+    throw new BackupRefused(`${target} exists and is not empty; choose a new folder`);
+  if (target === dataDir || target.startsWith(`${dataDir}/`)) throw new BackupRefused('the backup folder must be outside the data folder');
   const startedAt = now().toISOString();
   // Before any copy: entries recorded from here on may postdate some copied file, and are re-applied on restore.
   const ledger = existsSync(options.ledgerPath) ? SqliteErasureLedger.open(options.ledgerPath) : undefined;
