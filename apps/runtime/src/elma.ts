@@ -204,14 +204,18 @@ export async function openElma(
       throw error;
     },
   );
+  /** Closes what this open has opened so far, in reverse order (a failed open, or `close`). */
+  const closeEngines = async () => {
+    await index.close();
+    await vault.close();
+    await log.close();
+    await embedderHost.close();
+    await ledger.close();
+  };
   // Elasticsearch keeps no file here: its mapping versions are read once it is reachable, before the projection writes.
   if (index instanceof ElasticsearchMemoryIndex) {
     await checkElasticsearchFormats(config, index, formats, supported).catch(async (error: unknown) => {
-      await index.close();
-      await vault.close();
-      await log.close();
-      await embedderHost.close();
-      await ledger.close();
+      await closeEngines();
       throw error;
     });
   }
@@ -284,11 +288,7 @@ export async function openElma(
     const report = await reapply.reapplyPending();
     if (report) logger.info('erasure ledger re-applied to restored data', { ...report });
   } catch (error) {
-    await index.close();
-    await vault.close();
-    await log.close();
-    await embedderHost.close();
-    await ledger.close();
+    await closeEngines();
     throw error;
   }
 
@@ -365,11 +365,7 @@ export async function openElma(
       await keys.settled();
       revocations.close();
       await runner.stop();
-      await index.close();
-      await vault.close();
-      await log.close();
-      await embedderHost.close();
-      await ledger.close();
+      await closeEngines();
     },
   };
 }

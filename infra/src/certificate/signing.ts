@@ -138,30 +138,8 @@ export function verifySignedCertificate(input: unknown, jwks: unknown): Certific
   if (!signed.success) return { ok: false, reason: `malformed certificate: ${issuePath(signed.error.issues[0]?.path)}` };
   const { certificate, signature } = signed.data;
 
-  const keySet = KeySet.safeParse(jwks);
-  if (!keySet.success) return { ok: false, reason: 'malformed key set' };
-  const jwk = keySet.data.keys.find((key) => key.kid === signature.kid);
-  if (!jwk) return { ok: false, reason: `unknown signing key ${signature.kid}` };
-  if (signature.kid !== certificate.keyId) {
-    return { ok: false, reason: `signature key ${signature.kid} is not the certificate's key` };
-  }
-
-  const publicKey = importEd25519(jwk);
-  if (!publicKey) return { ok: false, reason: `unusable signing key ${signature.kid}` };
-
-  // Strict decoding: base64url's spare bits in the last character would
-  // otherwise let several strings stand for one signature.
-  const signatureBytes = Buffer.from(signature.value, 'base64url');
-  if (signatureBytes.length !== SIGNATURE_BYTES || signatureBytes.toString('base64url') !== signature.value) {
-    return { ok: false, reason: 'signature does not match' };
-  }
-  let valid: boolean;
-  try {
-    valid = verify(null, canonicalBytes(certificate), publicKey, signatureBytes);
-  } catch {
-    valid = false;
-  }
-  return valid ? { ok: true, certificate, kid: signature.kid } : { ok: false, reason: 'signature does not match' };
+  const checked = verifyDocumentSignature(certificate, signature, jwks);
+  return checked.ok ? { ok: true, certificate, kid: checked.kid } : checked;
 }
 
 /**
@@ -177,9 +155,11 @@ export function verifyDocumentSignature(
   if (!keySet.success) return { ok: false, reason: 'malformed key set' };
   const jwk = keySet.data.keys.find((key) => key.kid === signature.kid);
   if (!jwk) return { ok: false, reason: `unknown signing key ${signature.kid}` };
-  if (signature.kid !== document.keyId) return { ok: false, reason: `signature key ${signature.kid} is not the document's key` };
+  if (signature.kid !== document.keyId) return { ok: false, reason: `signature key ${signature.kid} is not the certificate's key` };
   const publicKey = importEd25519(jwk);
   if (!publicKey) return { ok: false, reason: `unusable signing key ${signature.kid}` };
+  // Strict decoding: base64url's spare bits in the last character would
+  // otherwise let several strings stand for one signature.
   const signatureBytes = Buffer.from(signature.value, 'base64url');
   if (signatureBytes.length !== SIGNATURE_BYTES || signatureBytes.toString('base64url') !== signature.value) {
     return { ok: false, reason: 'signature does not match' };
