@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BackupManifest } from '@elma/domain';
+import { SqliteTokenRevocations } from '../auth/revocations';
 import { SqliteErasureLedger } from '../erasure-ledger/sqlite-erasure-ledger';
 import { claimDataDir } from '../files/data-dir-owner';
 import { backupDataDir, restoreDataDir, verifyBackup } from './backup';
@@ -155,6 +156,32 @@ describe('backupDataDir / restoreDataDir', () => {
     expect(await reopened.pendingReapply()).toBe(1);
     await reopened.close();
     expect(existsSync(join(dataDir, '.restore-in-progress'))).toBe(false);
+  });
+
+  it('keeps the tokens revoked after the backup revoked: the deny list is carried forward, not rolled back', async () => {
+    const root = newRoot();
+    const dataDir = dataFolder(root);
+    const ledgerPath = join(dataDir, 'erasure-ledger.db');
+    await SqliteErasureLedger.open(ledgerPath).close();
+    const now = 1_800_000_000;
+    let tokens = new SqliteTokenRevocations(join(dataDir, 'tokens.db'));
+    tokens.revoke('acme', 'before-backup', now + 3600, now);
+    tokens.close();
+    await backupDataDir(options(dataDir, join(root, 'b')));
+    tokens = new SqliteTokenRevocations(join(dataDir, 'tokens.db'));
+    tokens.revoke('acme', 'after-backup', now + 3600, now);
+    tokens.revoke('acme', 'before-backup', now + 7200, now);
+    tokens.close();
+
+    await restoreDataDir({ from: join(root, 'b'), dataDir, ledgerPath, withoutLedger: false });
+    tokens = new SqliteTokenRevocations(join(dataDir, 'tokens.db'));
+    try {
+      expect(tokens.isRevoked('acme', 'before-backup', now + 5000)).toBe(true);
+      expect(tokens.isRevoked('acme', 'after-backup', now + 10)).toBe(true);
+      expect(tokens.isRevoked('acme', 'never-revoked', now + 10)).toBe(false);
+    } finally {
+      tokens.close();
+    }
   });
 
   it('refuses, changing nothing: a folder in use, no ledger, another master key, a forbidden or altered file', async () => {

@@ -321,6 +321,7 @@ export async function restoreDataDir(options: RestoreOptions): Promise<RestoreRe
         if ((await fileSha256(staged)) !== file.sha256) throw new BackupInvalid(`${file.path} changed while it was copied`);
         fsyncPath(staged);
       }
+      carryForwardRevocations(join(dataDir, REVOCATIONS_FILE), join(staging, REVOCATIONS_FILE));
       fsyncPath(staging);
       // From here the folder is being swapped: the marker stops a start until the swap is complete.
       writeFileSync(join(dataDir, RESTORE_MARKER_FILE), `${JSON.stringify({ from: resolve(options.from), takenAt: manifest.takenAt })}\n`, {
@@ -353,5 +354,30 @@ export async function restoreDataDir(options: RestoreOptions): Promise<RestoreRe
     return { manifest, reapply, kept, warnings };
   } finally {
     ownership.release();
+  }
+}
+
+/** The token deny list (infra/src/auth/revocations.ts): a restore must not bring a revoked token back to life. */
+const REVOCATIONS_FILE = 'tokens.db';
+
+/**
+ * Adds the folder's current revocations to the staged copy of the deny list before it replaces them: a token
+ * revoked after the backup stays revoked (an entry keeps the later of its two expiries). Revocations only ever
+ * add, until they expire, so the union is never less safe than either side.
+ */
+function carryForwardRevocations(current: string, staged: string): void {
+  if (!existsSync(current) || !existsSync(staged)) return;
+  const db = new Database(staged);
+  try {
+    db.prepare('ATTACH DATABASE ? AS current').run(current);
+    db.exec(
+      `INSERT INTO main.revoked_tokens (tenant, jti, expires_at, revoked_at)
+         SELECT tenant, jti, expires_at, revoked_at FROM current.revoked_tokens WHERE true
+       ON CONFLICT (tenant, jti) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)`,
+    );
+    db.exec('DETACH DATABASE current');
+    db.pragma('journal_mode = DELETE');
+  } finally {
+    db.close();
   }
 }
