@@ -44,8 +44,8 @@ export class KeyAdministration {
     // there is no keys.db to administer: refuse rather than create an empty SQLite vault beside the KMS's keys.
     if (config.keyVault.kind !== 'sqlite') {
       throw new ConfigError(
-        `ELMA_KEY_VAULT=${config.keyVault.kind}: elma keys administers the embedded SQLite vault only; ` +
-          'rotate tenant keys with POST /v1/keys/rotations, and the KMS key itself with the KMS',
+        `ELMA_KEY_VAULT=${config.keyVault.kind}: elma keys and elma token revoke work on the embedded SQLite vault only; ` +
+          'with a key-management server, use the API: POST /v1/keys/rotations (tenant key), POST /v1/tokens/revocations',
       );
     }
     const vault = new SqliteKeyVault({
