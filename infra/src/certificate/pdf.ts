@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto';
 import { MemoryKind, type ErasureCertificate, type ErasureReason, type SignedCertificate } from '@elma/domain';
 import {
+  BOTTOM,
+  MARGIN,
   PAGE_HEIGHT,
   PAGE_WIDTH,
+  PageStack,
   escapePdfString,
   num,
   streamObject,
@@ -203,8 +206,6 @@ interface Column {
   align?: 'left' | 'right';
 }
 
-const MARGIN = 56;
-const BOTTOM = 56;
 const CONTENT_WIDTH = PAGE_WIDTH - 2 * MARGIN;
 const LABEL_WIDTH = 130;
 const BODY_SIZE = 9.5;
@@ -218,12 +219,9 @@ const TABLE_ROW_HEIGHT = TABLE_SIZE * LEADING + 3;
  * the bottom margin. Long values wrap; table cells are cut with "..." so a
  * row keeps one line.
  */
-class Layout {
-  private readonly pages: string[][] = [];
-  private y = 0;
-
+class Layout extends PageStack {
   constructor() {
-    this.newPage();
+    super(textOp);
   }
 
   title(text: string): void {
@@ -329,28 +327,6 @@ class Layout {
     this.ensure(height);
     this.text(x, this.y - size, font, size, text);
     this.y -= height;
-  }
-
-  private text(x: number, y: number, font: Font, size: number, text: string): void {
-    this.ops.push(textOp(x, y, font, size, text));
-  }
-
-  private rule(y: number, width = 0.5): void {
-    this.ops.push(`${num(width)} w ${num(MARGIN)} ${num(y)} m ${num(PAGE_WIDTH - MARGIN)} ${num(y)} l S`);
-  }
-
-  private ensure(height: number): void {
-    // On an empty page a new one would not help: what is too tall is split instead.
-    if (this.y - height < BOTTOM && this.ops.length > 0) this.newPage();
-  }
-
-  private newPage(): void {
-    this.pages.push([]);
-    this.y = PAGE_HEIGHT - MARGIN;
-  }
-
-  private get ops(): string[] {
-    return this.pages[this.pages.length - 1];
   }
 }
 

@@ -48,6 +48,46 @@ export function writePdf(objects: string[]): Buffer {
   return Buffer.from(pdf, 'latin1');
 }
 
+/** The margin on every side of a page. */
+export const MARGIN = 56;
+/** Where a page's content ends: the bottom margin. */
+export const BOTTOM = MARGIN;
+
+/**
+ * Pages of content-stream operators filled top to bottom from `y`: the
+ * machinery under each document's layout, which sets its own text with `textOp`.
+ */
+export abstract class PageStack {
+  protected readonly pages: string[][] = [];
+  protected y = 0;
+
+  constructor(private readonly textOp: (x: number, y: number, font: PdfFont, size: number, text: string) => string) {
+    this.newPage();
+  }
+
+  protected text(x: number, y: number, font: PdfFont, size: number, text: string): void {
+    this.ops.push(this.textOp(x, y, font, size, text));
+  }
+
+  protected rule(y: number, width = 0.5): void {
+    this.ops.push(`${num(width)} w ${num(MARGIN)} ${num(y)} m ${num(PAGE_WIDTH - MARGIN)} ${num(y)} l S`);
+  }
+
+  protected ensure(height: number): void {
+    // On an empty page a new one would not help: what is too tall is split instead.
+    if (this.y - height < BOTTOM && this.ops.length > 0) this.newPage();
+  }
+
+  protected newPage(): void {
+    this.pages.push([]);
+    this.y = PAGE_HEIGHT - MARGIN;
+  }
+
+  protected get ops(): string[] {
+    return this.pages[this.pages.length - 1];
+  }
+}
+
 /**
  * Words of already sanitised `text` wrapped at spaces to `maxWidth`; a word
  * wider than the line (an id, a hash, a Chinese sentence, which has no

@@ -1,7 +1,10 @@
 import { MemoryKind, type ExportedRecord, type SubjectExport } from '@elma/domain';
 import {
+  BOTTOM,
+  MARGIN,
   PAGE_HEIGHT,
   PAGE_WIDTH,
+  PageStack,
   escapePdfString,
   num,
   streamObject,
@@ -152,8 +155,6 @@ interface Column {
   width: number;
 }
 
-const MARGIN = 56;
-const BOTTOM = 56;
 const CONTENT_WIDTH = PAGE_WIDTH - 2 * MARGIN;
 const LABEL_WIDTH = 110;
 const BODY_SIZE = 9.5;
@@ -163,12 +164,9 @@ const CELL_PADDING = 3;
 const TABLE_ROW_HEIGHT = TABLE_SIZE * LEADING + 3;
 
 /** Places text top to bottom, starting a new page before the bottom margin; values wrap, table cells are cut with "...". */
-class Layout {
-  private readonly pages: string[][] = [];
-  private y = 0;
-
+class Layout extends PageStack {
   constructor() {
-    this.newPage();
+    super(textOp);
   }
 
   title(text: string): void {
@@ -245,27 +243,6 @@ class Layout {
     this.ensure(height);
     this.text(x, this.y - size, font, size, text);
     this.y -= height;
-  }
-
-  private text(x: number, y: number, font: Font, size: number, text: string): void {
-    this.ops.push(textOp(x, y, font, size, text));
-  }
-
-  private rule(y: number, width = 0.5): void {
-    this.ops.push(`${num(width)} w ${num(MARGIN)} ${num(y)} m ${num(PAGE_WIDTH - MARGIN)} ${num(y)} l S`);
-  }
-
-  private ensure(height: number): void {
-    if (this.y - height < BOTTOM && this.ops.length > 0) this.newPage();
-  }
-
-  private newPage(): void {
-    this.pages.push([]);
-    this.y = PAGE_HEIGHT - MARGIN;
-  }
-
-  private get ops(): string[] {
-    return this.pages[this.pages.length - 1];
   }
 }
 
