@@ -1,16 +1,7 @@
 import { z } from 'zod';
-import {
-  parseOrThrow,
-  ROLES,
-  type AuditOperation,
-  type Clock,
-  type KeyRotation,
-  type Principal,
-  type RotationRecord,
-  type TenantKeyStatus,
-} from '@elma/domain';
+import { parseOrThrow, ROLES, type Clock, type KeyRotation, type Principal, type RotationRecord, type TenantKeyStatus } from '@elma/domain';
 import type { AuditLog } from '../audit';
-import { Forbidden } from '../governance/governance-service';
+import { AuditedAccess } from '../governance/audited-access';
 
 /** The token deny list as this service uses it (an adapter keeps it where every process sees it). */
 export interface TokenDenyList {
@@ -57,10 +48,14 @@ export interface TenantRotationStatus extends TenantKeyStatus {
 export class KeyService {
   private readonly running = new Map<string, Promise<void>>();
 
-  constructor(private readonly deps: KeyServiceDeps) {}
+  private readonly access: AuditedAccess;
+
+  constructor(private readonly deps: KeyServiceDeps) {
+    this.access = new AuditedAccess(deps.audit);
+  }
 
   async revokeToken(principal: Principal, body: unknown, requestId: string): Promise<{ jti: string; expiresAt: string }> {
-    await this.require(principal, ROLES.administer, 'administer', ['tokens/revocations'], requestId);
+    await this.access.require(principal, ROLES.administer, 'administer', ['tokens/revocations'], requestId);
     const request = parseOrThrow(TokenRevocationRequest, body);
     const now = Math.floor(this.deps.clock.now().getTime() / 1000);
     const latest = now + this.deps.maxTokenLifetimeSeconds;
@@ -68,23 +63,23 @@ export class KeyService {
     const given = request.expiresAt === undefined ? latest : Math.ceil(Date.parse(request.expiresAt) / 1000);
     const expiresAt = Math.max(now, Math.min(given, latest));
     this.deps.denyList.revoke(principal.tenant, request.jti, expiresAt, now);
-    await this.record(principal, 'administer', [`token:${request.jti}`], requestId, 'allow', `role:${ROLES.administer}`);
+    await this.access.record(principal, 'administer', [`token:${request.jti}`], requestId, 'allow', `role:${ROLES.administer}`);
     return { jti: request.jti, expiresAt: new Date(expiresAt * 1000).toISOString() };
   }
 
   /** Starts (or resumes) the rotation of the caller's tenant key; the re-wrapping goes on in the background. */
   async rotateTenantKey(principal: Principal, body: unknown, requestId: string): Promise<TenantRotationStatus> {
-    await this.require(principal, ROLES.keys, 'administer', ['keys/rotations'], requestId);
+    await this.access.require(principal, ROLES.keys, 'administer', ['keys/rotations'], requestId);
     parseOrThrow(KeyRotationRequest, body);
     const tenant = principal.tenant;
     const status = await this.deps.rotation.beginTenantRotation(tenant);
-    await this.record(principal, 'administer', [`tenant-key:v${status.current ?? 0}`], requestId, 'allow', 'keys.rotate-tenant');
+    await this.access.record(principal, 'administer', [`tenant-key:v${status.current ?? 0}`], requestId, 'allow', 'keys.rotate-tenant');
     this.runInBackground(tenant);
     return this.statusOf(tenant);
   }
 
   async rotationStatus(principal: Principal, requestId: string): Promise<TenantRotationStatus> {
-    await this.require(principal, ROLES.keys, 'read', ['keys/rotations'], requestId);
+    await this.access.require(principal, ROLES.keys, 'read', ['keys/rotations'], requestId);
     return this.statusOf(principal.tenant);
   }
 
@@ -122,30 +117,5 @@ export class KeyService {
       state: status.retiring.length > 0 ? 'running' : 'done',
       ...(rotation ? { rotation } : {}),
     };
-  }
-
-  private async require(principal: Principal, role: string, operation: AuditOperation, resourceIds: string[], requestId: string) {
-    if (principal.roles.includes(role)) return;
-    await this.record(principal, operation, resourceIds, requestId, 'deny', `role:${role}`);
-    throw new Forbidden(role);
-  }
-
-  private record(
-    principal: Principal,
-    operation: AuditOperation,
-    resourceIds: string[],
-    requestId: string,
-    effect: 'allow' | 'deny',
-    rule: string,
-  ) {
-    return this.deps.audit.record({
-      tenant: principal.tenant,
-      actor: principal.sub,
-      subject: null,
-      operation,
-      resourceIds,
-      decision: { effect, rule },
-      requestId,
-    });
   }
 }

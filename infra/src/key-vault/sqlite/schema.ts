@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { DomainError, FORMAT_VERSIONS } from '@elma/domain';
+import { dataKeysTable, subjectPseudonymsTable } from '../shared-tables';
 
 /**
  * A shredded record keeps only its id, and a destroyed tenant only its name, so
@@ -33,30 +34,8 @@ CREATE TABLE IF NOT EXISTS tenants (
 CREATE TABLE IF NOT EXISTS destroyed_tenants (
   tenant TEXT PRIMARY KEY
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS data_keys (
-  tenant    TEXT NOT NULL,
-  record_id TEXT NOT NULL,
-  wrapped   BLOB NOT NULL,
-  PRIMARY KEY (tenant, record_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS shredded (
-  tenant    TEXT NOT NULL,
-  record_id TEXT NOT NULL,
-  PRIMARY KEY (tenant, record_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS subject_pseudonyms (
-  tenant      TEXT NOT NULL,
-  subject_mac BLOB NOT NULL,
-  pseudonym   TEXT NOT NULL,
-  subject     BLOB NOT NULL,
-  PRIMARY KEY (tenant, subject_mac),
-  UNIQUE (tenant, pseudonym)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS generation (
-  id    INTEGER PRIMARY KEY CHECK (id = 0),
-  value INTEGER NOT NULL
-);
-INSERT OR IGNORE INTO generation (id, value) VALUES (0, 0);
+${dataKeysTable('BLOB')}
+${subjectPseudonymsTable('BLOB')}
 `;
 
 const schemaV2 = `

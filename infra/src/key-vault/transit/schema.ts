@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { dataKeysTable, subjectPseudonymsTable } from '../shared-tables';
 
 /**
  * The local half of the transit key vault: the same rows as the SQLite vault, but every data key and every
@@ -23,30 +24,8 @@ CREATE TABLE IF NOT EXISTS destroyed_tenants (
   key_name    TEXT NOT NULL,
   key_deleted INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS data_keys (
-  tenant    TEXT NOT NULL,
-  record_id TEXT NOT NULL,
-  wrapped   TEXT NOT NULL,
-  PRIMARY KEY (tenant, record_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS shredded (
-  tenant    TEXT NOT NULL,
-  record_id TEXT NOT NULL,
-  PRIMARY KEY (tenant, record_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS subject_pseudonyms (
-  tenant      TEXT NOT NULL,
-  subject_mac BLOB NOT NULL,
-  pseudonym   TEXT NOT NULL,
-  subject     TEXT NOT NULL,
-  PRIMARY KEY (tenant, subject_mac),
-  UNIQUE (tenant, pseudonym)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS generation (
-  id    INTEGER PRIMARY KEY CHECK (id = 0),
-  value INTEGER NOT NULL
-);
-INSERT OR IGNORE INTO generation (id, value) VALUES (0, 0);
+${dataKeysTable('TEXT')}
+${subjectPseudonymsTable('TEXT')}
 `;
 
 export function openTransitVaultDatabase(db: Database.Database): void {

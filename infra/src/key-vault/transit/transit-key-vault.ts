@@ -6,6 +6,7 @@ import { Lru } from '../lru';
 import { TransitClient, type TransitClientOptions } from './client';
 import { KmsUnavailable } from './errors';
 import { openTransitVaultDatabase } from './schema';
+import { sharedStatements } from '../shared-tables';
 
 const KEY_BYTES = 32;
 /** Rows re-wrapped per round trip by a rotation. */
@@ -83,26 +84,17 @@ export class TransitKeyVault implements KeyVault {
     openTransitVaultDatabase(this.db);
     const prepare = (sql: string) => this.db.prepare(sql);
     this.statements = {
-      generation: prepare('SELECT value FROM generation WHERE id = 0').pluck(),
-      bumpGeneration: prepare('UPDATE generation SET value = value + 1 WHERE id = 0 RETURNING value').pluck(),
+      ...sharedStatements(this.db),
       destroyed: prepare('SELECT key_name, key_deleted FROM destroyed_tenants WHERE tenant = ?'),
       tenant: prepare('SELECT key_name, hmac_version FROM tenants WHERE tenant = ?'),
       insertTenant: prepare('INSERT OR IGNORE INTO tenants (tenant, key_name, hmac_version) VALUES (?, ?, ?)'),
-      isShredded: prepare('SELECT 1 FROM shredded WHERE tenant = ? AND record_id = ?').pluck(),
       wrapped: prepare('SELECT wrapped FROM data_keys WHERE tenant = ? AND record_id = ?').pluck(),
       insertKey: prepare('INSERT OR IGNORE INTO data_keys (tenant, record_id, wrapped) VALUES (?, ?, ?)'),
-      deleteKey: prepare('DELETE FROM data_keys WHERE tenant = ? AND record_id = ?'),
-      markShredded: prepare('INSERT OR IGNORE INTO shredded (tenant, record_id) VALUES (?, ?)'),
-      deleteTenantKeys: prepare('DELETE FROM data_keys WHERE tenant = ?'),
-      deleteTenantShredded: prepare('DELETE FROM shredded WHERE tenant = ?'),
       deleteTenant: prepare('DELETE FROM tenants WHERE tenant = ?'),
       markDestroyed: prepare('INSERT OR IGNORE INTO destroyed_tenants (tenant, key_name) VALUES (?, ?)'),
       keyDeleted: prepare('UPDATE destroyed_tenants SET key_deleted = 1 WHERE tenant = ?'),
-      pseudonym: prepare('SELECT pseudonym FROM subject_pseudonyms WHERE tenant = ? AND subject_mac = ?').pluck(),
       subjectOf: prepare('SELECT subject FROM subject_pseudonyms WHERE tenant = ? AND pseudonym = ?').pluck(),
       insertPseudonym: prepare('INSERT OR IGNORE INTO subject_pseudonyms (tenant, subject_mac, pseudonym, subject) VALUES (?, ?, ?, ?)'),
-      deletePseudonym: prepare('DELETE FROM subject_pseudonyms WHERE tenant = ? AND subject_mac = ?'),
-      deleteTenantPseudonyms: prepare('DELETE FROM subject_pseudonyms WHERE tenant = ?'),
       staleKeys: prepare('SELECT record_id AS id, wrapped AS ciphertext FROM data_keys WHERE tenant = ? AND wrapped NOT LIKE ? LIMIT ?'),
       rewrapKey: prepare('UPDATE data_keys SET wrapped = ? WHERE tenant = ? AND record_id = ? AND wrapped = ?'),
       staleSubjects: prepare(

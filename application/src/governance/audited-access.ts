@@ -1,0 +1,42 @@
+import { DomainError, type AuditOperation, type Principal } from '@elma/domain';
+import type { AuditLog } from '../audit/audit-log';
+
+export class Forbidden extends DomainError {
+  constructor(role: string) {
+    super('AUTH.FORBIDDEN', `this operation needs the ${role} role`, { role });
+  }
+}
+
+/**
+ * The role check and audit entry of an administrative operation: a refusal is
+ * audited (`deny`, rule `role:<role>`) before Forbidden is thrown; what is
+ * allowed is recorded by the operation once it ran. No subject, no content.
+ */
+export class AuditedAccess {
+  constructor(private readonly audit: AuditLog) {}
+
+  async require(principal: Principal, role: string, operation: AuditOperation, resourceIds: string[], requestId: string) {
+    if (principal.roles.includes(role)) return;
+    await this.record(principal, operation, resourceIds, requestId, 'deny', `role:${role}`);
+    throw new Forbidden(role);
+  }
+
+  record(
+    principal: Principal,
+    operation: AuditOperation,
+    resourceIds: string[],
+    requestId: string,
+    effect: 'allow' | 'deny',
+    rule: string,
+  ) {
+    return this.audit.record({
+      tenant: principal.tenant,
+      actor: principal.sub,
+      subject: null,
+      operation,
+      resourceIds,
+      decision: { effect, rule },
+      requestId,
+    });
+  }
+}
