@@ -94,15 +94,20 @@ describe('one noisy tenant cannot starve the others', () => {
     await changePolicy(t.url, tokens['acme:admin'], (policy) => {
       policy.quotas = { recall: { requestsPerSecond: 5, burst: 5 }, concurrentRequests: 4 };
     });
+    const started = performance.now();
     const a = flood('acme', 60);
     await new Promise((r) => setTimeout(r, 300));
     const b = await steady('globex', 25);
     const aStatuses = await a.end();
+    const seconds = (performance.now() - started) / 1000;
 
     // A is held to its own quotas (its rate, its requests in progress); the server bound is not even reached.
+    // How many 429s a flood collects depends on how fast the machine answers; what A is admitted does not:
+    // at most its burst plus its rate over the flood's duration.
     const byCode = count(aStatuses);
-    expect(byCode['429 QUOTA.RECALL_RATE']).toBeGreaterThan(50);
-    expect(byCode['429 QUOTA.CONCURRENT_REQUESTS']).toBeGreaterThan(50);
+    expect(byCode['429 QUOTA.RECALL_RATE']).toBeGreaterThan(0);
+    expect(byCode['429 QUOTA.CONCURRENT_REQUESTS']).toBeGreaterThan(0);
+    expect(byCode['200'] ?? 0).toBeLessThanOrEqual(5 + Math.ceil(5 * seconds) + 1);
     expect(Object.keys(byCode).every((k) => ['200', '429 QUOTA.RECALL_RATE', '429 QUOTA.CONCURRENT_REQUESTS'].includes(k))).toBe(true);
     expect(b.map((r) => r.status)).toEqual(b.map(() => 200));
     expect(p95(b.map((r) => r.ms))).toBeLessThan(2_000);
