@@ -1,6 +1,5 @@
-import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callApi, chatEvent, startTestApp, type Json, type TestApp } from './testing';
+import { callApi, chatEvent, slowRequest, startTestApp, type TestApp } from './testing';
 
 /**
  * Overload over real HTTP: far more concurrent requests than the bounds let
@@ -137,31 +136,6 @@ describe('admission control under a flood of requests', () => {
     expect(after.map((r) => r.status)).toEqual([200, 200, 200, 200]);
   });
 });
-
-/** A POST whose body is sent only when `finish` is called: the request is in flight, waiting for its body. */
-function slowRequest(url: string, token: string, path: string, body: unknown) {
-  const json = JSON.stringify(body);
-  const request = httpRequest(`${url}${path}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) },
-  });
-  const response = new Promise<{ status: number; body: Json }>((resolve, reject) => {
-    request.on('error', reject);
-    request.on('response', (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
-    });
-  });
-  request.write(json.slice(0, 1));
-  return {
-    finish: () => {
-      request.end(json.slice(1));
-      return response;
-    },
-  };
-}
 
 async function fetchWithHeaders(url: string, token: string, path: string, body: unknown) {
   const response = await fetch(`${url}${path}`, {

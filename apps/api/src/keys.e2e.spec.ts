@@ -6,25 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
 import { makeCertificate } from '@elma/domain/testing';
 import { elmaArgs } from '../../../tests/support/elma-process';
-import { chatEvent, startTestApp, type Json, type TestApp } from './testing';
+import { callApi, chatEvent, startTestApp, type TestApp } from './testing';
 
 let t: TestApp;
 const tokens: Record<string, string> = {};
 
 async function call(token: string, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${t.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  let json: Json;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, type: response.headers.get('content-type'), text, body: json };
+  const response = await callApi(t.url, token, method, path, body);
+  return { ...response, type: response.contentType };
 }
 
 const recallTexts = async (token: string, query: string) => {

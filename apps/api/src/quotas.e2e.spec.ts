@@ -1,6 +1,5 @@
-import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { changePolicy, chatEvent, dataEventCount, startTestApp, type Json, type TestApp } from './testing';
+import { callApi, changePolicy, chatEvent, dataEventCount, slowRequest, startTestApp, type Json, type TestApp } from './testing';
 
 /**
  * Tenant quotas over real HTTP: set in the tenant policy, refused before any
@@ -23,26 +22,10 @@ describe('tenant quotas', () => {
   afterAll(async () => t?.close());
 
   const send = async (who: string, method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${t.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${tokens[who]}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    let json: Json;
-    try {
-      json = text ? JSON.parse(text) : undefined;
-    } catch {
-      json = undefined;
-    }
-    return {
-      status: response.status,
-      text,
-      body: json,
-      contentType: response.headers.get('content-type') ?? '',
-      retryAfter: response.headers.get('retry-after'),
-    };
+    const response = await callApi(t.url, tokens[who], method, path, body);
+    return { ...response, retryAfter: response.headers.get('retry-after') };
   };
+
   const recall = (who: string, query = 'where are the pallets') =>
     send(who, 'POST', '/v1/recall', { query, purpose: 'support', budgetTokens: 200 });
   const setQuotas = (tenant: string, quotas: Json) =>
@@ -196,7 +179,9 @@ describe('tenant quotas', () => {
 
   it('requests over the concurrency quota get 429 QUOTA.CONCURRENT_REQUESTS at once; another tenant is untouched', async () => {
     await setQuotas('umbrella', { concurrentRequests: 2 });
-    const held = [slowRequest(t.url, tokens['umbrella:agent']), slowRequest(t.url, tokens['umbrella:agent'])];
+    const slowRecall = () =>
+      slowRequest(t.url, tokens['umbrella:agent'], '/v1/recall', { query: 'pallets', purpose: 'support', budgetTokens: 200 });
+    const held = [slowRecall(), slowRecall()];
     await new Promise((r) => setTimeout(r, 300));
     const third = await recall('umbrella:agent');
     expect(third.status).toBe(429);
@@ -245,28 +230,3 @@ describe('tenant quotas', () => {
     expect((await send('globex:agent', 'POST', '/v1/events', chatEvent('cust-s', 'eight'))).status).toBe(202);
   });
 });
-
-/** A recall whose body arrives only when `finish` is called: it holds its admission slot until then. */
-function slowRequest(url: string, token: string) {
-  const json = JSON.stringify({ query: 'pallets', purpose: 'support', budgetTokens: 200 });
-  const request = httpRequest(`${url}/v1/recall`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) },
-  });
-  const response = new Promise<{ status: number; body: Json }>((resolve, reject) => {
-    request.on('error', reject);
-    request.on('response', (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
-    });
-  });
-  request.write(json.slice(0, 1));
-  return {
-    finish: () => {
-      request.end(json.slice(1));
-      return response;
-    },
-  };
-}

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -160,7 +161,14 @@ export async function callApi(url: string, token: string, method: string, path: 
   } catch {
     json = undefined;
   }
-  return { status: response.status, text, bytes, body: json, contentType: response.headers.get('content-type') ?? '' };
+  return {
+    status: response.status,
+    text,
+    bytes,
+    body: json,
+    contentType: response.headers.get('content-type') ?? '',
+    headers: response.headers,
+  };
 }
 
 /** Changes the tenant's policy as `adminToken` (read, change, write back with its version); expects 200. */
@@ -196,4 +204,29 @@ export async function roleTokens(t: TestApp, roles: string[]): Promise<Record<st
   for (const role of roles)
     tokens[role] = await t.token({ sub: `${role}-1`, roles: [role], purposes: ['support'], clearance: 'restricted' });
   return tokens;
+}
+
+/** A POST whose body is sent only when `finish` is called: the request is in flight, waiting for its body. */
+export function slowRequest(url: string, token: string, path: string, body: unknown) {
+  const json = JSON.stringify(body);
+  const request = httpRequest(`${url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) },
+  });
+  const response = new Promise<{ status: number; body: Json }>((resolve, reject) => {
+    request.on('error', reject);
+    request.on('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
+    });
+  });
+  request.write(json.slice(0, 1));
+  return {
+    finish: () => {
+      request.end(json.slice(1));
+      return response;
+    },
+  };
 }

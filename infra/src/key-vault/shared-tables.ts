@@ -50,3 +50,17 @@ export function sharedStatements(db: Database.Database) {
     deleteTenantPseudonyms: prepare('DELETE FROM subject_pseudonyms WHERE tenant = ?'),
   };
 }
+
+/**
+ * Which of these records' data keys are gone: every one of a destroyed tenant (its keys went with it), else
+ * those marked shredded. One answer for both vaults' `shreddedAmong` and `isShredded`.
+ */
+export function shreddedIds(
+  tenantDestroyed: boolean,
+  isShredded: { get(tenant: string, recordId: string): unknown },
+  tenant: string,
+  recordIds: readonly string[],
+): Set<string> {
+  if (tenantDestroyed) return new Set(recordIds);
+  return new Set(recordIds.filter((id) => isShredded.get(tenant, id)));
+}

@@ -19,7 +19,7 @@ import { deriveTenantKey, IntegrityCheckFailed, openJson, sealJson, unwrapKey, w
 import { legacySigningSeed, signingKeyId, ed25519PrivateKey, type SigningKeyring } from '../../certificate/signing';
 import { Lru } from '../lru';
 import { addFormat2Tables, assertReadableFormat, keyVaultFormat, openKeyVaultDatabase, setFormat } from './schema';
-import { sharedStatements } from '../shared-tables';
+import { sharedStatements, shreddedIds } from '../shared-tables';
 
 const KEY_BYTES = 32;
 
@@ -181,13 +181,11 @@ export class SqliteKeyVault implements KeyVault, KeyRotation, MasterKeyRotation,
   }
 
   async shreddedAmong(tenant: string, recordIds: string[]): Promise<Set<string>> {
-    if (this.statements.isDestroyed.get(tenant)) return new Set(recordIds);
-    return new Set(recordIds.filter((id) => this.statements.isShredded.get(tenant, id)));
+    return shreddedIds(Boolean(this.statements.isDestroyed.get(tenant)), this.statements.isShredded, tenant, recordIds);
   }
 
   async isShredded(tenant: string, recordId: string): Promise<boolean> {
-    // A destroyed tenant's keys are all gone, so each of its records counts as shredded.
-    return Boolean(this.statements.isDestroyed.get(tenant) || this.statements.isShredded.get(tenant, recordId));
+    return (await this.shreddedAmong(tenant, [recordId])).size > 0;
   }
 
   async subjectPseudonyms(tenant: string, subjects: string[], options: { create: boolean }): Promise<Map<string, string>> {

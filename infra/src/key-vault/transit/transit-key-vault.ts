@@ -6,7 +6,7 @@ import { Lru } from '../lru';
 import { TransitClient, type TransitClientOptions } from './client';
 import { KmsUnavailable } from './errors';
 import { openTransitVaultDatabase } from './schema';
-import { sharedStatements } from '../shared-tables';
+import { sharedStatements, shreddedIds } from '../shared-tables';
 
 const KEY_BYTES = 32;
 /** Rows re-wrapped per round trip by a rotation. */
@@ -180,12 +180,11 @@ export class TransitKeyVault implements KeyVault {
   }
 
   async shreddedAmong(tenant: string, recordIds: string[]): Promise<Set<string>> {
-    if (this.statements.destroyed.get(tenant)) return new Set(recordIds);
-    return new Set(recordIds.filter((id) => this.statements.isShredded.get(tenant, id)));
+    return shreddedIds(Boolean(this.statements.destroyed.get(tenant)), this.statements.isShredded, tenant, recordIds);
   }
 
   async isShredded(tenant: string, recordId: string): Promise<boolean> {
-    return Boolean(this.statements.destroyed.get(tenant) || this.statements.isShredded.get(tenant, recordId));
+    return (await this.shreddedAmong(tenant, [recordId])).size > 0;
   }
 
   async subjectPseudonyms(tenant: string, subjects: string[], options: { create: boolean }): Promise<Map<string, string>> {
