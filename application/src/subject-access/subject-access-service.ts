@@ -26,6 +26,7 @@ import {
   type MemoryRecord,
   type Principal,
   SubjectAccessManifest,
+  type ProducedSummary,
   type SignedSubjectAccessManifest,
   type SubjectAccessProgress,
   type SubjectExport,
@@ -47,16 +48,6 @@ export class SubjectAccessForbidden extends DomainError {
       'subject access needs the dpo or compliance role, or a data subject asking for themself where the tenant allows it',
     );
   }
-}
-
-/** What a produced export amounts to: counts and hashes only (it travels through the workflow's history). */
-export interface ProducedSummary {
-  records: number;
-  withheld: number;
-  processing: number;
-  jsonSha256: string;
-  pdfSha256: string;
-  expiresAt: string;
 }
 
 export type ExportFile = 'export.json' | 'export.pdf';

@@ -237,3 +237,13 @@ export class SubjectAccessExportGone extends DomainError {
     super('SUBJECT_ACCESS.EXPORT_GONE', `the export of subject access request ${id} was deleted (${reason})`, { requestId: id, reason });
   }
 }
+
+/** What a produced export amounts to: counts and hashes only (it travels through the workflow's history). */
+export interface ProducedSummary {
+  records: number;
+  withheld: number;
+  processing: number;
+  jsonSha256: string;
+  pdfSha256: string;
+  expiresAt: string;
+}

@@ -1,3 +1,5 @@
+import type { ProducedSummary } from '@elma/domain';
+
 /** The workflow id of a subject-access request, `subject-access-<tenant>-<requestId>`: one workflow per request. */
 export function subjectAccessWorkflowId(tenant: string, requestId: string): string {
   return `subject-access-${tenant}-${requestId}`;
@@ -11,14 +13,8 @@ export interface SubjectAccessInput {
 }
 
 /** Counts and hashes of the export, never its content. */
-export interface SubjectAccessResult {
+export interface SubjectAccessResult extends ProducedSummary {
   requestId: string;
-  records: number;
-  withheld: number;
-  processing: number;
-  jsonSha256: string;
-  pdfSha256: string;
-  expiresAt: string;
   /** Whether the workflow deleted the export at its expiry (false: an erasure had deleted it already). */
   expiredByWorkflow: boolean;
 }
