@@ -148,6 +148,7 @@ export class IngestService {
       rules.add(decision.ruleId);
       return this.toIngested(principal, { ...cleaned.input, sensitivity: cleaned.sensitivity, purposes }, recordedAt, {
         sourceTrust: cleaned.sourceTrust,
+        instructionLike: cleaned.instructionLike,
         expiresAt: expiryOf(input.retention, recordedAt, policy),
       });
     });
@@ -265,7 +266,7 @@ export class IngestService {
     principal: Principal,
     input: IngestEventInput,
     recordedAt: string,
-    derived: { sourceTrust: SourceTrust; expiresAt: string | null },
+    derived: { sourceTrust: SourceTrust; instructionLike: boolean; expiresAt: string | null },
   ): EventIngested {
     const idempotencyKey =
       input.idempotencyKey ??
@@ -289,6 +290,7 @@ export class IngestService {
       retention: input.retention,
       expiresAt: derived.expiresAt,
       sourceTrust: derived.sourceTrust,
+      ...(derived.instructionLike ? { instructionLike: true } : {}),
       ...(input.project ? { project: input.project } : {}),
       ...(input.session !== undefined ? { session: input.session } : {}),
       idempotencyKey,

@@ -74,14 +74,16 @@ export const DEFAULT_RECALL_FUSION: Fusion = { method: 'normalised', weights: { 
  * Tokens of the rendered context, line by line: an item line is its marker
  * plus the item's known count, other lines (citations, disagreements) are
  * counted, and each line break is one more. Tokenising the whole context,
- * new on every recall, cost more than the rest of packing.
+ * new on every recall, cost more than the rest of packing. An item quoted as
+ * data is not its text alone (marker, quotes, escapes): its line is counted.
  */
-function contextTokens(context: string, items: { text: string; tokens: number }[]): number {
+function contextTokens(context: string, items: { tokens: number; citation: { instructionLike: boolean } }[]): number {
   let item = 0;
   return context.split('\n').reduce((sum, line, i) => {
     const marker = `[${item + 1}] `;
     const next = items[item];
-    const counted = next && line.startsWith(marker) ? countTokens(marker) + next.tokens : countTokens(line);
+    const known = next && !next.citation.instructionLike;
+    const counted = next && line.startsWith(marker) ? (known ? countTokens(marker) + next.tokens : countTokens(line)) : countTokens(line);
     if (next && line.startsWith(marker)) item++;
     return sum + counted + (i > 0 ? 1 : 0);
   }, 0);
@@ -328,6 +330,7 @@ export class RecallService {
           confidence: r.confidence,
           sourceTrust: r.sourceTrust,
           disputed: r.status === 'disputed',
+          instructionLike: r.instructionLike === true,
         },
         ...(hop !== undefined ? { hop } : {}),
       };

@@ -1,4 +1,4 @@
-import { classifySensitivity, detectSecrets, raiseSensitivity, redactSecrets } from '../hygiene';
+import { classifySensitivity, detectInstructions, detectSecrets, raiseSensitivity, redactSecrets } from '../hygiene';
 import { trustForChannel } from '../memory/derive';
 import type { MemoryContent, Sensitivity, SourceTrust } from '../memory/record';
 import type { TenantPolicy } from '../policy/policy';
@@ -9,13 +9,16 @@ export interface CleanedEvent {
   input: IngestEventInput;
   sensitivity: Sensitivity;
   sourceTrust: SourceTrust;
+  /** Instruction-like text from an external or model source (`instructionLikeContent`). */
+  instructionLike: boolean;
 }
 
 /**
  * Ingest hygiene (paper, section 5.6 'Security and poisoning defence') for one event, before anything is written: secrets
  * are rejected or redacted to a keyed fingerprint as the tenant's policy
  * says, sensitivity is raised to what the rules find (a caller may raise it,
- * never lower it), and the source's trust tier is resolved.
+ * never lower it), the source's trust tier is resolved, and content from
+ * external and model sources is checked for instruction-like text.
  *
  * With `reject`, the error names every kind and field path at once, never
  * the secret; with `redact`, the secret never reaches the log.
@@ -32,11 +35,27 @@ export function cleanEvent(
     options.scan === false
       ? { content: input.content, sensitivity: input.sensitivity }
       : cleanContent(input.content, input.sensitivity, path, policy, fingerprint);
+  const sourceTrust = policy.authoritativeSources.includes(input.source.system) ? 'authoritative' : trustForChannel(input.source.channel);
   return {
     input: { ...input, content },
     sensitivity,
-    sourceTrust: policy.authoritativeSources.includes(input.source.system) ? 'authoritative' : trustForChannel(input.source.channel),
+    sourceTrust,
+    instructionLike: options.scan !== false && instructionLikeContent(input.content, sourceTrust),
   };
+}
+
+/**
+ * Whether content of this trust tier is to be packed as quoted data: any
+ * stored string of it reads as instructions to an AI (`detectInstructions`)
+ * and the source is `external` (web, e-mail, tool results) or `model`. Text
+ * from users, certified and authoritative sources is theirs to phrase as they
+ * like (a policy note may well say "ignore the previous instructions"): they
+ * are accountable for what they write, and flagging them would only add false
+ * positives. Checked on the text as sent, before any secret is redacted.
+ */
+export function instructionLikeContent(content: MemoryContent, trust: SourceTrust): boolean {
+  if (trust !== 'external' && trust !== 'model') return false;
+  return storedStrings(content).some((field) => detectInstructions(field.text).instructionLike);
 }
 
 /** Secrets and sensitivity for any content about to be written (events and explicit memories alike). */

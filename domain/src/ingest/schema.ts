@@ -53,6 +53,12 @@ export const EventIngested = z.object({
   expiresAt: IsoDate.nullable().optional(),
   /** Trust tier of the source, resolved at ingest from the tenant's registered sources and the channel. */
   sourceTrust: SourceTrust.optional(),
+  /**
+   * Set (true) when ingest hygiene found instruction-like text in content
+   * from an external or model source; absent otherwise, and on events
+   * ingested before the check existed (replays never re-decide it).
+   */
+  instructionLike: z.boolean().optional(),
   project: z.string().optional(),
   /** The conversation the event belongs to (see IngestEventInput). */
   session: z.string().optional(),

@@ -12,13 +12,18 @@ export const semanticIdFor = (eventId: string) => `mem_se_${eventId}`;
 /** The text of the semantic memory a fact becomes. */
 export const factText = (fact: { entity: string; attribute: string; value: string }) => `${fact.entity} ${fact.attribute}: ${fact.value}`;
 
-/** Default trust by channel until a tenant registers authoritative sources (governance issue). */
+/**
+ * Default trust by channel until a tenant registers authoritative sources:
+ * `system` certified; `web`, `email` and `tool` (what a tool call returned)
+ * external; `model` model; any other channel, or none, user.
+ */
 export function trustForChannel(channel: string | undefined): SourceTrust {
   switch (channel) {
     case 'system':
       return 'certified';
     case 'web':
     case 'email':
+    case 'tool':
       return 'external';
     case 'model':
       return 'model';
@@ -53,6 +58,8 @@ export function deriveMemories(event: EventIngested): RecordMemory[] {
     },
     sourceTrust: trust,
     tainted: trust === 'external' || trust === 'model',
+    // Decided at ingest, on the stored event: a replay derives the same flag whatever the detector says today.
+    ...(event.instructionLike ? { instructionLike: true } : {}),
     usage: { retrieved: 0, adopted: 0, lastUsedAt: null },
     version: 1,
     status: 'active' as const,

@@ -64,6 +64,15 @@ export function inheritedRestrictions(inputs: readonly MemoryRecord[]): Inherite
   };
 }
 
+/**
+ * The instruction-like flag of a record derived from `inputs`: set when any
+ * input has it, so a summary or promotion of injected text is still packed
+ * as quoted data. Spread into the record (absent when no input is flagged).
+ */
+export function inheritedInstructionFlag(inputs: readonly Pick<MemoryRecord, 'instructionLike'>[]): { instructionLike?: true } {
+  return inputs.some((r) => r.instructionLike === true) ? { instructionLike: true } : {};
+}
+
 /** The key a record carries when it derives from records of another owner: no owner-only rule can then admit it. */
 export const SHARED_OWNERSHIP_KEY = 'shared';
 

@@ -148,6 +148,13 @@ export const MemoryRecord = z.object({
   confidence: z.number().min(0).max(1),
   sourceTrust: SourceTrust,
   tainted: z.boolean(),
+  /**
+   * Its text reads as instructions to an AI (`detectInstructions`) and came
+   * from an external, tool or model channel: recall packs it as quoted data,
+   * never as an instruction. Decided once, at ingest, on the source event;
+   * derived records carry it when any input does. Absent: not flagged.
+   */
+  instructionLike: z.boolean().optional(),
   usage: z.object({ retrieved: z.number().int(), adopted: z.number().int(), lastUsedAt: IsoDate.nullable() }),
   version: z.number().int().min(1),
   status: MemoryStatus,

@@ -118,5 +118,6 @@ function toGraphql(record: MemoryRecord): MemoryType {
     expiresAt: record.retention.expiresAt,
     sensitivity: record.policy.sensitivity,
     purposes: record.policy.purposes,
+    instructionLike: record.instructionLike === true,
   };
 }

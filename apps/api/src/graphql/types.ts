@@ -64,6 +64,8 @@ export class MemoryType {
   @Field(() => Float) confidence!: number;
   @Field(() => String) sourceTrust!: string;
   @Field(() => Boolean) tainted!: boolean;
+  /** Instruction-like content from an external, tool or model source: recall quotes it as data. */
+  @Field(() => Boolean) instructionLike!: boolean;
   @Field(() => String) sensitivity!: string;
   @Field(() => [String]) purposes!: string[];
   @Field(() => ProvenanceType) provenance!: ProvenanceType;
@@ -81,6 +83,8 @@ export class CitationType {
   @Field(() => Float) confidence!: number;
   @Field(() => String) sourceTrust!: string;
   @Field(() => Boolean) disputed!: boolean;
+  /** The item is instruction-like content from an external, tool or model source, quoted as data in the context. */
+  @Field(() => Boolean) instructionLike!: boolean;
 }
 
 @ObjectType('RecallItem')
