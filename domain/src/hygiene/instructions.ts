@@ -65,11 +65,11 @@ const TAGS = /[\u{e0000}-\u{e007f}]/gu;
 /** A subdivision flag emoji (🏴 followed by tags): the one legitimate use of tag characters. */
 const FLAG_EMOJI = /\u{1f3f4}[\u{e0020}-\u{e007e}]+\u{e007f}/gu;
 
-/** Latin look-alikes from Cyrillic and Greek that spell English cue words. */
-const CONFUSABLES: Record<string, string> = {
-  а: 'a', е: 'e', о: 'o', р: 'p', с: 'c', у: 'y', х: 'x', і: 'i', ј: 'j', ѕ: 's', ԁ: 'd', ɡ: 'g', ո: 'n', ν: 'v', ο: 'o', α: 'a', ι: 'i', ε: 'e', κ: 'k', τ: 't', ρ: 'p',
-};
-const CONFUSABLE = new RegExp(`[${Object.keys(CONFUSABLES).join('')}]`, 'gu');
+/** Latin look-alikes from Cyrillic and Greek that spell English cue words, and the letters they stand for. */
+const LOOK_ALIKES = 'аеорсухіјѕԁɡոνοαιεκτρ';
+const LATIN = 'aeopcyxijsdgnvoaiektp';
+const CONFUSABLE = new RegExp(`[${LOOK_ALIKES}]`, 'gu');
+const latinOf = (c: string) => LATIN[LOOK_ALIKES.indexOf(c)];
 
 function views(text: string): Views {
   const lines = text
@@ -78,7 +78,7 @@ function views(text: string): Views {
     .replace(TAGS, '')
     .replace(ZERO_WIDTH, '')
     .toLowerCase()
-    .replace(CONFUSABLE, (c) => CONFUSABLES[c])
+    .replace(CONFUSABLE, latinOf)
     // Emphasis and code marks split cue words from each other ("**ignore** previous").
     .replace(/[*`~]+/g, '')
     .replace(/\r\n?/g, '\n')
@@ -88,7 +88,8 @@ function views(text: string): Views {
   return { lines, spaced, compact: spaced.replace(/ /g, '') };
 }
 
-type Rule = { cue: InstructionCue; en?: RegExp[]; zh?: RegExp[]; lines?: RegExp[]; raw?: (text: string, v: Views) => boolean };
+/** A cue: English patterns read `spaced`, Chinese ones `compact`, `raw` anything else. */
+type Rule = { cue: InstructionCue; en?: RegExp[]; zh?: RegExp[]; raw?: (text: string, v: Views) => boolean };
 
 /** An e-mail address or a web address: where exfiltrated data goes. */
 const ADDRESS = String.raw`(?:[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)+|https?://\S+|www\.\S+)`;
@@ -140,7 +141,11 @@ const RULES: Rule[] = [
       /(?:^|[.!?>\]]\s*)(?:new|real|actual|true|secret|hidden|override|priority|updated system|important system)\s+(?:instructions?|directives?|system prompt|orders)\s*:/,
       /\b(?:your|the assistant'?s?|the ai'?s?)\s+new\s+(?:instructions?|task|directives?|orders)\s+(?:are|is)\b/,
     ],
-    zh: [/(?:新的?|最新的?|真正的|实际的|秘密|隐藏的?|覆盖)(?:指令|指示|系统提示词?)[:：]/, /(?:你|您)的新(?:指令|指示|任务)(?:是|为|如下)/, /新的指令/],
+    zh: [
+      /(?:新的?|最新的?|真正的|实际的|秘密|隐藏的?|覆盖)(?:指令|指示|系统提示词?)[:：]/,
+      /(?:你|您)的新(?:指令|指示|任务)(?:是|为|如下)/,
+      /新的指令/,
+    ],
   },
   {
     cue: 'reveal_prompt',
@@ -169,7 +174,11 @@ const RULES: Rule[] = [
         `\\b(?:send|forward|email|e-mail|mail|post|upload|transmit|leak|exfiltrate|copy|export)\\s+(?:me\\s+)?(?:[^.!?]{0,30}?)${SENSITIVE_EN}[^.!?]{0,40}?\\bto\\s+<?${ADDRESS}`,
       ),
     ],
-    zh: [new RegExp(`(?:把|将)[^。！？]{0,20}?${SENSITIVE_ZH}[^。！？]{0,20}?(?:发送|发|转发|上传|邮寄|提交|传|抄送)(?:到|至|给)[^。！？]{0,6}?${ADDRESS}`)],
+    zh: [
+      new RegExp(
+        `(?:把|将)[^。！？]{0,20}?${SENSITIVE_ZH}[^。！？]{0,20}?(?:发送|发|转发|上传|邮寄|提交|传|抄送)(?:到|至|给)[^。！？]{0,6}?${ADDRESS}`,
+      ),
+    ],
   },
   {
     cue: 'conceal_from_user',
@@ -232,7 +241,10 @@ const RULES: Rule[] = [
       /\bif you are an?\s+(?:ai|assistant|language model|llm|bot|ai agent|chatbot|large language model)\b/,
       /\bas an? (?:ai|language model|assistant)\b[^.!?]{0,20}?\byou (?:must|should|will)\b/,
     ],
-    zh: [/(?:致|给|亲爱的|注意|尊敬的)(?:ai|人工智能|智能)?(?:助手|模型|机器人|大模型)[:：,，]/, /如果(?:你|您)是(?:一个)?(?:ai|人工智能|语言模型|大模型|助手|机器人)/],
+    zh: [
+      /(?:致|给|亲爱的|注意|尊敬的)(?:ai|人工智能|智能)?(?:助手|模型|机器人|大模型)[:：,，]/,
+      /如果(?:你|您)是(?:一个)?(?:ai|人工智能|语言模型|大模型|助手|机器人)/,
+    ],
   },
   {
     cue: 'send_to_address',
@@ -281,11 +293,7 @@ function detect(text: string, hidden: boolean): InstructionFinding {
   const found = new Set<InstructionCue>();
   for (const rule of RULES) {
     if (!hidden && (rule.cue === 'hidden_comment' || rule.cue === 'invisible_text')) continue;
-    const hit =
-      rule.en?.some((re) => re.test(v.spaced)) ||
-      rule.zh?.some((re) => re.test(v.compact)) ||
-      rule.lines?.some((re) => re.test(v.lines)) ||
-      rule.raw?.(text, v);
+    const hit = rule.en?.some((re) => re.test(v.spaced)) || rule.zh?.some((re) => re.test(v.compact)) || rule.raw?.(text, v);
     if (hit) found.add(rule.cue);
   }
   // An exfiltration of sensitive data is also a send to an address; the weak cue adds nothing then.

@@ -72,9 +72,9 @@ describe('instruction-like content at ingest', () => {
   });
 
   it('leaves ordinary external content unflagged', () => {
-    expect(clean('Please ignore the old invoice; the corrected one is attached.', { system: 'mail', channel: 'email' }).instructionLike).toBe(
-      false,
-    );
+    expect(
+      clean('Please ignore the old invoice; the corrected one is attached.', { system: 'mail', channel: 'email' }).instructionLike,
+    ).toBe(false);
   });
 
   it('finds it in any stored string of the content, not only the text', () => {

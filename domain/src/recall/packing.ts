@@ -384,9 +384,7 @@ function disagreements(records: readonly MemoryRecord[]): Map<number, string[]> 
     // Two disputed records that hold the same value do not disagree with each other.
     if (byValue.size < 2) continue;
     const { entity, attribute } = records[indices[0]].content.fact!;
-    const sides = [...byValue.values()].map(
-      ({ value, numbers }) => `${quoteAsData(value)} (${numbers.map((n) => `[${n}]`).join(', ')})`,
-    );
+    const sides = [...byValue.values()].map(({ value, numbers }) => `${quoteAsData(value)} (${numbers.map((n) => `[${n}]`).join(', ')})`);
     const last = indices[indices.length - 1];
     lines.set(last, [...(lines.get(last) ?? []), `Sources disagree on ${itemText(entity)} ${itemText(attribute)}: ${sides.join(' vs ')}`]);
   }
