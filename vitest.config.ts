@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 /** The evaluation's suites against real baseline packages (Mem0): `vitest.eval.config.ts`, not `npm test`. */
-export const EVAL_SUITES = ['apps/cli/src/eval/**/*.int.spec.ts'];
+export const EVAL_SUITES = ['apps/cli/src/eval/paper/systems/mem0.int.spec.ts'];
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 

