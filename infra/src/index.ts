@@ -15,4 +15,5 @@ export * from './storage';
 export * from './certificate';
 export * from './erasure-ledger';
 export * from './backup';
+export * from './mem0';
 export { renderSubjectExportPdf } from './subject-access/pdf';

@@ -7,13 +7,14 @@ import { runStreamed } from './run-streamed.mjs';
 const PYTHONS = ['python3', 'python'];
 
 /**
- * Installs `pkg` into the folder `target` (`pip install --target`) with the first Python that has pip and after
+ * Installs `pkg` (a requirement, or several as pip takes them: `['-r', file]`) into the folder `target`
+ * (`pip install --target`) with the first Python that has pip and after
  * whose install `accept` finds what it needs. Progress goes to stderr. Every Python that fails is a line in
  * `failures`; `anyPip` says whether any Python had pip at all (without one the tool is unavailable rather than
  * broken).
  * @template T
  * @param {string} target
- * @param {string} pkg
+ * @param {string | string[]} pkg
  * @param {(python: string) => { ok: true; value: T } | { ok: false; failure: string }} accept
  *   called once pip succeeded with that Python; `failure` completes "<python> -m pip: ".
  * @param {{ announce?: boolean }} [options] announce: say which Python is tried before each attempt.
@@ -32,7 +33,7 @@ export async function pipInstallTarget(target, pkg, accept, options = {}) {
     anyPip = true;
     const python = probe.stdout.trim();
     if (options.announce) process.stderr.write(`[elma] trying ${python} -m pip ...\n`);
-    const args = ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--upgrade', '--target', target, pkg];
+    const args = ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--upgrade', '--target', target, ...[pkg].flat()];
     const outcome = await runStreamed(python, args);
     if (!outcome.ok) {
       failures.push(`${python} -m pip: ${outcome.reason}`);
