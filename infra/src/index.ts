@@ -16,3 +16,4 @@ export * from './certificate';
 export * from './erasure-ledger';
 export * from './backup';
 export { renderSubjectExportPdf } from './subject-access/pdf';
+export * from './tools';
