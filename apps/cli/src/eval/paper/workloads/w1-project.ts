@@ -86,19 +86,19 @@ const ZH: Vocabulary = {
   features: ['单点登录', '发票导出', '审批流', '移动端签到'],
   requirements: [
     {
-      entity: (p) => `${p}项目发票导出`,
-      attribute: '文件格式',
+      entity: (p) => `${p}项目`,
+      attribute: '发票导出格式',
       values: ['CSV', 'Excel', 'OFD 版式文件'],
       question: (p) => `${p}项目的发票导出现在用什么文件格式？`,
     },
     {
-      entity: (p) => `${p}项目登录`,
+      entity: (p) => `${p}项目`,
       attribute: '登录方式',
       values: ['短信验证码', '企业微信单点登录', '钉钉扫码登录'],
       question: (p) => `${p}项目现在的登录方式是什么？`,
     },
     {
-      entity: (p) => `${p}项目部署`,
+      entity: (p) => `${p}项目`,
       attribute: '部署区域',
       values: ['华东上海', '华北北京', '华南深圳'],
       question: (p) => `${p}项目现在部署在哪个区域？`,
@@ -457,7 +457,7 @@ function standup(rng: Random, vocab: Vocabulary, p: Project, zh: boolean): strin
       ]
     : [
         `${member}: finished the ${component} review, next up is ${task}.`,
-        `${member}: ${task} is in progress; looking into a small issue in the ${component}.`,
+        `${member}: working on ${task}; looking into a small issue in the ${component}.`,
         `${member} deployed the ${component} to staging today and starts ${task} tomorrow.`,
       ];
   return rng.pick(forms);

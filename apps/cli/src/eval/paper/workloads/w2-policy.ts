@@ -77,8 +77,8 @@ const EN: Vocabulary = {
     {
       entity: 'Lumen Outfitters standard shipping',
       attribute: 'shipping fee',
-      values: ['free over 50 EUR', 'free over 75 EUR', 'a flat 4.90 EUR', 'a flat 6.50 EUR'],
-      text: (v) => `Shipping policy update: standard shipping within the EU costs ${v}.`,
+      values: ['free on orders over 50 EUR', 'free on orders over 75 EUR', 'a flat 4.90 EUR', 'a flat 6.50 EUR'],
+      text: (v) => `Shipping policy update: standard shipping within the EU is ${v}.`,
       question: 'What does standard shipping cost?',
       asOfQuestion: (d) => `What did standard shipping cost on ${d}?`,
       exception: {

@@ -76,7 +76,10 @@ const TENANTS: Tenant[] = [
 type Doc = (rng: Random, t: string, project: string, mark: string) => { text: string; query: string };
 
 interface Vocabulary {
+  /** Project ids (the ABAC attribute), the same in every tenant of a language. */
   projects: [string, string];
+  /** How people write a project's name. */
+  projectNames: Record<string, string>;
   shared: Doc[];
   private: Doc[];
   finance: Doc[];
@@ -86,6 +89,7 @@ interface Vocabulary {
 
 const EN: Vocabulary = {
   projects: ['atlas', 'beacon'],
+  projectNames: { atlas: 'Atlas', beacon: 'Beacon' },
   canary: 'CANARY',
   reference: 'KB',
   shared: [
@@ -154,6 +158,7 @@ const EN: Vocabulary = {
 
 const ZH: Vocabulary = {
   projects: ['kunlun', 'taihang'],
+  projectNames: { kunlun: '昆仑', taihang: '太行' },
   canary: '金丝雀',
   reference: '知识库',
   shared: [
@@ -256,7 +261,7 @@ export const w3Tenants: WorkloadGenerator = (seed, options): Workload => {
     const write = (kind: KnowledgeRecord['kind'], doc: Doc, project?: string) => {
       n += 1;
       const mark = unique(`${kind === 'shared' ? vocab.reference : vocab.canary}-${tenant.code}-${n}`);
-      const { text, query } = doc(rng, tenant.name, project ?? '', mark);
+      const { text, query } = doc(rng, tenant.name, project ? vocab.projectNames[project] : '', mark);
       const key = script.ingest(
         `${tenant.id}-${kind}-${n}`,
         writer,

@@ -97,8 +97,14 @@ const ZH: Vocabulary = {
   consent: (n) => `同意书-${n}`,
   onboarding: (p) => `合成测试数据。新患者${p.name}在安和诊所建档，病历号${p.number}，联系电话${p.phone}。`,
   activities: [
-    (p, r) =>
-      `${p.name}（病历号${p.number}）就诊，诊断为${r.pick(['季节性过敏性鼻炎', '轻度缺铁性贫血', '慢性胃炎'])}，开具${r.pick(['氯雷他定', '铁剂', '奥美拉唑'])}。`,
+    (p, r) => {
+      const [diagnosis, drug] = r.pick([
+        ['季节性过敏性鼻炎', '氯雷他定'],
+        ['轻度缺铁性贫血', '铁剂'],
+        ['慢性胃炎', '奥美拉唑'],
+      ]);
+      return `${p.name}（病历号${p.number}）就诊，诊断为${diagnosis}，开具${drug}。`;
+    },
     (p, r) => `${p.name}（病历号${p.number}）复诊，${r.pick(['血常规结果正常', '症状明显好转', '需继续服药两周'])}。`,
     (p, r) =>
       `${p.name}（病历号${p.number}）预约了${r.pick(['下周二', '下周四', '月底'])}的${r.pick(['胃镜检查', '过敏原检测', '体检'])}。`,
