@@ -17,3 +17,4 @@ export * from './erasure-ledger';
 export * from './backup';
 export * from './mem0';
 export { renderSubjectExportPdf } from './subject-access/pdf';
+export * from './tools';

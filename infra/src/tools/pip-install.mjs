@@ -17,7 +17,8 @@ const PYTHONS = ['python3', 'python'];
  * @param {string | string[]} pkg
  * @param {(python: string) => { ok: true; value: T } | { ok: false; failure: string }} accept
  *   called once pip succeeded with that Python; `failure` completes "<python> -m pip: ".
- * @param {{ announce?: boolean }} [options] announce: say which Python is tried before each attempt.
+ * @param {{ announce?: boolean; pipArgs?: string[] }} [options] announce: say which Python is tried before each attempt;
+ *   pipArgs: more arguments for `pip install` (`--no-deps` to take a package's files without its dependencies).
  * @returns {Promise<{ ok: true; python: string; value: T } | { ok: false; failures: string[]; anyPip: boolean }>}
  */
 export async function pipInstallTarget(target, pkg, accept, options = {}) {
@@ -33,7 +34,18 @@ export async function pipInstallTarget(target, pkg, accept, options = {}) {
     anyPip = true;
     const python = probe.stdout.trim();
     if (options.announce) process.stderr.write(`[elma] trying ${python} -m pip ...\n`);
-    const args = ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--upgrade', '--target', target, ...[pkg].flat()];
+    const args = [
+      '-m',
+      'pip',
+      'install',
+      '--disable-pip-version-check',
+      '--no-input',
+      '--upgrade',
+      ...(options.pipArgs ?? []),
+      '--target',
+      target,
+      ...[pkg].flat(),
+    ];
     const outcome = await runStreamed(python, args);
     if (!outcome.ok) {
       failures.push(`${python} -m pip: ${outcome.reason}`);

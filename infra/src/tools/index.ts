@@ -1,0 +1,3 @@
+// The plain-JavaScript installers' helpers (see pip-install.mjs), with their usual import path for TypeScript.
+export { pipInstallTarget } from './pip-install.mjs';
+export { findRepoRoot } from './repo-root.mjs';
