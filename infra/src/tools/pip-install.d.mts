@@ -5,7 +5,7 @@
  */
 export declare function pipInstallTarget<T>(
   target: string,
-  pkg: string,
+  pkg: string | string[],
   accept: (python: string) => { ok: true; value: T } | { ok: false; failure: string },
   options?: { announce?: boolean; pipArgs?: string[] },
 ): Promise<{ ok: true; python: string; value: T } | { ok: false; failures: string[]; anyPip: boolean }>;
