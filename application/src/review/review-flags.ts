@@ -8,6 +8,7 @@ import {
   streams,
   type Clock,
   type EventLog,
+  type IdSource,
   type Principal,
   type ReviewEvent,
   type ReviewFlag,
@@ -37,7 +38,7 @@ const AUDITED_IDS = 100;
 export class ReviewFlags {
   private readonly folded = new Map<string, Folded<ReviewState>>();
 
-  constructor(private readonly deps: { log: EventLog; audit: AuditLog; clock: Clock; fingerprintKey: Uint8Array }) {}
+  constructor(private readonly deps: { log: EventLog; audit: AuditLog; clock: Clock; ids: IdSource; fingerprintKey: Uint8Array }) {}
 
   /**
    * Records the flags not raised before and audits each one. Returns the
@@ -142,11 +143,30 @@ export class ReviewFlags {
     return folded;
   }
 
+  /**
+   * A raise and a resolution happen once per flag: their ids are derived from it, so a retried append writes
+   * nothing twice. An observation may recur (a tier can change back): its id is new, and the decider skips
+   * one that changes nothing.
+   */
+  private eventId(tenant: string, event: ReviewEvent): string {
+    switch (event.type) {
+      case 'ReviewFlagRaised':
+      case 'ReviewFlagResolved':
+        return deterministicUuid(tenant, event.type, event.data.id);
+      case 'SourceTrustObserved':
+        return this.deps.ids.next();
+      default: {
+        const _exhaustive: never = event;
+        return _exhaustive;
+      }
+    }
+  }
+
   private async handle(tenant: string, command: Parameters<typeof reviewDecider.decide>[0]): Promise<ReviewEvent[]> {
     const handled = await handleCommand(this.deps.log, streams.reviews(tenant), reviewDecider, command, {
       from: await this.fold(tenant),
       toEventData: (event) => ({
-        id: deterministicUuid(tenant, event.type, JSON.stringify(event.data)),
+        id: this.eventId(tenant, event),
         type: event.type,
         data: event.data,
         metadata: { tenant },

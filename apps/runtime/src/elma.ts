@@ -278,7 +278,7 @@ export async function openElma(
     onBackgroundError: (error) =>
       logger.error('tenant key rotation stopped; ask again to resume', { code: (error as { code?: string }).code }),
   });
-  const reviews = new ReviewFlags({ log, audit, clock, fingerprintKey });
+  const reviews = new ReviewFlags({ log, audit, clock, ids, fingerprintKey });
   projection.setReviewDetector(new ReviewDetector({ flags: reviews, policies }));
   const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
   const closures = new TenantClosures({ log });

@@ -28,11 +28,17 @@ export type ReviewCommand =
   | { type: 'ObserveSourceTrust'; observations: SourceTrustObserved[] }
   | { type: 'ResolveFlag'; id: string; decision: ReviewDecision; by: string; at: string; note?: string };
 
+/** A source system's trust tier since `at` (the transaction time of the write it was first seen in). */
+export interface SourceTier {
+  tier: SourceTrust;
+  at: string;
+}
+
 export interface ReviewState {
   /** Every flag by id, in the order raised. */
   flags: ReadonlyMap<string, ReviewFlag>;
-  /** The tier each source system was last seen with. */
-  sourceTiers: ReadonlyMap<string, SourceTrust>;
+  /** The tier each source system was last seen with, and the transaction time of the write that set it. */
+  sourceTiers: ReadonlyMap<string, SourceTier>;
 }
 
 export const initialReviewState = (): ReviewState => ({ flags: new Map(), sourceTiers: new Map() });
@@ -61,8 +67,8 @@ export function decideReview(command: ReviewCommand, state: ReviewState): Review
       const tiers = new Map(state.sourceTiers);
       const events: ReviewEvent[] = [];
       for (const observation of command.observations) {
-        if (tiers.get(observation.system) === observation.tier) continue;
-        tiers.set(observation.system, observation.tier);
+        if (tiers.get(observation.system)?.tier === observation.tier) continue;
+        tiers.set(observation.system, { tier: observation.tier, at: observation.at });
         events.push({ type: 'SourceTrustObserved', data: observation });
       }
       return events;
@@ -98,7 +104,7 @@ export function evolveReview(state: ReviewState, event: ReviewEvent): ReviewStat
     }
     case 'SourceTrustObserved': {
       const sourceTiers = new Map(state.sourceTiers);
-      sourceTiers.set(event.data.system, event.data.tier);
+      sourceTiers.set(event.data.system, { tier: event.data.tier, at: event.data.at });
       return { ...state, sourceTiers };
     }
     default: {

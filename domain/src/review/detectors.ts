@@ -78,20 +78,25 @@ export function trustFlags(incoming: readonly MemoryRecord[], revisions: readonl
 /**
  * Source systems seen with another trust tier than the last time
  * (`known`): one `trust_shift` flag per event that changed it. A system seen
- * for the first time sets its tier and raises nothing. Returns the flags and
- * the tier each system was seen with (to be remembered).
+ * for the first time sets its tier and raises nothing. A write no later than
+ * the one that set the known tier was seen before (a replayed batch, or
+ * another process catching up) and is passed over, so a replay never
+ * compares an old write with a newer tier. Returns the flags and the tier
+ * each system was seen with (to be remembered).
  */
 export function sourceTierShifts(
-  known: ReadonlyMap<string, SourceTrust>,
+  known: ReadonlyMap<string, { tier: SourceTrust; at: string }>,
   writes: readonly IngestedWrite[],
 ): { flags: ReviewFlagDraft[]; observed: { system: string; tier: SourceTrust; at: string }[] } {
   const tiers = new Map(known);
   const flags: ReviewFlagDraft[] = [];
   const observed: { system: string; tier: SourceTrust; at: string }[] = [];
   for (const write of writes) {
-    const before = tiers.get(write.sourceSystem);
+    const seen = known.get(write.sourceSystem);
+    if (seen && Date.parse(write.recordedAt) <= Date.parse(seen.at)) continue;
+    const before = tiers.get(write.sourceSystem)?.tier;
     if (before === write.sourceTrust) continue;
-    tiers.set(write.sourceSystem, write.sourceTrust);
+    tiers.set(write.sourceSystem, { tier: write.sourceTrust, at: write.recordedAt });
     observed.push({ system: write.sourceSystem, tier: write.sourceTrust, at: write.recordedAt });
     if (before === undefined) continue;
     flags.push({

@@ -81,16 +81,23 @@ describe('source tier shifts', () => {
     const first = sourceTierShifts(new Map(), [write('e1', 'policy-portal', 'certified'), write('e2', 'policy-portal', 'certified')]);
     expect(first.flags).toEqual([]);
     expect(first.observed).toEqual([{ system: 'policy-portal', tier: 'certified', at: MAR }]);
-    expect(sourceTierShifts(new Map([['policy-portal', 'certified']]), [write('e3', 'policy-portal', 'certified')]).flags).toEqual([]);
+    const known = new Map([['policy-portal', { tier: 'certified' as const, at: JAN }]]);
+    expect(sourceTierShifts(known, [write('e3', 'policy-portal', 'certified')]).flags).toEqual([]);
   });
 
   it('flags the event with which a source is seen at another tier (up or down)', () => {
-    const known = new Map<string, SourceTrust>([['kb', 'external']]);
+    const known = new Map([['kb', { tier: 'external' as SourceTrust, at: JAN }]]);
     const { flags, observed } = sourceTierShifts(known, [write('e1', 'kb', 'certified'), write('e2', 'kb', 'certified')]);
     expect(flags).toMatchObject([
       { kind: 'trust_shift', rule: 'source_tier_changed', eventIds: ['e1'], recordIds: ['mem_ep_e1'], sourceSystem: 'kb' },
     ]);
     expect(observed).toEqual([{ system: 'kb', tier: 'certified', at: MAR }]);
+  });
+
+  it('passes over writes no later than the one that set the known tier (a replay raises nothing)', () => {
+    const known = new Map([['kb', { tier: 'certified' as SourceTrust, at: MAR }]]);
+    const replayed = [write('old', 'kb', 'external', JAN), write('change', 'kb', 'certified', MAR)];
+    expect(sourceTierShifts(known, replayed)).toEqual({ flags: [], observed: [] });
   });
 });
 
