@@ -12,7 +12,13 @@ export async function tenantStreams(log: EventLog, tenant: string): Promise<{ na
     names.add(event.streamId);
     events++;
   }
-  for (const name of [streams.tombstones(tenant), streams.policy(tenant), streams.legalHolds(tenant), streams.reviews(tenant), streams.audit(tenant)]) {
+  for (const name of [
+    streams.tombstones(tenant),
+    streams.policy(tenant),
+    streams.legalHolds(tenant),
+    streams.reviews(tenant),
+    streams.audit(tenant),
+  ]) {
     let found = 0;
     for await (const _ of log.readStream(name)) found++;
     if (found > 0) names.add(name);

@@ -46,7 +46,10 @@ export class ReviewDetector {
     const thresholds = (await this.deps.policies.get(tenant)).reviews;
     let windows = this.windows.get(tenant);
     if (!windows) this.windows.set(tenant, (windows = new WriteRateWindows()));
-    const drafts: ReviewFlagDraft[] = [...trustFlags(writes.records, writes.revisions), ...windows.observe(thresholds, { ingested, facts })];
+    const drafts: ReviewFlagDraft[] = [
+      ...trustFlags(writes.records, writes.revisions),
+      ...windows.observe(thresholds, { ingested, facts }),
+    ];
     if (ingested.length > 0) {
       const shifts = sourceTierShifts((await this.deps.flags.state(tenant)).sourceTiers, ingested);
       drafts.push(...shifts.flags);

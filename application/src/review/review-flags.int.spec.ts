@@ -16,7 +16,12 @@ import { REVIEW_ACTOR } from './review-flags';
 const agent = (tenant: string): Principal => ({ tenant, sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' });
 
 let n = 0;
-const event = (channel: string, system: string, text: string, fact?: { entity: string; attribute: string; value: string; validFrom?: string }) => ({
+const event = (
+  channel: string,
+  system: string,
+  text: string,
+  fact?: { entity: string; attribute: string; value: string; validFrom?: string },
+) => ({
   subject: 'cust-1',
   occurredAt: new Date(Date.UTC(2026, 2, 1, 0, n++)).toISOString(),
   activity: 'document.update',
@@ -71,13 +76,23 @@ describe('review flags raised by the projection', () => {
     await ingest('acme', [event('email', 'kb', 'Newsletter: opening hours unchanged.')]);
     const [claimed] = await ingest('acme', [event('system', 'kb', 'Opening hours are 9 to 5.')]);
     expect((await flags('acme')).filter((f) => f.kind === 'trust_shift')).toEqual([
-      expect.objectContaining({ rule: 'source_tier_changed', sourceSystem: 'kb', eventIds: [claimed], recordIds: [episodicIdFor(claimed)] }),
+      expect.objectContaining({
+        rule: 'source_tier_changed',
+        sourceSystem: 'kb',
+        eventIds: [claimed],
+        recordIds: [episodicIdFor(claimed)],
+      }),
     ]);
   });
 
   it('flags a burst of writes about one entity and attribute once', async () => {
     const burst = Array.from({ length: 8 }, () =>
-      event('chat', 'chat', 'ACME delivery fee is 0', { entity: 'ACME', attribute: 'delivery fee', value: '0', validFrom: '2026-03-02T00:00:00Z' }),
+      event('chat', 'chat', 'ACME delivery fee is 0', {
+        entity: 'ACME',
+        attribute: 'delivery fee',
+        value: '0',
+        validFrom: '2026-03-02T00:00:00Z',
+      }),
     );
     const ids = await ingest('acme', burst);
     const bursts = (await flags('acme')).filter((f) => f.kind === 'write_burst');
@@ -99,9 +114,9 @@ describe('review flags raised by the projection', () => {
     const entries: { actor: string; resourceIds: string[]; decision: { rule: string } }[] = [];
     for await (const e of elma.log.readStream(streams.audit('acme'))) entries.push(e.data as (typeof entries)[number]);
     for (const flag of raised) {
-      expect(entries.some((a) => a.actor === REVIEW_ACTOR && a.resourceIds[0] === flag.id && a.decision.rule.startsWith('review.raise.'))).toBe(
-        true,
-      );
+      expect(
+        entries.some((a) => a.actor === REVIEW_ACTOR && a.resourceIds[0] === flag.id && a.decision.rule.startsWith('review.raise.')),
+      ).toBe(true);
     }
     let stored = '';
     for await (const e of elma.log.readStream(streams.reviews('acme'))) stored += JSON.stringify(e.data);
@@ -115,7 +130,9 @@ describe('review flags raised by the projection', () => {
     await ingest('calm', turns);
     await ingest('calm', [refund('system', 'policy-portal', '30 days', '2026-01-01T00:00:00Z')]);
     await ingest('calm', [refund('system', 'policy-portal', '45 days', '2026-03-01T00:00:00Z')]);
-    await ingest('calm', [event('system', 'policy-portal', '退款政策更新：退款期限为45天。', { entity: 'ACME', attribute: '退款期限', value: '45天' })]);
+    await ingest('calm', [
+      event('system', 'policy-portal', '退款政策更新：退款期限为45天。', { entity: 'ACME', attribute: '退款期限', value: '45天' }),
+    ]);
     expect(await flags('calm')).toEqual([]);
   });
 });

@@ -87,7 +87,14 @@ export class ReviewFlags {
     await this.requireRole(principal, ROLES.reviewReaders, 'read', [], requestId);
     const parsed = parseOrThrow(ReviewFlagQuery, query);
     const page = pageOfFlags(await this.all(principal.tenant), parsed);
-    await this.audit(principal, 'read', page.items.map((f) => f.id), requestId, 'allow', 'review.list');
+    await this.audit(
+      principal,
+      'read',
+      page.items.map((f) => f.id),
+      requestId,
+      'allow',
+      'review.list',
+    );
     return page;
   }
 
@@ -124,7 +131,14 @@ export class ReviewFlags {
     throw new Forbidden(needed);
   }
 
-  private audit(principal: Principal, operation: 'read' | 'write', resourceIds: string[], requestId: string, effect: 'allow' | 'deny', rule: string) {
+  private audit(
+    principal: Principal,
+    operation: 'read' | 'write',
+    resourceIds: string[],
+    requestId: string,
+    effect: 'allow' | 'deny',
+    rule: string,
+  ) {
     return this.deps.audit.record({
       tenant: principal.tenant,
       actor: principal.sub,

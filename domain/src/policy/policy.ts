@@ -90,7 +90,11 @@ const Days = z.number().positive().max(POLICY_BOUNDS.retentionDays.max);
  * now and then) and below a script that writes the same fact over and over.
  */
 export const ReviewThresholds = z.strictObject({
-  windowMinutes: z.number().positive().max(24 * 60).default(10),
+  windowMinutes: z
+    .number()
+    .positive()
+    .max(24 * 60)
+    .default(10),
   maxEventsPerSource: z.number().int().min(1).max(1_000_000).default(300),
   maxFactsPerKey: z.number().int().min(1).max(100_000).default(5),
 });

@@ -10,7 +10,11 @@ import { ReviewFlag, ReviewFlagRaised, ReviewFlagResolution, type ReviewDecision
  * source system was last seen with (what `source_tier_changed` compares to,
  * kept in the log so that a restart does not forget it).
  */
-export const SourceTrustObserved = z.object({ system: z.string().min(1).max(100), tier: SourceTrust, at: z.iso.datetime({ offset: true }) });
+export const SourceTrustObserved = z.object({
+  system: z.string().min(1).max(100),
+  tier: SourceTrust,
+  at: z.iso.datetime({ offset: true }),
+});
 export type SourceTrustObserved = z.infer<typeof SourceTrustObserved>;
 
 export const ReviewFlagResolved = ReviewFlagResolution.extend({ id: z.string() });

@@ -38,7 +38,10 @@ describe('the review stream', () => {
   });
 
   it('records a source tier only when it changes', () => {
-    const observe = (tier: 'certified' | 'external') => ({ type: 'ObserveSourceTrust' as const, observations: [{ system: 'kb', tier, at: AT }] });
+    const observe = (tier: 'certified' | 'external') => ({
+      type: 'ObserveSourceTrust' as const,
+      observations: [{ system: 'kb', tier, at: AT }],
+    });
     const first = given(reviewDecider).when(observe('certified'));
     expect(first).toHaveLength(1);
     expect(given(reviewDecider, ...first).when(observe('certified'))).toEqual([]);

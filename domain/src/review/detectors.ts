@@ -142,13 +142,15 @@ export class WriteRateWindows {
   private readonly windows = new Map<string, Window>();
 
   /** Counts the writes (in transaction-time order) and returns the bursts they complete. */
-  observe(
-    thresholds: ReviewThresholds,
-    writes: { ingested: readonly IngestedWrite[]; facts: readonly MemoryRecord[] },
-  ): ReviewFlagDraft[] {
+  observe(thresholds: ReviewThresholds, writes: { ingested: readonly IngestedWrite[]; facts: readonly MemoryRecord[] }): ReviewFlagDraft[] {
     const span = thresholds.windowMinutes * 60_000;
     const flags: ReviewFlagDraft[] = [];
-    const count = (scope: string, entry: Counted, limit: number, draft: Omit<ReviewFlagDraft, 'key' | 'eventIds' | 'recordIds' | 'count' | 'raisedAt'>) => {
+    const count = (
+      scope: string,
+      entry: Counted,
+      limit: number,
+      draft: Omit<ReviewFlagDraft, 'key' | 'eventIds' | 'recordIds' | 'count' | 'raisedAt'>,
+    ) => {
       const window = this.windows.get(scope) ?? { entries: [], quietUntil: -Infinity };
       this.windows.set(scope, window);
       if (window.entries.some((e) => e.id === entry.id)) return;

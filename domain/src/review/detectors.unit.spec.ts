@@ -11,7 +11,13 @@ const minutes = (n: number) => new Date(Date.parse(MAR) + n * 60_000).toISOStrin
 
 /** A fact from one ingest event (`evt-<id>`), recorded at `recordedAt`. */
 const fact = (id: string, entity: string, attribute: string, value: string, overrides: RecordOverrides = {}): MemoryRecord => ({
-  ...makeRecord({ id, validFrom: JAN, recordedAt: JAN, provenance: { sourceEventIds: [`evt-${id}`], parentIds: [], rule: 'test', ruleVersion: '1' }, ...overrides }),
+  ...makeRecord({
+    id,
+    validFrom: JAN,
+    recordedAt: JAN,
+    provenance: { sourceEventIds: [`evt-${id}`], parentIds: [], rule: 'test', ruleVersion: '1' },
+    ...overrides,
+  }),
   content: { text: `${entity} ${attribute}: ${value}`, fact: { entity, attribute, value } },
 });
 const refund = (id: string, value: string, sourceTrust: SourceTrust, overrides: RecordOverrides = {}) =>
@@ -107,9 +113,7 @@ describe('write bursts', () => {
   it('raises nothing for a busy chat session: 120 turns in half an hour, a fact restated now and then', () => {
     const windows = new WriteRateWindows();
     const turns = Array.from({ length: 120 }, (_, n) => chatTurn(n));
-    const facts = [0, 7, 15, 30].map((m, i) =>
-      fact(`f${i}`, 'Li Wei', '偏好', i % 2 ? '邮件' : 'email', { recordedAt: minutes(m) }),
-    );
+    const facts = [0, 7, 15, 30].map((m, i) => fact(`f${i}`, 'Li Wei', '偏好', i % 2 ? '邮件' : 'email', { recordedAt: minutes(m) }));
     expect(windows.observe(DEFAULT_REVIEW_THRESHOLDS, { ingested: turns, facts })).toEqual([]);
   });
 
@@ -150,7 +154,9 @@ describe('write bursts', () => {
 describe('summary against its sources', () => {
   it('finds nothing unsupported in an extractive summary (English and Chinese)', () => {
     const sources = ['The refund window is 30 days. Orders ship from Harwick.', '退款期限为30天，仓库在「上海」。'];
-    expect(unsupportedClaims('The refund window is 30 days. 退款期限为30天，仓库在「上海」。 Orders ship from Harwick.', sources)).toEqual([]);
+    expect(unsupportedClaims('The refund window is 30 days. 退款期限为30天，仓库在「上海」。 Orders ship from Harwick.', sources)).toEqual(
+      [],
+    );
   });
 
   it('finds numbers, dates and names the sources never stated', () => {
