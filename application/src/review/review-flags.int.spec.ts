@@ -135,4 +135,17 @@ describe('review flags raised by the projection', () => {
     ]);
     expect(await flags('calm')).toEqual([]);
   });
+
+  it('raises nothing for a consolidation summary that only repeats its sources', async () => {
+    const turns = [
+      'The fee is 3.5 euros a month, billed by Harwick Logistics.',
+      '客户说发票在2026-03-01寄出，金额为1,200元。',
+      'Orders above 1000 units ship free from the 「上海」 depot.',
+      'I will call back on Monday about invoice 4471.',
+    ].map((text, i) => ({ ...event('chat', 'chat', text), subject: 'cust-2', occurredAt: `2026-03-05T10:0${i}:00Z` }));
+    const [first] = await ingest('calm', turns);
+    const result = await elma.consolidation.consolidate('calm', episodicIdFor(first));
+    expect(result.summaries).toBeGreaterThan(0);
+    expect(await flags('calm')).toEqual([]);
+  });
 });

@@ -215,7 +215,8 @@ const digits = (number: string) => number.replace(/[,]/gu, '');
  */
 export function unsupportedClaims(summary: string, sources: readonly string[]): string[] {
   const said = normalise(sources.join('\n'));
-  const saidNumbers = new Set([...said.matchAll(NUMBER)].map((m) => digits(m[0])));
+  // Each number and its parts: an extractive summary may cut `3.5` at its point into `3.` and `5`.
+  const saidNumbers = new Set([...said.matchAll(NUMBER)].flatMap((m) => [digits(m[0]), ...m[0].split(/[.,:/-]/u)]));
   const text = normalise(summary);
   const claims = new Set<string>();
   for (const [number] of text.matchAll(NUMBER)) if (!saidNumbers.has(digits(number))) claims.add(number);

@@ -167,6 +167,10 @@ describe('summary against its sources', () => {
     expect(unsupportedClaims('退款期限为90天，仓库在「深圳」。', ['退款期限为30天，仓库在「上海」。']).sort()).toEqual(['90', '深圳']);
   });
 
+  it('takes no part of a stated number for a new claim (a sentence split at a decimal point)', () => {
+    expect(unsupportedClaims('The fee is 3. 5 euros a month.', ['The fee is 3.5 euros a month.'])).toEqual([]);
+  });
+
   it('reads 1,000 and 1000 as the same number, and a capital that only starts a sentence as no name', () => {
     expect(unsupportedClaims('Orders above 1,000 units ship free. Shipping is free.', ['orders above 1000 units ship free'])).toEqual([]);
   });
