@@ -154,7 +154,8 @@ export class WriteRateWindows {
       const window = this.windows.get(scope) ?? { entries: [], quietUntil: -Infinity };
       this.windows.set(scope, window);
       if (window.entries.some((e) => e.id === entry.id)) return;
-      window.entries = [...window.entries.filter((e) => e.at > entry.at - span), entry];
+      // Only whether the count passes the limit matters: the newest limit + 1 writes are enough to keep (a flood stays cheap).
+      window.entries = [...window.entries.filter((e) => e.at > entry.at - span), entry].slice(-(limit + 1));
       if (window.entries.length <= limit || entry.at < window.quietUntil) return;
       window.quietUntil = entry.at + span;
       flags.push({
