@@ -40,8 +40,9 @@ export class ReviewDetector {
       sourceTrust: event.sourceTrust ?? trustForChannel(event.source.channel),
       recordedAt: event.recordedAt,
     }));
+    // Facts written by a source or a caller; consolidation's views restate what was written, they are no new writes.
     const facts = writes.records
-      .filter((r) => r.kind === 'semantic' && r.content.fact && r.version === 1)
+      .filter((r) => r.kind === 'semantic' && r.content.fact && r.version === 1 && !r.provenance.rule.startsWith('consolidate.'))
       .sort((a, b) => Date.parse(a.recordedAt) - Date.parse(b.recordedAt));
     const thresholds = (await this.deps.policies.get(tenant)).reviews;
     let windows = this.windows.get(tenant);

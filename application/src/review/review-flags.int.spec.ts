@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { episodicIdFor, semanticIdFor, streams, type Principal, type RecordedEvent } from '@elma/domain';
+import { DEFAULT_REVIEW_THRESHOLDS, episodicIdFor, semanticIdFor, streams, type Principal, type RecordedEvent } from '@elma/domain';
 import { loadConfig } from '@elma/infra';
 import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
@@ -142,10 +142,23 @@ describe('review flags raised by the projection', () => {
       '客户说发票在2026-03-01寄出，金额为1,200元。',
       'Orders above 1000 units ship free from the 「上海」 depot.',
       'I will call back on Monday about invoice 4471.',
-    ].map((text, i) => ({ ...event('chat', 'chat', text), subject: 'cust-2', occurredAt: `2026-03-05T10:0${i}:00Z` }));
+      // Several commitments in one session: consolidation extracts a fact of each, which is no burst of writes.
+      'I will send the signed contract tomorrow.',
+      'I will check the delivery address.',
+      'I will ask finance about the refund.',
+      '我会明天发送合同。',
+      '我会联系仓库确认库存。',
+      '我们会在周五前完成付款。',
+    ].map((text, i) => ({
+      ...event('chat', 'chat', text),
+      subject: 'cust-2',
+      occurredAt: `2026-03-05T10:${String(i).padStart(2, '0')}:00Z`,
+    }));
     const [first] = await ingest('calm', turns);
     const result = await elma.consolidation.consolidate('calm', episodicIdFor(first));
+    await elma.runner.waitFor(await elma.log.headPosition());
     expect(result.summaries).toBeGreaterThan(0);
+    expect(result.facts).toBeGreaterThan(DEFAULT_REVIEW_THRESHOLDS.maxFactsPerKey);
     expect(await flags('calm')).toEqual([]);
   });
 });
