@@ -1,6 +1,7 @@
 import {
   ROLES,
   ReviewFlagQuery,
+  ReviewFlagRaised,
   ResolveReviewFlagRequest,
   parseOrThrow,
   pageOfFlags,
@@ -14,7 +15,6 @@ import {
   type ReviewFlag,
   type ReviewFlagDraft,
   type ReviewFlagPage,
-  type ReviewFlagRaised,
   type ReviewState,
   type SourceTrustObserved,
 } from '@elma/domain';
@@ -46,11 +46,14 @@ export class ReviewFlags {
    */
   async raise(tenant: string, drafts: readonly ReviewFlagDraft[]): Promise<ReviewFlagRaised[]> {
     if (drafts.length === 0) return [];
-    const flags = drafts.map(({ key, ...draft }) => ({
-      ...draft,
-      // Keyed: the key may hold a fact's entity and attribute, which must not be guessable from the id.
-      id: `rf_${keyedUuid(this.deps.fingerprintKey, tenant, 'review-flag', key)}`,
-    }));
+    // Parsed before it is written: a flag the stream could not read back would stop every later fold of it.
+    const flags = drafts.map(({ key, ...draft }) =>
+      ReviewFlagRaised.parse({
+        ...draft,
+        // Keyed: the key may hold a fact's entity and attribute, which must not be guessable from the id.
+        id: `rf_${keyedUuid(this.deps.fingerprintKey, tenant, 'review-flag', key)}`,
+      }),
+    );
     const handled = await this.handle(tenant, { type: 'RaiseFlags', flags });
     const raised = handled.flatMap((e) => (e.type === 'ReviewFlagRaised' ? [e.data] : []));
     for (const flag of raised) {
