@@ -47,18 +47,15 @@ export class ReviewDetector {
     const thresholds = (await this.deps.policies.get(tenant)).reviews;
     let windows = this.windows.get(tenant);
     if (!windows) this.windows.set(tenant, (windows = new WriteRateWindows()));
+    const shifts = ingested.length > 0 ? sourceTierShifts((await this.deps.flags.state(tenant)).sourceTiers, ingested) : undefined;
     const drafts: ReviewFlagDraft[] = [
       ...trustFlags(writes.records, writes.revisions),
       ...windows.observe(thresholds, { ingested, facts }),
+      ...(shifts?.flags ?? []),
     ];
-    if (ingested.length > 0) {
-      const shifts = sourceTierShifts((await this.deps.flags.state(tenant)).sourceTiers, ingested);
-      drafts.push(...shifts.flags);
-      await this.deps.flags.raise(tenant, drafts);
-      await this.deps.flags.observeSourceTrust(tenant, shifts.observed);
-      return;
-    }
     await this.deps.flags.raise(tenant, drafts);
+    // After the flags: should this fail, the pass is retried and compares with the tiers as they were.
+    await this.deps.flags.observeSourceTrust(tenant, shifts?.observed ?? []);
   }
 }
 
