@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callApi, roleTokens, startTestApp, type Json, type TestApp } from './testing';
+import { callApi, changePolicy, roleTokens, startTestApp, type Json, type TestApp } from './testing';
 
 /**
  * The W5 poisoning defences over real HTTP: a lower-trust contradiction of a
@@ -223,5 +223,25 @@ describe('explicit corrections', () => {
     // Without `correction`, the write policy decides as before: a reviewer records nothing.
     const { correction: _correction, ...plain } = correction('14 days');
     expect((await call('reviewer', 'POST', '/v1/memories', plain)).body.code).toBe('POLICY.DENIED');
+  });
+});
+
+describe('write-rate thresholds in the tenant policy', () => {
+  it('are set through PUT /v1/policy and raise one write_burst flag per burst', async () => {
+    await changePolicy(t.url, tokens.admin, (policy) => {
+      expect(policy.reviews).toEqual({ windowMinutes: 10, maxEventsPerSource: 300, maxFactsPerKey: 5 });
+      policy.reviews.maxFactsPerKey = 2;
+    });
+    const refused = await call('admin', 'GET', '/v1/policy');
+    const { version, ...document } = refused.body;
+    const invalid = await call('admin', 'PUT', `/v1/policy?expectedVersion=${version}`, { ...document, reviews: { windowMinutes: 0 } });
+    expect(invalid.status).toBe(422);
+    expect(invalid.body.errors.map((e: { path: string }) => e.path)).toContain('reviews.windowMinutes');
+
+    const ids: string[] = [];
+    for (const value of ['3 days', '4 days', '5 days', '6 days'])
+      ids.push(await ingest(refund('processing time', value, 'chat', 'chat', '2026-04-01T00:00:00Z')));
+    const { items } = await flagsOf('reviewer', '?kind=write_burst');
+    expect(items).toEqual([expect.objectContaining({ rule: 'fact_burst', count: 3, eventIds: ids.slice(0, 3), status: 'open' })]);
   });
 });
