@@ -19,3 +19,5 @@ export * from './offboarding';
 export * from './quota';
 export * from './subject-access';
 export * from './keys/key-service';
+export * from './review/review-flags';
+export * from './review/review-detector';

@@ -50,3 +50,6 @@ export * from './recall/hops';
 export * from './quota/token-bucket';
 export * from './quota/quota';
 export * from './subject-access';
+export * from './review/flag';
+export * from './review/decider';
+export * from './review/detectors';

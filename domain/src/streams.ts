@@ -32,6 +32,8 @@ export const streams = {
   memoriesOfTenant: (tenant: string) => `memory-${tenant}-`,
   /** The tenant's hash-chained audit log. */
   audit: (tenant: string) => `audit-${tenant}`,
+  /** The tenant's review flags (ids, counts and rules only) and the trust tier each source system was last seen with. */
+  reviews: (tenant: string) => `reviews-${tenant}`,
   /** The tenant's policy versions. */
   policy: (tenant: string) => `policy-${tenant}`,
   /** The tenant's legal holds, naming subjects by pseudonym. */

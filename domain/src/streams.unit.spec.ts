@@ -14,6 +14,7 @@ describe('stream names', () => {
     expect(auditStream('acme')).toBe('audit-acme');
     expect(streams.policy('acme')).toBe('policy-acme');
     expect(streams.legalHolds('acme')).toBe('legalholds-acme');
+    expect(streams.reviews('acme')).toBe('reviews-acme');
     expect(streams.erasureOutbox).toBe('outbox-_system-erasures');
     expect(streams.migrations).toBe('migrations-elma');
     expect(streams.categories).toEqual({ events: 'events-', memory: 'memory-', erasure: 'erasure-', legacyLegalHolds: 'legalhold-' });

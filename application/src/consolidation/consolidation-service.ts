@@ -11,8 +11,11 @@ import {
   type EventLog,
   type MemoryIndex,
   type MemoryRecord,
+  type ReviewFlagDraft,
 } from '@elma/domain';
 import type { ErasureGuard } from '../erasure/guard';
+import { summaryDivergence } from '../review/review-detector';
+import type { ReviewFlags } from '../review/review-flags';
 import { deterministicUuid } from '@elma/shared';
 import { memoryVersionAppends } from '../memory/memory-events';
 import type { EventSealer } from '../sealing/sealed-events';
@@ -94,6 +97,8 @@ export class ConsolidationService {
        * merges them.
        */
       embeddings?: { waitForEmbedded(tenant: string, timeoutMs: number): Promise<void> };
+      /** Where a summary its sources do not support is flagged for review (it is still written: flags are advisory). */
+      reviews?: Pick<ReviewFlags, 'raise'>;
     },
     private readonly params: ConsolidationParams = DEFAULT_CONSOLIDATION_PARAMS,
   ) {}
@@ -163,11 +168,12 @@ export class ConsolidationService {
       if ((i + 1) % YIELD_EVERY_RECORDS === 0) await yieldToEventLoop();
     }
     const views: MemoryRecord[] = [];
+    const divergent: ReviewFlagDraft[] = [];
     // A view never mixes owners, projects or retention classes: these it inherits as they are, not combined.
     for (const part of groupBy(mine, (m) =>
       [m.record.policy.owner, m.record.policy.project ?? '', m.record.retention.class].join('\u001f'),
     ).values()) {
-      views.push(...this.views(tenant, subject, part, result));
+      views.push(...this.views(tenant, subject, part, result, divergent));
     }
 
     const kept: MemoryRecord[] = [];
@@ -176,6 +182,11 @@ export class ConsolidationService {
       else kept.push(view);
     }
     await this.write(tenant, kept, result);
+    const keptIds = new Set(kept.map((v) => v.id));
+    await this.deps.reviews?.raise(
+      tenant,
+      divergent.filter((flag) => keptIds.has(flag.recordIds[0])),
+    );
     return result;
   }
 
@@ -185,6 +196,7 @@ export class ConsolidationService {
     subject: string,
     mine: { record: MemoryRecord; vector?: Float32Array }[],
     result: ConsolidationResult,
+    divergent: ReviewFlagDraft[],
   ): MemoryRecord[] {
     const episodic = mine.filter((m) => m.record.kind === 'episodic' && !m.record.provenance.rule.startsWith('consolidate.'));
     const views: MemoryRecord[] = [];
@@ -230,11 +242,15 @@ export class ConsolidationService {
       );
       if (summary.sentences.length === 0) continue;
       const used = ordered.filter((r) => summary.sourceIds.includes(r.id));
-      const text = `Session summary (${day}): ${summary.sentences.map((s) => s.text).join(' ')}`;
+      const said = summary.sentences.map((s) => s.text).join(' ');
+      const text = `Session summary (${day}): ${said}`;
       const view = this.view(tenant, subject, CONSOLIDATION_RULES.summary, used, { text }, 'episodic', ordered[0].validFrom);
       if (view) {
         views.push(view);
         result.summaries++;
+        // What the summary says against what its sources said (the heading's day is the summariser's, not a claim).
+        const divergence = summaryDivergence(view, said, used);
+        if (divergence) divergent.push(divergence);
       }
     }
 

@@ -248,13 +248,12 @@ export class MemoryService {
     const tenant = principal.tenant;
     const now = record.recordedAt;
     await this.deps.erased.refuseErased(tenant, [{ path: 'content', subject: record.subject, content: record.content }]);
-    const decision = evaluate(
-      options.policy,
-      subjectOf(principal),
-      resourceOf(record),
-      { purpose: record.policy.purposes[0], now },
-      'write',
-    );
+    // An explicit correction is authorised by the corrector roles (checked before: `requireCorrector`), as an
+    // adjudication is: a reviewer or DPO, who are no writers under the default policy, may still correct a fact.
+    const decision =
+      record.correction === true
+        ? { allowed: true, ruleId: `role:${ROLES.corrector.join('|')}` }
+        : evaluate(options.policy, subjectOf(principal), resourceOf(record), { purpose: record.policy.purposes[0], now }, 'write');
     const audit = (effect: 'allow' | 'deny', resourceIds = [record.id]) =>
       this.deps.audit.record({
         tenant,

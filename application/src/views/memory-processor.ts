@@ -62,11 +62,16 @@ export class MemoryProcessor {
    * The consolidation triggers they call for are returned, not fired: the
    * caller fires them once the records are in the index.
    */
-  async derive(tenant: string, events: RecordedEvent[]): Promise<{ records: Map<string, MemoryRecord>; triggers: (() => void)[] }> {
+  async derive(
+    tenant: string,
+    events: RecordedEvent[],
+  ): Promise<{ records: Map<string, MemoryRecord>; ingested: EventIngested[]; triggers: (() => void)[] }> {
     const derived = new Map<string, MemoryRecord>();
+    const ingested: EventIngested[] = [];
     const triggers: (() => void)[] = [];
     for (const event of await openSkippingErased<EventIngested>(this.deps.sealer, tenant, events)) {
       const parsed = EventIngested.parse(event);
+      ingested.push(parsed);
       for (const command of deriveMemories(parsed)) {
         for (const recorded of decide(command, initialMemoryState())) derived.set(recorded.record.id, recorded.record);
       }
@@ -75,7 +80,7 @@ export class MemoryProcessor {
     // A record erased on its own (its event kept, e.g. under a legal hold) must not be derived again.
     if (derived.size > 0) for (const id of await this.deps.sealer.erasedAmong(tenant, [...derived.keys()])) derived.delete(id);
     if (derived.size > 0) await this.append(tenant, [...derived.values()]);
-    return { records: derived, triggers };
+    return { records: derived, ingested, triggers };
   }
 
   /**

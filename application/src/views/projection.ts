@@ -3,6 +3,7 @@ import { EventSealer, tenantOf } from '../sealing/sealed-events';
 import { MEMORY_ID } from '../memory/memory-events';
 import { MemoryProcessor, appendedByProcessor, type ConsolidationTrigger } from './memory-processor';
 import { MemoryViews } from './memory-views';
+import type { ReviewDetector } from '../review/review-detector';
 
 export { SESSION_END, type ConsolidationTrigger } from './memory-processor';
 
@@ -22,6 +23,7 @@ export const VIEW_SOURCE_PREFIXES = [streams.categories.events, streams.categori
 export class Projection {
   readonly processor: MemoryProcessor;
   readonly views: MemoryViews;
+  private reviews?: Pick<ReviewDetector, 'inspect'>;
 
   constructor(deps: { log: EventLog; index: MemoryIndex; sealer: EventSealer; embedder: Embedder }) {
     this.processor = new MemoryProcessor(deps);
@@ -34,6 +36,15 @@ export class Projection {
    */
   setConsolidationTrigger(trigger: ConsolidationTrigger, everyEvents: number): void {
     this.processor.setConsolidationTrigger(trigger, everyEvents);
+  }
+
+  /**
+   * Runs the review detectors over each pass's decisions, once they are
+   * recorded and indexed (docs/adr/0013-review-flags.md). Advisory: they
+   * append flags, never memory events.
+   */
+  setReviewDetector(reviews: Pick<ReviewDetector, 'inspect'>): void {
+    this.reviews = reviews;
   }
 
   /**
@@ -55,7 +66,7 @@ export class Projection {
   private async applyTenant(tenant: string, events: RecordedEvent[]): Promise<number> {
     // Decided (and appended) before the index is touched: a tenant whose index partition turns out
     // corrupt is passed over, and its rebuild finds these decisions in the log.
-    const { records, triggers } = await this.processor.derive(
+    const { records, ingested, triggers } = await this.processor.derive(
       tenant,
       events.filter((e) => e.type === 'EventIngested'),
     );
@@ -70,11 +81,12 @@ export class Projection {
       for (const trigger of triggers) trigger();
       return 0;
     }
-    all.push(...(await this.processor.settle(tenant, all)));
-    await this.views.index(tenant, all);
+    const revisions = await this.processor.settle(tenant, all);
+    await this.views.index(tenant, [...all, ...revisions]);
+    await this.reviews?.inspect(tenant, { ingested, records: all, revisions });
     // Only now: a consolidation started earlier could look for records the index does not show yet.
     for (const trigger of triggers) trigger();
-    return all.length;
+    return all.length + revisions.length;
   }
 }
 

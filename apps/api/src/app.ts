@@ -30,6 +30,7 @@ import {
   MEMORIES,
   OFFBOARDING_DESK,
   RECALL,
+  REVIEWS,
   SUBJECT_ACCESS_DESK,
   TENANT_CLOSURES,
   TOKEN_VERIFIER,
@@ -48,6 +49,7 @@ import { GovernanceController } from './rest/governance.controller';
 import { HealthController } from './rest/health.controller';
 import { MemoriesController } from './rest/memories.controller';
 import { RecallController } from './rest/recall.controller';
+import { ReviewsController } from './rest/reviews.controller';
 
 /** Requests above this are refused with 413 before any handler runs. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -82,6 +84,7 @@ class ApiModule {
         WellKnownController,
         HealthController,
         KeysController,
+        ReviewsController,
       ],
       providers: [
         // One token per service; the verifier is built once per API (it caches the identity provider's keys).
@@ -92,6 +95,7 @@ class ApiModule {
         { provide: RECALL, useValue: quotaRecall(elma.recall, shared.quotas) },
         { provide: GOVERNANCE, useValue: quotaGovernance(elma.governance, shared.quotas) },
         { provide: KEYS, useValue: elma.keys },
+        { provide: REVIEWS, useValue: elma.reviews },
         { provide: HEALTH, useValue: { health: () => elma.health() } satisfies HealthCheck },
         { provide: TOKEN_VERIFIER, useValue: shared.verifier },
         { provide: ERASURE_DESK, useValue: new ErasureDesk(elma.erasure.requests, elma.signer, options.erasures) },

@@ -77,6 +77,8 @@ import {
   type ExportSink,
   SubjectAccessService,
   KeyService,
+  ReviewFlags,
+  ReviewDetector,
 } from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
@@ -145,6 +147,11 @@ export interface Elma {
   subjectAccess: SubjectAccessService;
   adjudication: Adjudication;
   consolidation: ConsolidationService;
+  /**
+   * Review flags (writes that look like poisoning): `list` and `resolve` for the API, `all(tenant)` for the
+   * evaluation harness. Raised by the projection's detectors and by consolidation; advisory only.
+   */
+  reviews: ReviewFlags;
   signer: CertificateSigner;
   /**
    * What the format check found when the folder was opened: files migrated in
@@ -271,6 +278,8 @@ export async function openElma(
     onBackgroundError: (error) =>
       logger.error('tenant key rotation stopped; ask again to resume', { code: (error as { code?: string }).code }),
   });
+  const reviews = new ReviewFlags({ log, audit, clock, ids, fingerprintKey });
+  projection.setReviewDetector(new ReviewDetector({ flags: reviews, policies }));
   const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
   const closures = new TenantClosures({ log });
   const reapply = new ErasureLedgerReapply({
@@ -353,7 +362,8 @@ export async function openElma(
     revocations,
     keys,
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
-    consolidation: new ConsolidationService({ log, index, sealer, erased, embeddings }),
+    consolidation: new ConsolidationService({ log, index, sealer, erased, embeddings, reviews }),
+    reviews,
     recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids, ranking: config.recall }),
     health() {
       return engineHealth(config, { log, index, vault, runner, embedderHost, embeddings }, probes);

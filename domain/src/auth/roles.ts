@@ -18,6 +18,10 @@ export const ROLES = {
   audit: 'auditor',
   /** Settle a contradicted fact. */
   corrector: ['admin', 'dpo', 'reviewer'],
+  /** See the review flags (writes that look like poisoning). */
+  reviewReaders: ['reviewer', 'admin', 'compliance', 'auditor'],
+  /** Confirm or dismiss a review flag. */
+  reviewResolvers: ['reviewer', 'admin'],
   /** Request an erasure of any data subject (a subject may request their own). */
   erasure: ['compliance', 'dpo'],
   /** Read any erasure of the tenant, besides its requester. */

@@ -138,6 +138,31 @@ describe('the order of the rules', () => {
     expect(decision).toMatchObject({ rule: 'later_valid_time', winner: 'b', effect: 'bound' });
   });
 
+  it('lets trust, not recency, decide between tiers: a later external fact does not beat an older certified one', () => {
+    const certified = hq('a', 'Berlin', { sourceTrust: 'certified' });
+    const external = hq('b', 'Paris', { sourceTrust: 'external', validFrom: JUN, recordedAt: JUN });
+    expect(resolveConflict(certified, external)).toMatchObject({ rule: 'source_authority', winner: 'a', loser: 'b', effect: 'supersede' });
+    // As it arrives: the external fact is kept out of the current answer, the certified one stays as it was.
+    const revisions = settleConflicts(external, [certified], AT);
+    expect(revisions).toHaveLength(1);
+    expect(revisions[0]).toMatchObject({ id: 'b', status: 'superseded', resolution: { rule: 'source_authority', against: ['a'] } });
+  });
+
+  it('keeps an authoritative fact against a later model inference and a later user statement alike', () => {
+    const authoritative = hq('a', 'Berlin', { sourceTrust: 'authoritative' });
+    for (const sourceTrust of ['model', 'user', 'certified'] as const) {
+      const later = hq('b', 'Paris', { sourceTrust, validFrom: JUN, recordedAt: JUN, confidence: 1 });
+      expect(settleConflicts(later, [authoritative], AT).map((r) => [r.id, r.status])).toEqual([['b', 'superseded']]);
+    }
+  });
+
+  it('within one tier, the later valid time still bounds the earlier fact', () => {
+    const before = hq('a', 'Berlin', { sourceTrust: 'certified' });
+    const after = hq('b', 'Paris', { sourceTrust: 'certified', validFrom: JUN, recordedAt: JUN });
+    const revisions = settleConflicts(after, [before], AT);
+    expect(revisions.map((r) => [r.id, r.status, r.validTo])).toEqual([['a', 'active', JUN]]);
+  });
+
   it('decides the same whichever record comes first', () => {
     const a = hq('a', 'Berlin', { sourceTrust: 'external', validFrom: MAR });
     const b = hq('b', 'Paris', { sourceTrust: 'certified' });

@@ -83,6 +83,24 @@ export const POLICY_BOUNDS = {
 /** Days; fractions are allowed (0.5 is twelve hours), so short retention can be tested and used. */
 const Days = z.number().positive().max(POLICY_BOUNDS.retentionDays.max);
 
+/**
+ * When writes look like a burst (review flags of kind `write_burst`): more than `maxEventsPerSource` events from
+ * one source system, or more than `maxFactsPerKey` facts about one entity and attribute, within `windowMinutes`
+ * of transaction time. The defaults sit well above a busy chat session (a few events a minute, a fact restated
+ * now and then) and below a script that writes the same fact over and over.
+ */
+export const ReviewThresholds = z.strictObject({
+  windowMinutes: z
+    .number()
+    .positive()
+    .max(24 * 60)
+    .default(10),
+  maxEventsPerSource: z.number().int().min(1).max(1_000_000).default(300),
+  maxFactsPerKey: z.number().int().min(1).max(100_000).default(5),
+});
+export type ReviewThresholds = z.infer<typeof ReviewThresholds>;
+export const DEFAULT_REVIEW_THRESHOLDS: ReviewThresholds = ReviewThresholds.parse({});
+
 export const TenantPolicy = z.strictObject({
   version: z
     .number()
@@ -121,6 +139,8 @@ export const TenantPolicy = z.strictObject({
   sensitivityKeywords: z
     .strictObject({ confidential: z.array(Name).max(1000).default([]), restricted: z.array(Name).max(1000).default([]) })
     .default({ confidential: [], restricted: [] }),
+  /** Thresholds of the write-rate review flags (see `ReviewThresholds`); unset: the defaults. */
+  reviews: ReviewThresholds.default(DEFAULT_REVIEW_THRESHOLDS),
   /** Per-tenant limits (ingest and recall rates, stored memories and bytes, concurrent requests); unset: the platform's defaults. */
   quotas: Quotas.optional(),
 });

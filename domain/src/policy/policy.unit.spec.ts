@@ -151,6 +151,7 @@ describe('a policy without rules', () => {
       subjectAccess: { selfService: false },
       authoritativeSources: [],
       sensitivityKeywords: { confidential: [], restricted: [] },
+      reviews: { windowMinutes: 10, maxEventsPerSource: 300, maxFactsPerKey: 5 },
     });
   });
 });
@@ -254,5 +255,8 @@ describe('the bounds of a policy’s numbers', () => {
     expect(policy.retentionDays).toEqual({ session: 0.00003, standard: 36_500, long_term: 3650 });
     expect(policy.erasure.approvalThreshold).toBe(POLICY_BOUNDS.approvalThreshold.max);
     expect(storedPolicy(DEFAULT_POLICY)).toEqual(DEFAULT_POLICY);
+    // A policy stored before review thresholds existed reads with their defaults.
+    const { reviews: _reviews, ...older } = DEFAULT_POLICY;
+    expect(storedPolicy(older).reviews).toEqual({ windowMinutes: 10, maxEventsPerSource: 300, maxFactsPerKey: 5 });
   });
 });

@@ -1,4 +1,12 @@
-import type { Adjudication, GovernanceService, IngestService, KeyService, MemoryService, RecallService } from '@elma/application';
+import type {
+  Adjudication,
+  GovernanceService,
+  IngestService,
+  KeyService,
+  MemoryService,
+  RecallService,
+  ReviewFlags,
+} from '@elma/application';
 import type { TokenVerifier } from '@elma/infra';
 import type { EngineHealth } from '@elma/runtime';
 
@@ -57,3 +65,6 @@ export const SUBJECT_ACCESS_DESK = Symbol('SUBJECT_ACCESS_DESK');
 /** Token revocation and tenant key rotation. */
 export const KEYS = Symbol('KEYS');
 export type Keys = Pick<KeyService, 'revokeToken' | 'rotateTenantKey' | 'rotationStatus'>;
+/** Review flags: listed and resolved by the review roles. */
+export const REVIEWS = Symbol('REVIEWS');
+export type Reviews = Pick<ReviewFlags, 'list' | 'resolve'>;
