@@ -81,6 +81,13 @@ const STEPS: Step[] = [
   // A true conflict: same source tier, same valid time, same confidence. ELMA discloses it; last write wins does not.
   ingest('addr-1', DAY(1, 9), "Ana's delivery address is 12 Harbour Road, Rotterdam.", { fact: address('12 Harbour Road, Rotterdam') }),
   ingest('addr-2', DAY(1, 10), 'Ana 的收货地址是阿姆斯特丹运河街99号。', { fact: address('99 Canal Street, Amsterdam') }),
+  // A change announced ahead of time: valid from day 4, said on day 2.
+  ingest('plan-basic', DAY(1, 11), 'Ana is on the Basic plan.', {
+    fact: { entity: 'Ana', attribute: 'plan', value: 'Basic', validFrom: DAY(1) },
+  }),
+  ingest('plan-premium', DAY(2, 8), 'Ana 从3月4日起升级为 Premium 套餐。', {
+    fact: { entity: 'Ana', attribute: 'plan', value: 'Premium', validFrom: DAY(4, 0) },
+  }),
   // An authoritative fact, later contradicted from the web (below): trust decides, unless the source is not known.
   ingest('term-erp', DAY(2, 9), 'The Apollo contract payment term is 30 days.', {
     subject: 'apollo-contract',
@@ -182,6 +189,17 @@ describe('ELMA and its ablations on a hand-written workload', () => {
     const a5 = await (await run('A5')).recall(question, 400);
     expect(itemOf(a5, 'payment term: 90 days')?.mark).toBe('current');
     expect(itemOf(a5, 'payment term: 30 days')).toBeUndefined();
+  });
+
+  it('ELMA answers as of a past day with the value valid then; without valid time (A2) the asked day is not heard', async () => {
+    const question = { ...probe('plan', 'Which plan is Ana on?'), asOf: DAY(3) };
+    const elma = await (await run('ELMA')).recall(question, 400);
+    expect(itemOf(elma, 'Ana plan: Basic')?.mark).toBe('current');
+    expect(itemOf(elma, 'Ana plan: Premium')).toBeUndefined();
+
+    const a2 = await (await run('A2')).recall(question, 400);
+    expect(itemOf(a2, 'Ana plan: Premium')?.mark).toBe('current');
+    expect(itemOf(a2, 'Ana plan: Basic')).toBeUndefined();
   });
 
   it("post-filtering (A6) loses the caller's own record when the top 30 are another project's", async () => {

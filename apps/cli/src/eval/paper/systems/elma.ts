@@ -184,14 +184,17 @@ const CATCH_UP_MS = 10 * 60_000;
 const MIN_BUDGET = 16;
 const MAX_BUDGET = 32_000;
 
-/** The workload's clock: services stamp business time, the time of the step being applied (never going back). */
+/** The workload's clock: services stamp business time, the time of the step being applied. */
 class WorkloadClock implements Clock {
   private at = 0;
   now(): Date {
     return new Date(this.at);
   }
-  advanceTo(iso: string): void {
-    this.at = Math.max(this.at, Date.parse(iso));
+  /** Steps come in time order: an earlier one is a workload's bug, which would otherwise be stamped with a later time. */
+  advanceTo(iso: string, key: string): void {
+    const at = Date.parse(iso);
+    if (!(at >= this.at)) throw new Error(`step ${key} at ${iso} comes before the previous step (${new Date(this.at).toISOString()})`);
+    this.at = at;
   }
 }
 
@@ -243,7 +246,7 @@ export class ElmaSystem implements MemorySystem {
   }
 
   async apply(step: Step): Promise<void> {
-    this.clock.advanceTo(step.at);
+    this.clock.advanceTo(step.at, step.key);
     const tenant = step.type === 'policy' ? step.tenant : step.actor.tenant;
     await this.knowTenant(tenant);
     try {
