@@ -202,6 +202,16 @@ describe('ELMA and its ablations on a hand-written workload', () => {
     expect(itemOf(a2, 'Ana plan: Basic')).toBeUndefined();
   });
 
+  it('consolidation summarises a busy day at the checkpoint; without it (A4) there is no summary to pack', async () => {
+    const question = probe('summary', 'What happened with the Lyon pallets and the support requests?');
+    const elma = await (await run('ELMA')).recall(question, 400);
+    const summary = elma.items.find((item) => item.text.startsWith('Session summary'));
+    expect(summary?.cites).toEqual(expect.arrayContaining(['case-id', 'req-1', 'req-2', 'req-3', 'req-4']));
+    const a4 = await (await run('A4')).recall(question, 400);
+    expect(a4.items.length).toBeGreaterThan(0);
+    expect(a4.items.some((item) => item.text.startsWith('Session summary'))).toBe(false);
+  });
+
   it("post-filtering (A6) loses the caller's own record when the top 30 are another project's", async () => {
     const question = probe('crane', 'Rotterdam harbour crane maintenance');
     const elma = await (await run('ELMA')).recall(question, 400);
