@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import {
   DomainError,
   Operation,
-  ROLES,
   type Clock,
   type Embedder,
   type IngestEventInput,
@@ -316,7 +315,8 @@ export class ElmaSystem implements MemorySystem {
   }
 
   async flags(): Promise<RaisedFlag[]> {
-    const reviews = (this.elma as Elma & { reviews?: ReviewsPort }).reviews;
+    // Through `unknown`: the port's own types, once it lands, must not change what this reads.
+    const reviews = (this.elma as unknown as { reviews?: ReviewsPort }).reviews;
     if (!reviews) return [];
     const flags: RaisedFlag[] = [];
     for (const tenant of this.tenants) {
@@ -413,15 +413,10 @@ export class ElmaSystem implements MemorySystem {
     return told;
   }
 
-  /** Without governance: who asks is not checked beyond the tenant (clearance, purposes and holds off). */
+  /** Without governance: who asks is not checked beyond the tenant (clearance and purposes off; no holds are placed). */
   private reader(actor: Principal, purpose: string): Principal {
     if (this.variant.governance) return actor;
-    return {
-      ...actor,
-      clearance: 'restricted',
-      purposes: [...new Set([...actor.purposes, purpose])],
-      roles: [...new Set([...actor.roles, ROLES.legal])],
-    };
+    return { ...actor, clearance: 'restricted', purposes: [...new Set([...actor.purposes, purpose])] };
   }
 
   /** A1's erasure: the subject's primary records (the episodic memory of each event) purged, nothing derived followed. */
@@ -485,13 +480,18 @@ export function markOf(item: RecallItem, askedAt: string): ItemMark {
   return 'current';
 }
 
-/** Bytes of every file under `dir`. */
+/** Bytes of every file under `dir`; a file removed while it is counted (a WAL checkpointed away) counts nothing. */
 async function folderBytes(dir: string): Promise<number> {
   let total = 0;
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) total += await folderBytes(path);
-    else if (entry.isFile()) total += (await stat(path)).size;
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    total += await stat(join(entry.parentPath, entry.name)).then(
+      (info) => info.size,
+      (error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return 0;
+        throw error;
+      },
+    );
   }
   return total;
 }
