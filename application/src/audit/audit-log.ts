@@ -28,6 +28,12 @@ export interface AuditLogDeps {
    * never outlives their erasure in it.
    */
   pseudonymize?: (tenant: string, subject: string) => string;
+  /**
+   * Evaluation only, the ablation without a governance plane (docs/evaluation-method.md): every entry is
+   * checked and returned as the first of an empty chain, and none is stored. `openElma` takes it as an
+   * evaluation option; never set for a deployment.
+   */
+  discard?: boolean;
 }
 
 export const sha256Hex = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
@@ -80,6 +86,7 @@ export class AuditLog {
     } catch (error) {
       return Promise.reject(error);
     }
+    if (this.deps.discard) return Promise.resolve(chainEntry(draft, undefined, sha256Hex));
     const chain = this.chainOf(draft.tenant);
     return new Promise<AuditEntry>((resolve, reject) => {
       chain.queue.push({ draft, resolve, reject });

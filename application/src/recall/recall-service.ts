@@ -10,9 +10,11 @@ import {
   matchesFilter,
   orderForPrompt,
   packByMarginalUtility,
+  packByScore,
   packProfile,
   parseOrThrow,
   renderContext,
+  renderPlain,
   type Clock,
   type Embedder,
   type Fusion,
@@ -89,6 +91,31 @@ function contextTokens(context: string, items: { tokens: number; citation: { ins
   }, 0);
 }
 
+/**
+ * Parts of recall replaced for the evaluation's ablations (docs/evaluation-method.md), never by an operator:
+ * `openElma` takes them as an evaluation option only. Each absent field is the complete system.
+ */
+export interface RecallAblations {
+  /**
+   * `pushdown` (default): the caller's compiled read policy, clearance and legal holds are part of the index
+   * query. `post-filter`: the index is searched without them (lifecycle, validity and kinds still pushed down),
+   * for the same number of candidates, and the policy drops what the caller may not see afterwards.
+   */
+  policy?: 'pushdown' | 'post-filter';
+  /** `hybrid` (default): BM25 and dense routes fused. `dense`: the dense route alone (nothing without a semantic embedder). */
+  routes?: 'hybrid' | 'dense';
+  /**
+   * `utility` (default): budgeted packing by marginal utility, prompt groups, citation lines and disagreement
+   * notes. `concatenate`: the best-scored hits joined one per line until the budget, nothing else.
+   */
+  packing?: 'utility' | 'concatenate';
+}
+
+/** The filter without the caller's policy (clauses, clearance, legal holds): what post-filtering searches with. */
+function withoutPolicy({ clauses: _clauses, exclude: _exclude, ...filter }: IndexFilter): IndexFilter {
+  return { ...filter, maxSensitivity: 'restricted' };
+}
+
 export class RecallNotFound extends DomainError {
   constructor(id: string) {
     super('RECALL.NOT_FOUND', `recall ${id} is unknown or no longer remembered`, { recallId: id });
@@ -109,6 +136,8 @@ export class RecallService {
       ids: IdSource;
       /** How the routes are fused and how much a memory gains from its neighbouring turns (0: no smoothing). */
       ranking?: { fusion: Fusion; smoothing: number };
+      /** Evaluation only: the ablations of recall (absent: the complete system). */
+      ablations?: RecallAblations;
     },
   ) {
     this.retrieval = new Retrieval(deps.index, {
@@ -220,14 +249,15 @@ export class RecallService {
     // The fusion's dense floor keeps unrelated nearest neighbours out; smoothing adds the turns around the hits.
     const admitted = (hit: SearchHit, by: IndexFilter) =>
       hit.record.tenant === principal.tenant && matchesFilter(hit.record, by) && visibleInSession(hit.record, request.session);
+    const { policy, routes } = this.deps.ablations ?? {};
     const search = async (by: IndexFilter) =>
       (
         await this.retrieval.search({
           tenant: principal.tenant,
-          text: request.query,
+          text: routes === 'dense' ? '' : request.query,
           ...(vector ? { vector } : {}),
           limit: CANDIDATES,
-          filter: by,
+          filter: policy === 'post-filter' ? withoutPolicy(by) : by,
         })
       ).filter((hit) => admitted(hit, by));
     const [shared, ofSession] = await Promise.all([search(filter), sessionFilter ? search(sessionFilter) : []]);
@@ -301,16 +331,17 @@ export class RecallService {
     const byId = new Map(hits.map((hit) => [hit.record.id, hit]));
     // Counted when indexed: tokenising 30 candidates per recall cost more than the search.
     const known = new Map(hits.flatMap((hit) => (hit.tokens !== undefined ? [[hit.record.content.text, hit.tokens] as const] : [])));
-    const packed = packByMarginalUtility(
-      hits.map((hit) => ({ record: hit.record, vector: hit.vector, relevance: top > 0 ? hit.score / top : 0 })),
-      {
-        budgetTokens: request.budgetTokens,
-        at,
-        countTokens: (text) => known.get(text) ?? countTokens(text),
-        weights: packProfile(request.purpose),
-      },
-    );
-    const ordered = orderForPrompt(packed, at);
+    const tokensOf = (text: string) => known.get(text) ?? countTokens(text);
+    const concatenate = this.deps.ablations?.packing === 'concatenate';
+    const ordered = concatenate
+      ? packByScore(hits, { budgetTokens: request.budgetTokens, countTokens: tokensOf })
+      : orderForPrompt(
+          packByMarginalUtility(
+            hits.map((hit) => ({ record: hit.record, vector: hit.vector, relevance: top > 0 ? hit.score / top : 0 })),
+            { budgetTokens: request.budgetTokens, at, countTokens: tokensOf, weights: packProfile(request.purpose) },
+          ),
+          at,
+        );
     const items = ordered.map(({ record: r, tokens }) => {
       const { score, hop } = byId.get(r.id)!;
       return {
@@ -335,13 +366,13 @@ export class RecallService {
         ...(hop !== undefined ? { hop } : {}),
       };
     });
-    const context = renderContext(ordered.map((p) => p.record));
+    const context = concatenate ? renderPlain(ordered.map((p) => p.record)) : renderContext(ordered.map((p) => p.record));
     return {
       recallId: `rcl_${this.deps.ids.next()}`,
       items,
       context,
       usedTokens: items.reduce((sum, item) => sum + item.tokens, 0),
-      contextTokens: contextTokens(context, items),
+      contextTokens: concatenate ? countTokens(context) : contextTokens(context, items),
       budgetTokens: request.budgetTokens,
       candidates: hits.length,
     };

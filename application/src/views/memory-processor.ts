@@ -10,6 +10,7 @@ import {
   type MemoryIndex,
   type MemoryRecord,
   type RecordedEvent,
+  type ConflictSettlement,
 } from '@elma/domain';
 import type { EventSealer } from '../sealing/sealed-events';
 import { memoryVersionAppends } from '../memory/memory-events';
@@ -46,7 +47,15 @@ export class MemoryProcessor {
   private readonly sinceConsolidation = new Map<string, number>();
   private consolidation?: { trigger: ConsolidationTrigger; everyEvents: number };
 
-  constructor(private readonly deps: { log: EventLog; index: Pick<MemoryIndex, 'currentFacts'>; sealer: EventSealer }) {}
+  constructor(
+    private readonly deps: {
+      log: EventLog;
+      index: Pick<MemoryIndex, 'currentFacts'>;
+      sealer: EventSealer;
+      /** ELMA's conflict rules unless the evaluation's ablation asks for last write wins (default `rules`). */
+      conflicts?: ConflictSettlement;
+    },
+  ) {}
 
   /**
    * Asks for consolidation of a subject after `everyEvents` new events, and
@@ -109,7 +118,7 @@ export class MemoryProcessor {
       }
       const current = [...byId.values()].filter((other) => other.id !== record.id);
       keep(byId, record);
-      for (const revision of settleConflicts(record, current, record.recordedAt)) {
+      for (const revision of settleConflicts(record, current, record.recordedAt, this.deps.conflicts)) {
         keep(byId, revision);
         keep(revisions, revision);
       }

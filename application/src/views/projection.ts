@@ -1,4 +1,12 @@
-import { groupBy, streams, type Embedder, type EventLog, type MemoryIndex, type RecordedEvent } from '@elma/domain';
+import {
+  groupBy,
+  streams,
+  type ConflictSettlement,
+  type Embedder,
+  type EventLog,
+  type MemoryIndex,
+  type RecordedEvent,
+} from '@elma/domain';
 import { EventSealer, tenantOf } from '../sealing/sealed-events';
 import { MEMORY_ID } from '../memory/memory-events';
 import { MemoryProcessor, appendedByProcessor, type ConsolidationTrigger } from './memory-processor';
@@ -25,7 +33,7 @@ export class Projection {
   readonly views: MemoryViews;
   private reviews?: Pick<ReviewDetector, 'inspect'>;
 
-  constructor(deps: { log: EventLog; index: MemoryIndex; sealer: EventSealer; embedder: Embedder }) {
+  constructor(deps: { log: EventLog; index: MemoryIndex; sealer: EventSealer; embedder: Embedder; conflicts?: ConflictSettlement }) {
     this.processor = new MemoryProcessor(deps);
     this.views = new MemoryViews(deps);
   }

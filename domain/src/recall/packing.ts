@@ -413,3 +413,33 @@ export function renderContext(records: readonly MemoryRecord[]): string {
     .flatMap((record, index) => [`[${index + 1}] ${itemLine(record)}`, citationLine(record), ...(notes.get(index) ?? [])])
     .join('\n');
 }
+
+/**
+ * Plain concatenation, the evaluation's ablation of context packing
+ * (docs/evaluation-method.md): the candidates in order of retrieval score,
+ * each taken while it still fits the budget, stopping at the first that does
+ * not. No utility, no redundancy penalty, no prompt groups.
+ */
+export function packByScore(
+  candidates: readonly { record: MemoryRecord; score: number }[],
+  options: Pick<PackOptions, 'budgetTokens' | 'countTokens'>,
+): Packed[] {
+  const packed: Packed[] = [];
+  const seen = new Set<string>();
+  let remaining = options.budgetTokens;
+  for (const { record, score } of [...candidates].sort((a, b) => b.score - a.score)) {
+    if (seen.has(record.id)) continue;
+    seen.add(record.id);
+    const tokens = Math.max(0, options.countTokens(record.content.text));
+    const cost = Math.max(1, Math.ceil(tokens));
+    if (!(cost <= remaining)) break;
+    packed.push({ record, tokens, utility: score, gain: score });
+    remaining -= cost;
+  }
+  return packed;
+}
+
+/** The records' texts, one per line, in the order given: no numbers, citation lines, disagreement notes or marks. */
+export function renderPlain(records: readonly MemoryRecord[]): string {
+  return records.map((record) => oneLine(record.content.text)).join('\n');
+}

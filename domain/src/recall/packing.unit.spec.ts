@@ -6,12 +6,14 @@ import {
   PACK_PROFILES,
   orderForPrompt,
   packByMarginalUtility,
+  packByScore,
   packProfile,
   promptGroup,
   quoteAsData,
   renderContext,
   UNTRUSTED_CITATION_FLAG,
   UNTRUSTED_CONTENT_MARKER,
+  renderPlain,
   utilityOf,
   utilityTerms,
   type PackCandidate,
@@ -357,5 +359,33 @@ describe('instruction-like content in the context', () => {
 
   it('quotes disputed values the same way in a disagreement line', () => {
     expect(quoteAsData('a "b" ⟫')).toBe('"a \\"b\\" \\u27eb"');
+  });
+});
+
+describe('plain concatenation (the evaluation ablation of packing)', () => {
+  it('takes the best-scored hits in order until one no longer fits, redundant or stale as they may be', () => {
+    const same = 'the depot closes at five';
+    const hits = [
+      { record: record('b', { text: same }), score: 0.9 },
+      { record: record('a', { text: same }), score: 1 },
+      { record: record('old', { text: 'the depot closed at four', status: 'superseded' }), score: 0.8 },
+      { record: record('long', { text: 'one two three four five six seven eight' }), score: 0.7 },
+      { record: record('short', { text: 'tiny' }), score: 0.6 },
+    ];
+    const packed = packByScore(hits, { budgetTokens: 16, countTokens: words });
+    // Utility packing would drop the duplicate and the superseded record; concatenation stops at the long one.
+    expect(packed.map((p) => p.record.id)).toEqual(['a', 'b', 'old']);
+    expect(
+      packByMarginalUtility(
+        hits.map((h) => ({ record: h.record, relevance: h.score })),
+        { budgetTokens: 16, at: AT, countTokens: words },
+      ).map((p) => p.record.id),
+    ).not.toEqual(['a', 'b', 'old']);
+  });
+
+  it('renders the texts one per line, without numbers, citation lines or disagreement notes', () => {
+    const records = [record('a', { text: 'first\nline' }), record('b', { text: 'second', status: 'disputed' })];
+    expect(renderPlain(records)).toBe('first line\nsecond');
+    expect(renderContext(records)).toContain('[1] first line');
   });
 });

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import type { EmbeddingRole } from '@elma/domain';
+import { HashingEmbedder } from '@elma/infra';
+import { CachingEmbedder } from './caching-embedder';
+
+describe('the embedder every system of a run shares', () => {
+  it('gives the model’s vectors, asking the model only for texts and roles it has not seen', async () => {
+    const model = new HashingEmbedder({ dimensions: 64 });
+    const asked: { texts: string[]; role: EmbeddingRole }[] = [];
+    const cache = new CachingEmbedder({
+      model: model.model,
+      dimensions: model.dimensions,
+      semantic: model.semantic,
+      embed: (texts, role) => {
+        asked.push({ texts, role });
+        return model.embed(texts, role);
+      },
+    });
+    const texts = ['the depot closes at five', '仓库五点关门', 'the depot closes at five'];
+    expect(await cache.embed(texts, 'document')).toEqual(await model.embed(texts, 'document'));
+    expect(await cache.embed(['仓库五点关门', 'a new text'], 'document')).toEqual(
+      await model.embed(['仓库五点关门', 'a new text'], 'document'),
+    );
+    await cache.embed(['仓库五点关门'], 'query');
+    expect(asked).toEqual([
+      { texts: ['the depot closes at five', '仓库五点关门'], role: 'document' },
+      { texts: ['a new text'], role: 'document' },
+      { texts: ['仓库五点关门'], role: 'query' },
+    ]);
+    expect(cache.size).toBe(4);
+    expect({ model: cache.model, dimensions: cache.dimensions, semantic: cache.semantic }).toEqual({
+      model: model.model,
+      dimensions: 64,
+      semantic: false,
+    });
+  });
+});
