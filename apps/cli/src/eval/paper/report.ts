@@ -94,6 +94,8 @@ export interface Report {
   budget: string;
   /** Cells the run could not fill ("table / row / column: cell"). */
   problems: string[];
+  /** Cells of the checked tables that hold a measurement or an explicit "not run" / "needs model" / "same as". */
+  filled: number;
 }
 
 type Table = { title: string; header: string[]; rows: string[][] };
@@ -239,6 +241,7 @@ export function buildReport(input: ReportInput): Report {
       }),
     ),
   );
+  const filled = tables.reduce((sum, table) => sum + table.rows.reduce((n, row) => n + row.length - 1, 0), 0) - problems.length;
   if (sweepIds.length === 0) problems.push('Budget sensitivity: no system ran the budget sweep');
 
   const quality = (runs: RunResult[]) => {
@@ -275,7 +278,7 @@ export function buildReport(input: ReportInput): Report {
   });
 
   const markdown = renderMarkdown(input, { table1, table2, ablation, defence, sensitivity }, (id) => atBudget(id), defenceRows, label);
-  return { markdown, pareto, budget: budgetPlot, problems };
+  return { markdown, pareto, budget: budgetPlot, problems, filled };
 }
 
 function renderTable(t: Table): string {
