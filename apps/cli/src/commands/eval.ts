@@ -70,10 +70,16 @@ export async function evalCommand(argv: string[]): Promise<number> {
     only.filter((name) => registry.workloads[name]).map((name) => registry.workloads[name]!(seed, { scale })),
   );
   const taskModel = taskModelFromEnv();
-  const outFile = resolve(process.cwd(), values.out ?? (quick ? join(mkdtempSync(join(tmpdir(), 'elma-eval-')), 'evaluation.md') : 'docs/evaluation.md'));
+  const outFile = resolve(
+    process.cwd(),
+    values.out ?? (quick ? join(mkdtempSync(join(tmpdir(), 'elma-eval-')), 'evaluation.md') : 'docs/evaluation.md'),
+  );
   const plotDir = join(dirname(outFile), 'evaluation');
   const tempRoot = mkdtempSync(join(tmpdir(), 'elma-eval-runs-'));
-  const sweep = { budgets: quick ? QUICK_SWEEP_BUDGETS : SWEEP_BUDGETS, systems: SWEEP_SYSTEMS.filter((id) => runnable.some((s) => s.id === id)) };
+  const sweep = {
+    budgets: quick ? QUICK_SWEEP_BUDGETS : SWEEP_BUDGETS,
+    systems: SWEEP_SYSTEMS.filter((id) => runnable.some((s) => s.id === id)),
+  };
 
   let runs: RunResult[];
   let embedder: string;
@@ -115,7 +121,13 @@ export async function evalCommand(argv: string[]): Promise<number> {
     locomo,
     embedder,
     command: `npm run eval --${argv.length ? ` ${argv.join(' ')}` : ''}`,
-    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', load: loadavg(), node: process.version, platform: `${platform()} ${release()}` },
+    machine: {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model ?? 'unknown',
+      load: loadavg(),
+      node: process.version,
+      platform: `${platform()} ${release()}`,
+    },
     seconds: (performance.now() - started) / 1000,
     date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
   };
@@ -140,7 +152,9 @@ async function locomoSection(jsonFile: string | undefined, quick: boolean, plotD
   }
   const dataDir = resolve(process.cwd(), process.env.ELMA_LOCOMO_DIR ?? '../shared/data/locomo-dev');
   if (!existsSync(join(dataDir, 'turns.jsonl')) || !existsSync(join(dataDir, 'qa.jsonl')))
-    return { note: `Not run: the LoCoMo data folder (${dataDir}; ELMA_LOCOMO_DIR) is absent. The data is CC BY-NC 4.0 and stays outside the repository.` };
+    return {
+      note: `Not run: the LoCoMo data folder (${dataDir}; ELMA_LOCOMO_DIR) is absent. The data is CC BY-NC 4.0 and stays outside the repository.`,
+    };
   if (quick) return { note: 'Not run in --quick (run `npm run eval:locomo -- --json FILE` and pass `--locomo-json FILE`).' };
   const file = join(plotDir, 'locomo.json');
   mkdirSync(plotDir, { recursive: true });

@@ -1,15 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  carries,
-  citationCorrect,
-  flagRates,
-  mentions,
-  offendingLine,
-  scanBytes,
-  scoreProbe,
-  stepTable,
-  visibleTo,
-} from './metrics';
+import { carries, citationCorrect, flagRates, mentions, offendingLine, scanBytes, scoreProbe, stepTable, visibleTo } from './metrics';
 import { ACME, CANARY, INJECTION, PHONE, fixtureWorkload } from './testing';
 import type { ContextItem, Probe, Recalled } from './types';
 
@@ -45,7 +35,11 @@ describe('per-probe metrics', () => {
   });
 
   it('temporal and staleness: the current value as current passes; the old value alone as current is stale', () => {
-    const good = scoreProbe(table, probe('temporal'), recalled([current('deadline moved to May 8', 'k4'), { text: 'deadline May 1', mark: 'history', cites: ['k1'] }]));
+    const good = scoreProbe(
+      table,
+      probe('temporal'),
+      recalled([current('deadline moved to May 8', 'k4'), { text: 'deadline May 1', mark: 'history', cites: ['k1'] }]),
+    );
     expect(good).toMatchObject({ temporal: 1, stale: 0 });
     const bad = scoreProbe(table, probe('temporal'), recalled([current('deadline May 1', 'k1'), current('moved to May 8', 'k4')]));
     expect(bad).toMatchObject({ temporal: 0, stale: 1 });
@@ -93,7 +87,9 @@ describe('per-probe metrics', () => {
 
   it('poisoning: the planted value as current succeeds, as disputed it does not', () => {
     expect(scoreProbe(table, probe('poison'), recalled([current('deadline is June 30', 'k7')])).poisoned).toBe(1);
-    expect(scoreProbe(table, probe('poison'), recalled([{ text: 'deadline is June 30', mark: 'disputed', cites: ['k7'] }])).poisoned).toBe(0);
+    expect(scoreProbe(table, probe('poison'), recalled([{ text: 'deadline is June 30', mark: 'disputed', cites: ['k7'] }])).poisoned).toBe(
+      0,
+    );
   });
 
   it('injection: unquoted instruction text is exposure, quoted is not', () => {
@@ -116,7 +112,12 @@ describe('per-probe metrics', () => {
   });
 
   it('the offending line names the item that failed, truncated', () => {
-    const line = offendingLine(probe('isolation'), recalled([current('fine', 'k1'), current(`code ${CANARY} ${'x'.repeat(300)}`, 'k3')]), 'unauthorised', 40);
+    const line = offendingLine(
+      probe('isolation'),
+      recalled([current('fine', 'k1'), current(`code ${CANARY} ${'x'.repeat(300)}`, 'k3')]),
+      'unauthorised',
+      40,
+    );
     expect(line.startsWith('[current] code CANARY')).toBe(true);
     expect(line.length).toBe(40);
   });
@@ -125,7 +126,14 @@ describe('per-probe metrics', () => {
 describe('run-level metrics', () => {
   it('flag rates: poison judged on review flags, injection on either, benign flagged is a false positive', () => {
     const none = flagRates(workload.steps, [], []);
-    expect(none).toMatchObject({ poisonSteps: 1, poisonFlagged: 0, injectionSteps: 1, injectionFlagged: 0, benignSteps: 14, benignFlagged: 0 });
+    expect(none).toMatchObject({
+      poisonSteps: 1,
+      poisonFlagged: 0,
+      injectionSteps: 1,
+      injectionFlagged: 0,
+      benignSteps: 14,
+      benignFlagged: 0,
+    });
     const some = flagRates(workload.steps, [{ kind: 'trust-shift', keys: ['k7', 'f3'] }], ['k6', 'f4']);
     expect(some).toMatchObject({ poisonFlagged: 1, injectionFlagged: 1, benignFlagged: 2 });
     expect(flagRates(workload.steps, [], ['k7']).poisonFlagged).toBe(0);

@@ -16,7 +16,8 @@ async function optional<T>(path: string): Promise<T | undefined> {
     return (await import(/* @vite-ignore */ new URL(path, import.meta.url).href)) as T;
   } catch (error) {
     const code = (error as { code?: string }).code;
-    if (code === 'ERR_MODULE_NOT_FOUND' || /Cannot find module|Failed to load url|Does the file exist/.test(String(error))) return undefined;
+    if (code === 'ERR_MODULE_NOT_FOUND' || /Cannot find module|Failed to load url|Does the file exist/.test(String(error)))
+      return undefined;
     throw error;
   }
 }

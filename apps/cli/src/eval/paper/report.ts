@@ -283,9 +283,11 @@ export function buildReport(input: ReportInput): Report {
 
 function renderTable(t: Table): string {
   const esc = (c: string) => c.replace(/\|/g, '\\|').replace(/\n/g, ' ');
-  return [`| ${t.header.map(esc).join(' | ')} |`, `|${t.header.map(() => ' --- ').join('|')}|`, ...t.rows.map((r) => `| ${r.map(esc).join(' | ')} |`)].join(
-    '\n',
-  );
+  return [
+    `| ${t.header.map(esc).join(' | ')} |`,
+    `|${t.header.map(() => ' --- ').join('|')}|`,
+    ...t.rows.map((r) => `| ${r.map(esc).join(' | ')} |`),
+  ].join('\n');
 }
 
 function renderMarkdown(
@@ -308,7 +310,7 @@ function renderMarkdown(
       ' (1,000 resamples, seed 15) of the mean over the pooled samples of all seeds: probes for probe metrics, runs for p95 latency,' +
       ' storage growth and flag rates. Metrics are measured on the packed context and its citations; definitions in' +
       ' `apps/cli/src/eval/paper/metrics.ts`. Erasure completeness pools the erasure probes and the byte scan (each erased string' +
-      ' looked for in UTF-8, UTF-16 and lower case in the system\'s files, or in its serialised memory).',
+      " looked for in UTF-8, UTF-16 and lower case in the system's files, or in its serialised memory).",
     '',
     '## Table 1: main results',
     '',

@@ -24,7 +24,15 @@ function run(system: string, seed: number, workload: WorkloadName, probes: Parti
     storageBytes: 1000 * seed,
     storagePerEvent: 100 * seed,
     p95Ms: 10 + probes.length,
-    flags: { ...flagRates([], [], []), benignSteps: 10, benignFlagged: 1, poisonSteps: 2, poisonFlagged: 1, injectionSteps: 2, injectionFlagged: 2 },
+    flags: {
+      ...flagRates([], [], []),
+      benignSteps: 10,
+      benignFlagged: 1,
+      poisonSteps: 2,
+      poisonFlagged: 1,
+      injectionSteps: 2,
+      injectionFlagged: 2,
+    },
     scan: { strings: 1, found: [] },
     seconds: 1,
   };
@@ -56,8 +64,22 @@ describe('statistics', () => {
   });
 
   it('paired delta: pairs the same probes of both systems; a real difference excludes 0', () => {
-    const elma = [1, 2, 3].map((seed) => run('ELMA', seed, 'W1', Array.from({ length: 20 }, () => ({ factRecall: 1 }))));
-    const ablated = [1, 2, 3].map((seed) => run('A7', seed, 'W1', Array.from({ length: 20 }, (_, i) => ({ factRecall: i % 2 }))));
+    const elma = [1, 2, 3].map((seed) =>
+      run(
+        'ELMA',
+        seed,
+        'W1',
+        Array.from({ length: 20 }, () => ({ factRecall: 1 })),
+      ),
+    );
+    const ablated = [1, 2, 3].map((seed) =>
+      run(
+        'A7',
+        seed,
+        'W1',
+        Array.from({ length: 20 }, (_, i) => ({ factRecall: i % 2 })),
+      ),
+    );
     const d = pairedDelta(METRICS.factRecall, ablated, elma)!;
     expect(d.mean).toBeCloseTo(-0.5);
     expect(d.high).toBeLessThan(0);
@@ -88,7 +110,13 @@ describe('SVG writer', () => {
       yLabel: 'recall',
       yRange: [0, 1],
       series: [
-        { name: 'B1 & co', points: [{ x: 150, y: 0.2 }, { x: 600, y: 0.7 }] },
+        {
+          name: 'B1 & co',
+          points: [
+            { x: 150, y: 0.2 },
+            { x: 600, y: 0.7 },
+          ],
+        },
         { name: 'ELMA', points: [{ x: 150, y: 0.5, label: 'budget 150' }] },
       ],
     });

@@ -97,9 +97,19 @@ describe('runner on B1, B2, B3', () => {
   });
 
   it('a matrix with a sweep runs the sweep budgets for the named systems only, and the report fills every runnable cell', async () => {
-    const matrix = await runMatrix({ workloads: [workload], systems: BASELINE_SYSTEMS, budget: 600, sweep: { budgets: [100, 600], systems: ['B1'] } });
+    const matrix = await runMatrix({
+      workloads: [workload],
+      systems: BASELINE_SYSTEMS,
+      budget: 600,
+      sweep: { budgets: [100, 600], systems: ['B1'] },
+    });
     expect(matrix.map((r) => `${r.system}@${r.budget}`).sort()).toEqual(['B1@100', 'B1@600', 'B2@600', 'B3@600']);
-    expect(summarise(METRICS.factRecall, matrix.filter((r) => r.system === 'B1' && r.budget === 600))!.median).toBe(1);
+    expect(
+      summarise(
+        METRICS.factRecall,
+        matrix.filter((r) => r.system === 'B1' && r.budget === 600),
+      )!.median,
+    ).toBe(1);
     const report = buildReport({
       runs: matrix,
       systems: BASELINE_SYSTEMS,

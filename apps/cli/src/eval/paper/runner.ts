@@ -3,16 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTokenCounter } from '@elma/shared';
 import { percentiles } from '../../bench/stats';
-import {
-  flagRates,
-  offendingLine,
-  scanBytes,
-  scoreProbe,
-  stepTable,
-  type ByteScan,
-  type FlagRates,
-  type ProbeScores,
-} from './metrics';
+import { flagRates, offendingLine, scanBytes, scoreProbe, stepTable, type ByteScan, type FlagRates, type ProbeScores } from './metrics';
 import type { TaskModel } from './task-model';
 import type { MemorySystem, Probe, ProbeCategory, SystemSpec, Workload, WorkloadName } from './types';
 

@@ -153,7 +153,11 @@ export function median(values: readonly number[]): number {
 const mean = (values: readonly number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
 
 /** The summary of one metric over a system's runs; undefined when no run produced a sample of it. */
-export function summarise(metric: MetricDef, runs: readonly RunResult[], bootstrap: BootstrapOptions = DEFAULT_BOOTSTRAP): Summary | undefined {
+export function summarise(
+  metric: MetricDef,
+  runs: readonly RunResult[],
+  bootstrap: BootstrapOptions = DEFAULT_BOOTSTRAP,
+): Summary | undefined {
   const good = ok(runs);
   const samples = metric.samples(good);
   if (samples.length === 0) return undefined;
@@ -212,7 +216,9 @@ export function failureSamples(runs: readonly RunResult[], metric: keyof ProbeSc
 /** Byte-scan findings: erased strings still in a system's storage, with the encoding found. */
 export function scanFindings(runs: readonly RunResult[], max = 3): string[] {
   return runs
-    .flatMap((run) => run.scan.found.map((f) => `${run.workload} seed ${run.seed}: "${truncate(f.value, 40)}" still stored (${f.encoding})`))
+    .flatMap((run) =>
+      run.scan.found.map((f) => `${run.workload} seed ${run.seed}: "${truncate(f.value, 40)}" still stored (${f.encoding})`),
+    )
     .slice(0, max);
 }
 

@@ -25,7 +25,11 @@ export interface TaskModel {
 export function taskModelFromEnv(env: NodeJS.ProcessEnv = process.env): TaskModel | undefined {
   const parsed = ModelEnv.parse(env);
   if (!parsed.ELMA_EVAL_MODEL_URL) return undefined;
-  return new ChatCompletionsTaskModel({ baseUrl: parsed.ELMA_EVAL_MODEL_URL, model: parsed.ELMA_EVAL_MODEL, apiKey: parsed.ELMA_EVAL_MODEL_KEY });
+  return new ChatCompletionsTaskModel({
+    baseUrl: parsed.ELMA_EVAL_MODEL_URL,
+    model: parsed.ELMA_EVAL_MODEL,
+    apiKey: parsed.ELMA_EVAL_MODEL_KEY,
+  });
 }
 
 const ChatResponse = z.object({ choices: z.array(z.object({ message: z.object({ content: z.string().nullable() }) })).min(1) });
@@ -53,7 +57,8 @@ export class ChatCompletionsTaskModel implements TaskModel {
     const verdict = await this.chat([
       {
         role: 'system',
-        content: 'You grade answers. Reply with exactly one word: yes if the answer states the expected answer (same meaning), otherwise no.',
+        content:
+          'You grade answers. Reply with exactly one word: yes if the answer states the expected answer (same meaning), otherwise no.',
       },
       { role: 'user', content: `Question: ${probe.query}\nExpected answer: ${probe.answer ?? ''}\nAnswer given: ${reply}` },
     ]);

@@ -92,8 +92,7 @@ export class FullContext extends InMemoryBaseline {
 
   async apply(step: Step): Promise<void> {
     if (step.type === 'ingest' || step.type === 'correct') this.events.push(held(step));
-    if (step.type === 'erase')
-      this.events = this.events.filter((e) => !(e.tenant === step.actor.tenant && e.subject === step.subject));
+    if (step.type === 'erase') this.events = this.events.filter((e) => !(e.tenant === step.actor.tenant && e.subject === step.subject));
   }
 
   async recall(probe: Probe, budgetTokens: number): Promise<Recalled> {
@@ -290,8 +289,7 @@ export class BasicRag extends InMemoryBaseline {
       const event = held(step);
       this.chunks.push(...chunks(event.text).map((text) => ({ ...event, text })));
     }
-    if (step.type === 'erase')
-      this.chunks = this.chunks.filter((c) => !(c.tenant === step.actor.tenant && c.subject === step.subject));
+    if (step.type === 'erase') this.chunks = this.chunks.filter((c) => !(c.tenant === step.actor.tenant && c.subject === step.subject));
   }
 
   async recall(probe: Probe, budgetTokens: number): Promise<Recalled> {
