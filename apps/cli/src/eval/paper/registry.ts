@@ -1,3 +1,5 @@
+import type { Embedder } from '@elma/domain';
+import { evalEmbedder } from './embedder';
 import { BASELINE_SYSTEMS } from './systems/baselines';
 import type { SystemSpec, WorkloadGenerator, WorkloadName } from './types';
 
@@ -8,6 +10,9 @@ import type { SystemSpec, WorkloadGenerator, WorkloadName } from './types';
  * `ELMA_SYSTEMS`) and Mem0 (`systems/mem0.ts`: `MEM0_SYSTEM`) are built
  * apart from the harness; a module missing from this build leaves its rows
  * "not run (… not in this build)" rather than breaking the others.
+ * Where a module offers a factory that takes the embedder (`elmaSystems`,
+ * `mem0System`), its rows are made with the process's one memoised
+ * embedder (`evalEmbedder`), so every system embeds each text once.
  */
 
 /** Imports a sibling module, or undefined when it does not exist (any other failure is thrown). */
@@ -35,11 +40,16 @@ const ELMA_ROWS = ['ELMA', 'B8', 'A1', 'A2', 'A3', 'A4', 'A5', 'A6', 'A7', 'A8']
 export async function loadRegistry(): Promise<Registry> {
   const absent: Record<string, string> = {};
   const systems: SystemSpec[] = [...BASELINE_SYSTEMS];
-  const elma = await optional<{ ELMA_SYSTEMS: SystemSpec[] }>('./systems/elma.ts');
-  if (elma) systems.push(...elma.ELMA_SYSTEMS);
+  const shared = (): Promise<Embedder> => evalEmbedder().then((e) => e.embedder);
+  const elma = await optional<{ ELMA_SYSTEMS: SystemSpec[]; elmaSystems?: (embedder: () => Promise<Embedder>) => SystemSpec[] }>(
+    './systems/elma.ts',
+  );
+  if (elma) systems.push(...(elma.elmaSystems ? elma.elmaSystems(shared) : elma.ELMA_SYSTEMS));
   else for (const id of ELMA_ROWS) absent[id] = 'systems/elma.ts not in this build';
-  const mem0 = await optional<{ MEM0_SYSTEM: SystemSpec }>('./systems/mem0.ts');
-  if (mem0) systems.push(mem0.MEM0_SYSTEM);
+  const mem0 = await optional<{ MEM0_SYSTEM: SystemSpec; mem0System?: (embedder: () => Promise<Embedder>) => SystemSpec }>(
+    './systems/mem0.ts',
+  );
+  if (mem0) systems.push(mem0.mem0System ? mem0.mem0System(shared) : mem0.MEM0_SYSTEM);
   else absent.B5 = 'systems/mem0.ts not in this build';
   const workloads = await optional<{ WORKLOADS: Partial<Record<WorkloadName, WorkloadGenerator>>; ATTACK_SOURCE?: string }>(
     './workloads/index.ts',

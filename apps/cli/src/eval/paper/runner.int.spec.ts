@@ -82,20 +82,6 @@ describe('runner on B1, B2, B3', () => {
     expect(shared.counts().remembered).toBeGreaterThan(0);
   });
 
-  it('the shared embedder answers other processes on its loopback /v1/embeddings, from the same memo', async () => {
-    const shared = await evalEmbedder();
-    const response = await fetch(`${shared.baseUrl}/v1/embeddings`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ input: ['猎鹰项目的负责人是王芳。'], input_type: 'passage' }),
-    });
-    const body = (await response.json()) as { data: { index: number; embedding: number[] }[] };
-    expect(body.data[0].embedding).toHaveLength(shared.embedder.dimensions);
-    const [direct] = await shared.embedder.embed(['猎鹰项目的负责人是王芳。'], 'document');
-    expect(body.data[0].embedding).toEqual(Array.from(direct));
-    expect((await fetch(`${shared.baseUrl}/v1/embeddings`, { method: 'POST', body: '{"input": 3}' })).status).toBe(400);
-  });
-
   it('a matrix with a sweep runs the sweep budgets for the named systems only, and the report fills every runnable cell', async () => {
     const matrix = await runMatrix({
       workloads: [workload],
