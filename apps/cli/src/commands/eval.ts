@@ -31,19 +31,13 @@ const LOCOMO_SAMPLES = 2;
  */
 export async function evalCommand(argv: string[]): Promise<number> {
   const started = performance.now();
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      seeds: { type: 'string', default: '5' },
-      quick: { type: 'boolean', default: false },
-      out: { type: 'string' },
-      only: { type: 'string' },
-      systems: { type: 'string' },
-      budget: { type: 'string', default: String(TABLE_BUDGET) },
-      scale: { type: 'string' },
-      'locomo-json': { type: 'string' },
-    },
-  });
+  let parsed;
+  try {
+    parsed = parseOptions(argv);
+  } catch (error) {
+    return usage(error instanceof Error ? error.message : String(error));
+  }
+  const { values } = parsed;
   const quick = values.quick;
   const seedCount = quick ? 1 : Number(values.seeds);
   const scale = values.scale !== undefined ? Number(values.scale) : quick ? QUICK_SCALE : 1;
@@ -164,6 +158,22 @@ async function locomoSection(jsonFile: string | undefined, quick: boolean, plotD
     json: LocomoJson.parse(JSON.parse(readFileSync(file, 'utf8'))),
     note: `Run by this command through \`eval-locomo\`'s code path on the first ${LOCOMO_SAMPLES} samples.`,
   };
+}
+
+function parseOptions(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    options: {
+      seeds: { type: 'string', default: '5' },
+      quick: { type: 'boolean', default: false },
+      out: { type: 'string' },
+      only: { type: 'string' },
+      systems: { type: 'string' },
+      budget: { type: 'string', default: String(TABLE_BUDGET) },
+      scale: { type: 'string' },
+      'locomo-json': { type: 'string' },
+    },
+  });
 }
 
 function usage(message: string): number {
