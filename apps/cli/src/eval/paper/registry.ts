@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { Embedder } from '@elma/domain';
 import { evalEmbedder } from './embedder';
 import { BASELINE_SYSTEMS } from './systems/baselines';
@@ -5,8 +7,8 @@ import type { SystemSpec, WorkloadGenerator, WorkloadName } from './types';
 
 /**
  * Where the evaluation finds its workloads and systems. The workload
- * generators (`workloads/index.ts`: `WORKLOADS`, and `ATTACK_SOURCE` when it
- * names the attack strings' package), the ELMA rows (`systems/elma.ts`:
+ * generators (`workloads/index.ts`: `workloads(attacks)` with
+ * `loadAttackStrings()`, else `WORKLOADS`), the ELMA rows (`systems/elma.ts`:
  * `ELMA_SYSTEMS`) and Mem0 (`systems/mem0.ts`: `MEM0_SYSTEM`) are built
  * apart from the harness; a module missing from this build leaves its rows
  * "not run (… not in this build)" rather than breaking the others.
@@ -15,16 +17,27 @@ import type { SystemSpec, WorkloadGenerator, WorkloadName } from './types';
  * embedder (`evalEmbedder`), so every system embeds each text once.
  */
 
-/** Imports a sibling module, or undefined when it does not exist (any other failure is thrown). */
+/** Imports a sibling module, or undefined when its file is not in this build (a failure inside it is thrown). */
 async function optional<T>(path: string): Promise<T | undefined> {
-  try {
-    return (await import(/* @vite-ignore */ new URL(path, import.meta.url).href)) as T;
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === 'ERR_MODULE_NOT_FOUND' || /Cannot find module|Failed to load url|Does the file exist/.test(String(error)))
-      return undefined;
-    throw error;
-  }
+  const url = new URL(path, import.meta.url);
+  if (!existsSync(fileURLToPath(url))) return undefined;
+  return (await import(/* @vite-ignore */ url.href)) as T;
+}
+
+/** What `workloads/index.ts` exports, as far as the registry uses it. */
+interface WorkloadModule {
+  WORKLOADS: Partial<Record<WorkloadName, WorkloadGenerator>>;
+  /** Where W5's attack strings come from, for modules that state it as one sentence. */
+  ATTACK_SOURCE?: string;
+  /** The generators with W5 given the public attack strings, and how to load those. */
+  workloads?: (attacks: AttackStrings) => Partial<Record<WorkloadName, WorkloadGenerator>>;
+  loadAttackStrings?: () => Promise<AttackStrings>;
+}
+
+interface AttackStrings {
+  source: { package: string; version: string; licence: string; file: string; description: string };
+  strings: string[];
+  unavailable?: string;
 }
 
 export interface Registry {
@@ -51,8 +64,20 @@ export async function loadRegistry(): Promise<Registry> {
   );
   if (mem0) systems.push(mem0.mem0System ? mem0.mem0System(shared) : mem0.MEM0_SYSTEM);
   else absent.B5 = 'systems/mem0.ts not in this build';
-  const workloads = await optional<{ WORKLOADS: Partial<Record<WorkloadName, WorkloadGenerator>>; ATTACK_SOURCE?: string }>(
-    './workloads/index.ts',
-  );
-  return { systems, workloads: workloads?.WORKLOADS ?? {}, attackSource: workloads?.ATTACK_SOURCE, absent };
+  const module = await optional<WorkloadModule>('./workloads/index.ts');
+  if (!module) return { systems, workloads: {}, absent };
+  if (!module.workloads || !module.loadAttackStrings)
+    return { systems, workloads: module.WORKLOADS, attackSource: module.ATTACK_SOURCE, absent };
+  const attacks = await module.loadAttackStrings();
+  const { source } = attacks;
+  const named = `${source.package} ${source.version} (${source.licence}, \`${source.file}\`: ${source.description})`;
+  return {
+    systems,
+    workloads: module.workloads(attacks),
+    attackSource:
+      attacks.strings.length > 0
+        ? `${attacks.strings.length} public attack strings from ${named}, with W5's synthetic scripts.`
+        : `W5's synthetic scripts only: the public attack strings of ${named} are unavailable here (${attacks.unavailable ?? 'empty'}).`,
+    absent,
+  };
 }
