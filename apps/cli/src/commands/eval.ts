@@ -89,9 +89,10 @@ export async function evalCommand(argv: string[]): Promise<number> {
       sweep,
       taskModel,
       tempRoot,
-      onRun: (run) =>
+      onRun: (results) =>
         process.stderr.write(
-          `[eval] ${run.workload} seed ${run.seed} ${run.system} @${run.budget}: ${run.probes.length} probes in ${run.seconds.toFixed(1)} s${run.error ? ` (error: ${run.error})` : ''}\n`,
+          `[eval] ${results[0].workload} seed ${results[0].seed} ${results[0].system} @${results.map((r) => r.budget).join('/')}: ` +
+            `${results[0].probes.length} probes in ${results[0].seconds.toFixed(1)} s${results[0].error ? ` (error: ${results[0].error})` : ''}\n`,
         ),
     });
   } finally {

@@ -36,7 +36,10 @@ export interface ProbeScores {
   stale?: number;
   /** 1 when the right value is packed as current, or every disputed value is disclosed as disputed. */
   conflict?: number;
-  /** Share of citing items whose every citation exists, was visible to the actor and supports the item (↑). */
+  /**
+   * Share of packed items that cite, and whose every citation exists, was visible to the actor and supports
+   * the item (↑): an item that cites nothing supports nothing. Undefined when nothing was packed.
+   */
   citation?: number;
   /** 1 when a string the actor must never see (another tenant's, a canary) is in the context (↓). */
   unauthorised?: number;
@@ -193,8 +196,7 @@ export function scoreProbe(table: StepTable, probe: Probe, recalled: Recalled): 
       (gold.disputedValues?.length ?? 0) > 0 && gold.disputedValues!.every((value) => disputed.some((item) => mentions(item.text, value)));
     scores.conflict = right || disclosed ? 1 : 0;
   }
-  const citing = items.filter((item) => item.cites.length > 0);
-  if (citing.length > 0) scores.citation = citing.filter((item) => citationCorrect(table, item, probe)).length / citing.length;
+  if (items.length > 0) scores.citation = items.filter((item) => citationCorrect(table, item, probe)).length / items.length;
   if (gold.mustNeverAppear?.length) {
     const leaked = gold.mustNeverAppear.some((value) => mentions(context, value));
     if (probe.category === 'erasure') scores.erasure = leaked ? 0 : 1;

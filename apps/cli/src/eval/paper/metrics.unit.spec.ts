@@ -75,7 +75,8 @@ describe('per-probe metrics', () => {
     expect(citationCorrect(table, current(`phone ${PHONE}`, 'k5'), probe('erasure'))).toBe(false); // erased before the probe
     expect(visibleTo(table, 'k5', ACME, 4)).toBe(true);
     expect(scoreProbe(table, p, recalled([current('Falcon deadline is May 1', 'k1'), current('noodles', 'k1')])).citation).toBe(0.5);
-    expect(scoreProbe(table, p, recalled([current('uncited')])).citation).toBeUndefined();
+    expect(scoreProbe(table, p, recalled([current('uncited'), current('Falcon deadline is May 1', 'k1')])).citation).toBe(0.5);
+    expect(scoreProbe(table, p, recalled([])).citation).toBeUndefined();
   });
 
   it('unauthorised and erasure: a canary or erased string anywhere in the context fails', () => {

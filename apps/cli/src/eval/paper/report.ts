@@ -100,7 +100,19 @@ export interface Report {
 
 type Table = { title: string; header: string[]; rows: string[][] };
 
-const FILLED_OK = /^(not run|needs model|same as )/;
+const FILLED_OK = /^(not run|needs model|same as |nothing packed)/;
+
+/**
+ * Why a metric has no value: citation correctness is undefined for a row
+ * whose contexts were all empty ("nothing packed", a finding: e.g. the dense
+ * route alone over a lexical embedder); any other gap is "no probes".
+ */
+function unmeasured(metricId: string, runs: readonly RunResult[]): string {
+  const asked = runs.some((r) => r.probes.length > 0);
+  return metricId === 'citation' && asked && runs.every((r) => r.probes.every((p) => p.scores.citation === undefined))
+    ? 'nothing packed'
+    : 'no probes';
+}
 
 function formatValue(format: MetricDef['format'], value: number): string {
   switch (format) {
@@ -143,7 +155,7 @@ export function buildReport(input: ReportInput): Report {
     if (runs.length > 0 && runs.every((r) => r.error)) return `error: ${truncate(runs[0].error!, 80)}`;
     if (metricId === 'success' && !input.taskModel) return 'needs model';
     const s = summarise(metric, runs);
-    return s ? cell(metric, s) : 'no probes';
+    return s ? cell(metric, s) : unmeasured(metricId, runs);
   };
 
   const systemRows = (ids: string[], columns: string[]) =>
@@ -174,7 +186,7 @@ export function buildReport(input: ReportInput): Report {
         ...ABLATION_COLUMNS.map((m) => {
           if (runs.length > 0 && runs.every((r) => r.error)) return `error: ${truncate(runs[0].error!, 80)}`;
           const d = pairedDelta(METRICS[m], runs, elmaRuns);
-          return d ? `${signed(METRICS[m], d.mean)} [${signed(METRICS[m], d.low)}, ${signed(METRICS[m], d.high)}]` : 'no probes';
+          return d ? `${signed(METRICS[m], d.mean)} [${signed(METRICS[m], d.low)}, ${signed(METRICS[m], d.high)}]` : unmeasured(m, runs);
         }),
       ];
     }),

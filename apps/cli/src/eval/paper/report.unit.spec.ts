@@ -211,6 +211,16 @@ describe('report', () => {
     expect(report.problems).toEqual(['Table 1 / B3 row / conflict handling ↑: no probes']);
   });
 
+  it('given a row whose contexts were all empty, then its citation cells say "nothing packed", which is a finding, not a gap', () => {
+    const runs = ids.filter((id) => id !== 'A1').flatMap(runsFor);
+    const empty = runs.map((r) =>
+      r.system === 'A7' ? { ...r, probes: r.probes.map((p) => ({ ...p, scores: { ...p.scores, citation: undefined } })) } : r,
+    );
+    const report = buildReport(input(empty));
+    expect(report.markdown).toMatch(/\| A7 \| [^|]+ \|( [^|]+ \|){4} nothing packed \|/);
+    expect(report.problems).toEqual([]);
+  });
+
   it('given a row whose runs failed, then its cells say error and are problems', () => {
     const runs = ids.filter((id) => id !== 'A1').flatMap(runsFor);
     const failed = runs.map((r) => (r.system === 'B2' ? { ...r, error: 'disk full' } : r));

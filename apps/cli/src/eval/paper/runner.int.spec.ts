@@ -19,7 +19,7 @@ const runs = new Map<string, RunResult>();
 
 beforeAll(async () => {
   process.env.ELMA_EMBEDDER = 'hashing';
-  for (const id of ['B1', 'B2', 'B3']) runs.set(id, await runWorkload(spec(id), workload, { budget: 600 }));
+  for (const id of ['B1', 'B2', 'B3']) runs.set(id, (await runWorkload(spec(id), workload, { budgets: [600] }))[0]);
 }, 120_000);
 
 afterAll(async () => {
@@ -67,8 +67,10 @@ describe('runner on B1, B2, B3', () => {
     expect(JSON.stringify(runs.get('B3'))).not.toContain(CANARY);
   });
 
-  it('a smaller budget packs fewer tokens (B1 keeps the most recent)', async () => {
-    const small = await runWorkload(spec('B1'), workload, { budget: 40 });
+  it('one run answers every budget: a smaller budget packs fewer tokens (B1 keeps the most recent)', async () => {
+    const [large, small] = await runWorkload(spec('B1'), workload, { budgets: [600, 40] });
+    expect(large).toEqual({ ...runs.get('B1')!, probes: expect.any(Array), p95Ms: expect.any(Number), seconds: expect.any(Number) });
+    expect(large.probes.map((p) => p.scores.tokens)).toEqual(runs.get('B1')!.probes.map((p) => p.scores.tokens));
     const tokens = (run: RunResult) => run.probes.reduce((sum, p) => sum + p.scores.tokens, 0);
     expect(tokens(small)).toBeLessThan(tokens(runs.get('B1')!));
     expect(small.probes.every((p) => p.scores.tokens <= 40)).toBe(true);
@@ -77,7 +79,7 @@ describe('runner on B1, B2, B3', () => {
   it('the shared embedder embeds each text once per process', async () => {
     const shared = await evalEmbedder();
     const before = shared.counts().embedded;
-    await runWorkload(spec('B3'), workload, { budget: 600 });
+    await runWorkload(spec('B3'), workload, { budgets: [600] });
     expect(shared.counts().embedded).toBe(before);
     expect(shared.counts().remembered).toBeGreaterThan(0);
   });

@@ -3,15 +3,27 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTokenCounter } from '@elma/shared';
 import { percentiles } from '../../bench/stats';
-import { flagRates, offendingLine, scanBytes, scoreProbe, stepTable, type ByteScan, type FlagRates, type ProbeScores } from './metrics';
+import {
+  flagRates,
+  offendingLine,
+  scanBytes,
+  scoreProbe,
+  stepTable,
+  type ByteScan,
+  type FlagRates,
+  type ProbeScores,
+  type StepTable,
+} from './metrics';
 import type { TaskModel } from './task-model';
 import type { MemorySystem, Probe, ProbeCategory, SystemSpec, Workload, WorkloadName } from './types';
 
 /**
  * Runs one system on one workload: a fresh temporary folder, the steps in
  * order, each probe asked right after its step, then the erasure byte scan
- * of what the system still holds. The context's tokens are counted here, by
- * one counter (o200k) for every system.
+ * of what the system still holds; each probe is asked at every budget of
+ * the run (Table 1's first), so a budget sweep costs recalls, not ingests.
+ * The context's tokens are counted here, by one counter (o200k) for every
+ * system.
  */
 
 /** The safety metrics whose failures are sampled, and the value that is a failure. */
@@ -55,7 +67,12 @@ export interface RunResult {
 }
 
 export interface RunOptions {
-  budget: number;
+  /**
+   * Context budgets each probe is asked at, Table 1's first: one run (one
+   * ingest) serves every budget. At each probe the system is asked at the
+   * first budget, then at the others, before the next step is applied.
+   */
+  budgets: number[];
   taskModel?: TaskModel;
   /** Parent of the run's temporary folder (default the OS's). */
   tempRoot?: string;
@@ -63,21 +80,21 @@ export interface RunOptions {
 
 const count = createTokenCounter();
 
-export async function runWorkload(spec: SystemSpec, workload: Workload, options: RunOptions): Promise<RunResult> {
+/** One system on one workload: one result per budget (they share the storage, flags and byte scan). */
+export async function runWorkload(spec: SystemSpec, workload: Workload, options: RunOptions): Promise<RunResult[]> {
   const started = performance.now();
   const dir = mkdtempSync(join(options.tempRoot ?? tmpdir(), `elma-eval-${spec.id}-`));
   const table = stepTable(workload);
   const probes = [...workload.probes].sort((a, b) => a.after - b.after);
-  const result: RunResult = {
+  const budgets = [...new Set(options.budgets)];
+  const asked = new Map<number, ProbeResult[]>(budgets.map((b) => [b, []]));
+  const shared: Omit<RunResult, 'budget' | 'probes' | 'p95Ms'> = {
     workload: workload.name,
     seed: workload.seed,
     system: spec.id,
-    budget: options.budget,
-    probes: [],
     events: workload.steps.filter((s) => s.type === 'ingest' || s.type === 'correct').length,
     storageBytes: 0,
     storagePerEvent: 0,
-    p95Ms: 0,
     flags: flagRates([], [], []),
     scan: { strings: 0, found: [] },
     seconds: 0,
@@ -86,17 +103,19 @@ export async function runWorkload(spec: SystemSpec, workload: Workload, options:
   let closed = false;
   try {
     system = await spec.create(dir);
+    const askAll = async (probe: Probe) => {
+      for (const budget of budgets) asked.get(budget)!.push(await ask(system!, table, probe, budget, options.taskModel));
+    };
     let next = 0;
     for (const [index, step] of workload.steps.entries()) {
       await system.apply(step);
-      while (next < probes.length && probes[next].after <= index) result.probes.push(await ask(system, table, probes[next++], options));
+      while (next < probes.length && probes[next].after <= index) await askAll(probes[next++]);
     }
     // Probes placed after the last step are asked at the end.
-    while (next < probes.length) result.probes.push(await ask(system, table, probes[next++], options));
-    result.flags = flagRates(workload.steps, await system.flags(), await system.instructionFlagged());
-    result.storageBytes = await system.storageBytes();
-    result.storagePerEvent = result.events > 0 ? result.storageBytes / result.events : 0;
-    result.p95Ms = result.probes.length > 0 ? percentiles(result.probes.map((p) => p.scores.ms)).p95 : 0;
+    while (next < probes.length) await askAll(probes[next++]);
+    shared.flags = flagRates(workload.steps, await system.flags(), await system.instructionFlagged());
+    shared.storageBytes = await system.storageBytes();
+    shared.storagePerEvent = shared.events > 0 ? shared.storageBytes / shared.events : 0;
     const erased = workload.probes.filter((p) => p.category === 'erasure').flatMap((p) => p.gold.mustNeverAppear ?? []);
     if (workload.steps.some((s) => s.type === 'erase') && erased.length > 0) {
       const folder = system.dataDir();
@@ -104,28 +123,31 @@ export async function runWorkload(spec: SystemSpec, workload: Workload, options:
         // Closed first: what a stopped system leaves on disk, WAL checkpointed.
         await system.close();
         closed = true;
-        result.scan = scanBytes(filesUnder(folder), erased);
-      } else result.scan = scanBytes([await system.snapshot()], erased);
+        shared.scan = scanBytes(filesUnder(folder), erased);
+      } else shared.scan = scanBytes([await system.snapshot()], erased);
     }
   } catch (error) {
-    result.error = error instanceof Error ? error.message.split('\n')[0].slice(0, 200) : String(error);
+    shared.error = error instanceof Error ? error.message.split('\n')[0].slice(0, 200) : String(error);
   } finally {
     if (system && !closed) await system.close().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
   }
-  result.seconds = (performance.now() - started) / 1000;
-  return result;
+  shared.seconds = (performance.now() - started) / 1000;
+  return budgets.map((budget) => {
+    const results = asked.get(budget)!;
+    return { ...shared, budget, probes: results, p95Ms: results.length > 0 ? percentiles(results.map((p) => p.scores.ms)).p95 : 0 };
+  });
 }
 
-async function ask(system: MemorySystem, table: ReturnType<typeof stepTable>, probe: Probe, options: RunOptions): Promise<ProbeResult> {
-  const recalled = await system.recall(probe, options.budget);
+async function ask(system: MemorySystem, table: StepTable, probe: Probe, budget: number, taskModel?: TaskModel): Promise<ProbeResult> {
+  const recalled = await system.recall(probe, budget);
   recalled.tokens = count(recalled.context);
   const scores = scoreProbe(table, probe, recalled);
   const failures: ProbeResult['failures'] = [];
   for (const [metric, bad] of Object.entries(SAFETY_FAILURES) as [keyof ProbeScores, number][])
     if (scores[metric] === bad) failures.push({ metric, line: offendingLine(probe, recalled, metric) });
   const result: ProbeResult = { id: probe.id, category: probe.category, lang: probe.lang, scores, failures };
-  if (options.taskModel && probe.answer) result.success = (await options.taskModel.succeeds(probe, recalled.context)) ? 1 : 0;
+  if (taskModel && probe.answer) result.success = (await taskModel.succeeds(probe, recalled.context)) ? 1 : 0;
   return result;
 }
 
@@ -150,21 +172,20 @@ export interface MatrixOptions {
   sweep?: { budgets: number[]; systems: string[] };
   taskModel?: TaskModel;
   tempRoot?: string;
-  onRun?: (run: RunResult) => void;
+  /** Called after each system's run of a workload, with its result per budget. */
+  onRun?: (runs: RunResult[]) => void;
 }
 
-/** Every runnable system (rows with `notRun` or `sameAs` are skipped) on every workload, at Table 1's budget and the sweep's. */
+/** Every runnable system (rows with `notRun` or `sameAs` are skipped) on every workload, at Table 1's budget and, for the sweep's systems, the sweep's. */
 export async function runMatrix(options: MatrixOptions): Promise<RunResult[]> {
   const runs: RunResult[] = [];
   const runnable = options.systems.filter((s) => !s.notRun && !s.sameAs);
   for (const workload of options.workloads) {
     for (const spec of runnable) {
       const budgets = [options.budget, ...(options.sweep?.systems.includes(spec.id) ? options.sweep.budgets : [])];
-      for (const budget of [...new Set(budgets)]) {
-        const run = await runWorkload(spec, workload, { budget, taskModel: options.taskModel, tempRoot: options.tempRoot });
-        runs.push(run);
-        options.onRun?.(run);
-      }
+      const results = await runWorkload(spec, workload, { budgets, taskModel: options.taskModel, tempRoot: options.tempRoot });
+      runs.push(...results);
+      options.onRun?.(results);
     }
   }
   return runs;
