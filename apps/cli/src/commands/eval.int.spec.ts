@@ -9,6 +9,8 @@ describe('elma eval options', () => {
     [['--budget', '0'], /--budget needs a positive integer/],
     [['--budget', '-5'], /argument is ambiguous/],
     [['--colour'], /Unknown option/],
+    [['--locomo-json', '/nonexistent/locomo.json'], /--locomo-json .*ENOENT/],
+    [['--locomo-json', 'package.json'], /not the JSON `elma eval-locomo --json` writes/],
     [['--scale', '0'], /--scale needs a number/],
     [['--only', 'W1,W9'], /unknown: W9/],
     [['--systems', 'B1,Z9'], /--systems: unknown Z9/],

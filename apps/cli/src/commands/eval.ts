@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { cpus, loadavg, platform, release, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { z } from 'zod';
 import { closeEvalEmbedder, evalEmbedder } from '../eval/paper/embedder';
 import { loadRegistry } from '../eval/paper/registry';
 import { LocomoJson, buildReport, type ReportInput } from '../eval/paper/report';
@@ -48,6 +49,22 @@ export async function evalCommand(argv: string[]): Promise<number> {
   const only = values.only ? (values.only.split(',').map((s) => s.trim()) as WorkloadName[]) : ALL_WORKLOADS;
   const unknown = only.filter((w) => !ALL_WORKLOADS.includes(w));
   if (unknown.length > 0) return usage(`--only takes ${ALL_WORKLOADS.join(',')}; unknown: ${unknown.join(',')}`);
+
+  // A LoCoMo JSON given is read before the run, so a wrong path fails in a second, not after the run.
+  let locomoJson: LocomoJson | undefined;
+  if (values['locomo-json']) {
+    try {
+      locomoJson = LocomoJson.parse(JSON.parse(readFileSync(resolve(process.cwd(), values['locomo-json']), 'utf8')));
+    } catch (error) {
+      const why =
+        error instanceof z.ZodError
+          ? 'not the JSON `elma eval-locomo --json` writes'
+          : error instanceof Error
+            ? error.message
+            : String(error);
+      return usage(`--locomo-json ${values['locomo-json']}: ${why}`);
+    }
+  }
 
   const registry = await loadRegistry();
   const selected = values.systems ? new Set(values.systems.split(',').map((s) => s.trim())) : undefined;
@@ -100,7 +117,9 @@ export async function evalCommand(argv: string[]): Promise<number> {
     rmSync(tempRoot, { recursive: true, force: true });
   }
 
-  const locomo = await locomoSection(values['locomo-json'], quick, plotDir);
+  const locomo = locomoJson
+    ? { json: locomoJson, note: `From \`${values['locomo-json']}\` (written by \`elma eval-locomo --json\`).` }
+    : await locomoSection(quick, plotDir);
   const firstSeed = workloadsBySeed.filter((w) => w.seed === seeds[0]);
   const input: ReportInput = {
     runs,
@@ -139,12 +158,8 @@ export async function evalCommand(argv: string[]): Promise<number> {
   return quick && problems.length > 0 ? 1 : 0;
 }
 
-/** The LoCoMo section: a JSON `eval-locomo --json` wrote, or (full runs, data present) a short run of it now. */
-async function locomoSection(jsonFile: string | undefined, quick: boolean, plotDir: string): Promise<ReportInput['locomo']> {
-  if (jsonFile) {
-    const json = LocomoJson.parse(JSON.parse(readFileSync(resolve(process.cwd(), jsonFile), 'utf8')));
-    return { json, note: `From \`${jsonFile}\` (written by \`elma eval-locomo --json\`).` };
-  }
+/** The LoCoMo section without a JSON given: a short run of `eval-locomo` now (full runs, data present), or why not. */
+async function locomoSection(quick: boolean, plotDir: string): Promise<ReportInput['locomo']> {
   const dataDir = resolve(process.cwd(), process.env.ELMA_LOCOMO_DIR ?? '../shared/data/locomo-dev');
   if (!existsSync(join(dataDir, 'turns.jsonl')) || !existsSync(join(dataDir, 'qa.jsonl')))
     return {
