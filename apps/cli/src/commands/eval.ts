@@ -94,8 +94,10 @@ export async function evalCommand(argv: string[]): Promise<number> {
 
   let runs: RunResult[];
   let embedder: string;
+  let embedded: ReportInput['embedded'];
   try {
-    embedder = (await evalEmbedder()).embedder.model;
+    const shared = await evalEmbedder();
+    embedder = shared.embedder.model;
     process.stderr.write(
       `[eval] ${workloadsBySeed.length} workload runs (${only.join(',')}, seeds ${seeds.join(',')}, scale ${scale}) x ${runnable.length} systems; budget ${budget}, sweep ${sweep.budgets.join('/')} for ${sweep.systems.join(',')}\n`,
     );
@@ -112,6 +114,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
             `${results[0].probes.length} probes in ${results[0].seconds.toFixed(1)} s${results[0].error ? ` (error: ${results[0].error})` : ''}\n`,
         ),
     });
+    embedded = shared.counts();
   } finally {
     await closeEvalEmbedder();
     rmSync(tempRoot, { recursive: true, force: true });
@@ -134,6 +137,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
     attackSource: registry.attackSource ?? 'as the W5 generator states (apps/cli/src/eval/paper/workloads/)',
     locomo,
     embedder,
+    embedded,
     command: `npm run eval --${argv.length ? ` ${argv.join(' ')}` : ''}`,
     machine: {
       cpus: cpus().length,
