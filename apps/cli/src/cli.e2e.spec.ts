@@ -17,6 +17,7 @@ const COMMANDS = [
   'restore',
   'erasures',
   'bench',
+  'eval',
   'eval-locomo',
 ];
 

@@ -5,6 +5,7 @@ import { benchCommand } from './commands/bench';
 import { verifyCertificateCommand } from './commands/verify-certificate';
 import { workerCommand } from './commands/worker';
 import { evalLocomoCommand } from './commands/eval-locomo';
+import { evalCommand } from './commands/eval';
 import { backupCommand } from './commands/backup';
 import { restoreCommand } from './commands/restore';
 import { erasuresCommand } from './commands/erasures';
@@ -92,6 +93,14 @@ const COMMANDS: Record<string, Command> = {
       '[--only recall|erasure|load] [--sizes 10000,100000] [--closures 10,100,1000] [--load-clients 16,64,256] [--load-seconds 60] [--no-load-sweep]',
     summary: 'print throughput and latency figures (npm run bench)',
     run: benchCommand,
+  },
+  eval: {
+    synopsis: '[--seeds N] [--quick] [--out FILE] [--only W1,W3] [--systems ELMA,B3] [--budget T] [--locomo-json FILE]',
+    summary:
+      "the paper's evaluation (§7): workloads W1-W5 against ELMA, its ablations and the baselines; writes docs/evaluation.md\n" +
+      'and its plots (npm run eval). --quick: one seed at scale 0.2, exits 1 unless every table is filled.\n' +
+      'Task success needs a model: ELMA_EVAL_MODEL_URL (OpenAI-compatible), ELMA_EVAL_MODEL, ELMA_EVAL_MODEL_KEY.',
+    run: (argv) => evalCommand(argv),
   },
   'eval-locomo': {
     synopsis: '[--data DIR] [--samples N] [--json FILE]',
