@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { closeEvalEmbedder, evalEmbedder } from '../eval/paper/embedder';
-import { loadRegistry } from '../eval/paper/registry';
+import { evalSystems, prepareRun } from '../eval/paper/registry';
 import { LocomoJson, buildReport, type ReportInput } from '../eval/paper/report';
 import { runMatrix, type RunResult } from '../eval/paper/runner';
 import { taskModelFromEnv } from '../eval/paper/task-model';
@@ -70,20 +70,18 @@ export async function evalCommand(argv: string[]): Promise<number> {
     }
   }
 
-  const registry = await loadRegistry();
+  const systems = evalSystems();
   const selected = values.systems ? new Set(values.systems.split(',').map((s) => s.trim())) : undefined;
-  const known = new Set(registry.systems.map((s) => s.id).concat(Object.keys(registry.absent)));
+  const known = new Set(systems.map((s) => s.id));
   const unknownSystems = [...(selected ?? [])].filter((id) => !known.has(id));
   if (unknownSystems.length > 0) return usage(`--systems: unknown ${unknownSystems.join(',')} (rows: ${[...known].join(',')})`);
-  const absent = { ...registry.absent };
-  if (selected) for (const s of registry.systems) if (!selected.has(s.id) && !s.notRun) absent[s.id] = 'not selected by --systems';
-  const runnable = registry.systems.filter((s) => !s.notRun && !absent[s.id]);
+  const absent: Record<string, string> = {};
+  if (selected) for (const s of systems) if (!selected.has(s.id) && !s.notRun) absent[s.id] = 'not selected by --systems';
+  const registry = await prepareRun();
+  const runnable = systems.filter((s) => !s.notRun && !absent[s.id]);
 
   const seeds = Array.from({ length: seedCount }, (_, i) => i + 1);
-  const missingWorkloads = only.filter((name) => !registry.workloads[name]);
-  const workloadsBySeed: Workload[] = seeds.flatMap((seed) =>
-    only.filter((name) => registry.workloads[name]).map((name) => registry.workloads[name]!(seed, { scale })),
-  );
+  const workloadsBySeed: Workload[] = seeds.flatMap((seed) => only.map((name) => registry.workloads[name](seed, { scale })));
   const taskModel = taskModelFromEnv();
   const outFile = resolve(
     process.cwd(),
@@ -130,7 +128,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
   const firstSeed = workloadsBySeed.filter((w) => w.seed === seeds[0]);
   const input: ReportInput = {
     runs,
-    systems: registry.systems,
+    systems,
     absent,
     workloads: firstSeed,
     seeds,
@@ -138,7 +136,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
     budget,
     sweep,
     taskModel: taskModel?.model,
-    attackSource: registry.attackSource ?? 'as the W5 generator states (apps/cli/src/eval/paper/workloads/)',
+    attackSource: registry.attackSource,
     locomo,
     embedder,
     embedded,
@@ -154,7 +152,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
     date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
   };
   const report = buildReport(input);
-  const problems = [...missingWorkloads.map((w) => `workload ${w}: generator not in this build`), ...report.problems];
+  const { problems } = report;
   mkdirSync(plotDir, { recursive: true });
   writeFileSync(outFile, report.markdown);
   writeFileSync(join(plotDir, 'pareto.svg'), report.pareto);

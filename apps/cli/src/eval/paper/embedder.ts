@@ -73,9 +73,13 @@ export async function closeEvalEmbedder(): Promise<void> {
   if (current) await (await current.catch(() => undefined))?.close();
 }
 
-async function openEvalEmbedder(): Promise<EvalEmbedder & { close(): Promise<void> }> {
+/**
+ * A memoised evaluation embedder of its own, as `env` names it (specs open one with the model they need);
+ * the caller closes it.
+ */
+export async function openEvalEmbedder(env: NodeJS.ProcessEnv = process.env): Promise<EvalEmbedder & { close(): Promise<void> }> {
   // The data folder is never used: only the embedder settings are read.
-  const host = await openEmbedder(loadConfig({ ELMA_DATA_DIR: '.', ...embedderEnv() }), silentLogger);
+  const host = await openEmbedder(loadConfig({ ELMA_DATA_DIR: '.', ...embedderEnv(env) }), silentLogger);
   const embedder = new MemoEmbedder(host.embedder);
   return { embedder, counts: () => embedder.counts(), close: () => host.close() };
 }

