@@ -46,11 +46,15 @@ describe('the processor and the views, apart', () => {
     const { records } = await elma.projection.processor.derive('acme', ingested);
     const revisions = await elma.projection.processor.settle('acme', [...records.values()]);
 
-    // Two episodic and two semantic memories, and the revision the later fact calls for on the earlier one.
+    // Two episodic and two semantic memories, and the revision the later fact calls for on the earlier one
+    // and on the episode that stated it.
     expect(records.size).toBe(4);
-    expect(revisions.map((r) => r.version)).toEqual([2]);
+    expect(revisions.map((r) => [r.kind, r.version])).toEqual([
+      ['semantic', 2],
+      ['episodic', 2],
+    ]);
     const memoryEvents = await read(elma, streams.memoriesOfTenant('acme'));
-    expect(memoryEvents).toHaveLength(5);
+    expect(memoryEvents).toHaveLength(6);
     expect(memoryEvents.every((e) => e.metadata[ORIGIN] === PROCESSOR_ORIGIN)).toBe(true);
     expect(await elma.index.count('acme')).toBe(0);
 
@@ -76,5 +80,38 @@ describe('the processor and the views, apart', () => {
 
     expect(await elma.log.headPosition()).toBe(head);
     expect((await elma.index.get('acme', live!.record.id))?.record).toEqual(live?.record);
+  });
+
+  it('an episode shares the fate of the fact extracted from it: bounded when a later value takes over, superseded when a higher-trust source wins', async () => {
+    const elma = await open();
+    await elma.runner.start();
+    const event = (n: number, text: string, value: string, channel?: string) => ({
+      ...fact(n, value),
+      content: { text, fact: { entity: 'Project Cobalt', attribute: 'deadline', value } },
+      source: { system: channel === 'system' ? 'erp' : channel === 'web' ? 'forum' : 'chat', ...(channel ? { channel } : {}) },
+    });
+    const written = await elma.ingest.ingest(who, {
+      events: [
+        event(0, 'The deadline of Project Cobalt is 2026-04-22.', '2026-04-22'),
+        event(1, 'Project Cobalt 截止日期改为 2026-04-29。', '2026-04-29'),
+        event(2, 'Contract record: Project Cobalt is due 2026-05-06.', '2026-05-06', 'system'),
+        event(3, 'Forum post: Project Cobalt was pushed to 2026-09-30.', '2026-09-30', 'web'),
+      ],
+    });
+    await elma.runner.waitFor(BigInt(written.position));
+    await elma.runner.waitFor(await elma.log.headPosition());
+    const episode = async (n: number) => (await elma.index.get('acme', `mem_ep_${written.events[n].id}`))!.record;
+
+    // The first episode now ends where the next value (same tier) starts: recall shows it as history after that.
+    expect(await episode(0)).toMatchObject({ status: 'active', validTo: new Date(Date.UTC(2026, 10, 1, 0, 1)).toISOString() });
+    // The certified record outranks the user's statement: that episode is superseded with its fact.
+    expect(await episode(1)).toMatchObject({ status: 'superseded', resolution: { rule: 'source_authority' } });
+    // The web claim lost to the certified record by source authority, and so did its episode.
+    expect(await episode(3)).toMatchObject({ status: 'superseded', resolution: { rule: 'source_authority' } });
+    expect(await episode(2)).toMatchObject({ status: 'active', validTo: null });
+
+    const recalled = await elma.recall.recall(who, { query: 'When is Project Cobalt due?', purpose: 'support', budgetTokens: 400 });
+    expect(recalled.context).not.toContain('2026-09-30');
+    expect(recalled.context).toContain('2026-05-06');
   });
 });

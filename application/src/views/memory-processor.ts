@@ -2,6 +2,7 @@ import {
   EventIngested,
   decide,
   deriveMemories,
+  episodeFollowingFact,
   episodicIdFor,
   factKey,
   settleConflicts,
@@ -50,7 +51,7 @@ export class MemoryProcessor {
   constructor(
     private readonly deps: {
       log: EventLog;
-      index: Pick<MemoryIndex, 'currentFacts'>;
+      index: Pick<MemoryIndex, 'currentFacts' | 'get'>;
       sealer: EventSealer;
       /** ELMA's conflict rules unless the evaluation's ablation asks for last write wins (default `rules`). */
       conflicts?: ConflictSettlement;
@@ -123,8 +124,24 @@ export class MemoryProcessor {
         keep(revisions, revision);
       }
     }
+    for (const episode of await this.episodesFollowing(tenant, [...revisions.values()], records)) keep(revisions, episode);
     if (revisions.size > 0) await this.append(tenant, [...revisions.values()]);
     return [...revisions.values()];
+  }
+
+  /** The revisions of the episodes whose extracted facts `facts` revised (see `episodeFollowingFact`). */
+  private async episodesFollowing(tenant: string, facts: MemoryRecord[], batch: MemoryRecord[]): Promise<MemoryRecord[]> {
+    const inBatch = new Map<string, MemoryRecord>();
+    for (const record of batch) if ((inBatch.get(record.id)?.version ?? 0) < record.version) inBatch.set(record.id, record);
+    const episodes: MemoryRecord[] = [];
+    for (const fact of facts) {
+      if (fact.kind !== 'semantic' || fact.provenance.sourceEventIds.length !== 1) continue;
+      const id = episodicIdFor(fact.provenance.sourceEventIds[0]);
+      const latest = episodes.findLast((e) => e.id === id) ?? inBatch.get(id) ?? (await this.deps.index.get(tenant, id))?.record;
+      const revised = latest && episodeFollowingFact(fact, latest);
+      if (revised) episodes.push(revised);
+    }
+    return episodes;
   }
 
   private countForConsolidation(tenant: string, event: EventIngested, triggers: (() => void)[]): void {

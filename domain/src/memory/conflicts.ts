@@ -208,3 +208,34 @@ export function settleConflicts(
   }
   return [...theirs, mine].flatMap((p) => revision(p, at) ?? []);
 }
+
+/**
+ * The revision of the episode a fact was extracted from, once a conflict changed that fact: the episode
+ * states the same value in words, so it shares the fact's fate. Superseded (a higher-trust source or an
+ * explicit correction won) makes it superseded; a narrower validity (a later value took over) bounds it
+ * the same way, so that recall presents it as history after that time; a dispute marks it disputed. Only an
+ * episode from the same event as the fact (`sourceEventIds` equal, extracted at ingest) follows it.
+ * Undefined when nothing changes: replaying gives no new version.
+ */
+export function episodeFollowingFact(fact: MemoryRecord, episode: MemoryRecord): MemoryRecord | undefined {
+  if (episode.kind !== 'episodic' || fact.kind !== 'semantic' || episode.tenant !== fact.tenant) return undefined;
+  const sameEvent =
+    fact.provenance.sourceEventIds.length === 1 &&
+    episode.provenance.sourceEventIds.length === 1 &&
+    fact.provenance.sourceEventIds[0] === episode.provenance.sourceEventIds[0] &&
+    fact.provenance.rule === episode.provenance.rule;
+  if (!sameEvent || !RECALLABLE.includes(episode.status) || !fact.resolution) return undefined;
+  const followed: readonly MemoryStatus[] = ['active', 'disputed', 'superseded'];
+  const status = followed.includes(fact.status) ? fact.status : episode.status;
+  const validTo =
+    fact.validTo === null ? episode.validTo : episode.validTo === null ? fact.validTo : earlier(episode.validTo, fact.validTo);
+  if (status === episode.status && validTo === episode.validTo) return undefined;
+  return {
+    ...episode,
+    status,
+    validTo,
+    version: episode.version + 1,
+    revisedAt: fact.revisedAt ?? fact.resolution.decidedAt,
+    resolution: fact.resolution,
+  };
+}

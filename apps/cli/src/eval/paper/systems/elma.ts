@@ -161,6 +161,8 @@ const OPEN_RULES: PolicyDocument['rules'] = [
 
 /** Longest wait for the projection or the vectors to catch up before a probe. */
 const CATCH_UP_MS = 10 * 60_000;
+/** Recalls tried to fit the whole context into the budget. */
+const FIT_ATTEMPTS = 4;
 const MIN_BUDGET = 16;
 const MAX_BUDGET = 32_000;
 
@@ -262,10 +264,40 @@ export class ElmaSystem implements MemorySystem {
     const asOf = this.variant.validTime ? probe.asOf : undefined;
     const askedAt = asOf ?? this.clock.now().toISOString();
     const requestId = `eval-${probe.id}`;
-    const started = performance.now();
+    // ELMA's budget bounds the packed texts; its numbers, citation lines and notes come on top. Every system is
+    // held to the same budget for the whole context, so the text budget is narrowed until the context fits
+    // (the time is that of the recall that fits, the one a caller tuned to this budget would make).
+    let textBudget = budgetTokens;
     let result: RecallResult | undefined;
+    let ms = 0;
+    for (let attempt = 0; attempt < FIT_ATTEMPTS; attempt++) {
+      const started = performance.now();
+      result = await this.recallOnce(actor, probe, textBudget, asOf, requestId);
+      ms = performance.now() - started;
+      const used = result ? countTokens(result.context) : 0;
+      if (used <= budgetTokens || textBudget <= MIN_BUDGET) break;
+      textBudget = Math.max(MIN_BUDGET, Math.floor((textBudget * budgetTokens) / used) - 1);
+    }
+    const context = result?.context ?? '';
+    return {
+      context,
+      items: (result?.items ?? []).map((item) => this.contextItem(item, askedAt)),
+      tokens: countTokens(context),
+      ms,
+      audited: await this.audited(actor, requestId),
+    };
+  }
+
+  /** One recall as the probe's actor; a recall the policy refuses (purpose not permitted, default deny) is undefined. */
+  private async recallOnce(
+    actor: Principal,
+    probe: Probe,
+    budgetTokens: number,
+    asOf: string | undefined,
+    requestId: string,
+  ): Promise<RecallResult | undefined> {
     try {
-      result = await this.elma.recall.recall(
+      return await this.elma.recall.recall(
         actor,
         {
           query: probe.query,
@@ -277,18 +309,9 @@ export class ElmaSystem implements MemorySystem {
         requestId,
       );
     } catch (error) {
-      // A recall the policy refuses (purpose not permitted, default deny) is an empty context, not a failure.
       if (!refused(error)) throw error;
+      return undefined;
     }
-    const ms = performance.now() - started;
-    const context = result?.context ?? '';
-    return {
-      context,
-      items: (result?.items ?? []).map((item) => this.contextItem(item, askedAt)),
-      tokens: countTokens(context),
-      ms,
-      audited: await this.audited(actor, requestId),
-    };
   }
 
   async flags(): Promise<RaisedFlag[]> {
