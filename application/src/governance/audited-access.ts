@@ -15,10 +15,19 @@ export class Forbidden extends DomainError {
 export class AuditedAccess {
   constructor(private readonly audit: AuditLog) {}
 
-  async require(principal: Principal, role: string, operation: AuditOperation, resourceIds: string[], requestId: string) {
-    if (principal.roles.includes(role)) return;
-    await this.record(principal, operation, resourceIds, requestId, 'deny', `role:${role}`);
-    throw new Forbidden(role);
+  /** Passes when the principal holds `role`, or one of the roles listed. */
+  async require(
+    principal: Principal,
+    role: string | readonly string[],
+    operation: AuditOperation,
+    resourceIds: string[],
+    requestId: string,
+  ) {
+    const roles = typeof role === 'string' ? [role] : role;
+    if (principal.roles.some((held) => roles.includes(held))) return;
+    const needed = roles.join('|');
+    await this.record(principal, operation, resourceIds, requestId, 'deny', `role:${needed}`);
+    throw new Forbidden(needed);
   }
 
   record(

@@ -21,7 +21,7 @@ import {
 import { deterministicUuid, keyedUuid } from '@elma/shared';
 import type { AuditLog } from '../audit/audit-log';
 import { foldStream, handleCommand, type Folded } from '../command/handle-command';
-import { Forbidden } from '../governance/audited-access';
+import { AuditedAccess } from '../governance/audited-access';
 
 /** The actor of the audit entries of flags raised by the detectors (a process, not a person). */
 export const REVIEW_ACTOR = 'elma.review';
@@ -38,7 +38,11 @@ const AUDITED_IDS = 100;
 export class ReviewFlags {
   private readonly folded = new Map<string, Folded<ReviewState>>();
 
-  constructor(private readonly deps: { log: EventLog; audit: AuditLog; clock: Clock; ids: IdSource; fingerprintKey: Uint8Array }) {}
+  private readonly access: AuditedAccess;
+
+  constructor(private readonly deps: { log: EventLog; audit: AuditLog; clock: Clock; ids: IdSource; fingerprintKey: Uint8Array }) {
+    this.access = new AuditedAccess(deps.audit);
+  }
 
   /**
    * Records the flags not raised before and audits each one. Returns the
@@ -87,10 +91,10 @@ export class ReviewFlags {
 
   /** `GET /v1/review-flags` (roles reviewer, admin, compliance, auditor): a page of the caller's tenant's flags. */
   async list(principal: Principal, query: unknown, requestId = 'internal'): Promise<ReviewFlagPage> {
-    await this.requireRole(principal, ROLES.reviewReaders, 'read', [], requestId);
+    await this.access.require(principal, ROLES.reviewReaders, 'read', [], requestId);
     const parsed = parseOrThrow(ReviewFlagQuery, query);
     const page = pageOfFlags(await this.all(principal.tenant), parsed);
-    await this.audit(
+    await this.access.record(
       principal,
       'read',
       page.items.map((f) => f.id),
@@ -107,7 +111,7 @@ export class ReviewFlags {
    * stream: it is "not found", like an id that never existed.
    */
   async resolve(principal: Principal, id: string, body: unknown, requestId = 'internal'): Promise<ReviewFlag> {
-    await this.requireRole(principal, ROLES.reviewResolvers, 'write', [id], requestId);
+    await this.access.require(principal, ROLES.reviewResolvers, 'write', [id], requestId);
     const request = parseOrThrow(ResolveReviewFlagRequest, body);
     await this.handle(principal.tenant, {
       type: 'ResolveFlag',
@@ -117,40 +121,8 @@ export class ReviewFlags {
       at: this.deps.clock.now().toISOString(),
       ...(request.note !== undefined ? { note: request.note } : {}),
     });
-    await this.audit(principal, 'write', [id], requestId, 'allow', `review.resolve.${request.decision}`);
+    await this.access.record(principal, 'write', [id], requestId, 'allow', `review.resolve.${request.decision}`);
     return (await this.state(principal.tenant)).flags.get(id)!;
-  }
-
-  private async requireRole(
-    principal: Principal,
-    roles: readonly string[],
-    operation: 'read' | 'write',
-    resourceIds: string[],
-    requestId: string,
-  ): Promise<void> {
-    if (principal.roles.some((role) => roles.includes(role))) return;
-    const needed = roles.join('|');
-    await this.audit(principal, operation, resourceIds, requestId, 'deny', `role:${needed}`);
-    throw new Forbidden(needed);
-  }
-
-  private audit(
-    principal: Principal,
-    operation: 'read' | 'write',
-    resourceIds: string[],
-    requestId: string,
-    effect: 'allow' | 'deny',
-    rule: string,
-  ) {
-    return this.deps.audit.record({
-      tenant: principal.tenant,
-      actor: principal.sub,
-      subject: null,
-      operation,
-      resourceIds,
-      decision: { effect, rule },
-      requestId,
-    });
   }
 
   /** The stream folded, caught up from what this process folded before (other processes may have appended). */

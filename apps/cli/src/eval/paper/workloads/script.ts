@@ -1,6 +1,6 @@
 import type { IngestEventInput, PolicyDocument, RetentionClass, Sensitivity } from '@elma/domain';
 import { prng } from '../../../bench/corpus';
-import type { Actor, Gold, Lang, Probe, ProbeCategory, Step, Workload, WorkloadName } from '../types';
+import type { Actor, Lang, Probe, Step, Workload, WorkloadName } from '../types';
 
 /**
  * What the five generators share: a seeded random source, the workload's
@@ -114,18 +114,7 @@ export function actor(fields: Partial<Actor> & Pick<Actor, 'tenant' | 'sub'>): A
 }
 
 /** A probe before it is placed: it is asked after the step named `afterKey` (the latest step it may know of). */
-export interface ProbeSpec {
-  id: string;
-  category: ProbeCategory;
-  lang: Lang;
-  afterKey: string;
-  actor: Actor;
-  query: string;
-  purpose: string;
-  asOf?: string;
-  gold: Gold;
-  answer?: string;
-}
+export type ProbeSpec = Omit<Probe, 'after'> & { afterKey: string };
 
 /**
  * Collects a workload's steps and probes. Units (projects, tenants, people)
