@@ -55,7 +55,7 @@ export interface RunResult {
   /** Ingest and correction steps applied. */
   events: number;
   storageBytes: number;
-  /** Storage bytes per ingested event (the storage growth figure). */
+  /** Storage growth per ingested event: bytes at the end less the empty system's, over the events (the §7.4 figure). */
   storagePerEvent: number;
   p95Ms: number;
   flags: FlagRates;
@@ -103,6 +103,8 @@ export async function runWorkload(spec: SystemSpec, workload: Workload, options:
   let closed = false;
   try {
     system = await spec.create(dir);
+    // What an empty system already holds (database files, indexes, keys) is not growth.
+    const emptyBytes = await system.storageBytes();
     const askAll = async (probe: Probe) => {
       for (const budget of budgets) asked.get(budget)!.push(await ask(system!, table, probe, budget, options.taskModel));
     };
@@ -115,7 +117,7 @@ export async function runWorkload(spec: SystemSpec, workload: Workload, options:
     while (next < probes.length) await askAll(probes[next++]);
     shared.flags = flagRates(workload.steps, await system.flags(), await system.instructionFlagged());
     shared.storageBytes = await system.storageBytes();
-    shared.storagePerEvent = shared.events > 0 ? shared.storageBytes / shared.events : 0;
+    shared.storagePerEvent = shared.events > 0 ? Math.max(0, shared.storageBytes - emptyBytes) / shared.events : 0;
     const erased = workload.probes.filter((p) => p.category === 'erasure').flatMap((p) => p.gold.mustNeverAppear ?? []);
     if (workload.steps.some((s) => s.type === 'erase') && erased.length > 0) {
       const folder = system.dataDir();

@@ -117,7 +117,7 @@ export const METRICS: Record<string, MetricDef> = {
   audit: probeMetric('audit', 'audit traceability', 'up'),
   storage: {
     id: 'storage',
-    label: 'storage growth (bytes / event)',
+    label: 'storage growth (bytes / event, above the empty system)',
     direction: 'down',
     format: 'bytes',
     samples: (runs) =>
