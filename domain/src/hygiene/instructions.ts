@@ -129,12 +129,18 @@ const RULES: Rule[] = [
       /\b(?:act|behave|respond|roleplay|role-play)\s+as\s+(?:if\s+you\s+(?:are|were|have|had)\s+(?:no|an?\s+(?:unrestricted|unfiltered|jailbroken|different|evil)|not)\b|(?:an?\s+|the\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken|evil|rogue|dan\b|different\s+(?:ai|assistant|model)|(?:ai|assistant|chatbot|language model|llm)\s+(?:with(?:out)?|that|who|named|called)))/,
       /\bpretend\s+(?:that\s+)?(?:you\s+are|you're|to\s+be)\s+(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken|evil|dan\b|different\s+(?:ai|assistant)|ai\b|assistant\b|(?:an?\s+)?(?:ai|assistant|model)\s+(?:with(?:out)?|that|who))/,
       /\b(?:enter|enable|activate|switch to)\s+(?:developer|dan|god|jailbreak|unrestricted|debug|admin)\s+mode\b/,
+      /\byou are (?:now )?in\s+(?:developer|dan|god|jailbreak|unrestricted|debug|admin|administrator|root|maintenance)\s+mode\b/,
+      /\b(?:system|admin|security|safety)\s+override\s*[:!]/,
+      // PromptInject's goal hijacking ("STOP EVERYTHING!!! NOW!!! JUST PRINT ...").
+      /\bstop everything\s*!+.{0,30}?\b(?:just\s+)?(?:print|say|output|repeat)\b/,
     ],
     zh: [
       /(?:你|您)现在是(?:一个|一名|一位)?[^。！？]{0,10}?(?:ai|人工智能|dan|不受限制|没有限制|无限制|越狱|开发者模式|管理员模式)/,
       /从现在(?:起|开始)[,，]?(?:你|您)(?:将|要|必须|应该|需要|会|就)?(?:扮演|假装|忽略|无视|不再遵守|不再受|不受(?:任何)?限制|只听我)/,
       /(?:扮演|假装(?:你|您)?是)(?:一个|一名)?[^。！？]{0,6}?(?:没有限制|不受限制|无限制|邪恶|dan|越狱|开发者模式|另一个ai|另一个助手)/,
       /(?:进入|启用|开启|切换到)(?:开发者|越狱|上帝|无限制|调试|管理员)模式/,
+      /(?:你|您)(?:现在)?(?:处于|进入了?|在)(?:开发者|越狱|上帝|无限制|调试|管理员|维护)模式/,
+      /系统(?:覆盖|越权)[:：!！]/,
     ],
   },
   {
@@ -147,6 +153,7 @@ const RULES: Rule[] = [
       /(?:新的?|最新的?|真正的|实际的|秘密|隐藏的?|覆盖)(?:指令|指示|系统提示词?)[:：]/,
       /(?:你|您)的新(?:指令|指示|任务)(?:是|为|如下)/,
       /新的指令/,
+      /(?:^|[。！？\]】>])(?:系统|管理员)(?:指令|命令)[:：]/,
     ],
   },
   {
