@@ -62,14 +62,17 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions =
   const cli = options.cli ?? (await ensureTemporalCli());
   if (options.pidFile) await stopRecordedServer(options.pidFile, options.dbFile);
   // Free ports are probed, then released and handed to the server: another process can grab one in between,
-  // so a lost race (and only that) is retried with fresh ports.
-  const pickedPorts = options.port === undefined || (!options.headless && options.uiPort === undefined);
-  const attempts = pickedPorts ? 3 : 1;
+  // so a lost race (and only that) is retried with fresh ports. The server also picks free ports for its
+  // internal services itself, and one of those may collide with the port it was given before it binds it
+  // ("service=worker ... address already in use" for the frontend's port): with given ports, the same ports
+  // are tried again, which picks other internal ones. A port really held by another process fails each time.
+  const attempts = 3;
   for (let attempt = 1; ; attempt++) {
     try {
       return await startOnce(cli, namespace, options);
     } catch (err) {
       if (attempt >= attempts || !(err instanceof DevServerStartError) || !err.portInUse) throw err;
+      await sleep(250 * attempt);
     }
   }
 }
