@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Embedder, EmbeddingRole } from '@elma/domain';
 import { loadConfig } from '@elma/infra';
 import { openEmbedder } from '@elma/runtime';
@@ -78,8 +79,11 @@ export async function closeEvalEmbedder(): Promise<void> {
  * the caller closes it.
  */
 export async function openEvalEmbedder(env: NodeJS.ProcessEnv = process.env): Promise<EvalEmbedder & { close(): Promise<void> }> {
-  // The data folder is never used: only the embedder settings are read.
-  const host = await openEmbedder(loadConfig({ ELMA_DATA_DIR: '.', ...embedderEnv(env) }), silentLogger);
+  // Only the embedder settings are read. Secrets given here keep loadConfig from creating master.key and
+  // jwt.secret in the data folder (the working directory, which is often a checkout).
+  const throwaway = () => randomBytes(32).toString('hex');
+  const config = loadConfig({ ELMA_DATA_DIR: '.', ELMA_MASTER_KEY: throwaway(), ELMA_JWT_SECRET: throwaway(), ...embedderEnv(env) });
+  const host = await openEmbedder(config, silentLogger);
   const embedder = new MemoEmbedder(host.embedder);
   return { embedder, counts: () => embedder.counts(), close: () => host.close() };
 }

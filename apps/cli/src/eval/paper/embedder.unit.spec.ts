@@ -1,7 +1,10 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { EmbeddingRole } from '@elma/domain';
 import { HashingEmbedder } from '@elma/infra';
-import { MemoEmbedder } from './embedder';
+import { MemoEmbedder, openEvalEmbedder } from './embedder';
 
 describe('the embedder every system of a run shares', () => {
   it('gives the model’s vectors, asking the model only for texts and roles it has not seen', async () => {
@@ -33,5 +36,20 @@ describe('the embedder every system of a run shares', () => {
       dimensions: 64,
       semantic: false,
     });
+  });
+
+  it('leaves the working directory as it was: no master.key or jwt.secret appear in a checkout', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'elma-eval-cwd-'));
+    const previous = process.cwd();
+    process.chdir(dir);
+    try {
+      const opened = await openEvalEmbedder({ ELMA_EMBEDDER: 'hashing' });
+      expect((await opened.embedder.embed(['仓库五点关门'], 'query'))[0]).toHaveLength(opened.embedder.dimensions);
+      await opened.close();
+      expect(readdirSync(dir)).toEqual([]);
+    } finally {
+      process.chdir(previous);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
