@@ -228,6 +228,9 @@ describe('explicit corrections', () => {
 
 describe('write-rate thresholds in the tenant policy', () => {
   it('are set through PUT /v1/policy and raise one write_burst flag per burst', async () => {
+    // The corrections above are projected under the old thresholds first: the lower one applies to what comes
+    // after it (on a slower index their three facts would otherwise count as a burst of their own).
+    await strong();
     await changePolicy(t.url, tokens.admin, (policy) => {
       expect(policy.reviews).toEqual({ windowMinutes: 10, maxEventsPerSource: 300, maxFactsPerKey: 5 });
       policy.reviews.maxFactsPerKey = 2;
