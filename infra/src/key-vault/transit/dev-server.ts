@@ -108,7 +108,9 @@ export async function startOpenBaoDevServer(options: OpenBaoDevServerOptions = {
       method,
       headers: { 'X-Vault-Token': as, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(10_000),
+      // Generous: `sys/init` on raft storage writes and syncs its first keys, which took over 10 s on a loaded
+      // 2-core machine (a management call of a test server, not the vault's own timeouts, which stay short).
+      signal: AbortSignal.timeout(60_000),
     });
     const text = await response.text();
     return { status: response.status, body: text ? (JSON.parse(text) as OpenBaoAnswer) : undefined };
