@@ -13,7 +13,7 @@ import { createWorkerFor, erasureProgress, erasureResult, startErasure } from '@
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 import { eventBatch, prng, sentence } from '../bench/corpus';
 import { coverageExperiment } from '../bench/coverage';
-import { loadBench } from '../bench/load';
+import { ISSUE_18_LOAD, loadBench, type LoadOptions } from '../bench/load';
 import { PrecomputedQueryEmbedder } from '../bench/query-vectors';
 import { DEFAULT_RECALL_BENCH, measureRecall, type RecallFigures } from '../bench/recall';
 import { DEFAULT_SEMANTIC, semanticBench } from '../bench/semantic';
@@ -42,11 +42,15 @@ type Line = (what: string, figure: string, target: string, ok?: boolean) => void
 export async function benchCommand(argv: string[]): Promise<number> {
   const values = parseBenchArgs(argv);
   // Concurrent clients over real HTTP against `elma start` in a child process (see bench/load.ts).
+  // `--load`: the profile of issue 18's goal 5 (ISSUE_18_LOAD); `--load-*` change it, or the plain section.
+  const profile: LoadOptions = values.load ? ISSUE_18_LOAD : { clients: [16, 64, 256], seconds: 60, sweep: true };
   const load = () =>
     loadBench(
       {
-        clients: values['load-clients']!.split(',').map(Number),
-        seconds: Number(values['load-seconds']),
+        ...profile,
+        ...(values['load-clients'] ? { clients: values['load-clients'].split(',').map(Number) } : {}),
+        ...(values['load-seconds'] ? { seconds: Number(values['load-seconds']) } : {}),
+        ...(values['load-seed'] ? { seed: Number(values['load-seed']) } : {}),
         sweep: !values['no-load-sweep'],
       },
       (message) => process.stderr.write(`[bench] ${message}\n`),
@@ -63,9 +67,10 @@ export async function benchCommand(argv: string[]): Promise<number> {
       },
       (message) => process.stderr.write(`[bench] ${message}\n`),
     );
-  if (values.only === 'load' || values.only === 'semantic') {
-    const section = values.only === 'load' ? await load() : await semantic();
-    printTable(section.map((row) => [row.what, row.figure, row.target ?? '', '']));
+  if (values.load || values.only === 'load' || values.only === 'semantic') {
+    const section = values.only === 'semantic' ? await semantic() : await load();
+    const rows = section.map((row) => [row.what, row.figure, row.target ?? '', row.ok === undefined ? '' : row.ok ? 'ok' : 'MISSED']);
+    printTable([['machine; date; commit', machine(), '', ''], ...rows]);
     return 0;
   }
   const sizes = values.only === 'erasure' ? [] : values.sizes!.split(',').map(Number);
@@ -84,7 +89,7 @@ export async function benchCommand(argv: string[]): Promise<number> {
   if (closures.length > 0) await measureErasure(line, closures, Number(values['erasure-background']));
   if (values.only !== 'erasure') await measureCoverage(line);
   if (values.only === undefined) for (const row of await semantic()) line(row.what, row.figure, row.target ?? '');
-  if (values.only === undefined) for (const row of await load()) line(row.what, row.figure, row.target ?? '');
+  if (values.only === undefined) for (const row of await load()) line(row.what, row.figure, row.target ?? '', row.ok);
   printTable(rows);
   return 0;
 }
@@ -96,8 +101,10 @@ function parseBenchArgs(argv: string[]) {
       sizes: { type: 'string', default: '10000,100000' },
       closures: { type: 'string', default: '10,100,1000' },
       'erasure-background': { type: 'string', default: '10000' },
-      'load-clients': { type: 'string', default: '16,64,256' },
-      'load-seconds': { type: 'string', default: '60' },
+      load: { type: 'boolean', default: false },
+      'load-clients': { type: 'string' },
+      'load-seconds': { type: 'string' },
+      'load-seed': { type: 'string' },
       'no-load-sweep': { type: 'boolean', default: false },
       'semantic-sizes': { type: 'string' },
       'semantic-pool': { type: 'string', default: String(DEFAULT_SEMANTIC.pool) },
