@@ -154,6 +154,8 @@ export class RecallService {
    */
   private readonly recent = new Map<string, { tenant: string; sub: string; ids: Set<string>; counted: Promise<void> }>();
   private static readonly RECENT_MAX = 10_000;
+  /** Usage counts written after their recall answered, until they are written (see `settled`). */
+  private readonly deferred = new Set<Promise<void>>();
 
   /**
    * Records that the caller used these memories of one of their recent
@@ -294,11 +296,26 @@ export class RecallService {
 
   /** Usage is a statistic, not part of the answer: counted right after the response, on the next turn. */
   private countRetrieved(tenant: string, ids: string[], now: Date): Promise<void> {
-    return ids.length === 0
-      ? Promise.resolve()
-      : new Promise<void>((resolve) =>
-          setImmediate(() => void this.deps.index.recordUsage(tenant, ids, 'retrieved', now.toISOString()).then(resolve, () => resolve())),
-        );
+    if (ids.length === 0) return Promise.resolve();
+    const counted = new Promise<void>((resolve) =>
+      setImmediate(() => void this.deps.index.recordUsage(tenant, ids, 'retrieved', now.toISOString()).then(resolve, () => resolve())),
+    );
+    this.deferred.add(counted);
+    void counted.then(() => this.deferred.delete(counted));
+    return counted;
+  }
+
+  /**
+   * Work of this process's recalls still running after their answer (usage counts): what a benchmark counts
+   * in its measured window, so that deferring work never passes for making it cheaper.
+   */
+  get deferredPending(): number {
+    return this.deferred.size;
+  }
+
+  /** Waits for the work deferred by the recalls answered so far (`deferredPending` is 0 afterwards). */
+  async settled(): Promise<void> {
+    await Promise.all(this.deferred);
   }
 
   /**

@@ -52,4 +52,14 @@ describe('usage counts of a recall and its feedback', () => {
     expect(await elma.recall.feedback(agent, recall.recallId, { adopted: [used] })).toEqual({ adopted: 1 });
     expect((await elma.index.get('acme', used))?.record.usage).toMatchObject({ retrieved: 1, adopted: 1 });
   });
+
+  it('counts the usage writes still pending after the answer, and settles them when asked', async () => {
+    const recall = await elma.recall.recall(agent, { query: 'Rotterdam depot Fridays', purpose: 'support', budgetTokens: 200 });
+    const used = recall.items[0].id;
+    // The answer is out; its usage count is not written yet (the index takes 300 ms for it here).
+    expect(elma.recall.deferredPending).toBe(1);
+    await elma.recall.settled();
+    expect(elma.recall.deferredPending).toBe(0);
+    expect((await elma.index.get('acme', used))?.record.usage).toMatchObject({ retrieved: 2, adopted: 1 });
+  });
 });

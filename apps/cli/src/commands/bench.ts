@@ -1,25 +1,27 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, cpus, loadavg, platform, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_POLICY, type PolicyDocument, type Principal } from '@elma/domain';
-import { loadConfig, startTemporalDevServer } from '@elma/infra';
+import { DEFAULT_POLICY, type Embedder, type PolicyDocument, type Principal } from '@elma/domain';
+import { HashingEmbedder, loadConfig, SqliteMemoryIndex, startTemporalDevServer, type ElmaConfig } from '@elma/infra';
 import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createWorkerFor, erasureProgress, erasureResult, startErasure } from '@elma/worker';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
-import { eventBatch, prng, query, sentence } from '../bench/corpus';
+import { eventBatch, prng, sentence } from '../bench/corpus';
 import { coverageExperiment } from '../bench/coverage';
-import { loadBench } from '../bench/load';
+import { ISSUE_18_LOAD, loadBench, type LoadOptions } from '../bench/load';
+import { PrecomputedQueryEmbedder } from '../bench/query-vectors';
+import { DEFAULT_RECALL_BENCH, measureRecall, type RecallFigures } from '../bench/recall';
 import { DEFAULT_SEMANTIC, semanticBench } from '../bench/semantic';
-import { percentiles } from '../bench/stats';
+import { recallTargets } from '../bench/side-by-side';
+import { measureStorage, perEvent } from '../bench/storage';
 
 const TENANTS = 10;
 const BATCH = 100;
-const QUERIES = 300;
-const WARMUP = 30;
 
 const principal = (tenant: string): Principal => ({
   tenant,
@@ -40,11 +42,15 @@ type Line = (what: string, figure: string, target: string, ok?: boolean) => void
 export async function benchCommand(argv: string[]): Promise<number> {
   const values = parseBenchArgs(argv);
   // Concurrent clients over real HTTP against `elma start` in a child process (see bench/load.ts).
+  // `--load`: the profile of issue 18's goal 5 (ISSUE_18_LOAD); `--load-*` change it, or the plain section.
+  const profile: LoadOptions = values.load ? ISSUE_18_LOAD : { clients: [16, 64, 256], seconds: 60, sweep: true };
   const load = () =>
     loadBench(
       {
-        clients: values['load-clients']!.split(',').map(Number),
-        seconds: Number(values['load-seconds']),
+        ...profile,
+        ...(values['load-clients'] ? { clients: values['load-clients'].split(',').map(Number) } : {}),
+        ...(values['load-seconds'] ? { seconds: Number(values['load-seconds']) } : {}),
+        ...(values['load-seed'] ? { seed: Number(values['load-seed']) } : {}),
         sweep: !values['no-load-sweep'],
       },
       (message) => process.stderr.write(`[bench] ${message}\n`),
@@ -61,33 +67,29 @@ export async function benchCommand(argv: string[]): Promise<number> {
       },
       (message) => process.stderr.write(`[bench] ${message}\n`),
     );
-  if (values.only === 'load' || values.only === 'semantic') {
-    const section = values.only === 'load' ? await load() : await semantic();
-    printTable(section.map((row) => [row.what, row.figure, row.target ?? '', '']));
+  if (values.load || values.only === 'load' || values.only === 'semantic') {
+    const section = values.only === 'semantic' ? await semantic() : await load();
+    const rows = section.map((row) => [row.what, row.figure, row.target ?? '', row.ok === undefined ? '' : row.ok ? 'ok' : 'MISSED']);
+    printTable([['machine; date; commit', machine(), '', ''], ...rows]);
     return 0;
   }
   const sizes = values.only === 'erasure' ? [] : values.sizes!.split(',').map(Number);
   const closures = values.only === 'recall' ? [] : values.closures!.split(',').map(Number);
-  const dataDir = mkdtempSync(join(tmpdir(), 'elma-bench-'));
-  // The engine figures use the hashing embedder, so that they measure the engines and stay comparable across
-  // runs; the real model's figures (recall with query embedding, throughput, lag) are bench/semantic.ts's.
-  const elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir, ELMA_EMBEDDER: 'hashing', ...productionIndex() }), {
-    logger: silentLogger,
-  });
   const rows: string[][] = [];
   const line: Line = (what, figure, targetText, ok) => rows.push([what, figure, targetText, ok === undefined ? '' : ok ? 'ok' : 'MISSED']);
-
-  try {
-    await measureIngestAndRecall(elma, dataDir, sizes, line);
-  } finally {
-    if (elma.config.index !== 'sqlite') for (const tenant of await elma.index.tenants()) await elma.index.dropTenant(tenant);
-    await elma.close();
-    rmSync(dataDir, { recursive: true, force: true });
+  line('machine; date; commit', machine(), '');
+  if (sizes.length > 0) {
+    const dataDir = mkdtempSync(join(tmpdir(), 'elma-bench-'));
+    try {
+      await measureSizes(dataDir, sizes, line);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   }
   if (closures.length > 0) await measureErasure(line, closures, Number(values['erasure-background']));
   if (values.only !== 'erasure') await measureCoverage(line);
   if (values.only === undefined) for (const row of await semantic()) line(row.what, row.figure, row.target ?? '');
-  if (values.only === undefined) for (const row of await load()) line(row.what, row.figure, row.target ?? '');
+  if (values.only === undefined) for (const row of await load()) line(row.what, row.figure, row.target ?? '', row.ok);
   printTable(rows);
   return 0;
 }
@@ -99,8 +101,10 @@ function parseBenchArgs(argv: string[]) {
       sizes: { type: 'string', default: '10000,100000' },
       closures: { type: 'string', default: '10,100,1000' },
       'erasure-background': { type: 'string', default: '10000' },
-      'load-clients': { type: 'string', default: '16,64,256' },
-      'load-seconds': { type: 'string', default: '60' },
+      load: { type: 'boolean', default: false },
+      'load-clients': { type: 'string' },
+      'load-seconds': { type: 'string' },
+      'load-seed': { type: 'string' },
       'no-load-sweep': { type: 'boolean', default: false },
       'semantic-sizes': { type: 'string' },
       'semantic-pool': { type: 'string', default: String(DEFAULT_SEMANTIC.pool) },
@@ -112,53 +116,114 @@ function parseBenchArgs(argv: string[]) {
 }
 
 /**
- * Ingest, projection and recall figures: the measured tenant is filled to each size in turn,
- * beside `TENANTS - 1` others holding a tenth of it.
+ * Ingest, projection, storage, memory and recall figures: the measured tenant is filled to each size in turn,
+ * beside `TENANTS - 1` others holding a tenth of it. ELMA is opened afresh for each size and its projection
+ * started only once the size's events are appended, so every size's projection figure is the projection's
+ * alone over that increment (with the embedding stage beside it, as in a process that runs both).
  */
-async function measureIngestAndRecall(elma: Elma, dataDir: string, sizes: number[], line: Line): Promise<void> {
+async function measureSizes(dataDir: string, sizes: number[], line: Line): Promise<void> {
   const random = prng(42);
   const tenants = Array.from({ length: TENANTS }, (_, i) => `bench_${i}`);
   const target = tenants[0];
   const loaded = new Map(tenants.map((t) => [t, 0]));
+  const embedder = new PrecomputedQueryEmbedder(new HashingEmbedder());
+  const config = loadConfig({ ELMA_DATA_DIR: dataDir, ELMA_EMBEDDER: 'hashing', ...productionIndex() });
   process.stderr.write(
-    `[bench] data in ${dataDir}; index ${elma.config.index}; ${TENANTS} tenants; one measured tenant; sizes ${sizes.join(', ')}\n`,
+    `[bench] data in ${dataDir}; index ${config.index}; ${TENANTS} tenants; one measured tenant; sizes ${sizes.join(', ')}\n`,
   );
   const policy = benchPolicy();
-  for (const tenant of tenants) await elma.policies.put(tenant, policy, 'bench');
-  line(`embedder of the engine figures`, `${elma.embedder.model} (the real model's figures come below)`, '');
+  line(`embedder of the engine figures`, `${embedder.model}, dense route on, query vectors precomputed (real model: below)`, '');
   line(`policy rules per tenant`, `${policy.rules.length}`, '>= 20', policy.rules.length >= 20);
-  let projectionStarted = false;
-  for (const size of sizes) {
+  for (const [n, size] of sizes.entries()) {
+    line(`-- measured tenant ${fmt(size)} memories, ${TENANTS - 1} others ${fmt(size / 10)} each`, loadAverage(), '');
     // Fill the measured tenant to `size` memories and each other tenant to a tenth of that.
     const plan = tenants.map((t) => [t, (t === target ? size : size / 10) - loaded.get(t)!] as const);
-    const total = plan.reduce((sum, [, n]) => sum + Math.max(0, n), 0);
-    const times = await ingestPlan(elma, random, plan, loaded);
-    if (!projectionStarted) reportIngest(line, total, times);
+    const total = plan.reduce((sum, [, missing]) => sum + Math.max(0, missing), 0);
+    await withElma(config, embedder, async (elma) => {
+      if (n === 0) for (const tenant of tenants) await elma.policies.put(tenant, policy, 'bench');
+      process.stderr.write(`[bench] ${fmt(size)}: appending ${fmt(total)} events\n`);
+      const times = await ingestPlan(elma, random, plan, loaded);
+      if (n === 0) reportIngest(line, total, times);
+      await reportProjection(elma, target, total, line);
+      reportMemory(elma, line);
+    });
+    // Measured closed, as it stays on disk: graphs written, WALs checkpointed, no recall's audit entries yet.
+    const events = [...loaded.values()].reduce((sum, k) => sum + k, 0);
+    if (config.index === 'sqlite') reportStorage(dataDir, events, line);
+    await withElma(config, embedder, async (elma) => {
+      process.stderr.write(`[bench] ${fmt(size)}: recall, bare and floor side by side\n`);
+      reportRecall(elma, size, await measureRecall(elma, embedder, principal(target)), line);
+      if (n === sizes.length - 1 && elma.config.index !== 'sqlite')
+        for (const tenant of await elma.index.tenants()) await elma.index.dropTenant(tenant);
+    });
+  }
+}
 
-    const projectStart = performance.now();
-    if (!projectionStarted) {
-      await elma.runner.start();
-      projectionStarted = true;
-    }
-    await elma.runner.waitFor(await elma.log.headPosition(), 30 * 60_000);
-    const projectSeconds = (performance.now() - projectStart) / 1000;
-    if (size === sizes[0]) {
-      const eps = total / projectSeconds;
-      line('projection (event -> searchable)', `${fmt(eps)} events/s`, '>= 3,000 events/s', eps >= 3_000);
-    }
-    // Vectors come from the background stage: the lag at "searchable", then the time until all are embedded.
-    const lag = await elma.index.embeddingLag(target);
-    const embedStart = performance.now();
-    await elma.embeddings.waitForEmbedded(undefined, 60 * 60_000);
-    const embedSeconds = (performance.now() - embedStart) / 1000;
+/** Opens ELMA on the bench's folder (projection not started), runs `work`, and closes it whatever happens. */
+async function withElma(config: ElmaConfig, embedder: Embedder, work: (elma: Elma) => Promise<void>): Promise<void> {
+  const elma = await openElma(config, { logger: silentLogger, embedder });
+  try {
+    await work(elma);
+  } finally {
+    await elma.close();
+  }
+}
+
+/** Events appended while the projection was stopped, from its start to searchable; then the vectors' lag. */
+async function reportProjection(elma: Elma, target: string, events: number, line: Line): Promise<void> {
+  const start = performance.now();
+  await elma.runner.start();
+  await elma.runner.waitFor(await elma.log.headPosition(), 60 * 60_000);
+  const eps = events / ((performance.now() - start) / 1000);
+  line(
+    `projection of ${fmt(events)} events (event -> searchable)`,
+    `${fmt(eps)} events/s; ${loadAverage()}`,
+    '>= 3,000 events/s',
+    eps >= 3_000,
+  );
+  // Vectors come from the background stage: the lag at "searchable", then the time until all are embedded.
+  const lag = await elma.index.embeddingLag(target);
+  const embedStart = performance.now();
+  await elma.embeddings.waitForEmbedded(undefined, 60 * 60_000);
+  line(
+    `  embedding lag at searchable (${elma.embedder.model})`,
+    `${fmt(lag.pending)} pending, all embedded ${((performance.now() - embedStart) / 1000).toFixed(1)} s later`,
+    '',
+  );
+}
+
+/** Bytes of the whole data folder per ingested event (with its episodic memory), and where they are. */
+function reportStorage(dataDir: string, events: number, line: Line): void {
+  const storage = measureStorage(dataDir);
+  const per = (bytes: number) => perEvent(bytes, events);
+  const ok = storage.total / events <= 4 * 1024;
+  line(
+    `storage per event, all files (${fmt(events)} events, ${(storage.total / 1024 ** 2).toFixed(0)} MB)`,
+    `${per(storage.total)}; ${loadAverage()}`,
+    '<= 4 KB',
+    ok,
+  );
+  for (const [group, bytes] of storage.files) {
+    line(`  ${group}`, per(bytes), '');
+    if (group !== 'index partitions') continue;
+    for (const [part, partBytes] of storage.partitions) line(`    ${part}`, per(partBytes), '');
     line(
-      `embedding lag at searchable (${elma.embedder.model})`,
-      `${fmt(lag.pending)} pending, all embedded ${embedSeconds.toFixed(1)} s later`,
+      `    payload inside the record rows: vector BLOBs; JSON records`,
+      `${per(storage.rowPayload.vectors)}; ${per(storage.rowPayload.records)}`,
       '',
     );
-
-    await reportRecall(elma, target, line);
   }
+}
+
+/** The bench process's resident memory (ELMA, its graphs and page caches, and the bench's own corpus). */
+function reportMemory(elma: Elma, line: Line): void {
+  const rss = process.memoryUsage().rss / 1024 ** 2;
+  const held = elma.index instanceof SqliteMemoryIndex ? elma.index.memory() : undefined;
+  line(
+    `RSS of the bench process`,
+    `${rss.toFixed(0)} MB${held ? `; index partitions ~${(held.bytes / 1024 ** 2).toFixed(0)} MB of a ${(held.budgetBytes / 1024 ** 2).toFixed(0)} MB budget (${held.openPartitions} open)` : ''}`,
+    '',
+  );
 }
 
 /** Milliseconds spent preparing (with and without secret detection) and appending a fill. */
@@ -210,26 +275,56 @@ function reportIngest(line: Line, total: number, { prepareMs, prepareWithoutHygi
   line(`  slowdown from secret detection`, `${(slowdown * 100).toFixed(1)} %`, '<= 20 %', slowdown <= 0.2);
 }
 
-/** Recall latency on the measured tenant at its current size, against the bare index and under the bench policy. */
-async function reportRecall(elma: Elma, target: string, line: Line): Promise<void> {
-  const count = await elma.index.count(target);
-  const { recall, bare } = await measureRecall(elma, target);
-  const tax = recall.p95 / bare.p95;
-  line(`recall p50 @ ${fmt(count)} memories`, `${recall.p50.toFixed(2)} ms`, '');
-  line(`recall p95 @ ${fmt(count)} memories`, `${recall.p95.toFixed(2)} ms`, '<= 15 ms', recall.p95 <= 15);
-  line(`recall p99 @ ${fmt(count)} memories`, `${recall.p99.toFixed(2)} ms`, '');
+/** Recall beside the floor and the bare search, cold and warm, with the query embedding on its own line. */
+function reportRecall(elma: Elma, size: number, figures: RecallFigures, line: Line): void {
+  const { floorRatio, p95Ms } = recallTargets(size);
   line(
-    `bare ${elma.config.index === 'sqlite' ? 'FTS5+vector' : 'Elasticsearch BM25+kNN'} p95 @ ${fmt(count)}`,
-    `${bare.p95.toFixed(2)} ms`,
+    `query embedding (${elma.embedder.model}, precomputed: not in the recall figures) p50 / p95`,
+    `${figures.embedding.p50.toFixed(2)} / ${figures.embedding.p95.toFixed(2)} ms`,
     '',
   );
+  for (const [label, pass] of [
+    [`cold (${DEFAULT_RECALL_BENCH.queries} queries, each text's first time)`, figures.cold],
+    ['warm (the same queries again)', figures.warm],
+  ] as const) {
+    line(
+      `recall @ ${fmt(size)}, ${label} p50 / p95 / p99`,
+      `${triple(pass.recall)}; ${loadAverage()}`,
+      p95Ms === undefined ? '' : `p95 <= ${p95Ms.toFixed(0)} ms`,
+      p95Ms === undefined ? undefined : pass.recall.p95 <= p95Ms,
+    );
+    if (pass.floor) line(`  floor (FTS5 + usearch + ${DEFAULT_RECALL_BENCH.floorRows} rows, own connection)`, triple(pass.floor), '');
+    line(`  bare ${elma.config.index === 'sqlite' ? 'FTS5+vector' : 'Elasticsearch BM25+kNN'} (adapter, no policy)`, triple(pass.bare), '');
+    if (pass.floor) {
+      const ratio = pass.recall.p95 / pass.floor.p95;
+      line(
+        `  recall / floor, p95 (p50)`,
+        `${ratio.toFixed(2)}x (${(pass.recall.p50 / pass.floor.p50).toFixed(2)}x)`,
+        `<= ${floorRatio}x`,
+        ratio <= floorRatio,
+      );
+    }
+    const tax = pass.recall.p95 / pass.bare.p95;
+    line(
+      `  recall / bare under ${benchPolicy().rules.length} rules, p95 (p50)`,
+      `${tax.toFixed(2)}x (${(pass.recall.p50 / pass.bare.p50).toFixed(2)}x)`,
+      '',
+    );
+  }
   line(
-    `governance tax @ ${fmt(count)} under ${benchPolicy().rules.length} rules (recall p95 / bare p95)`,
-    `${tax.toFixed(2)}x`,
-    '<= 1.5x',
-    tax <= 1.5,
+    `  deferred work per recall (awaited inside its time); pending at the end`,
+    `${figures.deferredPerRecall.toFixed(2)}; ${figures.pendingAtEnd}`,
+    '',
   );
 }
+
+const triple = (p: { p50: number; p95: number; p99: number }) => `${p.p50.toFixed(2)} / ${p.p95.toFixed(2)} / ${p.p99.toFixed(2)} ms`;
+
+/** The 1-, 5- and 15-minute load averages, printed beside the figures measured under them. */
+const loadAverage = () =>
+  `load ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`;
 
 async function measureCoverage(line: Line): Promise<void> {
   for (const row of await coverageExperiment({ seed: 42, questions: 200, budgets: [256, 512, 1024, 2048] })) {
@@ -386,41 +481,6 @@ function benchPolicy(): PolicyDocument {
 }
 
 /**
- * Recall through the service (policy pushdown, embedding the query, hybrid
- * search, per-hit re-check, packing) against the bare hybrid index query with
- * no policy predicates, the query vector computed in advance, and no packing.
- * The two alternate query by query so drift on a shared machine hits both.
- */
-async function measureRecall(elma: Elma, tenant: string) {
-  const random = prng(7);
-  const queries = Array.from({ length: QUERIES + WARMUP }, () => query(random));
-  const vectors = await elma.embedder.embed(queries, 'query');
-  const who = principal(tenant);
-  const now = new Date().toISOString();
-  const recall: number[] = [];
-  const bare: number[] = [];
-  for (let i = 0; i < queries.length; i++) {
-    let start = performance.now();
-    await elma.recall.recall(who, { query: queries[i], purpose: 'support', budgetTokens: 1000 });
-    const r = performance.now() - start;
-    start = performance.now();
-    await elma.index.search({
-      tenant,
-      text: queries[i],
-      vector: vectors[i],
-      limit: 30,
-      filter: { statuses: ['candidate', 'active', 'disputed', 'superseded', 'expired'], maxSensitivity: 'restricted', now },
-    });
-    const b = performance.now() - start;
-    if (i >= WARMUP) {
-      recall.push(r);
-      bare.push(b);
-    }
-  }
-  return { recall: percentiles(recall), bare: percentiles(bare) };
-}
-
-/**
  * The recall figures on Elasticsearch instead of the embedded index when
  * ELMA_ELASTICSEARCH_URL is set, in an index namespace of the bench's own
  * (dropped afterwards). The erasure figures stay on the embedded engines.
@@ -437,6 +497,20 @@ function productionIndex(): Record<string, string> {
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+
+/** The machine the figures were measured on, when, at which commit, and its load then. */
+function machine(): string {
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    // Not a checkout (a build elsewhere): the commit stays unknown.
+  }
+  return (
+    `${availableParallelism()} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), ${(totalmem() / 1024 ** 3).toFixed(1)} GB RAM, ` +
+    `${platform()}, Node ${process.versions.node}; ${new Date().toISOString().slice(0, 16)}Z; ${commit}; ${loadAverage()}`
+  );
+}
 
 function printTable(rows: string[][]) {
   const header = ['measure', 'figure', 'target', ''];

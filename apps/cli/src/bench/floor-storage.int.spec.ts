@@ -1,0 +1,72 @@
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeRecord } from '@elma/domain/testing';
+import { HashingEmbedder, SqliteMemoryIndex } from '@elma/infra';
+import { Floor } from './floor';
+import { measureStorage } from './storage';
+
+/**
+ * The floor and the storage breakdown on a real embedded index folder: records in English and Chinese
+ * upserted through the index adapter, the graph file written by its flush.
+ */
+describe('the floor and the storage breakdown on real partition files', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'elma-bench-floor-'));
+  const indexDir = join(dataDir, 'index');
+  const embedder = new HashingEmbedder();
+  const texts = [
+    'Rotterdam depot closes at 17:00 on Fridays.',
+    'The invoice for the Berlin warehouse was paid late.',
+    '鹿特丹仓库周五17点关门。',
+    '上海客户的发票已经付款。',
+    ...Array.from({ length: 40 }, (_, i) => `Routine ticket ${i} about a password reset and a callback.`),
+  ];
+  let index: SqliteMemoryIndex;
+
+  beforeAll(async () => {
+    index = await SqliteMemoryIndex.open({ dir: indexDir, dimensions: embedder.dimensions, model: embedder.model });
+    await index.upsert(
+      'acme',
+      texts.map((text, i) => {
+        const record = makeRecord({ id: `mem-${i}`, tenant: 'acme', text });
+        return { record, vector: embedder.embedOne(text), model: embedder.model };
+      }),
+    );
+    await index.flush();
+    writeFileSync(join(dataDir, 'events.db'), Buffer.alloc(8192));
+  });
+  afterAll(async () => {
+    await index?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('reads the rows both routes find, in English and in Chinese, on its own connection and graph', async () => {
+    const floor = new Floor({ indexDir, tenant: 'acme', dimensions: embedder.dimensions, depth: 10, rows: 5 });
+    try {
+      expect(floor.size).toBe(texts.length);
+      const english = floor.query('Rotterdam depot', embedder.embedOne('Rotterdam depot'));
+      expect(english[0]).toBe('mem-0');
+      expect(english).toHaveLength(5);
+      expect(floor.query('鹿特丹仓库', embedder.embedOne('鹿特丹仓库'))[0]).toBe('mem-2');
+    } finally {
+      floor.close();
+    }
+    // Closing the floor leaves the index's own files as they were: the adapter still answers.
+    expect(await index.count('acme')).toBe(texts.length);
+  });
+
+  it('splits the folder by engine and the partition by table, the parts adding up to the files', () => {
+    const storage = measureStorage(dataDir);
+    expect(storage.files.get('event log')).toBe(8192);
+    expect(storage.files.get('vector graphs')).toBe(statSync(join(indexDir, 'tenant-acme.usearch')).size);
+    const partitionBytes = [...storage.partitions.values()].reduce((sum, b) => sum + b, 0);
+    expect(partitionBytes).toBe(storage.files.get('index partitions'));
+    expect(storage.partitions.get('record rows')).toBeGreaterThan(0);
+    expect(storage.partitions.get('FTS index')).toBeGreaterThan(0);
+    // 384 float32 coordinates per record.
+    expect(storage.rowPayload.vectors).toBe(texts.length * 384 * 4);
+    expect(storage.rowPayload.records).toBeGreaterThan(texts.join('').length);
+    expect([...storage.files.values()].reduce((sum, b) => sum + b, 0)).toBe(storage.total);
+  });
+});
