@@ -78,8 +78,10 @@ export interface PeerRow {
   size: number;
   system: SystemName;
   label: string;
-  /** Memories per second, add call to searchable, over the timed adds. */
+  /** Memories per second, add call to searchable, over the timed adds (ELMA: searchable by BM25). */
   addPerSecond: number;
+  /** ELMA only: memories per second until their vectors are in the index too. */
+  embeddedPerSecond?: number;
   p50: number;
   p95: number;
   /** Results per query on average (ELMA: packed items). */
@@ -94,12 +96,21 @@ export interface PeersReport {
   notRun: { system: SystemName; reason: string }[];
 }
 
+/** Milliseconds an add took until searchable and, for ELMA, until embedded. */
+interface Added {
+  ms: number;
+  embeddedMs?: number;
+}
+
 /** What the bench asks of every system. */
 interface BenchSystem {
   readonly name: SystemName;
   readonly label: string;
-  /** Adds the texts (with their vectors); resolves with the milliseconds to count (untimed fills return 0). */
-  add(texts: string[], vectors: Float32Array[], fill: boolean): Promise<number>;
+  /**
+   * Adds the texts (with their vectors); resolves with the milliseconds to count until searchable (untimed fills
+   * return 0) and, where vectors come later (ELMA), until they are embedded too.
+   */
+  add(texts: string[], vectors: Float32Array[], fill: boolean): Promise<Added>;
   /** After a fill: whatever the system left for later is done. */
   settle(): Promise<void>;
   search(text: string, vector: Float32Array): Promise<{ ms: number; texts: string[] }>;
@@ -143,12 +154,14 @@ export async function peersBench(dir: string, options: PeersOptions, log: (messa
       }
       for (const system of systems) await system.settle();
       log(`adding ${(size - timedFrom).toLocaleString('en-US')} timed, in batches of ${options.batch}`);
-      const addMs = new Map(systems.map((s) => [s.name, 0]));
+      const addMs = new Map(systems.map((s) => [s.name, { ms: 0, embeddedMs: 0 }]));
       for (let done = timedFrom, turn = 0; done < size; done += options.batch, turn++) {
         const texts = corpusTexts(random, Math.min(options.batch, size - done), done);
         probe ??= texts[0];
-        for (const [system, ms] of await addToAll(rotate(systems, turn), texts, vectors, false)) {
-          addMs.set(system, addMs.get(system)! + ms);
+        for (const [system, added] of await addToAll(rotate(systems, turn), texts, vectors, false)) {
+          const total = addMs.get(system)!;
+          total.ms += added.ms;
+          total.embeddedMs += added.embeddedMs ?? 0;
         }
       }
       loaded = size;
@@ -157,11 +170,13 @@ export async function peersBench(dir: string, options: PeersOptions, log: (messa
       const probeFound = await findStoredText(systems, probe!, vectors);
       for (const system of systems) {
         const { p50, p95 } = percentiles(searched.ms.get(system.name)!);
+        const added = addMs.get(system.name)!;
         rows.push({
           size,
           system: system.name,
           label: system.label,
-          addPerSecond: (size - timedFrom) / (addMs.get(system.name)! / 1000),
+          addPerSecond: (size - timedFrom) / (added.ms / 1000),
+          ...(added.embeddedMs > 0 ? { embeddedPerSecond: (size - timedFrom) / (added.embeddedMs / 1000) } : {}),
           p50,
           p95,
           resultsPerQuery: searched.results.get(system.name)! / options.queries,
@@ -183,7 +198,7 @@ function corpusTexts(random: () => number, n: number, offset: number): string[] 
 /** Adds the same texts to every system, in the order given; the milliseconds each counted. */
 async function addToAll(systems: BenchSystem[], texts: string[], vectors: PrecomputedVectors, fill: boolean) {
   const embedded = await vectors.embed(texts, 'document');
-  const spent = new Map<SystemName, number>();
+  const spent = new Map<SystemName, Added>();
   for (const system of systems) spent.set(system.name, await system.add(texts, embedded, fill));
   return spent;
 }
@@ -278,8 +293,11 @@ class ElmaSystem implements BenchSystem {
     return new ElmaSystem(elma, budgetTokens);
   }
 
-  /** Ingest (validation, secret detection, sealing, append); a timed add also waits until projected and embedded. */
-  async add(texts: string[], _vectors: Float32Array[], fill: boolean): Promise<number> {
+  /**
+   * Ingest (validation, secret detection, sealing, append); a timed add also waits until the batch is projected
+   * (searchable by BM25) and then until it is embedded (the vector route too).
+   */
+  async add(texts: string[], _vectors: Float32Array[], fill: boolean): Promise<Added> {
     const events = texts.map((text, i) => ({
       subject: `subject-${(this.offset + i) % 200}`,
       occurredAt: new Date(Date.UTC(2026, 0, 1) + (this.offset + i) * 60_000).toISOString(),
@@ -291,9 +309,11 @@ class ElmaSystem implements BenchSystem {
     this.offset += texts.length;
     const start = performance.now();
     await this.elma.ingest.ingest(principal, { events });
-    if (fill) return 0;
-    await this.settle();
-    return performance.now() - start;
+    if (fill) return { ms: 0 };
+    await this.elma.runner.waitFor(await this.elma.log.headPosition(), 30 * 60_000);
+    const ms = performance.now() - start;
+    await this.elma.embeddings.waitForEmbedded(undefined, 30 * 60_000);
+    return { ms, embeddedMs: performance.now() - start };
   }
 
   async settle(): Promise<void> {
@@ -315,7 +335,6 @@ class ElmaSystem implements BenchSystem {
 
 const PEERS_BRIDGE = join(findRepoRoot(), 'scripts', 'peers', 'bridge.py');
 
-const Added = (result: unknown) => (result as { ms: number }).ms;
 const Found = (result: unknown) => result as { ms: number; texts: string[] };
 
 /** A peer library in a Python child (scripts/peers/bridge.py); times come from inside the child. */
@@ -347,9 +366,9 @@ class PythonPeer implements BenchSystem {
     return new PythonPeer(name, bridge, limit);
   }
 
-  async add(texts: string[], vectors: Float32Array[], fill: boolean): Promise<number> {
-    const ms = Added(await this.bridge.call('add', { texts, vectors: vectors.map(encode), userId: TENANT, deferSave: fill }));
-    return fill ? 0 : ms;
+  async add(texts: string[], vectors: Float32Array[], fill: boolean): Promise<Added> {
+    const { ms } = (await this.bridge.call('add', { texts, vectors: vectors.map(encode), userId: TENANT, deferSave: fill })) as Added;
+    return { ms: fill ? 0 : ms };
   }
 
   async settle(): Promise<void> {

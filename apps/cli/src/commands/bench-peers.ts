@@ -25,7 +25,7 @@ export async function benchPeersCommand(argv: string[]): Promise<number> {
         `load average ${formatLoad(loadBefore)} before, ${formatLoad(loadAfter)} after`,
       '',
       ...table(
-        ['memories', 'system', 'add/s', 'search p50 ms', 'p95 ms', 'results/query', 'stored text found'],
+        ['memories', 'system', 'add/s (to searchable)', 'search p50 ms', 'p95 ms', 'results/query', 'stored text found'],
         report.rows.map((row) => [
           fmt(row.size),
           row.label,
@@ -36,6 +36,10 @@ export async function benchPeersCommand(argv: string[]): Promise<number> {
           row.foundStoredText ? 'yes' : 'NO',
         ]),
       ),
+      '',
+      ...report.rows
+        .filter((row) => row.embeddedPerSecond !== undefined)
+        .map((row) => `ELMA add/s @ ${fmt(row.size)} until its vectors are embedded too: ${fmt(row.embeddedPerSecond!, 1)}`),
       '',
       'ELMA / peer (add/s above 1: ELMA adds faster; p50 and p95 below 1: ELMA answers faster)',
       ...table(['memories', 'peer', 'add/s', 'p50', 'p95'], ratios(report.rows)),
