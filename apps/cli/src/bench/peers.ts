@@ -127,7 +127,13 @@ export const SYSTEM_LABELS: Record<SystemName, string> = {
  * Runs the bench in `dir` (each system in a folder of its own) and returns its figures. A peer whose package
  * cannot be installed is reported in `notRun`; the others still run.
  */
-export async function peersBench(dir: string, options: PeersOptions, log: (message: string) => void): Promise<PeersReport> {
+export async function peersBench(
+  dir: string,
+  options: PeersOptions,
+  log: (message: string) => void,
+  /** Called with each size's rows as soon as they are measured (a long run shows its first sizes early). */
+  onSize: (rows: PeerRow[]) => void = () => undefined,
+): Promise<PeersReport> {
   if (endianness() !== 'LE') throw new Error('the peers bridge reads vectors as little-endian float32');
   const vectors = new PrecomputedVectors(new HashingEmbedder({ dimensions: DIMENSIONS }));
   const systems: BenchSystem[] = [];
@@ -168,6 +174,7 @@ export async function peersBench(dir: string, options: PeersOptions, log: (messa
       log(`searching: ${options.warmup} warm-up and ${options.queries} measured queries per system`);
       const searched = await searchAll(systems, options, vectors);
       const probeFound = await findStoredText(systems, probe!, vectors);
+      const measured = rows.length;
       for (const system of systems) {
         const { p50, p95 } = percentiles(searched.ms.get(system.name)!);
         const added = addMs.get(system.name)!;
@@ -183,6 +190,7 @@ export async function peersBench(dir: string, options: PeersOptions, log: (messa
           foundStoredText: probeFound.get(system.name)!,
         });
       }
+      onSize(rows.slice(measured));
     }
     return { rows, notRun };
   } finally {

@@ -2,7 +2,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_PEERS, SYSTEM_NAMES, peersBench, type PeerRow, type PeersOptions, type SystemName } from '../bench/peers';
+import {
+  DEFAULT_PEERS,
+  SYSTEM_NAMES,
+  peersBench,
+  type PeerRow,
+  type PeersOptions,
+  type PeersReport,
+  type SystemName,
+} from '../bench/peers';
 
 /**
  * `npm run bench:peers`: ELMA's full governed recall beside Mem0 OSS (FAISS) and LangGraph's SqliteStore, same
@@ -17,41 +25,50 @@ export async function benchPeersCommand(argv: string[]): Promise<number> {
   const loadBefore = loadavg();
   log(`data in ${dir}; sizes ${options.sizes.join(', ')}; systems ${options.systems.join(', ')}`);
   try {
-    const report = await peersBench(dir, options, log);
-    const loadAfter = loadavg();
+    // Each size's figures go to stderr as soon as they are measured; the whole report to stdout at the end.
+    const report = await peersBench(dir, options, log, (rows) =>
+      process.stderr.write(`${[`load average ${formatLoad(loadavg())}`, ...render(rows, [])].join('\n')}\n`),
+    );
     const out = [
       '',
       `machine: ${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown'}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB; ` +
-        `load average ${formatLoad(loadBefore)} before, ${formatLoad(loadAfter)} after`,
-      '',
-      ...table(
-        ['memories', 'system', 'add/s (to searchable)', 'search p50 ms', 'p95 ms', 'results/query', 'stored text found'],
-        report.rows.map((row) => [
-          fmt(row.size),
-          row.label,
-          fmt(row.addPerSecond, 1),
-          row.p50.toFixed(2),
-          row.p95.toFixed(2),
-          row.resultsPerQuery.toFixed(1),
-          row.foundStoredText ? 'yes' : 'NO',
-        ]),
-      ),
-      '',
-      ...report.rows
-        .filter((row) => row.embeddedPerSecond !== undefined)
-        .map((row) => `ELMA add/s @ ${fmt(row.size)} until its vectors are embedded too: ${fmt(row.embeddedPerSecond!, 1)}`),
-      '',
-      'ELMA / peer (add/s above 1: ELMA adds faster; p50 and p95 below 1: ELMA answers faster)',
-      ...table(['memories', 'peer', 'add/s', 'p50', 'p95'], ratios(report.rows)),
-      '',
-      ...goals(report.rows),
-      ...report.notRun.map(({ system, reason }) => `not run: ${system}: ${reason}`),
+        `load average ${formatLoad(loadBefore)} before, ${formatLoad(loadavg())} after`,
+      ...render(report.rows, report.notRun),
     ];
     process.stdout.write(`${out.join('\n')}\n`);
     return report.notRun.length === 0 && report.rows.every((row) => row.foundStoredText) ? 0 : 1;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The figures of `rows` as tables: each system's, ELMA/peer ratios, the goals; then the systems that did not run. */
+function render(rows: PeerRow[], notRun: PeersReport['notRun']): string[] {
+  return [
+    '',
+    ...table(
+      ['memories', 'system', 'add/s (to searchable)', 'search p50 ms', 'p95 ms', 'results/query', 'stored text found'],
+      rows.map((row) => [
+        fmt(row.size),
+        row.label,
+        fmt(row.addPerSecond, 1),
+        row.p50.toFixed(2),
+        row.p95.toFixed(2),
+        row.resultsPerQuery.toFixed(1),
+        row.foundStoredText ? 'yes' : 'NO',
+      ]),
+    ),
+    '',
+    ...rows
+      .filter((row) => row.embeddedPerSecond !== undefined)
+      .map((row) => `ELMA add/s @ ${fmt(row.size)} until its vectors are embedded too: ${fmt(row.embeddedPerSecond!, 1)}`),
+    '',
+    'ELMA / peer (add/s above 1: ELMA adds faster; p50 and p95 below 1: ELMA answers faster)',
+    ...table(['memories', 'peer', 'add/s', 'p50', 'p95'], ratios(rows)),
+    '',
+    ...goals(rows),
+    ...notRun.map(({ system, reason }) => `not run: ${system}: ${reason}`),
+  ];
 }
 
 function parsePeersArgs(argv: string[]): PeersOptions {
