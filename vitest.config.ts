@@ -1,8 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
-/** The evaluation's suites against real baseline packages (Mem0): `vitest.eval.config.ts`, not `npm test`. */
-export const EVAL_SUITES = ['apps/cli/src/eval/paper/systems/mem0.int.spec.ts'];
+/** Suites against real baseline and peer packages (Mem0, LangGraph): `vitest.eval.config.ts`, not `npm test`. */
+export const EVAL_SUITES = ['apps/cli/src/eval/paper/systems/mem0.int.spec.ts', 'apps/cli/src/bench/peers.int.spec.ts'];
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 

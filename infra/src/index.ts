@@ -16,5 +16,6 @@ export * from './certificate';
 export * from './erasure-ledger';
 export * from './backup';
 export * from './mem0';
+export * from './langgraph';
 export { renderSubjectExportPdf } from './subject-access/pdf';
 export * from './tools';

@@ -17,6 +17,7 @@ const COMMANDS = [
   'restore',
   'erasures',
   'bench',
+  'bench-peers',
   'eval',
   'eval-locomo',
 ];

@@ -2,6 +2,7 @@ import { rebuildCommand } from './commands/rebuild';
 import { startCommand } from './commands/start';
 import { tokenCommand } from './commands/token';
 import { benchCommand } from './commands/bench';
+import { benchPeersCommand } from './commands/bench-peers';
 import { verifyCertificateCommand } from './commands/verify-certificate';
 import { workerCommand } from './commands/worker';
 import { evalLocomoCommand } from './commands/eval-locomo';
@@ -93,6 +94,13 @@ const COMMANDS: Record<string, Command> = {
       '[--only recall|erasure|load|semantic] [--sizes 10000,100000] [--closures 10,100,1000] [--load] [--load-clients 16,64,256] [--load-seconds 60] [--load-seed 5000] [--no-load-sweep]',
     summary: 'print throughput and latency figures (npm run bench)',
     run: benchCommand,
+  },
+  'bench-peers': {
+    synopsis: '[--sizes 10000,100000] [--systems elma,mem0,langgraph] [--queries 300] [--add-sample 200] [--batch 20] [--limit 30]',
+    summary:
+      'ELMA beside Mem0 OSS (FAISS) and LangGraph SqliteStore, same corpus and vectors, no LLM: add/s, search p50/p95\n' +
+      'and ELMA/peer ratios (npm run bench:peers; installs the peers into .tools/mem0 and .tools/langgraph on first use)',
+    run: benchPeersCommand,
   },
   eval: {
     synopsis: '[--seeds N] [--quick] [--out FILE] [--only W1,W3] [--systems ELMA,B3] [--budget T] [--locomo-json FILE]',

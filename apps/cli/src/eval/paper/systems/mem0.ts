@@ -218,7 +218,8 @@ const Answer = z.object({
 /**
  * The Python bridge (scripts/mem0/bridge.py) as a child process speaking JSON lines; one request at a time is
  * enough for the evaluation, but ids make answers unambiguous. Error messages name the bridge's code and
- * exception type, never a memory's text (Mem0's own message stays in `detail`).
+ * exception type, never a memory's text (Mem0's own message stays in `detail`). `npm run bench:peers` drives its
+ * own bridge (scripts/peers/bridge.py, same protocol) through `spawnScript`.
  */
 export class Mem0Bridge {
   private nextId = 1;
@@ -227,7 +228,10 @@ export class Mem0Bridge {
   private exitedWith: string | undefined;
   readonly exited: Promise<void>;
 
-  private constructor(private readonly child: ChildProcess) {
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly label = 'Mem0',
+  ) {
     child.stderr!.on('data', (chunk: Buffer) => (this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-2000)));
     createInterface({ input: child.stdout! }).on('line', (line) => this.answer(line));
     // A write to a bridge that just died fails with EPIPE; its exit, below, rejects what was waiting.
@@ -235,23 +239,25 @@ export class Mem0Bridge {
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
         this.exitedWith = signal ? `signal ${signal}` : `code ${code}`;
-        this.failAll(new Mem0Failed('EVAL.MEM0_BRIDGE_EXITED', `the Mem0 bridge exited (${this.exitedWith})`));
+        this.failAll(new Mem0Failed('EVAL.MEM0_BRIDGE_EXITED', `the ${this.label} bridge exited (${this.exitedWith})`));
         resolve();
       });
       child.once('error', (error) => {
         this.exitedWith = error.message;
-        this.failAll(new Mem0Failed('EVAL.MEM0_BRIDGE_EXITED', `the Mem0 bridge did not start: ${error.message}`));
+        this.failAll(new Mem0Failed('EVAL.MEM0_BRIDGE_EXITED', `the ${this.label} bridge did not start: ${error.message}`));
         resolve();
       });
     });
   }
 
   static spawn(python: string, dir: string): Mem0Bridge {
-    const child = spawn(python, [MEM0_BRIDGE], {
-      env: { ...process.env, ...mem0Env(join(dir, 'home')) },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    return new Mem0Bridge(child);
+    return Mem0Bridge.spawnScript(python, MEM0_BRIDGE, mem0Env(join(dir, 'home')), 'Mem0');
+  }
+
+  /** Another bridge speaking the same protocol: `script` run by `python` with `env` added; `label` names it in errors. */
+  static spawnScript(python: string, script: string, env: Record<string, string>, label: string): Mem0Bridge {
+    const child = spawn(python, [script], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    return new Mem0Bridge(child, label);
   }
 
   get pid(): number | undefined {
@@ -260,7 +266,8 @@ export class Mem0Bridge {
 
   /** Sends one request and resolves with its result; rejects with Mem0Failed when the bridge answers an error. */
   call(op: string, args: Record<string, unknown>): Promise<unknown> {
-    if (this.exitedWith) return Promise.reject(new Mem0Failed('EVAL.MEM0_BRIDGE_EXITED', `the Mem0 bridge exited (${this.exitedWith})`));
+    if (this.exitedWith)
+      return Promise.reject(new Mem0Failed('EVAL.MEM0_BRIDGE_EXITED', `the ${this.label} bridge exited (${this.exitedWith})`));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
@@ -289,14 +296,16 @@ export class Mem0Bridge {
     try {
       answer = Answer.parse(JSON.parse(line));
     } catch {
-      return this.failAll(new Mem0Failed('EVAL.MEM0_PROTOCOL', 'the Mem0 bridge wrote a line that is not an answer'));
+      return this.failAll(new Mem0Failed('EVAL.MEM0_PROTOCOL', `the ${this.label} bridge wrote a line that is not an answer`));
     }
     const waiting = answer.id === null ? undefined : this.pending.get(answer.id);
     if (!waiting) return;
     this.pending.delete(answer.id!);
     if (answer.ok) return waiting.resolve(answer.result);
     const error = answer.error ?? { code: 'MEM0_ERROR', type: 'unknown', message: '' };
-    waiting.reject(Object.assign(new Mem0Failed(error.code, `Mem0 failed: ${error.code} (${error.type})`), { detail: error.message }));
+    waiting.reject(
+      Object.assign(new Mem0Failed(error.code, `${this.label} failed: ${error.code} (${error.type})`), { detail: error.message }),
+    );
   }
 
   private failAll(error: Error): void {
