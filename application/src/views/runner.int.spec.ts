@@ -6,7 +6,8 @@ import { streams, type EventLog, type Principal, type Subscription } from '@elma
 import { loadConfig } from '@elma/infra';
 import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
-import { ProjectionRunner, VIEWS_CHECKPOINT } from './runner';
+import { MAX_QUEUED, ProjectionRunner, VIEWS_CHECKPOINT } from './runner';
+import type { Projection } from './projection';
 
 const who: Principal = { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };
 
@@ -205,5 +206,55 @@ describe('the projection runner', () => {
     } finally {
       await runner.stop();
     }
+  });
+
+  it('reads at most MAX_QUEUED events ahead of what it applied, however long the backlog it starts behind', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'elma-runner-'));
+    dirs.push(dir);
+    const elma = await start(dir, false);
+    // Given a backlog of more than twice the bound, appended while no projection ran,
+    const backlog = 2 * MAX_QUEUED + 500;
+    for (let from = 0; from < backlog; from += 100) await elma.ingest.ingest(who, batch(from, 100));
+    const head = await elma.log.headPosition();
+    // when a runner starts behind it, over the real log and projection, counting what it read and applied,
+    let delivered = 0;
+    let applied = 0;
+    let furthestAhead = 0;
+    const log: EventLog = Object.create(elma.log, {
+      subscribeToAll: {
+        value: (options: Parameters<EventLog['subscribeToAll']>[0]): Subscription => {
+          const inner = elma.log.subscribeToAll(options);
+          return {
+            unsubscribe: () => inner.unsubscribe(),
+            async *[Symbol.asyncIterator]() {
+              for await (const item of inner) {
+                if (item.kind === 'event') delivered += 1;
+                yield item;
+              }
+            },
+          };
+        },
+      },
+    });
+    const projection: Projection = Object.create(elma.projection, {
+      apply: {
+        value: async (events: Parameters<Projection['apply']>[0]) => {
+          furthestAhead = Math.max(furthestAhead, delivered - applied);
+          applied += events.length;
+          return elma.projection.apply(events);
+        },
+      },
+    });
+    const runner = new ProjectionRunner({ log, checkpoints: elma.index, projection, logger: silentLogger });
+    await runner.start();
+    try {
+      await runner.waitFor(head, 60_000);
+    } finally {
+      await runner.stop();
+    }
+    // then it never held more than the bound in memory, and applied the whole backlog.
+    expect(furthestAhead).toBeGreaterThan(0);
+    expect(furthestAhead).toBeLessThanOrEqual(MAX_QUEUED);
+    expect(await elma.index.count('acme')).toBe(expectedMemories(backlog));
   });
 });

@@ -9,6 +9,14 @@ export const VIEWS_CHECKPOINT = 'views';
 
 const MAX_BATCH = 1000;
 
+/**
+ * Events read ahead of the apply loop, at most: the reader waits for room
+ * beyond this. Without a bound, a projection started behind a long backlog
+ * reads the whole backlog into memory before the first batch is applied, and
+ * every later batch pays for the garbage collector walking that heap.
+ */
+export const MAX_QUEUED = 2 * MAX_BATCH;
+
 export class ProjectionLagging extends DomainError {
   constructor(position: bigint, reached: bigint) {
     super('PROJECTION.LAGGING', `the projection has not reached position ${position} in time (at ${reached})`, {
@@ -43,6 +51,8 @@ export class ProjectionRunner {
   private queue: RecordedEvent[] = [];
   private scanned = -1n;
   private wake?: () => void;
+  /** Resolves the reader's wait for room in the queue (see MAX_QUEUED). */
+  private room?: () => void;
   private stopped = false;
   private loops: Promise<void>[] = [];
   private waiters: { position: bigint; resolve: () => void }[] = [];
@@ -92,6 +102,7 @@ export class ProjectionRunner {
     this.stopped = true;
     await this.subscription?.unsubscribe();
     this.wake?.();
+    this.room?.();
     await Promise.allSettled(this.loops);
     await this.deps.follower?.stop();
     if (this.subscription && this.position >= 0n) await this.deps.checkpoints.save(VIEWS_CHECKPOINT, this.position).catch(() => undefined);
@@ -146,6 +157,9 @@ export class ProjectionRunner {
             this.scanned = item.position;
           }
           this.wake?.();
+          // Backpressure: the next item is pulled once the apply loop has made room.
+          while (this.queue.length >= MAX_QUEUED && !this.stopped) await new Promise<void>((resolve) => (this.room = resolve));
+          if (this.stopped) return;
         }
         if (this.stopped) return;
         throw new Error('the subscription ended');
@@ -198,6 +212,7 @@ export class ProjectionRunner {
         await this.applyByTenant(batch);
         this.deps.follower?.notify([...new Set(batch.map(tenantOf))]);
         this.queue.splice(0, batch.length);
+        this.room?.();
         this.applied += batch.length;
         this.batches += 1;
         attempt = 0;
