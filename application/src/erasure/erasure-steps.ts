@@ -299,7 +299,7 @@ export class ErasureSteps {
     const forgotten = scope.type === 'subject' && !(await keepsPseudonym(this.deps, tenant, scope, held));
     const erasedEvents = new Set(set.eventIds);
     const candidates = new Set(await this.currentStreamNames(tenant, set.eventIds.map((id) => workset.eventStreams[id]).filter(Boolean)));
-    let deleted = 0;
+    const doomed: string[] = [];
     let shreddedInPlace = 0;
     for (const stream of candidates) {
       let all = true;
@@ -308,15 +308,13 @@ export class ErasureSteps {
         if (erasedEvents.has(event.id)) erasedHere++;
         else all = false;
       }
-      if (all && forgotten) {
-        await this.deps.log.deleteStream(stream);
-        deleted++;
-      } else shreddedInPlace += erasedHere;
+      if (all && forgotten) doomed.push(stream);
+      else shreddedInPlace += erasedHere;
     }
-    for (const id of set.recordIds) {
-      await this.deps.log.deleteStream(streams.memory(tenant, id));
-      deleted++;
-    }
+    for (const id of set.recordIds) doomed.push(streams.memory(tenant, id));
+    // One batch: the log finishes its physical removal (a WAL truncation) once, not once per stream.
+    await this.deps.log.deleteStreams(doomed);
+    const deleted = doomed.length;
     // A tombstone hides the events; only a scavenge removes them from the log's files.
     if (this.deps.compaction && deleted + lateDerived > 0) await this.deps.compaction.port.request();
     await this.complete(erasure, 'delete_streams', at, { deleted, shreddedInPlace, lateDerived });
@@ -351,7 +349,7 @@ export class ErasureSteps {
     await this.deps.index.purge(tenant, late);
     this.deps.projection.forget(tenant, late);
     await this.deps.vault.shred(tenant, late);
-    for (const id of late) await this.deps.log.deleteStream(streams.memory(tenant, id));
+    await this.deps.log.deleteStreams(late.map((id) => streams.memory(tenant, id)));
     return late.length;
   }
 

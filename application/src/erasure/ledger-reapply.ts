@@ -121,15 +121,14 @@ export class ErasureLedgerReapply {
     await this.deps.index.purge(tenant, entry.recordIds);
     const purged = before - (await this.deps.index.count(tenant));
     let deleted = 0;
-    for (const stream of [...entry.recordIds.map((id) => streams.memory(tenant, id)), ...entry.deletedStreams]) {
-      let exists = false;
+    const doomed = [...entry.recordIds.map((id) => streams.memory(tenant, id)), ...entry.deletedStreams];
+    for (const stream of doomed) {
       for await (const _event of this.deps.log.readStream(stream)) {
-        exists = true;
+        deleted++;
         break;
       }
-      await this.deps.log.deleteStream(stream);
-      if (exists) deleted++;
     }
+    await this.deps.log.deleteStreams(doomed);
     await this.deps.tombstones.write(tenant, requestId, entry.tombstones);
     let forgotten = 0;
     if (entry.forgottenPseudonyms.length > 0) {

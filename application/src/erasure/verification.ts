@@ -31,6 +31,10 @@ export class ErasureVerifier {
 
   async verify(tenant: string, records: WorksetRecord[], keyIds: string[], round: number): Promise<Verification> {
     const erased = new Set(records.map((r) => r.id));
+    // The byte scan runs in a child process: it reads the files while this process probes the index.
+    const scanning = this.scan(tenant, records);
+    // Settled at once, so a probe that throws first does not leave the scan's rejection unhandled.
+    scanning.catch(() => undefined);
     const probe = () => ({ checked: records.length, failed: 0, skipped: 0 });
     const getById = probe();
     const bm25 = probe();
@@ -65,26 +69,20 @@ export class ErasureVerifier {
       }
     }
 
-    const byteScan = await this.scan(tenant, records, shared);
+    const byteScan = discountShared(await scanning, records, shared);
     const passed = [getById, bm25, knn, decrypt, byteScan].every((p) => p.failed === 0);
     return { passed, getById, bm25, knn, decrypt, byteScan, rounds: round };
   }
 
   /**
    * Needles: the UTF-8 text (and its JSON-escaped form, as a JSON column
-   * would hold it) and the float32 vector bytes. Content that a surviving
-   * record of the tenant holds verbatim (the BM25 probe finds it) is skipped,
-   * not failed: its bytes legitimately remain. Other tenants' index files are not scanned (their
+   * would hold it) and the float32 vector bytes, for every record (`discountShared`
+   * then sets aside the content a surviving record holds). Other tenants' index files are not scanned (their
    * identical text would be theirs, not this record).
    */
-  private async scan(tenant: string, records: WorksetRecord[], surviving: Set<string>) {
+  private async scan(tenant: string, records: WorksetRecord[]): Promise<ScanOutcome> {
     const needles: Needle[] = [];
-    let skipped = 0;
     for (const record of records) {
-      if (surviving.has(record.text)) {
-        skipped++;
-        continue;
-      }
       const utf8 = Buffer.from(record.text, 'utf8');
       needles.push({ id: record.id, bytes: utf8 });
       const escaped = Buffer.from(JSON.stringify(record.text).slice(1, -1), 'utf8');
@@ -97,18 +95,39 @@ export class ErasureVerifier {
     };
     const paths = await this.deps.rawScan.listFiles(this.deps.scanRoots, { exclude: otherTenantIndex });
     const report = await this.deps.rawScan.scanFiles(paths, needles);
-    const failedIds = new Set(report.findings.map((f) => f.needleId));
     const root = this.deps.scanRoots[0] ?? '';
     return {
-      checked: records.length,
-      failed: failedIds.size,
-      // A text too short to scan for still has its vector scanned; it counts as skipped only for the text.
-      skipped,
+      foundIds: new Set(report.findings.map((f) => f.needleId)),
       files: report.files,
       bytes: report.bytes,
       paths: report.paths.map((p) => (p.startsWith(root) ? relative(root, p) : p)),
     };
   }
+}
+
+/** What the byte scan found, before the content surviving records hold is set aside. */
+interface ScanOutcome {
+  foundIds: Set<string>;
+  files: number;
+  bytes: number;
+  paths: string[];
+}
+
+/**
+ * Content that a surviving record of the tenant holds verbatim (the BM25
+ * probe finds it) is skipped, not failed: its bytes legitimately remain. Such
+ * a record's findings (text and vector alike) are set aside, as if it had not
+ * been searched for.
+ */
+function discountShared({ foundIds, ...scanned }: ScanOutcome, records: WorksetRecord[], surviving: Set<string>) {
+  let skipped = 0;
+  let failed = 0;
+  for (const record of records) {
+    if (surviving.has(record.text)) skipped++;
+    else if (foundIds.has(record.id)) failed++;
+  }
+  // A text too short to scan for still has its vector scanned; it counts as skipped only for the text.
+  return { checked: records.length, failed, skipped, ...scanned };
 }
 
 function vectorOf(record: WorksetRecord): Float32Array {

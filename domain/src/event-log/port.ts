@@ -116,6 +116,14 @@ export interface EventLog {
    */
   deleteStream(stream: string): Promise<void>;
 
+  /**
+   * Hard-deletes every named stream, as `deleteStream` does each one. Lets a
+   * log finish its physical removal once for the batch (SQLite truncates its
+   * WAL once, not once per stream). Idempotent; a failure may leave some of
+   * the streams deleted, and a retry deletes the rest.
+   */
+  deleteStreams(streams: readonly string[]): Promise<void>;
+
   /** Global position of the newest event, or -1n for an empty log. */
   headPosition(): Promise<bigint>;
 

@@ -478,6 +478,23 @@ export function eventLogContract(name: string, factory: () => Promise<EventLogUn
         expect((await collect(log.readAll())).map((e) => e.streamId)).toEqual(['memory-t1-b', 'memory-t1-b']);
       });
 
+      it('deleting a batch of streams deletes each of them, idempotently, and leaves the others intact', async () => {
+        for (const name of ['memory-t1-a', 'memory-t1-b', 'memory-t1-c'])
+          await log.append(name, numbered(2), { expectedRevision: 'no_stream' });
+        const kept = await collect(log.readStream('memory-t1-b'));
+
+        await log.deleteStreams([]);
+        await log.deleteStreams(['memory-t1-a', 'memory-t1-c', 'memory-t1-never']);
+        await log.deleteStreams(['memory-t1-a', 'memory-t1-c']);
+
+        expect(await collect(log.readStream('memory-t1-a'))).toEqual([]);
+        expect(await collect(log.readStream('memory-t1-b'))).toEqual(kept);
+        expect((await collect(log.readAll())).map((e) => e.streamId)).toEqual(['memory-t1-b', 'memory-t1-b']);
+        for (const name of ['memory-t1-c', 'memory-t1-never']) {
+          await expect(log.append(name, [event('Noted')], { expectedRevision: 'any' })).rejects.toBeInstanceOf(StreamDeleted);
+        }
+      });
+
       it('the name of a deleted stream can never be used again, even if it was never written', async () => {
         await log.deleteStream('memory-t1-never');
 

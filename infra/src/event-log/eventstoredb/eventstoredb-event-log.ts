@@ -189,6 +189,11 @@ export class EventStoreDbEventLog implements EventLog {
     });
   }
 
+  /** EventStoreDB tombstones stream by stream; the scavenge that removes the events runs later, once for all. */
+  async deleteStreams(streams: readonly string[]): Promise<void> {
+    for (const stream of streams) await this.deleteStream(stream);
+  }
+
   async headPosition(): Promise<bigint> {
     for await (const event of this.readAll({ direction: 'backwards', maxCount: 1 })) return event.position;
     return -1n;

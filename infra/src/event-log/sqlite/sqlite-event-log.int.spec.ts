@@ -63,6 +63,22 @@ describe('sqlite event log on disk', () => {
     expect(containsBytes(path, 'kept') || containsBytes(`${path}-wal`, 'kept')).toBe(true);
   });
 
+  it('after a batch hard delete the content of every deleted stream is gone from the database file and its WAL', async () => {
+    const markers = [`secret-${randomUUID()}`, `secret-${randomUUID()}`];
+    await log.append('memory-t1-a', [event({ text: markers[0] })], { expectedRevision: 'no_stream' });
+    await log.append('memory-t1-b', [event({ text: 'kept' })], { expectedRevision: 'no_stream' });
+    await log.append('memory-t1-c', [event({ text: `${markers[1]} ${'x'.repeat(10_000)}` })], { expectedRevision: 'no_stream' });
+    for (const marker of markers) expect(containsBytes(path, marker) || containsBytes(`${path}-wal`, marker)).toBe(true);
+
+    await log.deleteStreams(['memory-t1-a', 'memory-t1-c']);
+
+    for (const marker of markers) {
+      expect(containsBytes(path, marker)).toBe(false);
+      expect(containsBytes(`${path}-wal`, marker)).toBe(false);
+    }
+    expect(containsBytes(path, 'kept') || containsBytes(`${path}-wal`, 'kept')).toBe(true);
+  });
+
   it('remembers a deleted stream without keeping its name (it carries a subject id), old files included', async () => {
     const stream = `events-t1-person-${randomUUID()}`;
     await log.append(stream, [event({ n: 1 })], { expectedRevision: 'no_stream' });

@@ -105,9 +105,11 @@ export class SqliteEventLog implements EventLog {
       deleteEvents: this.db.prepare('DELETE FROM events WHERE stream = ?'),
     };
     this.appendTransaction = this.db.transaction((requests: AppendRequest[]) => requests.map((request) => this.appendOne(request)));
-    this.deleteTransaction = this.db.transaction((stream: string) => {
-      this.statements.markDeleted.run(deletedName(stream));
-      this.statements.deleteEvents.run(stream);
+    this.deleteTransaction = this.db.transaction((names: readonly string[]) => {
+      for (const stream of names) {
+        this.statements.markDeleted.run(deletedName(stream));
+        this.statements.deleteEvents.run(stream);
+      }
     });
     // One read transaction so the page and the head come from the same snapshot.
     this.scanTransaction = this.db.transaction((query: AllQuery, after: bigint, limit: number): { rows: EventRow[]; head: bigint } => ({
@@ -192,7 +194,13 @@ export class SqliteEventLog implements EventLog {
   }
 
   async deleteStream(stream: string): Promise<void> {
-    this.deleteTransaction.immediate(stream);
+    await this.deleteStreams([stream]);
+  }
+
+  /** One transaction and one WAL truncation for the whole batch: an erasure deletes a stream per erased record. */
+  async deleteStreams(streams: readonly string[]): Promise<void> {
+    if (streams.length === 0) return;
+    this.deleteTransaction.immediate(streams);
     await this.truncateWal();
   }
 

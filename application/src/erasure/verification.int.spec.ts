@@ -1,0 +1,74 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Principal } from '@elma/domain';
+import { loadConfig } from '@elma/infra';
+import { silentLogger } from '@elma/shared';
+import { openElma, type Elma } from '@elma/runtime';
+
+/**
+ * The byte scan runs beside the index probes, with every erased record's needles; the content a surviving
+ * record holds verbatim is set aside afterwards (skipped, not failed), and nothing else is.
+ */
+describe('erasure verification', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'elma-verification-'));
+  const tenant = 'acme';
+  const agent: Principal = { tenant, sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };
+  const dpo: Principal = { tenant, sub: 'dpo-1', roles: ['dpo'], purposes: ['support'], clearance: 'restricted' };
+  const SHARED = 'the Bramblecote warehouse keeps its spare keys under the loading ramp';
+  let elma: Elma;
+
+  beforeAll(async () => {
+    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
+    await elma.runner.start();
+  });
+  afterAll(async () => {
+    await elma?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const event = (subject: string, text: string, minute: number) => ({
+    subject,
+    occurredAt: new Date(Date.UTC(2026, 10, 2, 9, minute)).toISOString(),
+    activity: 'chat.turn',
+    content: { text },
+    source: { system: 'crm', channel: 'chat' },
+    purposes: ['support'],
+  });
+
+  /** Runs the erasure of `subject` up to its verification, as the workflow does. */
+  const eraseAndVerify = async (subject: string) => {
+    const { requestId } = await elma.erasure.requests.request(
+      dpo,
+      { scope: { type: 'subject', subject }, reason: 'subject_request' },
+      'req-e',
+    );
+    const at = { attempt: 1, startedAt: new Date().toISOString() };
+    const { perRecord } = await elma.erasure.steps.authorize(tenant, requestId, at);
+    const { seeds } = await elma.erasure.steps.locate(tenant, requestId, perRecord, at);
+    const closure = await elma.erasure.steps.closure(tenant, requestId, seeds, at);
+    const checked = await elma.erasure.steps.legalHoldCheck(tenant, requestId, closure, at);
+    const set = { recordIds: checked.recordIds, eventIds: checked.eventIds };
+    await elma.erasure.steps.recordApproval(tenant, requestId, { required: false, startedAt: at.startedAt }, at);
+    await elma.erasure.steps.purgeIndex(tenant, requestId, set, at);
+    await elma.erasure.steps.purgeCaches(tenant, requestId, set, at);
+    await elma.erasure.steps.shredKeys(tenant, requestId, set, at);
+    await elma.erasure.steps.deleteStreams(tenant, requestId, set, at);
+    await elma.erasure.steps.writeTombstones(tenant, requestId, set, at);
+    return elma.erasure.steps.verify(tenant, requestId, set, 1, at);
+  };
+
+  it('skips the content another subject’s surviving record holds verbatim, and passes on the rest', async () => {
+    await elma.ingest.ingest(agent, event('leaving-subject', SHARED, 0), 'req-1');
+    await elma.ingest.ingest(agent, event('leaving-subject', 'asked for the pallet invoice of the Harwick depot', 5), 'req-2');
+    await elma.ingest.ingest(agent, event('staying-subject', SHARED, 10), 'req-3');
+    await elma.runner.waitFor(await elma.log.headPosition(), 30_000);
+
+    const verification = await eraseAndVerify('leaving-subject');
+
+    expect(verification.passed).toBe(true);
+    expect(verification.byteScan).toMatchObject({ checked: 2, failed: 0, skipped: 1 });
+    expect(verification.byteScan.files).toBeGreaterThan(0);
+  }, 60_000);
+});
