@@ -28,17 +28,13 @@ any connection that is not to a loopback address (NETWORK_BLOCKED, then exit 3).
 stdout carries the protocol alone.
 """
 
-import json
 import os
 import socket
 import sys
-import threading
-import time
 
-# The protocol owns the original stdout; anything a library prints goes to stderr.
-_protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
-os.dup2(2, 1)
-sys.stdout = sys.stderr
+# The shared protocol (scripts/python/jsonl_bridge.py), imported first: it takes stdout and watches the parent.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import jsonl_bridge  # noqa: E402
 
 if os.environ.get("MEM0_TELEMETRY", "").lower() not in ("false", "0", "no"):
     sys.stderr.write("bridge.py: MEM0_TELEMETRY must be False\n")
@@ -90,15 +86,6 @@ socket.socket.connect = _guarded_connect
 socket.socket.connect_ex = _guarded_connect_ex
 
 
-def _watch_parent():
-    """Exits when the parent does: a parent killed with SIGKILL cannot stop its children."""
-    parent = os.getppid()
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os._exit(0)
-
-
-threading.Thread(target=_watch_parent, daemon=True).start()
 
 from mem0 import Memory  # noqa: E402  (after the guards: importing mem0 must not reach the network either)
 from mem0.embeddings.openai import OpenAIEmbedding  # noqa: E402
@@ -234,39 +221,8 @@ OPS = {
 }
 
 
-def answer(message):
-    _protocol.write(json.dumps(message, ensure_ascii=False) + "\n")
-    _protocol.flush()
-
-
 def main():
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        req_id, closing = None, False
-        try:
-            req = json.loads(line)
-            req_id = req.get("id")
-            op = OPS.get(req.get("op"))
-            if op is None:
-                raise ValueError(f"unknown op {req.get('op')!r}")
-            if op is not op_init and memory is None:
-                raise RuntimeError("init first")
-            closing = op is op_close
-            result = op(req)
-            if _violation is not None:
-                raise _violation
-            answer({"id": req_id, "ok": True, "result": result})
-        except Exception as error:  # every failure is an answer; violations also end the process
-            failure = _violation or error
-            code = getattr(failure, "code", "MEM0_ERROR")
-            answer({"id": req_id, "ok": False, "error": {"code": code, "type": type(failure).__name__, "message": str(failure)}})
-            if _violation is not None:
-                sys.stderr.write(f"bridge.py: {code}: {failure}\n")
-                os._exit(3)
-        if closing:
-            return
-    close_memory()
+    jsonl_bridge.serve(OPS, ready=lambda: memory is not None, close=close_memory, default_code="MEM0_ERROR", violation=lambda: _violation)
 
 
 if __name__ == "__main__":

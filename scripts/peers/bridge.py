@@ -30,28 +30,16 @@ Library output goes to stderr; stdout carries the protocol alone.
 """
 
 import base64
-import json
 import os
 import struct
 import sys
-import threading
 import time
 
-# The protocol owns the original stdout; anything a library prints goes to stderr.
-_protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
-os.dup2(2, 1)
-sys.stdout = sys.stderr
+# The shared protocol (scripts/python/jsonl_bridge.py), imported first: it takes stdout and watches the parent.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import jsonl_bridge  # noqa: E402
 
 
-def _watch_parent():
-    """Exits when the parent does: a parent killed with SIGKILL cannot stop its children."""
-    parent = os.getppid()
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os._exit(0)
-
-
-threading.Thread(target=_watch_parent, daemon=True).start()
 
 class Failure(Exception):
     def __init__(self, code, message):
@@ -253,32 +241,8 @@ def op_close(req):
 OPS = {"init": op_init, "add": op_add, "flush": op_flush, "search": op_search, "close": op_close}
 
 
-def answer(message):
-    _protocol.write(json.dumps(message, ensure_ascii=False) + "\n")
-    _protocol.flush()
-
-
 def main():
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        req_id, closing = None, False
-        try:
-            req = json.loads(line)
-            req_id = req.get("id")
-            op = OPS.get(req.get("op"))
-            if op is None:
-                raise Failure("BAD_REQUEST", f"unknown op {req.get('op')!r}")
-            if op is not op_init and peer is None:
-                raise Failure("BAD_REQUEST", "init first")
-            closing = op is op_close
-            answer({"id": req_id, "ok": True, "result": op(req)})
-        except Exception as error:  # every failure is an answer
-            code = getattr(error, "code", "PEER_ERROR")
-            answer({"id": req_id, "ok": False, "error": {"code": code, "type": type(error).__name__, "message": str(error)}})
-        if closing:
-            return
-    op_close({})
+    jsonl_bridge.serve(OPS, ready=lambda: peer is not None, close=lambda: op_close({}), default_code="PEER_ERROR")
 
 
 if __name__ == "__main__":
