@@ -26,6 +26,19 @@ export class ProjectionLagging extends DomainError {
   }
 }
 
+/**
+ * A read-your-writes wait for a position the log has not reached: no write
+ * returned it, so waiting cannot help (a client error, not a lagging engine).
+ */
+export class PositionNotWritten extends DomainError {
+  constructor(position: bigint, head: bigint) {
+    super('CONSISTENCY.POSITION_NOT_WRITTEN', `no write has reached log position ${position} (the log ends at ${head})`, {
+      position: position.toString(),
+      head: head.toString(),
+    });
+  }
+}
+
 const STORAGE_FULL = new StorageFull().code;
 
 /** How often a checkpoint that only skipped filtered-out events is written. */
@@ -123,9 +136,16 @@ export class ProjectionRunner {
     return { position: this.position.toString(), ...(error ? { error } : {}) };
   }
 
-  /** Resolves once everything up to `position` is applied; throws `ProjectionLagging` after `timeoutMs`. */
-  waitFor(position: bigint, timeoutMs = 10_000): Promise<void> {
-    if (this.position >= position) return Promise.resolve();
+  /**
+   * Resolves once everything up to `position` is applied; throws `ProjectionLagging` after `timeoutMs`,
+   * and `PositionNotWritten` at once for a position beyond the end of the log (no write returned it).
+   */
+  async waitFor(position: bigint, timeoutMs = 10_000): Promise<void> {
+    if (this.position >= position) return;
+    const head = await this.deps.log.headPosition();
+    if (position > head) throw new PositionNotWritten(position, head);
+    // The apply loop may have passed the position while the head was read.
+    if (this.position >= position) return;
     return new Promise((resolve, reject) => {
       const waiter = { position, resolve: () => (clearTimeout(timer), resolve()) };
       const timer = setTimeout(() => {

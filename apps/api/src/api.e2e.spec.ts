@@ -274,6 +274,24 @@ describe('the embedded API, end to end over HTTP', () => {
     expect(await counts()).toEqual(before);
   });
 
+  it('answers a read-your-writes position no write has reached with 422 at once, not a 503 after the wait', async () => {
+    const started = Date.now();
+    const ahead = await call('POST', '/v1/recall', { query: 'x', purpose: 'support', consistency: 'strong', afterPosition: '99999999999' });
+    expect(ahead.status).toBe(422);
+    expect(ahead.body.code).toBe('CONSISTENCY.POSITION_NOT_WRITTEN');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // A position a write did return is still waited for and answered.
+    const written = await call('POST', '/v1/events', event('cust-7', 'The Lyon office opens at eight.'));
+    const recall = await call('POST', '/v1/recall', {
+      query: 'Lyon office',
+      purpose: 'support',
+      consistency: 'strong',
+      afterPosition: written.body.position,
+    });
+    expect(recall.status).toBe(200);
+    expect(recall.body.items.map((i: { text: string }) => i.text).join(' ')).toContain('Lyon office opens');
+  });
+
   it('refuses recall for a purpose the token does not carry', async () => {
     const response = await call('POST', '/v1/recall', { query: 'risk', purpose: 'performance_review' });
     expect(response.status).toBe(403);
