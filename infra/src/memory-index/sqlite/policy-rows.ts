@@ -51,13 +51,18 @@ type Test = (rowid: number) => boolean;
  * search, and kept exact by TEMP triggers (this connection only, nothing in
  * the file) that name every inserted, deleted or re-attributed row; the named
  * rows are read again before the next check, and a row that is gone is
- * absent, so a rolled-back write only costs a re-read. It holds no text:
- * categorical values are interned, times are numbers, lineage is reduced to
- * the one bit an owner clause reads. Legal-hold exclusions, which match any
- * ancestor key, are still checked in SQL, on the candidates that pass.
+ * absent, so a rolled-back write only costs a re-read. Triggers see this
+ * connection's writes only, which are all the writes: one process owns a
+ * data folder (`claimDataDir`) and opens each partition once.
+ *
+ * It holds no content: categorical values (owner and project ids among them)
+ * are interned, times are numbers, lineage is reduced to the one bit an owner
+ * clause reads; a purge drops it all (`forget`). Legal-hold exclusions, which
+ * match any ancestor key, are still checked in SQL, on the candidates that
+ * pass.
  *
  * `admit` must agree with `compileFilter` row for row (policy-rows.int.spec.ts
- * holds the two to that on random rows and filters).
+ * holds the two to that on random rows, filters and writes).
  */
 export class PolicyRows {
   private loaded = false;
