@@ -10,7 +10,7 @@ import {
   type ReadClause,
   type ReadExclusions,
 } from '@elma/domain';
-import { makeRecord } from '@elma/domain/testing';
+import { makeRecord } from './fixtures';
 
 /** Property-test vocabularies shared by the index contract and the filter compilers' specs. */
 export const OWNERS = ['ann', 'bob', 'cy'];
