@@ -75,9 +75,8 @@ describe('the in-memory filter of a partition (PolicyRows)', () => {
         const scratch = scratchPartition();
         try {
           for (const { batch, purged, filters } of steps) {
-            // One call per record: within one call, a version replaced by a later one gets no graph node (a known gap of
-            // upsert, outside this check), so the dense route could not reach it under knownAsOf.
-            for (const r of batch) upsert(scratch.partition, [r]);
+            // One call for the batch: a version superseded by a later one in the same call keeps its graph node.
+            upsert(scratch.partition, batch);
             await scratch.partition.purge(purged);
             for (const filter of filters) {
               const expected = scratch.admittedBySql(filter);
@@ -115,6 +114,31 @@ describe('the in-memory filter of a partition (PolicyRows)', () => {
       await scratch.partition.purge(['a']);
       expect(routes(scratch.partition, { ...open, knownAsOf: '2024-03-01T00:00:00.000Z' })).toEqual({ bm25: [], dense: [] });
       expect(routes(scratch.partition, open)).toEqual({ bm25: [], dense: [] });
+    } finally {
+      scratch.close();
+    }
+  });
+
+  it('forgets what it read inside a write transaction that is rolled back', () => {
+    const scratch = scratchPartition();
+    try {
+      const internal: IndexFilter = { statuses: ['active'], maxSensitivity: 'internal', now: '2025-01-01T00:00:00.000Z' };
+      upsert(scratch.partition, [makeRecord({ id: 'a', policy: { owner: 'ann', sensitivity: 'restricted' } })]);
+      expect(routes(scratch.partition, internal)).toEqual({ bm25: [], dense: [] });
+      // The partition's own connection: a check made inside its transaction reads the uncommitted version, as SQL would.
+      const db = scratch.partition['db'];
+      expect(() =>
+        db.transaction(() => {
+          upsert(scratch.partition, [
+            makeRecord({ id: 'a', version: 2, revisedAt: '2024-06-01T00:00:00.000Z', policy: { owner: 'ann', sensitivity: 'internal' } }),
+          ]);
+          expect(routes(scratch.partition, internal).bm25).toHaveLength(1);
+          throw new Error('rolled back');
+        })(),
+      ).toThrow('rolled back');
+      // The downgrade never happened: the restricted version is all there is, and it stays hidden.
+      expect(routes(scratch.partition, internal)).toEqual({ bm25: [], dense: [] });
+      expect(scratch.admittedBySql(internal)).toEqual([]);
     } finally {
       scratch.close();
     }

@@ -150,11 +150,18 @@ export class PolicyRows {
     return statement;
   }
 
-  /** Reads the rows written since the last check (all of them the first time). */
+  /**
+   * Reads the rows written since the last check (all of them the first time).
+   * Inside a write transaction what is read may yet be rolled back, which no
+   * trigger reports: the rows are read as the transaction sees them (as SQL
+   * would), but stay to be read again at the next check.
+   */
   private refresh(): void {
+    const tentative = this.db.inTransaction;
     if (!this.loaded) {
+      this.present.fill(0);
       this.load(this.stmt(`SELECT rowid, ${COLUMNS} FROM memories`));
-      this.loaded = true;
+      this.loaded = !tentative;
       return;
     }
     if (this.dirty.size === 0) return;
@@ -164,7 +171,7 @@ export class PolicyRows {
     this.load(this.stmt(`SELECT m.rowid, ${COLUMNS} FROM json_each(?) j CROSS JOIN memories m ON m.rowid = j.value`), [
       JSON.stringify(rowids),
     ]);
-    this.dirty.clear();
+    if (!tentative) this.dirty.clear();
   }
 
   /**

@@ -150,7 +150,8 @@ export class TenantPartition {
    */
   upsert(memories: IndexedMemory[]): void {
     const removedKeys: number[] = [];
-    const added = new Map<string, { rowid: number; vector?: Float32Array }>();
+    /** Rows inserted by this call, by rowid: a version superseded later in the same call keeps its node too. */
+    const added = new Map<number, Float32Array | undefined>();
     // A vector of another model than the partition's never enters it: the row waits for one of the right model.
     const accepts = (model: string | undefined) => this.modelCurrent && (model ?? this.options.model) === this.options.model;
     const now = Date.now();
@@ -165,18 +166,17 @@ export class TenantPartition {
         if (current && current.version === record.version) {
           this.deleteRow(current.rowid);
           removedKeys.push(current.rowid);
-          added.delete(record.id);
+          added.delete(current.rowid);
         } else if (current) {
           this.stmt('UPDATE memories SET tx_to = ? WHERE rowid = ?').run(txFrom, current.rowid);
         }
         const rowid = this.insertRow(record, vector, txFrom, now);
-        added.set(record.id, { rowid, vector });
+        added.set(rowid, vector);
       }
       this.bumpGeneration();
     })();
     // The graph follows the committed rows (older versions keep their nodes: knownAsOf queries reach them).
-    // A later id in the same call replaced an earlier one: `added` keeps only the last row per id.
-    const keys = [...added.values()].filter((k): k is { rowid: number; vector: Float32Array } => k.vector !== undefined);
+    const keys = [...added].flatMap(([rowid, vector]) => (vector ? [{ rowid, vector }] : []));
     this.graph.remove(removedKeys);
     if (this.graph.removedShare > COMPACT_SHARE) {
       // The rows already hold this call's records, so the rebuilt graph has them too.
