@@ -1,5 +1,16 @@
 import fc from 'fast-check';
-import { MemoryKind, MemoryStatus, RetentionClass, Sensitivity, type Ancestry, type ReadClause } from '@elma/domain';
+import {
+  MemoryKind,
+  MemoryStatus,
+  RetentionClass,
+  Sensitivity,
+  type Ancestry,
+  type IndexFilter,
+  type MemoryRecord,
+  type ReadClause,
+  type ReadExclusions,
+} from '@elma/domain';
+import { makeRecord } from './fixtures';
 
 /** Property-test vocabularies shared by the index contract and the filter compilers' specs. */
 export const OWNERS = ['ann', 'bob', 'cy'];
@@ -44,3 +55,85 @@ export const readClause = (setOf: <T>(values: readonly T[]) => fc.Arbitrary<T[]>
       purpose: sometimes(fc.constantFrom(...PURPOSES)),
     })
     .map(defined);
+
+/** Records and index filters over every filter attribute, for the filter compilers' row-by-row specs. */
+export const DAY = 86_400_000;
+const BASE = Date.parse('2024-01-01T00:00:00.000Z');
+/** Ids of the records and filters below: few, so versions of one id and holds on it meet often. */
+export const IDS = ['r-0', 'r-1', 'r-2', 'r-3'];
+/** Instants on a coarse grid, so records and filters often meet exactly at a boundary. */
+const day = fc.integer({ min: 0, max: 8 }).map((d) => BASE + d * DAY);
+/** Either offset spelling of the same instant: every target compares instants, not strings. */
+const iso = day.chain((ms) => fc.boolean().map((utc) => (utc ? new Date(ms).toISOString() : withOffset(ms))));
+const withOffset = (ms: number) => `${new Date(ms + 2 * 3_600_000).toISOString().slice(0, 19)}+02:00`;
+
+const orNull = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ arbitrary: fc.constant(null), weight: 2 }, { arbitrary: arb, weight: 1 });
+/** Now and then empty: an empty list is a case of its own (default deny). */
+const listOf = <T>(values: readonly T[]) =>
+  fc.oneof({ arbitrary: fc.subarray([...values], { minLength: 1 }), weight: 6 }, { arbitrary: fc.constant<T[]>([]), weight: 1 });
+
+export const record: fc.Arbitrary<MemoryRecord> = fc
+  .record({
+    id: fc.constantFrom(...IDS),
+    kind: fc.constantFrom(...MemoryKind.options),
+    status: fc.constantFrom(...MemoryStatus.options),
+    sensitivity: fc.constantFrom(...Sensitivity.options),
+    owner: fc.constantFrom(...OWNERS),
+    project: sometimes(fc.constantFrom(...PROJECTS)),
+    retention: fc.constantFrom(...RetentionClass.options),
+    purposes: listOf(PURPOSES),
+    validFrom: iso,
+    validTo: orNull(iso),
+    recordedAt: iso,
+    revisedAfter: orNull(fc.integer({ min: 0, max: 4 })),
+    expiresAt: orNull(iso),
+    parentIds: fc.subarray(IDS, { maxLength: 2 }),
+    ancestry: ancestry(IDS),
+  })
+  .map((r) =>
+    makeRecord({
+      id: r.id,
+      kind: r.kind,
+      status: r.status,
+      validFrom: r.validFrom,
+      validTo: r.validTo,
+      recordedAt: r.recordedAt,
+      // A later version: revised some days after it was first recorded.
+      ...(r.revisedAfter !== null
+        ? { version: 2 + r.revisedAfter, revisedAt: new Date(Date.parse(r.recordedAt) + r.revisedAfter * DAY).toISOString() }
+        : {}),
+      policy: defined({ owner: r.owner, roles: [], purposes: r.purposes, sensitivity: r.sensitivity, project: r.project }),
+      retention: { class: r.retention, expiresAt: r.expiresAt },
+      provenance: {
+        sourceEventIds: ['evt-1'],
+        parentIds: r.parentIds,
+        ...(r.ancestry ? { ancestry: r.ancestry } : {}),
+        rule: 'test',
+        ruleVersion: '1',
+      },
+    }),
+  );
+
+const clause: fc.Arbitrary<ReadClause> = readClause(listOf);
+
+const exclusions: fc.Arbitrary<ReadExclusions> = fc
+  .record({ owners: sometimes(listOf(OWNERS)), projects: sometimes(listOf(PROJECTS)), ids: sometimes(listOf(IDS)) })
+  .map(defined);
+
+export const indexFilter: fc.Arbitrary<IndexFilter> = fc
+  .record({
+    statuses: fc.oneof(listOf(MemoryStatus.options), fc.constant(MemoryStatus.options), fc.constant(MemoryStatus.options)),
+    kinds: sometimes(listOf(MemoryKind.options)),
+    maxSensitivity: fc.constantFrom<Sensitivity>('internal', 'confidential', 'restricted', 'restricted'),
+    purposes: sometimes(listOf(PURPOSES)),
+    asOf: sometimes(iso),
+    knownAsOf: sometimes(iso),
+    now: iso,
+    clauses: fc.oneof(
+      { arbitrary: fc.constant(undefined), weight: 1 },
+      { arbitrary: fc.constant<ReadClause[]>([]), weight: 1 },
+      { arbitrary: fc.array(clause, { minLength: 1, maxLength: 4 }), weight: 4 },
+    ),
+    exclude: sometimes(exclusions),
+  })
+  .map(defined);

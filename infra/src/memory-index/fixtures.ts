@@ -3,6 +3,8 @@ import { makeRecord, type RecordOverrides } from '@elma/domain/testing';
 import { HashingEmbedder } from '../embedder/hashing';
 
 export type { RecordOverrides };
+/** For the property specs' arbitraries (`arbitraries.testing.ts`), which the layering rule keeps off `@elma/domain/testing`. */
+export { makeRecord };
 
 const embedder = new HashingEmbedder();
 

@@ -139,7 +139,7 @@ function compileClause(clause: ReadClause, globalMax: ReadClause['maxSensitivity
  * A record is withheld when a held key names it or any of its ancestors
  * (`lineage_set`, see `restrictionKeys`).
  */
-function compileExclusions(exclude: ReadExclusions): { where: string[]; params: string[] } {
+export function compileExclusions(exclude: ReadExclusions): { where: string[]; params: string[] } {
   const keys = exclusionKeys(exclude);
   if (keys.length === 0) return { where: [], params: [] };
   return {

@@ -175,6 +175,23 @@ describe('SqliteMemoryIndex on disk', () => {
     expect(allCommon).toHaveLength(10);
   });
 
+  it('passes over any number of hidden turns to the nearest admitted neighbour', async () => {
+    dir = tempDir();
+    index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
+    const at = (minute: number) => new Date(Date.UTC(2024, 0, 1, 10, minute)).toISOString();
+    const turn = (id: string, minute: number, sensitivity: 'internal' | 'restricted') =>
+      indexed({ id, tenant: T, kind: 'episodic', subject: 'alice', session: 's', validFrom: at(minute), policy: { sensitivity } });
+    // Ten hidden turns between the two admitted ones: more than the nearest turns checked in memory.
+    const hidden = Array.from({ length: 10 }, (_, i) => turn(`hidden-${i}`, i + 1, 'restricted'));
+    await index.upsert(T, [turn('first', 0, 'internal'), ...hidden, turn('last', 11, 'internal')]);
+    const filter = { statuses: RECALLABLE_STATUSES, maxSensitivity: 'internal' as const, now: '2025-01-01T00:00:00.000Z' };
+    const found = await index.neighbours(T, ['first', 'last'], filter);
+    expect(found.map((f) => [f.id, f.previous?.record.id, f.next?.record.id])).toEqual([
+      ['first', undefined, 'last'],
+      ['last', 'first', undefined],
+    ]);
+  });
+
   it('lists all ids in insertion order', async () => {
     dir = tempDir();
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });

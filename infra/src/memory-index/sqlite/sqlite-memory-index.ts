@@ -156,8 +156,8 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
 
     // Each route returns more than `limit` so that fusion can promote a hit both routes agree on.
     const depth = Math.min(Math.max(query.limit * 2, 20), 1_000);
-    const textRanking = query.text.trim() ? partition.searchText(query.text, filter, depth) : [];
-    const vectorRanking = query.vector ? partition.searchVector(query.vector, filter, depth) : [];
+    const textRanking = query.text.trim() ? partition.searchText(query.text, query.filter, depth) : [];
+    const vectorRanking = query.vector ? partition.searchVector(query.vector, query.filter, filter, depth) : [];
 
     const fused = fuse(
       {
@@ -191,7 +191,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
       const partition = this.partition(tenant, false);
       const where = compileFilter(filter);
       if (!partition || !where || ids.length === 0) return [];
-      const found = partition.neighbours(ids, where);
+      const found = partition.neighbours(ids, filter, where);
       const rows = partition.rows(found.flatMap((f) => [f.previous, f.next].filter((r): r is number => r !== undefined)));
       const memory = (rowid: number | undefined): NeighbourMemory | undefined => {
         const row = rowid === undefined ? undefined : rows.get(rowid);

@@ -12,6 +12,7 @@ import {
   documentTerms,
   queryTerms,
   type EmbeddedVector,
+  type IndexFilter,
   type IndexedMemory,
   type LineageEntry,
   type PendingEmbedding,
@@ -20,6 +21,8 @@ import {
 } from '@elma/domain';
 import type { FilterSql } from './filter-sql';
 import { millis } from './filter-sql';
+import { PolicyRows } from './policy-rows';
+import { TermFrequencies } from './term-frequencies';
 import { factKeyOf, lineageSet, migrateTenantSchema, purposeSet, TENANT_FTS_SCHEMA, TENANT_SCHEMA } from './schema';
 import { VectorGraph, type VectorGraphOptions } from './vector-graph';
 import { cosine, fromBlob, norm, toBlob } from './vectors';
@@ -64,6 +67,9 @@ const GRAPH_DEPTHS = [64, 512];
 /** Postings BM25 may score per query (see searchText). */
 const BM25_BUDGET = 500;
 
+/** Turns on each side of a hit whose filter columns are checked in memory before the seek falls back to SQL. */
+const NEAREST_TURNS = 4;
+
 /** Most distinct query tokens sent to FTS5 (a pasted document must not become a 10,000-term OR). */
 const MAX_QUERY_TOKENS = 64;
 
@@ -93,6 +99,10 @@ export class TenantPartition {
   private readonly db: Database.Database;
   private readonly graph: VectorGraph;
   private readonly cache = new Map<string, Database.Statement>();
+  /** The rows' filter columns in memory, for the routes' candidate checks (created once the schema is migrated). */
+  private readonly policyRows: PolicyRows;
+  /** Document frequencies of query terms, for planning BM25 queries. */
+  private readonly terms: TermFrequencies;
   private addedSinceSave = 0;
   /** The model whose vectors the partition holds, fixed when it was created (a model change drops and rebuilds it). */
   readonly partitionModel: string = '';
@@ -122,6 +132,8 @@ export class TenantPartition {
       this.partitionModel = (this.db.prepare('SELECT model FROM vector_model WHERE one = 1').get() as { model: string }).model;
       // FTS5's own secure delete removes a purged document's terms from existing index segments.
       this.db.prepare(`INSERT INTO memories_fts (memories_fts, rank) VALUES ('secure-delete', 1)`).run();
+      this.policyRows = new PolicyRows(this.db);
+      this.terms = new TermFrequencies(this.db, () => this.policyRows.rowWrites);
       this.openGraph();
     } catch (error) {
       // A file that fails to open (not a database, corrupt) must not stay open behind the caller's back.
@@ -138,7 +150,8 @@ export class TenantPartition {
    */
   upsert(memories: IndexedMemory[]): void {
     const removedKeys: number[] = [];
-    const added = new Map<string, { rowid: number; vector?: Float32Array }>();
+    /** Rows inserted by this call, by rowid: a version superseded later in the same call keeps its node too. */
+    const added = new Map<number, Float32Array | undefined>();
     // A vector of another model than the partition's never enters it: the row waits for one of the right model.
     const accepts = (model: string | undefined) => this.modelCurrent && (model ?? this.options.model) === this.options.model;
     const now = Date.now();
@@ -153,18 +166,17 @@ export class TenantPartition {
         if (current && current.version === record.version) {
           this.deleteRow(current.rowid);
           removedKeys.push(current.rowid);
-          added.delete(record.id);
+          added.delete(current.rowid);
         } else if (current) {
           this.stmt('UPDATE memories SET tx_to = ? WHERE rowid = ?').run(txFrom, current.rowid);
         }
         const rowid = this.insertRow(record, vector, txFrom, now);
-        added.set(record.id, { rowid, vector });
+        added.set(rowid, vector);
       }
       this.bumpGeneration();
     })();
     // The graph follows the committed rows (older versions keep their nodes: knownAsOf queries reach them).
-    // A later id in the same call replaced an earlier one: `added` keeps only the last row per id.
-    const keys = [...added.values()].filter((k): k is { rowid: number; vector: Float32Array } => k.vector !== undefined);
+    const keys = [...added].flatMap(([rowid, vector]) => (vector ? [{ rowid, vector }] : []));
     this.graph.remove(removedKeys);
     if (this.graph.removedShare > COMPACT_SHARE) {
       // The rows already hold this call's records, so the rebuilt graph has them too.
@@ -334,21 +346,23 @@ export class TenantPartition {
   }
 
   /**
-   * BM25 route: rowids best first, the filter evaluated in the same statement
-   * as the MATCH. FTS5 scores every document that matches, about 2 µs each,
-   * so the query is planned to bound that work: the rarest words whose
-   * document frequencies sum to at most BM25_BUDGET "drive" the match and the
-   * other words only add to the score, `(rare) AND (rare OR common)`. When
-   * even the rarest word is that common (it carries little IDF anyway), only
-   * the newest BM25_BUDGET matches are scored (before the policy filter, so
-   * fewer may survive it); the dense route still covers the whole partition.
-   * Scores are FTS5's bm25() negated, so that higher is better.
+   * BM25 route: rowids best first, among the rows the filter admits. FTS5
+   * scores every document that matches, about 2 µs each, so the query is
+   * planned to bound that work: the rarest words whose document frequencies
+   * (`TermFrequencies`) sum to at most BM25_BUDGET "drive" the match and the other words only add
+   * to the score, `(rare) AND (rare OR common)`. When even the rarest word is
+   * that common (it carries little IDF anyway), only the newest BM25_BUDGET
+   * matches are scored (before the policy filter, so fewer may survive it);
+   * the dense route still covers the whole partition. Either way at most
+   * about BM25_BUDGET rows match, and they are checked against the filter in
+   * memory (`PolicyRows`) rather than joined with the rows table in SQL, which
+   * cost as much as the match. Scores are FTS5's bm25() negated, so that
+   * higher is better.
    */
-  searchText(text: string, filter: FilterSql, depth: number): { rowid: number; score: number }[] {
-    const dfOf = this.stmt('SELECT doc AS df FROM memories_vocab WHERE term = ?');
+  searchText(text: string, filter: IndexFilter, depth: number): { rowid: number; score: number }[] {
     const terms = [...new Set(queryTerms(text, this.options.text))]
       .slice(0, MAX_QUERY_TOKENS)
-      .map((term) => ({ term, df: (dfOf.get(term) as { df: number } | undefined)?.df ?? 0 }))
+      .map((term) => ({ term, df: this.terms.of(term) }))
       // A word no document contains cannot match; dropping it keeps the expression small.
       .filter((t) => t.df > 0)
       .sort((a, b) => a.df - b.df);
@@ -366,41 +380,42 @@ export class TenantPartition {
 
     // Newest rows first, so that a capped scan keeps the most recent matches.
     const scanLimit = driverPostings > BM25_BUDGET ? BM25_BUDGET : -1;
-    // bm25() in a subquery rather than FTS5's `ORDER BY rank`, so the scan can be capped before scoring.
-    // CROSS JOIN keeps FTS5 as the outer loop, so the planner never prefers a filter index over MATCH.
-    const rows = this.stmt(
-      `SELECT f.rowid AS rowid, f.score AS score
-       FROM (SELECT rowid, bm25(memories_fts) AS score FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?) f
-       CROSS JOIN memories m ON m.rowid = f.rowid
-       WHERE ${filter.where}
-       ORDER BY f.score, f.rowid DESC LIMIT ?`,
-    ).all(match, scanLimit, ...filter.params, depth) as { rowid: number; score: number }[];
-    // FTS5's bm25() is negative, lower better; `0 - x` rather than `-x` keeps a zero score from becoming -0.
-    return rows.map((r) => ({ rowid: r.rowid, score: 0 - r.score }));
+    // bm25() with an explicit rowid order rather than FTS5's `ORDER BY rank`, so the scan can be capped before scoring.
+    const matches = this.stmt(
+      `SELECT rowid, bm25(memories_fts) AS score FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?`,
+    ).all(match, scanLimit) as { rowid: number; score: number }[];
+    const admitted = this.policyRows.admit(
+      matches.map((m) => m.rowid),
+      filter,
+    );
+    return (
+      matches
+        .filter((m) => admitted.has(m.rowid))
+        .sort((a, b) => a.score - b.score || b.rowid - a.rowid)
+        .slice(0, depth)
+        // FTS5's bm25() is negative, lower better; `0 - x` rather than `-x` keeps a zero score from becoming -0.
+        .map((m) => ({ rowid: m.rowid, score: 0 - m.score }))
+    );
   }
 
   /**
    * Dense route: rowids with exact cosine, best first. usearch's JS binding has
    * no filtered search (no predicate callback), so the graph is oversampled and
-   * its candidates are checked against the filter in SQL; when too few pass
-   * (a selective filter), the filtered rows are scanned exactly instead, which
-   * is cheap precisely because the filter is selective.
+   * its candidates are checked against the filter in memory (`PolicyRows`);
+   * when too few pass (a selective filter), the filtered rows are scanned
+   * exactly instead, which is cheap precisely because the filter is selective.
    */
-  searchVector(query: Float32Array, filter: FilterSql, depth: number): { rowid: number; cosine: number }[] {
+  searchVector(query: Float32Array, filter: IndexFilter, sql: FilterSql, depth: number): { rowid: number; cosine: number }[] {
     const queryNorm = norm(query);
     // Vectors of another model than the query's are not comparable with it: such a partition waits for a reindex.
     if (queryNorm === 0 || !this.modelCurrent) return [];
     for (const graphDepth of GRAPH_DEPTHS) {
       const k = Math.max(graphDepth, depth * 2);
       const matches = this.graph.searchWithCosine(query, k);
-      // Only the filter is checked in SQL: the graph's similarities are already exact (f32 vectors).
-      const allowed = new Set(
-        (
-          this.stmt(
-            // CROSS JOIN: look the candidates up by rowid rather than let the planner scan a filter index.
-            `SELECT m.rowid AS rowid FROM json_each(?) j CROSS JOIN memories m ON m.rowid = j.value WHERE ${filter.where}`,
-          ).all(JSON.stringify(matches.map((m) => m.key)), ...filter.params) as { rowid: number }[]
-        ).map((r) => r.rowid),
+      // Only the filter is checked: the graph's similarities are already exact (f32 vectors).
+      const allowed = this.policyRows.admit(
+        matches.map((m) => m.key),
+        filter,
       );
       if (allowed.size >= depth || matches.length >= this.graph.size) {
         return matches
@@ -412,8 +427,8 @@ export class TenantPartition {
     }
     // A selective filter: scan the rows it allows exactly, which is cheap precisely because they are few.
     const candidates = this.stmt(
-      `SELECT m.rowid AS rowid, m.vector AS vector FROM memories m WHERE m.vector_model IS NOT NULL AND ${filter.where}`,
-    ).all(...filter.params) as { rowid: number; vector: Buffer }[];
+      `SELECT m.rowid AS rowid, m.vector AS vector FROM memories m WHERE m.vector_model IS NOT NULL AND ${sql.where}`,
+    ).all(...sql.params) as { rowid: number; vector: Buffer }[];
     return candidates
       .map((c) => ({ rowid: c.rowid, cosine: cosine(query, fromBlob(c.vector), queryNorm) }))
       .sort((a, b) => b.cosine - a.cosine || a.rowid - b.rowid)
@@ -425,47 +440,49 @@ export class TenantPartition {
    * admitted episodic records just before and after it in its conversation:
    * same subject, same session or, both without one, at most
    * CONVERSATION_GAP_MS apart; ordered by valid time then insertion (rowid:
-   * the turns of one conversation often share a time). The filter is
-   * part of each seek, so a record it rejects is passed over as if absent.
+   * the turns of one conversation often share a time). A record the filter
+   * rejects is passed over as if absent. The filter is checked in memory
+   * (`PolicyRows`) on the few turns nearest each side; should none of them
+   * pass, the seek is made again with the filter in SQL (`sql`), which skips
+   * any number of rejected turns.
    */
-  neighbours(ids: string[], filter: FilterSql): { id: string; previous?: number; next?: number }[] {
-    const self = this.stmt(
-      `SELECT m.rowid AS rowid, m.id AS id, m.subject AS subject, m.session AS session, m.valid_from AS validFrom
-       FROM memories m WHERE m.id = ? AND m.kind = 'episodic' AND ${filter.where} ORDER BY m.rowid DESC LIMIT 1`,
+  neighbours(ids: string[], filter: IndexFilter, sql: FilterSql): { id: string; previous?: number; next?: number }[] {
+    const admit = this.policyRows.checker(filter);
+    // Every version of the id, newest first: the newest the filter admits is the one a search would have found.
+    const versions = this.stmt(
+      `SELECT m.rowid AS rowid, m.subject AS subject, m.session AS session, m.valid_from AS validFrom
+       FROM memories m WHERE m.id = ? AND m.kind = 'episodic' ORDER BY m.rowid DESC`,
     );
     // `session IS ?` matches NULL to NULL; without a session the gap bounds the seek.
-    const seek = (direction: 'previous' | 'next') =>
+    const seek = (direction: 'previous' | 'next', where: string) =>
       this.stmt(
         `SELECT m.rowid AS rowid FROM memories m INDEXED BY memories_timeline
          WHERE m.kind = 'episodic' AND m.subject = ? AND m.session IS ?
            AND ${direction === 'previous' ? '(m.valid_from < ? OR (m.valid_from = ? AND m.rowid < ?)) AND m.valid_from >= ?' : '(m.valid_from > ? OR (m.valid_from = ? AND m.rowid > ?)) AND m.valid_from <= ?'}
-           AND ${filter.where}
-         ORDER BY m.valid_from ${direction === 'previous' ? 'DESC' : 'ASC'}, m.rowid ${direction === 'previous' ? 'DESC' : 'ASC'} LIMIT 1`,
-      );
-    const previous = seek('previous');
-    const next = seek('next');
+           AND ${where}
+         ORDER BY m.valid_from ${direction === 'previous' ? 'DESC' : 'ASC'}, m.rowid ${direction === 'previous' ? 'DESC' : 'ASC'} LIMIT ?`,
+      ).pluck();
+    const nearest = (direction: 'previous' | 'next', bounds: (number | string | null)[]): number | undefined => {
+      const near = seek(direction, '1').all(...bounds, NEAREST_TURNS) as number[];
+      const admitted = admit(near);
+      const found = near.find((rowid) => admitted.has(rowid));
+      if (found !== undefined || near.length < NEAREST_TURNS) return found;
+      return seek(direction, sql.where).get(...bounds, ...sql.params, 1) as number | undefined;
+    };
     const found: { id: string; previous?: number; next?: number }[] = [];
     for (const id of new Set(ids)) {
-      const row = self.get(id, ...filter.params) as
-        { rowid: number; id: string; subject: string | null; session: string | null; validFrom: number } | undefined;
+      const rows = versions.all(id) as { rowid: number; subject: string | null; session: string | null; validFrom: number }[];
+      const admitted = admit(rows.map((r) => r.rowid));
+      const row = rows.find((r) => admitted.has(r.rowid));
       if (!row || row.subject === null) continue;
       const gap = row.session === null ? CONVERSATION_GAP_MS : Number.MAX_SAFE_INTEGER;
       const at = row.validFrom;
-      const before = previous.get(
-        row.subject,
-        row.session,
-        at,
-        at,
-        row.rowid,
-        Math.max(at - gap, Number.MIN_SAFE_INTEGER),
-        ...filter.params,
-      ) as { rowid: number } | undefined;
-      const after = next.get(row.subject, row.session, at, at, row.rowid, Math.min(at + gap, Number.MAX_SAFE_INTEGER), ...filter.params) as
-        { rowid: number } | undefined;
+      const before = nearest('previous', [row.subject, row.session, at, at, row.rowid, Math.max(at - gap, Number.MIN_SAFE_INTEGER)]);
+      const after = nearest('next', [row.subject, row.session, at, at, row.rowid, Math.min(at + gap, Number.MAX_SAFE_INTEGER)]);
       found.push({
         id,
-        ...(before ? { previous: before.rowid } : {}),
-        ...(after ? { next: after.rowid } : {}),
+        ...(before !== undefined ? { previous: before } : {}),
+        ...(after !== undefined ? { next: after } : {}),
       });
     }
     return found;
@@ -531,6 +548,9 @@ export class TenantPartition {
         this.stmt(`UPDATE partition_state SET value = 1 WHERE key = 'purge_pending'`).run();
       }
     })();
+    // Nor does a document frequency of the purged records' words, or their owner's id, stay in memory.
+    this.terms.forget();
+    this.policyRows.forget();
     if (removed.length > 0 || resumed) {
       this.db.prepare(`INSERT INTO memories_fts (memories_fts) VALUES ('optimize')`).run();
       this.graph.scrub(removed.map((r) => r.rowid));
@@ -558,9 +578,9 @@ export class TenantPartition {
     if (this.addedSinceSave > 0 || this.savedGraph()?.generation !== this.state('generation')) this.saveGraph();
   }
 
-  /** Bytes this partition holds in memory, roughly: its graph and SQLite's page cache. */
+  /** Bytes this partition holds in memory, roughly: its graph, SQLite's page cache and the rows' filter columns. */
   get memoryBytes(): number {
-    return this.graph.memoryBytes + PAGE_CACHE_BYTES;
+    return this.graph.memoryBytes + PAGE_CACHE_BYTES + this.policyRows.memoryBytes;
   }
 
   close(): void {

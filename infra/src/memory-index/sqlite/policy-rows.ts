@@ -1,0 +1,332 @@
+import type Database from 'better-sqlite3';
+import { SENSITIVITY_RANK, SHARED_OWNERSHIP_KEY, reduceClauses, type IndexFilter, type ReadClause } from '@elma/domain';
+import { compileExclusions, millis } from './filter-sql';
+import { lineageNeedle, purposeNeedle } from './schema';
+
+/** An interned value that no row has: a NULL column, or a value never seen. */
+const NONE = -1;
+
+/** `shared` of a row whose lineage_set is NULL: `instr(NULL, …) = 0` is NULL in SQL, so an owner clause never admits it. */
+const LINEAGE_UNKNOWN = 2;
+
+/** The policy columns, in the order `load` selects them after the rowid. */
+const COLUMNS = `kind, status, sensitivity_rank, owner, project, retention_class, purpose_set,
+  CASE WHEN lineage_set IS NULL THEN ${LINEAGE_UNKNOWN} WHEN instr(lineage_set, ?) > 0 THEN 1 ELSE 0 END,
+  valid_from, valid_to, tx_from, tx_to, expires_at`;
+
+/** Columns whose change alters what a filter admits (the update trigger watches exactly these). */
+const WATCHED = `rowid, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, lineage_set,
+  valid_from, valid_to, tx_from, tx_to, expires_at`;
+
+type Row = [
+  rowid: number,
+  kind: string,
+  status: string,
+  sensitivity: number,
+  owner: string,
+  project: string | null,
+  retention: string | null,
+  purposes: string | null,
+  shared: number,
+  validFrom: number,
+  validTo: number | null,
+  txFrom: number,
+  txTo: number | null,
+  expiresAt: number | null,
+];
+
+/** Bytes of the columns per rowid: three of one byte, six of four, five of eight. */
+const BYTES_PER_ROWID = 3 + 6 * 4 + 5 * 8;
+
+/** A compiled filter: whether the row with this rowid passes (exclusions aside, see `admit`). */
+type Test = (rowid: number) => boolean;
+
+/**
+ * The filter columns of every row of a partition (past versions too), held
+ * in memory by rowid, so the BM25 and dense routes check their candidates
+ * against the caller's policy without a row lookup and a 20-clause SQL
+ * expression per candidate (which cost as much as the search itself).
+ *
+ * It is a cache of the rows, never a second truth: loaded at the first
+ * search, and kept exact by TEMP triggers (this connection only, nothing in
+ * the file) that name every inserted, deleted or re-attributed row; the named
+ * rows are read again before the next check, and a row that is gone is
+ * absent, so a rolled-back write only costs a re-read. Triggers see this
+ * connection's writes only, which are all the writes: one process owns a
+ * data folder (`claimDataDir`) and opens each partition once.
+ *
+ * It holds no content: categorical values (owner and project ids among them)
+ * are interned, times are numbers, lineage is reduced to the one bit an owner
+ * clause reads; a purge drops it all (`forget`). Legal-hold exclusions, which
+ * match any ancestor key, are still checked in SQL, on the candidates that
+ * pass.
+ *
+ * `admit` must agree with `compileFilter` row for row (policy-rows.int.spec.ts
+ * holds the two to that on random rows, filters and writes).
+ */
+export class PolicyRows {
+  private loaded = false;
+  /** Rows inserted, deleted or re-attributed on this connection since it was opened (`TermFrequencies` reads it). */
+  rowWrites = 0;
+  /** Rows written since they were read (by rowid); read again before the next check. */
+  private readonly dirty = new Set<number>();
+  private capacity = 0;
+  private present = new Uint8Array(0);
+  private sensitivity = new Uint8Array(0);
+  private shared = new Uint8Array(0);
+  private kind = new Int32Array(0);
+  private status = new Int32Array(0);
+  private owner = new Int32Array(0);
+  private project = new Int32Array(0);
+  private retention = new Int32Array(0);
+  private purposes = new Int32Array(0);
+  private validFrom = new Float64Array(0);
+  private validTo = new Float64Array(0);
+  private txFrom = new Float64Array(0);
+  private txTo = new Float64Array(0);
+  private expiresAt = new Float64Array(0);
+  private readonly interned = new Map<string, number>();
+  private readonly values: string[] = [];
+  private internedBytes = 0;
+  /** Prepared once: a statement prepared per check would cost more than the check. */
+  private readonly statements = new Map<string, Database.Statement>();
+
+  constructor(private readonly db: Database.Database) {
+    db.function('elma_policy_row_changed', { deterministic: false, directOnly: true }, (rowid) => {
+      this.rowWrites += 1;
+      if (this.loaded) this.dirty.add(Number(rowid));
+      return null;
+    });
+    db.exec(`
+      CREATE TEMP TRIGGER IF NOT EXISTS policy_rows_insert AFTER INSERT ON main.memories
+        BEGIN SELECT elma_policy_row_changed(NEW.rowid); END;
+      CREATE TEMP TRIGGER IF NOT EXISTS policy_rows_delete AFTER DELETE ON main.memories
+        BEGIN SELECT elma_policy_row_changed(OLD.rowid); END;
+      CREATE TEMP TRIGGER IF NOT EXISTS policy_rows_update AFTER UPDATE OF ${WATCHED} ON main.memories
+        BEGIN SELECT elma_policy_row_changed(OLD.rowid); SELECT elma_policy_row_changed(NEW.rowid); END;
+    `);
+  }
+
+  /** Bytes held: the columns (about 70 bytes per rowid up to the highest) and the interned values. */
+  get memoryBytes(): number {
+    return this.capacity * BYTES_PER_ROWID + this.internedBytes;
+  }
+
+  /**
+   * The rowids among `rowids` that the filter admits, exclusions included.
+   * `compileFilter(filter)` must not be undefined (the caller answers an
+   * impossible filter without asking).
+   */
+  admit(rowids: readonly number[], filter: IndexFilter): Set<number> {
+    return this.checker(filter)(rowids);
+  }
+
+  /**
+   * `admit` with the filter compiled once, for many checks in one call: it
+   * reflects the rows as they are now, so it must not outlive the call (a
+   * later write is not seen).
+   */
+  checker(filter: IndexFilter): (rowids: readonly number[]) => Set<number> {
+    this.refresh();
+    const test = this.compile(filter);
+    const exclusions = filter.exclude ? compileExclusions(filter.exclude) : { where: [], params: [] };
+    const held =
+      exclusions.where.length > 0
+        ? this.stmt(`SELECT m.rowid FROM json_each(?) j CROSS JOIN memories m ON m.rowid = j.value WHERE ${exclusions.where.join(' AND ')}`)
+        : undefined;
+    return (rowids) => {
+      const passed = rowids.filter((rowid) => rowid < this.capacity && this.present[rowid] === 1 && test(rowid));
+      if (!held || passed.length === 0) return new Set(passed);
+      return new Set(held.pluck().all(JSON.stringify(passed), ...exclusions.params) as number[]);
+    };
+  }
+
+  private stmt(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /**
+   * Reads the rows written since the last check (all of them the first time).
+   * Inside a write transaction what is read may yet be rolled back, which no
+   * trigger reports: the rows are read as the transaction sees them (as SQL
+   * would), but stay to be read again at the next check.
+   */
+  private refresh(): void {
+    const tentative = this.db.inTransaction;
+    if (!this.loaded) {
+      this.present.fill(0);
+      this.load(this.stmt(`SELECT rowid, ${COLUMNS} FROM memories`));
+      this.loaded = !tentative;
+      return;
+    }
+    if (this.dirty.size === 0) return;
+    const rowids = [...this.dirty];
+    // Absent until read again: a row that is gone stays so, and a failed read admits nothing rather than stale columns.
+    for (const rowid of rowids) if (rowid < this.capacity) this.present[rowid] = 0;
+    this.load(this.stmt(`SELECT m.rowid, ${COLUMNS} FROM json_each(?) j CROSS JOIN memories m ON m.rowid = j.value`), [
+      JSON.stringify(rowids),
+    ]);
+    if (!tentative) this.dirty.clear();
+  }
+
+  /**
+   * Drops everything held (a purge calls it): the interned values include
+   * owners and projects, and an erased subject's id must not stay in them.
+   * The next check reads the rows again.
+   */
+  forget(): void {
+    this.loaded = false;
+    this.dirty.clear();
+    this.capacity = 0;
+    for (const column of ['present', 'sensitivity', 'shared'] as const) this[column] = new Uint8Array(0);
+    for (const column of ['kind', 'status', 'owner', 'project', 'retention', 'purposes'] as const) this[column] = new Int32Array(0);
+    for (const column of ['validFrom', 'validTo', 'txFrom', 'txTo', 'expiresAt'] as const) this[column] = new Float64Array(0);
+    this.interned.clear();
+    this.values.length = 0;
+    this.internedBytes = 0;
+  }
+
+  private load(statement: Database.Statement, params: unknown[] = []): void {
+    for (const row of statement.raw().iterate(lineageNeedle(SHARED_OWNERSHIP_KEY), ...params) as IterableIterator<Row>) {
+      const [rowid, kind, status, sensitivity, owner, project, retention, purposes, shared, validFrom, validTo, txFrom, txTo, expiresAt] =
+        row;
+      this.reserve(rowid);
+      this.present[rowid] = 1;
+      this.kind[rowid] = this.intern(kind);
+      this.status[rowid] = this.intern(status);
+      this.sensitivity[rowid] = sensitivity;
+      this.owner[rowid] = this.intern(owner);
+      this.project[rowid] = this.intern(project);
+      this.retention[rowid] = this.intern(retention);
+      this.purposes[rowid] = this.intern(purposes);
+      this.shared[rowid] = shared;
+      this.validFrom[rowid] = validFrom;
+      this.validTo[rowid] = validTo ?? NaN;
+      this.txFrom[rowid] = txFrom;
+      this.txTo[rowid] = txTo ?? NaN;
+      this.expiresAt[rowid] = expiresAt ?? NaN;
+    }
+  }
+
+  private intern(value: string | null): number {
+    if (value === null) return NONE;
+    let id = this.interned.get(value);
+    if (id === undefined) {
+      id = this.values.length;
+      this.values.push(value);
+      this.interned.set(value, id);
+      this.internedBytes += 2 * value.length + 64;
+    }
+    return id;
+  }
+
+  /** Grows every column to hold `rowid` (doubling, so a load of n rows copies O(n)). */
+  private reserve(rowid: number): void {
+    if (rowid < this.capacity) return;
+    const capacity = Math.max(1024, this.capacity * 2, rowid + 1);
+    const grow = <T extends Uint8Array | Int32Array | Float64Array>(old: T, make: (n: number) => T): T => {
+      const next = make(capacity);
+      next.set(old);
+      return next;
+    };
+    this.present = grow(this.present, (n) => new Uint8Array(n));
+    this.sensitivity = grow(this.sensitivity, (n) => new Uint8Array(n));
+    this.shared = grow(this.shared, (n) => new Uint8Array(n));
+    for (const column of ['kind', 'status', 'owner', 'project', 'retention', 'purposes'] as const)
+      this[column] = grow(this[column], (n) => new Int32Array(n));
+    for (const column of ['validFrom', 'validTo', 'txFrom', 'txTo', 'expiresAt'] as const)
+      this[column] = grow(this[column], (n) => new Float64Array(n));
+    this.capacity = capacity;
+  }
+
+  /** The interned ids of `values` (a value never seen matches no row, so it is left out). */
+  private idsOf(values: readonly string[]): Set<number> {
+    return new Set(values.flatMap((v) => (this.interned.has(v) ? [this.interned.get(v)!] : [])));
+  }
+
+  /** Whether a row's purpose set (interned, `\x1f`-delimited) contains one of `purposes`: `instr(purpose_set, needle)`. */
+  private purposeTest(purposes: readonly string[]): Test {
+    const needles = purposes.map(purposeNeedle);
+    const known = new Map<number, boolean>();
+    return (rowid) => {
+      const set = this.purposes[rowid];
+      if (set === NONE) return false;
+      let has = known.get(set);
+      if (has === undefined) {
+        has = needles.some((needle) => this.values[set].includes(needle));
+        known.set(set, has);
+      }
+      return has;
+    };
+  }
+
+  /** The filter as tests over the columns, in `compileFilter`'s order and with its semantics (NULLs included). */
+  private compile(filter: IndexFilter): Test {
+    const tests: Test[] = [];
+    const inList = (column: Int32Array, values: readonly string[]) => {
+      const ids = this.idsOf(values);
+      tests.push((rowid) => ids.has(column[rowid]));
+    };
+    inList(this.status, filter.statuses);
+    if (filter.kinds) inList(this.kind, filter.kinds);
+    const maxRank = SENSITIVITY_RANK[filter.maxSensitivity];
+    tests.push((rowid) => this.sensitivity[rowid] <= maxRank);
+    if (filter.purposes) tests.push(this.purposeTest(filter.purposes));
+    if (filter.asOf !== undefined) {
+      const asOf = millis(filter.asOf, 'asOf');
+      // NaN (an open end) compares false, hence the explicit test.
+      tests.push((rowid) => this.validFrom[rowid] <= asOf && !(this.validTo[rowid] <= asOf));
+    }
+    if (filter.knownAsOf !== undefined) {
+      const knownAsOf = millis(filter.knownAsOf, 'knownAsOf');
+      tests.push((rowid) => this.txFrom[rowid] <= knownAsOf && !(this.txTo[rowid] <= knownAsOf));
+    } else {
+      tests.push((rowid) => Number.isNaN(this.txTo[rowid]));
+    }
+    const now = millis(filter.now, 'now');
+    tests.push((rowid) => !(this.expiresAt[rowid] <= now));
+    if (filter.clauses) {
+      const reduced = reduceClauses(filter.clauses, filter);
+      const purposes = new Set(reduced.map((c) => c.purpose));
+      const shared = purposes.size === 1 ? [...purposes][0] : undefined;
+      if (shared !== undefined) tests.push(this.purposeTest([shared]));
+      const clauses = reduced.map((c) => this.compileClause(shared === undefined ? c : { ...c, purpose: undefined }, maxRank));
+      if (!clauses.some((c) => c === undefined)) tests.push((rowid) => clauses.some((c) => c!(rowid)));
+    }
+    return (rowid) => tests.every((test) => test(rowid));
+  }
+
+  /** One allow clause (every attribute it names must hold); undefined for a clause that names none (admits all). */
+  private compileClause(clause: ReadClause, globalRank: number): Test | undefined {
+    const tests: Test[] = [];
+    const inList = (column: Int32Array, values: readonly string[] | undefined) => {
+      if (!values) return;
+      const ids = this.idsOf(values);
+      tests.push((rowid) => ids.has(column[rowid]));
+    };
+    inList(this.kind, clause.kinds);
+    inList(this.status, clause.statuses);
+    inList(this.retention, clause.retentionClasses);
+    // The global cap already holds; a clause repeats it only when it is stricter.
+    const maxRank = SENSITIVITY_RANK[clause.maxSensitivity];
+    if (maxRank < globalRank) tests.push((rowid) => this.sensitivity[rowid] <= maxRank);
+    // A record derived from another owner's records is theirs too: an owner-only clause never admits it.
+    if (clause.owner !== undefined) {
+      const owner = this.interned.get(clause.owner) ?? NONE;
+      tests.push((rowid) => owner !== NONE && this.owner[rowid] === owner && this.shared[rowid] === 0);
+    }
+    // A record without a project (NONE) never matches a project clause.
+    if (clause.project !== undefined) {
+      const project = this.interned.get(clause.project) ?? NONE;
+      tests.push((rowid) => project !== NONE && this.project[rowid] === project);
+    }
+    if (clause.purpose !== undefined) tests.push(this.purposeTest([clause.purpose]));
+    if (tests.length === 0) return undefined;
+    return (rowid) => tests.every((test) => test(rowid));
+  }
+}

@@ -1,0 +1,47 @@
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { TENANT_FTS_SCHEMA } from './schema';
+import { TermFrequencies } from './term-frequencies';
+
+describe('document frequencies of query terms (TermFrequencies)', () => {
+  let db: Database.Database;
+  let writes: number;
+  let terms: TermFrequencies;
+  /** Adds `n` documents containing `word`, counted as row writes the way the rows' triggers count them. */
+  const add = (word: string, n: number) => {
+    const insert = db.prepare('INSERT INTO memories_fts (body) VALUES (?)');
+    for (let i = 0; i < n; i++) insert.run(`${word} filler`);
+    writes += n;
+  };
+
+  beforeEach(() => {
+    db = new Database(':memory:');
+    db.exec(TENANT_FTS_SCHEMA);
+    writes = 0;
+    terms = new TermFrequencies(db, () => writes);
+  });
+  afterEach(() => db.close());
+
+  it('finds a word written after it was looked up as absent', () => {
+    expect(terms.of('invoice')).toBe(0);
+    add('invoice', 1);
+    expect(terms.of('invoice')).toBe(1);
+  });
+
+  it('keeps a frequency while it cannot have drifted by more than an eighth, then reads it again', () => {
+    add('common', 1_000);
+    expect(terms.of('common')).toBe(1_000);
+    add('common', 125);
+    expect(terms.of('common')).toBe(1_000);
+    add('common', 1);
+    expect(terms.of('common')).toBe(1_126);
+  });
+
+  it('reads every frequency again once told to forget (a purge)', () => {
+    add('rare', 1);
+    expect(terms.of('rare')).toBe(1);
+    db.prepare(`DELETE FROM memories_fts WHERE body = 'rare filler'`).run();
+    terms.forget();
+    expect(terms.of('rare')).toBe(0);
+  });
+});
