@@ -61,14 +61,43 @@ const LEGACY_VECTORS_FORMAT = 1;
 /** The ef_construction of graph files saved before it was recorded (usearch's default then). */
 const LEGACY_EXPANSION_ADD = 16;
 
-/** Dense-route candidates are searched at growing depths; past the last one the filtered rows are scanned exactly. */
-const GRAPH_DEPTHS = [64, 512];
+/**
+ * Dense-route candidates are searched at two depths, the first within these
+ * bounds (see OVERSAMPLING_MARGIN), the second at least the upper one; past
+ * it the filtered rows are scanned exactly.
+ */
+const GRAPH_DEPTHS = [64, 512] as const;
+
+/**
+ * The dense route asks the graph for `depth * OVERSAMPLING_MARGIN / share`
+ * candidates, where `share` is a moving average (weight SHARE_SMOOTHING) of
+ * the share of graph candidates the filters admitted, at least
+ * MIN_ADMITTED_SHARE. A share overestimated for one caller's narrower filter
+ * costs that search a second, deeper one (GRAPH_DEPTHS), never a result.
+ */
+const OVERSAMPLING_MARGIN = 1.2;
+const MIN_ADMITTED_SHARE = 0.1;
+const SHARE_SMOOTHING = 0.2;
 
 /** Postings BM25 may score per query (see searchText). */
 const BM25_BUDGET = 500;
 
 /** Turns on each side of a hit whose filter columns are checked in memory before the seek falls back to SQL. */
 const NEAREST_TURNS = 4;
+
+/**
+ * The turns of a conversation on one side of a hit, nearest first, among those
+ * `where` admits; `bound` names the six values (subject, session, from, to,
+ * at, rowid): SQL parameters, or expressions of an outer row.
+ */
+function timelineSql(direction: 'previous' | 'next', where: string, bound: readonly string[]): string {
+  const [subject, session, from, to, at, rowid] = bound;
+  const [before, order] = direction === 'previous' ? ['<', 'DESC'] : ['>', 'ASC'];
+  return `SELECT m.rowid AS rowid, m.valid_from AS valid_from FROM memories m INDEXED BY memories_timeline
+    WHERE m.kind = 'episodic' AND m.subject = ${subject} AND m.session IS ${session} AND m.valid_from BETWEEN ${from} AND ${to}
+      AND (m.valid_from ${before} ${at} OR m.rowid ${before} ${rowid}) AND ${where}
+    ORDER BY m.valid_from ${order}, m.rowid ${order}`;
+}
 
 /** Most distinct query tokens sent to FTS5 (a pasted document must not become a 10,000-term OR). */
 const MAX_QUERY_TOKENS = 64;
@@ -104,6 +133,8 @@ export class TenantPartition {
   /** Document frequencies of query terms, for planning BM25 queries. */
   private readonly terms: TermFrequencies;
   private addedSinceSave = 0;
+  /** Share of the graph's candidates the filters admitted, lately (see OVERSAMPLING_MARGIN). */
+  private admittedShare = 0.5;
   /** The model whose vectors the partition holds, fixed when it was created (a model change drops and rebuilds it). */
   readonly partitionModel: string = '';
 
@@ -409,14 +440,19 @@ export class TenantPartition {
     const queryNorm = norm(query);
     // Vectors of another model than the query's are not comparable with it: such a partition waits for a reindex.
     if (queryNorm === 0 || !this.modelCurrent) return [];
-    for (const graphDepth of GRAPH_DEPTHS) {
-      const k = Math.max(graphDepth, depth * 2);
+    // Oversampled by the share of candidates filters have lately admitted (a search costs about its k), then deeper.
+    const first = Math.min(Math.max(GRAPH_DEPTHS[0], Math.ceil((depth * OVERSAMPLING_MARGIN) / this.admittedShare)), GRAPH_DEPTHS[1]);
+    for (const k of [first, Math.max(GRAPH_DEPTHS[1], depth * 2, first * 2)]) {
       const matches = this.graph.searchWithCosine(query, k);
       // Only the filter is checked: the graph's similarities are already exact (f32 vectors).
       const allowed = this.policyRows.admit(
         matches.map((m) => m.key),
         filter,
       );
+      if (matches.length > 0) {
+        const share = Math.max(allowed.size / matches.length, MIN_ADMITTED_SHARE);
+        this.admittedShare += (share - this.admittedShare) * SHARE_SMOOTHING;
+      }
       if (allowed.size >= depth || matches.length >= this.graph.size) {
         return matches
           .filter((m) => allowed.has(m.key))
@@ -448,44 +484,75 @@ export class TenantPartition {
    */
   neighbours(ids: string[], filter: IndexFilter, sql: FilterSql): { id: string; previous?: number; next?: number }[] {
     const admit = this.policyRows.checker(filter);
-    // Every version of the id, newest first: the newest the filter admits is the one a search would have found.
+    // Every version of every id in one statement, newest first: the newest the filter admits is the one a search found.
     const versions = this.stmt(
-      `SELECT m.rowid AS rowid, m.subject AS subject, m.session AS session, m.valid_from AS validFrom
-       FROM memories m WHERE m.id = ? AND m.kind = 'episodic' ORDER BY m.rowid DESC`,
-    );
-    // `session IS ?` matches NULL to NULL; without a session the gap bounds the seek.
-    const seek = (direction: 'previous' | 'next', where: string) =>
-      this.stmt(
-        `SELECT m.rowid AS rowid FROM memories m INDEXED BY memories_timeline
-         WHERE m.kind = 'episodic' AND m.subject = ? AND m.session IS ?
-           AND ${direction === 'previous' ? '(m.valid_from < ? OR (m.valid_from = ? AND m.rowid < ?)) AND m.valid_from >= ?' : '(m.valid_from > ? OR (m.valid_from = ? AND m.rowid > ?)) AND m.valid_from <= ?'}
-           AND ${where}
-         ORDER BY m.valid_from ${direction === 'previous' ? 'DESC' : 'ASC'}, m.rowid ${direction === 'previous' ? 'DESC' : 'ASC'} LIMIT ?`,
-      ).pluck();
-    const nearest = (direction: 'previous' | 'next', bounds: (number | string | null)[]): number | undefined => {
-      const near = seek(direction, '1').all(...bounds, NEAREST_TURNS) as number[];
-      const admitted = admit(near);
-      const found = near.find((rowid) => admitted.has(rowid));
-      if (found !== undefined || near.length < NEAREST_TURNS) return found;
-      return seek(direction, sql.where).get(...bounds, ...sql.params, 1) as number | undefined;
-    };
-    const found: { id: string; previous?: number; next?: number }[] = [];
-    for (const id of new Set(ids)) {
-      const rows = versions.all(id) as { rowid: number; subject: string | null; session: string | null; validFrom: number }[];
-      const admitted = admit(rows.map((r) => r.rowid));
-      const row = rows.find((r) => admitted.has(r.rowid));
-      if (!row || row.subject === null) continue;
-      const gap = row.session === null ? CONVERSATION_GAP_MS : Number.MAX_SAFE_INTEGER;
-      const at = row.validFrom;
-      const before = nearest('previous', [row.subject, row.session, at, at, row.rowid, Math.max(at - gap, Number.MIN_SAFE_INTEGER)]);
-      const after = nearest('next', [row.subject, row.session, at, at, row.rowid, Math.min(at + gap, Number.MAX_SAFE_INTEGER)]);
-      found.push({
-        id,
-        ...(before !== undefined ? { previous: before } : {}),
-        ...(after !== undefined ? { next: after } : {}),
+      `SELECT m.id AS id, m.rowid AS rowid, m.subject AS subject, m.session AS session, m.valid_from AS validFrom
+       FROM json_each(?) j CROSS JOIN memories m ON m.id = j.value WHERE m.kind = 'episodic' ORDER BY m.rowid DESC`,
+    ).all(JSON.stringify(ids)) as { id: string; rowid: number; subject: string | null; session: string | null; validFrom: number }[];
+    const admittedVersions = admit(versions.map((v) => v.rowid));
+    const hits = new Map<string, (typeof versions)[number]>();
+    for (const version of versions) if (admittedVersions.has(version.rowid) && !hits.has(version.id)) hits.set(version.id, version);
+    const seeks = [...new Set(ids)]
+      .flatMap((id) => {
+        const hit = hits.get(id);
+        return hit && hit.subject !== null ? [hit] : [];
+      })
+      .map((hit) => {
+        const gap = hit.session === null ? CONVERSATION_GAP_MS : Number.MAX_SAFE_INTEGER;
+        const at = hit.validFrom;
+        // Within [at - gap, at] (or [at, at + gap]) a turn at the hit's own time counts only on its side of the hit's rowid.
+        return {
+          id: hit.id,
+          previous: [hit.subject, hit.session, Math.max(at - gap, Number.MIN_SAFE_INTEGER), at, at, hit.rowid],
+          next: [hit.subject, hit.session, at, Math.min(at + gap, Number.MAX_SAFE_INTEGER), at, hit.rowid],
+        };
       });
-    }
-    return found;
+    const nearest = (direction: 'previous' | 'next'): (number | undefined)[] => {
+      const near = this.nearestTurns(
+        direction,
+        seeks.map((seek) => seek[direction]),
+      );
+      const admitted = admit(near.flat());
+      return near.map((turns, i) => {
+        const found = turns.find((rowid) => admitted.has(rowid));
+        if (found !== undefined || turns.length < NEAREST_TURNS) return found;
+        // Every turn near enough was rejected: seek on with the filter in SQL, which skips any number of them.
+        return this.timelineSeek(direction, sql.where).get(...seeks[i][direction], ...sql.params, 1) as number | undefined;
+      });
+    };
+    const before = nearest('previous');
+    const after = nearest('next');
+    return seeks.map(({ id }, i) => ({
+      id,
+      ...(before[i] !== undefined ? { previous: before[i] } : {}),
+      ...(after[i] !== undefined ? { next: after[i] } : {}),
+    }));
+  }
+
+  /**
+   * One seek along a conversation's timeline, `?` bound as (subject, session,
+   * from, to, at, rowid), then the filter's parameters and the limit:
+   * `session IS ?` matches NULL to NULL, and both ends of the valid-time range
+   * bound the index range, so the seek starts next to the hit rather than at
+   * the far end of its conversation.
+   */
+  private timelineSeek(direction: 'previous' | 'next', where: string): Database.Statement {
+    return this.stmt(timelineSql(direction, where, ['?', '?', '?', '?', '?', '?']) + ' LIMIT ?').pluck();
+  }
+
+  /** The NEAREST_TURNS turns on one side of each seek, nearest first, unfiltered: all seeks in one statement. */
+  private nearestTurns(direction: 'previous' | 'next', seeks: unknown[][]): number[][] {
+    if (seeks.length === 0) return [];
+    const bounds = [0, 1, 2, 3, 4, 5].map((n) => `j.value ->> ${n}`);
+    const order = direction === 'previous' ? 'DESC' : 'ASC';
+    const rows = this.stmt(
+      `SELECT (SELECT json_group_array(t.rowid ORDER BY t.valid_from ${order}, t.rowid ${order})
+               FROM (${timelineSql(direction, '1', bounds)} LIMIT ${NEAREST_TURNS}) t) AS near
+       FROM json_each(?) j ORDER BY j.key`,
+    )
+      .pluck()
+      .all(JSON.stringify(seeks)) as string[];
+    return rows.map((near) => JSON.parse(near) as number[]);
   }
 
   rows(rowids: number[]): Map<number, StoredRow> {
