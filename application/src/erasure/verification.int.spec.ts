@@ -114,4 +114,29 @@ describe('erasure verification', () => {
     expect(verification.passed).toBe(false);
     expect(verification).toMatchObject({ getById: { failed: 1 }, bm25: { failed: 1 }, knn: { failed: 1 } });
   }, 60_000);
+
+  it('fails on a vector-graph node left behind by a row that is gone, which no search returns', async () => {
+    await elma.ingest.ingest(agent, event('graph-subject', 'the Wyndcross boathouse gate code is 5168', 40), 'req-6');
+    await elma.runner.waitFor(await elma.log.headPosition(), 30_000);
+    const [hit] = await elma.index.search({
+      tenant,
+      text: 'Wyndcross boathouse gate',
+      limit: 1,
+      filter: { statuses: ['active'], maxSensitivity: 'restricted', now: new Date().toISOString() },
+    });
+    const stored = (await elma.index.get(tenant, hit.record.id))!;
+
+    const verification = await eraseAndVerify('graph-subject', async () => {
+      // Back into the graph with its row, then the row and its terms deleted behind the index's back: only the node is left.
+      await elma.index.upsert(tenant, [stored]);
+      const db = partitionFile();
+      const rowid = db.prepare('SELECT rowid FROM memories WHERE id = ?').pluck().get(stored.record.id) as number;
+      db.prepare('DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
+      db.prepare('DELETE FROM memories WHERE rowid = ?').run(rowid);
+      db.close();
+    });
+
+    expect(verification.passed).toBe(false);
+    expect(verification).toMatchObject({ getById: { failed: 0 }, bm25: { failed: 0 }, knn: { checked: 1, failed: 1 } });
+  }, 60_000);
 });
