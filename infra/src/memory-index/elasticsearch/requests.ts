@@ -243,8 +243,9 @@ export function lineageOfQuery(ids: readonly string[], subjects: readonly string
   const should: EsQuery[] = [];
   if (ids.length > 0) should.push({ terms: { id: [...ids] } }, { terms: { lineage: ids.map((id) => `id:${id}`) } });
   if (subjects.length > 0) should.push({ terms: { subject: [...subjects] } }, { terms: { owner: [...subjects] } });
+  const query: EsQuery = { bool: { filter: [CURRENT, { bool: { should, minimum_should_match: 1 } }] } };
   return {
-    query: { bool: { filter: [CURRENT, { bool: { should, minimum_should_match: 1 } }] } },
+    query,
     _source: [...LINEAGE_SOURCE, 'seq'],
     sort: [{ seq: 'asc' as const }, { id: 'asc' as const }],
     size,
