@@ -130,7 +130,11 @@ export class ErasureSteps {
     } else if (scope.type === 'records') {
       for (const id of new Set(scope.recordIds)) if (await this.deps.index.get(tenant, id)) seeds.push(id);
     } else {
-      for await (const entry of this.deps.index.lineage(tenant)) if (inScope(entry, scope)) seeds.push(entry.id);
+      // A subject's records are looked up by subject and owner (what `inScope` tests); other scopes read every entry.
+      const subject = scope.type === 'expired' ? undefined : scope.subject;
+      const entries =
+        subject !== undefined ? await this.deps.index.lineageOf(tenant, { subjects: [subject] }) : this.deps.index.lineage(tenant);
+      for await (const entry of entries) if (inScope(entry, scope)) seeds.push(entry.id);
     }
     if (perRecord) {
       const policy = await this.deps.policies.get(tenant);
@@ -158,8 +162,7 @@ export class ErasureSteps {
       await this.complete(erasure, 'closure', at, { records: kept.records.length, events: Object.keys(kept.eventStreams).length });
       return { recordIds: kept.records.map((r) => r.id), eventIds: Object.keys(kept.eventStreams) };
     }
-    const nodes: LineageEntry[] = [];
-    for await (const entry of this.deps.index.lineage(tenant)) nodes.push(entry);
+    const nodes = await this.reachable(tenant, seeds);
     const scope = await erasure.scope();
     const found = deletionClosure(seeds, nodes);
     // Expiry is per record: a view that outlives its inputs by its own retention (a promoted working
@@ -333,10 +336,13 @@ export class ErasureSteps {
     if (this.deps.runner.running) await this.deps.runner.waitFor(await this.deps.log.headPosition(), 60_000);
     const erased = new Set([...set.recordIds, ...set.eventIds]);
     const captured = new Set(workset.records.map((r) => r.id));
-    const nodes: LineageEntry[] = [];
-    for await (const entry of this.deps.index.lineage(tenant)) nodes.push(entry);
-    const meets = nodes.filter((n) => !captured.has(n.id) && [...n.parentIds, ...n.sourceEventIds].some((id) => erased.has(id)));
+    const linked = await this.deps.index.lineageOf(tenant, { ids: [...erased] });
+    const meets = linked.filter((n) => !captured.has(n.id) && [...n.parentIds, ...n.sourceEventIds].some((id) => erased.has(id)));
     if (meets.length === 0) return 0;
+    const nodes = await this.reachable(
+      tenant,
+      meets.map((n) => n.id),
+    );
     const holds = await this.deps.holds.list(tenant, { fresh: true });
     const byId = new Map(nodes.map((n) => [n.id, n]));
     const kept = (entry: LineageEntry) =>
@@ -392,6 +398,26 @@ export class ErasureSteps {
   }
 
   // ---- helpers ----------------------------------------------------------------------------------------
+
+  /**
+   * The lineage entries D*(seeds) can reach, in insertion order (as `lineage` lists them, which the closure's
+   * discovery order follows): the seeds, the records a reached record is a parent of, and the records
+   * extracted from the events of a reached extracted record, looked up a generation at a time (`lineageOf`)
+   * rather than read from the whole partition. `deletionClosure` over them finds what it finds over every entry.
+   */
+  private async reachable(tenant: string, seeds: readonly string[]): Promise<LineageEntry[]> {
+    const reached = new Set<string>();
+    for (let frontier = [...new Set(seeds)]; frontier.length > 0;) {
+      const next: string[] = [];
+      for (const entry of await this.deps.index.lineageOf(tenant, { ids: frontier })) {
+        if (reached.has(entry.id)) continue;
+        reached.add(entry.id);
+        next.push(entry.id, ...(entry.rule === EXTRACTION_RULE ? entry.sourceEventIds : []));
+      }
+      frontier = next;
+    }
+    return this.deps.index.lineageOf(tenant, { ids: [...reached] });
+  }
 
   /**
    * Whether the deleted streams are gone from the log's files: at once for a

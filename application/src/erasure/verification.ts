@@ -1,9 +1,7 @@
 import { basename, relative } from 'node:path';
 import {
   KeyShredded,
-  MemoryStatus,
   TenantDestroyed,
-  type IndexFilter,
   type KeyVault,
   type MemoryIndex,
   type Needle,
@@ -15,13 +13,14 @@ import type { WorksetRecord } from './erasure-store';
 /** A kNN hit at least this similar to an erased record's own vector counts as the record still being there. */
 export const KNN_PROBE_COSINE = 0.99;
 
-/** Every record the index holds, whatever its status, sensitivity or expiry: probes must see everything. */
-const EVERYTHING: IndexFilter = { statuses: MemoryStatus.options, maxSensitivity: 'restricted', now: '1970-01-01T00:00:00.000Z' };
+/** Erased records probed per index call: one call per batch, not three per record. */
+const PROBE_BATCH = 250;
 
 /**
  * Step 11 of the erasure: proves, per erased record, that it cannot be found
- * or read any more (docs/architecture.md#erasure). Probes: get-by-id; BM25 with its most
- * distinctive words; kNN with its own vector; decryption of its events (the
+ * or read any more (docs/architecture.md#erasure). Probes, through `MemoryIndex.leftovers` a batch at a
+ * time: a row under its id; full-text entries holding its words; vectors near its own (those of a removed
+ * row too, which no search would return); decryption of its events (the
  * data keys must be shredded); and a byte scan of every file under the scan
  * roots (event log, index, key vault, their WAL files, the Temporal
  * database) for its plaintext and its raw vector bytes.
@@ -30,7 +29,6 @@ export class ErasureVerifier {
   constructor(private readonly deps: { index: MemoryIndex; vault: KeyVault; rawScan: RawStoreScan; scanRoots: string[] }) {}
 
   async verify(tenant: string, records: WorksetRecord[], keyIds: string[], round: number): Promise<Verification> {
-    const erased = new Set(records.map((r) => r.id));
     // The byte scan runs in a child process: it reads the files while this process probes the index.
     const scanning = this.scan(tenant, records);
     // Settled at once, so a probe that throws first does not leave the scan's rejection unhandled.
@@ -41,22 +39,23 @@ export class ErasureVerifier {
     const knn = probe();
     // Texts a surviving record holds verbatim: their bytes legitimately remain (see scan).
     const shared = new Set<string>();
-    for (const record of records) {
-      if (await this.deps.index.get(tenant, record.id)) getById.failed++;
-      const text = record.terms.join(' ');
-      if (text) {
-        const hits = await this.deps.index.search({ tenant, text, limit: 50, filter: EVERYTHING });
-        if (hits.some((h) => erased.has(h.record.id))) bm25.failed++;
-        if (hits.some((h) => !erased.has(h.record.id) && h.record.content.text === record.text)) shared.add(record.text);
-      } else bm25.skipped++;
-      // A record erased before it was embedded left no vector to probe with.
-      if (!record.vector) {
-        knn.skipped++;
-        continue;
+    for (let i = 0; i < records.length; i += PROBE_BATCH) {
+      const batch = records.slice(i, i + PROBE_BATCH);
+      const left = await this.deps.index.leftovers(
+        tenant,
+        batch.map((r) => ({ id: r.id, text: r.text, ...(r.vector ? { vector: vectorOf(r) } : {}) })),
+        { minCosine: KNN_PROBE_COSINE },
+      );
+      const [rows, terms, vectors, sharedText] = [left.rows, left.terms, left.vectors, left.sharedText].map((ids) => new Set(ids));
+      for (const record of batch) {
+        if (rows.has(record.id)) getById.failed++;
+        // A record without words (or erased before it was embedded) left nothing to probe that route with.
+        if (record.terms.length === 0) bm25.skipped++;
+        else if (terms.has(record.id)) bm25.failed++;
+        if (!record.vector) knn.skipped++;
+        else if (vectors.has(record.id)) knn.failed++;
+        if (sharedText.has(record.id)) shared.add(record.text);
       }
-      const vector = vectorOf(record);
-      const near = await this.deps.index.search({ tenant, text: '', vector, limit: 20, filter: EVERYTHING });
-      if (near.some((h) => erased.has(h.record.id) && (h.cosine ?? 0) >= KNN_PROBE_COSINE)) knn.failed++;
     }
 
     const decrypt = { checked: keyIds.length, failed: 0, skipped: 0 };

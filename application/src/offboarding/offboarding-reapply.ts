@@ -52,7 +52,7 @@ export class OffboardingReapply {
     const indexDropped = (await this.deps.index.tenants()).includes(tenant);
     await this.deps.index.dropTenant(tenant);
     const { names } = await tenantStreams(this.deps.log, tenant);
-    for (const name of names) await this.deps.log.deleteStream(name);
+    await this.deps.log.deleteStreams(names);
     const changed = closed || keyDestroyed || indexDropped || names.length > 0;
     if (changed) {
       await this.deps.audit.record({

@@ -133,6 +133,27 @@ export interface LineageEntry {
   vectorModel?: string;
 }
 
+/** One erased record, as erasure verification probes the index for it (see `MemoryIndex.leftovers`). */
+export interface ErasedProbe {
+  id: string;
+  /** Its content text: the full-text index is probed for every word of it. */
+  text: string;
+  /** Its vector; absent when it was erased before it was embedded. */
+  vector?: Float32Array;
+}
+
+/** Which of the probed records the index still holds something of, by place (ids of the probes). */
+export interface Leftovers {
+  /** A stored row or document under the id, in any version. */
+  rows: string[];
+  /** A full-text entry holding every word of the text, of a removed row or of a row under a probed id. */
+  terms: string[];
+  /** A vector at least `minCosine` similar to the probe's, of a removed row or of a row under a probed id. */
+  vectors: string[];
+  /** Probes whose text a current record outside the probes holds verbatim: its bytes legitimately remain. */
+  sharedText: string[];
+}
+
 export interface MemoryIndex {
   /**
    * Stores records as their ids' current versions, atomically per call.
@@ -185,6 +206,23 @@ export interface MemoryIndex {
    * compute a deletion closure, cheaply.
    */
   lineage(tenant: string): AsyncIterable<LineageEntry>;
+
+  /**
+   * The lineage entries (current versions, insertion order, as `lineage`
+   * lists them) of the records with one of `ids`, whose parent records or
+   * source events include one of `ids`, or whose subject or owner is one of
+   * `subjects`: what an erasure's closure walk and locate need, looked up
+   * rather than read from the whole partition.
+   */
+  lineageOf(tenant: string, match: { ids?: readonly string[]; subjects?: readonly string[] }): Promise<LineageEntry[]>;
+
+  /**
+   * What the index still holds of these erased records, in one call for the
+   * batch (erasure verification). Exact where a search is not: a leftover
+   * full-text entry or vector of a removed row is joined to no row, so no
+   * query would return it, yet it is found here.
+   */
+  leftovers(tenant: string, probes: ErasedProbe[], options: { minCosine: number }): Promise<Leftovers>;
 
   /**
    * Current versions of the tenant's records stating a fact about this

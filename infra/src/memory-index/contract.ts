@@ -14,6 +14,7 @@ import {
   type HybridQuery,
   type IndexFilter,
   type LineageEntry,
+  type Leftovers,
   type MemoryIndex,
   type ReadClause,
   type ReadExclusions,
@@ -470,6 +471,39 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       }
     });
 
+    it('names what it still holds of erased records, in one call: nothing once purged, a verbatim twin apart', async () => {
+      const text = 'erase me: passport number P1234567 of Brannock';
+      const gone = mem({ id: 'gone', text });
+      const twin = mem({ id: 'twin', text });
+      const chinese = mem({ id: 'gone-zh', text: '请删除我的护照号码' });
+      await index.upsert(A, [gone, twin, chinese, mem({ id: 'other', text: 'passport renewal reminder' })]);
+      await index.upsert(B, [indexed({ tenant: B, id: 'b-twin', text: '请删除我的护照号码' })]);
+      const probes = [gone, chinese, mem({ id: 'never-existed', text: 'nothing here' })].map((m) => ({
+        id: m.record.id,
+        text: m.record.content.text,
+        vector: m.vector,
+      }));
+      const sorted = (l: Leftovers) => Object.fromEntries(Object.entries(l).map(([k, v]: [string, string[]]) => [k, [...v].sort()]));
+
+      expect(sorted(await index.leftovers(A, probes, { minCosine: 0.99 }))).toEqual({
+        rows: ['gone', 'gone-zh'],
+        terms: ['gone', 'gone-zh'],
+        vectors: ['gone', 'gone-zh'],
+        // Another tenant's identical text is not this tenant's to keep.
+        sharedText: ['gone'],
+      });
+      await index.purge(A, ['gone', 'gone-zh']);
+      expect(await index.leftovers(A, probes, { minCosine: 0.99 })).toEqual({ rows: [], terms: [], vectors: [], sharedText: ['gone'] });
+      await index.purge(A, ['twin']);
+      expect(await index.leftovers(A, probes, { minCosine: 0.99 })).toEqual({ rows: [], terms: [], vectors: [], sharedText: [] });
+      expect(await index.leftovers('tenant-none', probes, { minCosine: 0.99 })).toEqual({
+        rows: [],
+        terms: [],
+        vectors: [],
+        sharedText: [],
+      });
+    });
+
     it('keeps each version: current for queries and get, the older ones for knownAsOf, all purged together', async () => {
       const v1 = mem({ id: 'policy-refund', text: 'refunds within 30 days', recordedAt: '2026-01-10T00:00:00.000Z' });
       const v2 = {
@@ -607,6 +641,52 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       await index.purge(A, ['used']);
       await index.upsert(A, [mem({ id: 'used', text: 'Orkney depot opening hours' })]);
       expect((await index.get(A, 'used'))!.record.usage.retrieved).toBe(0);
+    });
+
+    it('looks lineage entries up by id, direct input, subject or owner: current versions, insertion order, one tenant', async () => {
+      const provenance = (sourceEventIds: string[], parentIds: string[], ancestry?: string[]) => ({
+        sourceEventIds,
+        parentIds,
+        rule: 'test',
+        ruleVersion: '1',
+        ...(ancestry ? { ancestry: { ids: ancestry, owners: ['alice'], projects: [], expiresAt: null } } : {}),
+      });
+      const turn = mem({
+        id: 'turn',
+        subject: 'alice',
+        text: 'alice asked about the Fenwick order',
+        provenance: provenance(['evt-a'], []),
+      });
+      await index.upsert(A, [
+        turn,
+        mem({ id: 'summary', subject: 'team', text: 'summary of orders', provenance: provenance([], ['turn'], ['turn', 'evt-a']) }),
+        // Derived from `summary`: `turn` is only its ancestor, not a direct input.
+        mem({
+          id: 'digest',
+          subject: 'team',
+          text: 'digest of summaries',
+          provenance: provenance([], ['summary'], ['summary', 'turn', 'evt-a']),
+        }),
+        mem({ id: 'sibling', subject: 'carol', text: 'same event, another record', provenance: provenance(['evt-a'], []) }),
+        mem({ id: 'owned', subject: 'dave', text: 'a note alice owns', policy: { owner: 'alice' }, provenance: provenance(['evt-b'], []) }),
+        mem({ id: 'gone', subject: 'alice', text: 'purged below', provenance: provenance(['evt-a'], ['turn']) }),
+      ]);
+      await index.upsert(A, [{ ...turn, record: { ...turn.record, version: 2, revisedAt: '2024-06-01T00:00:00.000Z' } }]);
+      await index.upsert(B, [
+        indexed({ tenant: B, id: 'b-child', subject: 'alice', text: 'other tenant', provenance: provenance(['evt-a'], ['turn']) }),
+      ]);
+      await index.purge(A, ['gone']);
+      const of = async (match: { ids?: string[]; subjects?: string[] }) => (await index.lineageOf(A, match)).map((e) => e.id);
+
+      expect(await of({ ids: ['turn'] })).toEqual(['summary', 'turn']);
+      expect(await of({ ids: ['evt-a'] })).toEqual(['sibling', 'turn']);
+      expect(await of({ subjects: ['alice'] })).toEqual(['owned', 'turn']);
+      expect(await of({ ids: ['summary', 'nothing'], subjects: ['carol'] })).toEqual(['summary', 'digest', 'sibling']);
+      expect(await of({})).toEqual([]);
+      const [entry] = await index.lineageOf(A, { ids: ['summary'], subjects: [] });
+      const listed: LineageEntry[] = [];
+      for await (const e of index.lineage(A)) listed.push(e);
+      expect(entry).toEqual(listed.find((e) => e.id === 'summary'));
     });
 
     it('lists every record of one tenant, any status, in insertion order, across batches', async () => {

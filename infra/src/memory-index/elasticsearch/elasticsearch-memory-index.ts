@@ -4,10 +4,12 @@ import {
   type CheckpointStore,
   type EmbeddedVector,
   type EmbeddingLag,
+  type ErasedProbe,
   type HybridQuery,
   type PendingEmbedding,
   type IndexFilter,
   type IndexedMemory,
+  type Leftovers,
   type LineageEntry,
   type MemoryIndex,
   type NeighbourMemory,
@@ -49,6 +51,11 @@ import {
   knnCosine,
   neighbourQuery,
   neighbourSelfQuery,
+  lineageMatches,
+  lineageOfQuery,
+  type LineageSource,
+  sameWordsQuery,
+  vectorVersionsQuery,
   type NeighbourSource,
   getQuery,
   leasesPast,
@@ -118,6 +125,9 @@ const RECORDS_PAGE = 1_000;
 const LINEAGE_PAGE = 5_000;
 /** Elasticsearch's default `index.max_result_window`: the largest `size` of one page. */
 const MAX_PAGE = 10_000;
+/** Probes per `_msearch` of `leftovers`, and the documents each may name as holding the same words. */
+const LEFTOVER_PROBES = 200;
+const SAME_WORDS_HITS = 20;
 /** Repeats of a request answered 503 or 429 (pauses 50 ms, doubling: about 3 s in all). */
 const TRANSIENT_RETRIES = 6;
 
@@ -416,6 +426,74 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
   lineage(tenant: string): AsyncIterable<LineageEntry> {
     const alias = this.memoriesOf(tenant);
     return this.paged(alias, LINEAGE_PAGE, LINEAGE_SOURCE, lineageEntryOf);
+  }
+
+  async lineageOf(tenant: string, match: { ids?: readonly string[]; subjects?: readonly string[] }): Promise<LineageEntry[]> {
+    const alias = this.memoriesOf(tenant);
+    const ids = (match.ids ?? []).filter(storableId);
+    const subjects = match.subjects ?? [];
+    if (ids.length + subjects.length === 0) return [];
+    const found = new Map<string, { seq: number; entry: LineageEntry }>();
+    // Chunks of ids (a terms query has a size limit), merged back into insertion order.
+    for (const chunk of ids.length > 0 ? chunks(ids, TERMS_CHUNK) : [[]]) {
+      for (let after: unknown[] | undefined; ;) {
+        const hits = await this.searchHits<LineageSource & { seq: number }>(
+          alias,
+          lineageOfQuery(chunk, subjects, MAX_PAGE, after),
+          'lineage',
+        );
+        for (const hit of hits) found.set(hit._source!.id, { seq: hit._source!.seq, entry: lineageEntryOf(hit._source!) });
+        if (hits.length < MAX_PAGE) break;
+        after = hits[hits.length - 1].sort;
+      }
+    }
+    const [idSet, subjectSet] = [new Set(ids), new Set(subjects)];
+    return [...found.values()]
+      .sort((a, b) => a.seq - b.seq || (a.entry.id < b.entry.id ? -1 : 1))
+      .map((f) => f.entry)
+      .filter((entry) => lineageMatches(entry, idSet, subjectSet));
+  }
+
+  /**
+   * One document per version holds the text, its terms and its vector together, and a deleted document
+   * is in no query's reach: a document under a probed id is its row and its terms (and its vector, when it
+   * has one); nothing else can be left. Which texts a current document outside the probes holds verbatim:
+   * one `_msearch` per chunk of probes.
+   */
+  async leftovers(tenant: string, probes: ErasedProbe[], _options: { minCosine: number }): Promise<Leftovers> {
+    const alias = this.memoriesOf(tenant);
+    const ids = [...new Set(probes.map((p) => p.id))].filter(storableId);
+    if (ids.length === 0) return { rows: [], terms: [], vectors: [], sharedText: [] };
+    const rows = [...new Set((await this.storedVersions(alias, ids)).map((v) => v.id))];
+    const withVector = new Set<string>();
+    for (const chunk of chunks(ids, TERMS_CHUNK)) {
+      for (let after: unknown[] | undefined; ;) {
+        const hits = await this.searchHits<{ id: string }>(alias, vectorVersionsQuery(chunk, MAX_PAGE, after), 'leftovers');
+        hits.forEach((h) => withVector.add(h._source!.id));
+        if (hits.length < MAX_PAGE) break;
+        after = hits[hits.length - 1].sort;
+      }
+    }
+    const sharedText: string[] = [];
+    for (const chunk of chunks(probes, LEFTOVER_PROBES)) {
+      const texts = await this.call('msearch', alias, async () => {
+        const response = await this.client.msearch<{ record: { content: { text: string } } }>({
+          searches: chunk.flatMap((p) => [{ index: alias, ignore_unavailable: true }, sameWordsQuery(p.text, ids, SAME_WORDS_HITS)]),
+        });
+        return response.responses.map((r) => {
+          if ('error' in r)
+            throw new ElasticsearchIndexError(
+              `elasticsearch leftovers failed on ${alias}: ${r.error.type} (status ${r.status})`,
+              r.status,
+              r.error.type,
+            );
+          return r.hits.hits.map((h) => h._source!.record.content.text);
+        });
+      });
+      chunk.forEach((p, i) => texts[i].includes(p.text) && sharedText.push(p.id));
+    }
+    const probedVector = new Set(probes.filter((p) => p.vector).map((p) => p.id));
+    return { rows, terms: rows, vectors: rows.filter((id) => withVector.has(id) && probedVector.has(id)), sharedText };
   }
 
   /**

@@ -184,6 +184,30 @@ export function getQuery(id: string) {
   };
 }
 
+/** Documents of these ids (any version) that hold a vector, a page at a time like `versionsQuery`. */
+export function vectorVersionsQuery(ids: readonly string[], size: number, after?: unknown[]) {
+  const query = versionsQuery(ids, size, after);
+  return { ...query, query: { bool: { filter: [...query.query.bool.filter, { exists: { field: 'vector_model' } }] } } };
+}
+
+/**
+ * Current documents outside `exclude` whose text holds every word of `text`
+ * (as `SqliteMemoryIndex.leftovers` matches them): candidates for holding it verbatim.
+ */
+export function sameWordsQuery(text: string, exclude: readonly string[], size: number) {
+  return {
+    query: {
+      bool: {
+        filter: [CURRENT],
+        must: [{ match: { text: { query: text, operator: 'and' as const } } }],
+        must_not: [{ terms: { id: [...exclude] } }],
+      },
+    },
+    _source: ['record.content.text'],
+    size,
+  };
+}
+
 /** One page of current versions in insertion order. */
 export function pageQuery(size: number, source: readonly string[], after?: unknown[]) {
   return {
@@ -209,6 +233,36 @@ export const LINEAGE_SOURCE = [
   'record.provenance.parentIds',
   'vector_model',
 ] as const;
+
+/**
+ * One page of the current documents `MemoryIndex.lineageOf` asks for, in insertion order: by id, by a
+ * lineage key naming one of the ids (`restrictionKeys`, which also names ancestors: the caller keeps
+ * only direct inputs), or by subject or owner.
+ */
+export function lineageOfQuery(ids: readonly string[], subjects: readonly string[], size: number, after?: unknown[]) {
+  const should: EsQuery[] = [];
+  if (ids.length > 0) should.push({ terms: { id: [...ids] } }, { terms: { lineage: ids.map((id) => `id:${id}`) } });
+  if (subjects.length > 0) should.push({ terms: { subject: [...subjects] } }, { terms: { owner: [...subjects] } });
+  const query: EsQuery = { bool: { filter: [CURRENT, { bool: { should, minimum_should_match: 1 } }] } };
+  return {
+    query,
+    _source: [...LINEAGE_SOURCE, 'seq'],
+    sort: [{ seq: 'asc' as const }, { id: 'asc' as const }],
+    size,
+    ...(after ? { search_after: after } : {}),
+  };
+}
+
+/** Whether a lineage entry is one `lineageOf` asked for (its lineage keys may have named only an ancestor). */
+export function lineageMatches(entry: LineageEntry, ids: ReadonlySet<string>, subjects: ReadonlySet<string>): boolean {
+  return (
+    ids.has(entry.id) ||
+    entry.parentIds.some((id) => ids.has(id)) ||
+    entry.sourceEventIds.some((id) => ids.has(id)) ||
+    subjects.has(entry.subject) ||
+    subjects.has(entry.owner)
+  );
+}
 
 export interface LineageSource {
   id: string;

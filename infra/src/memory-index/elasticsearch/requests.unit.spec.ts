@@ -25,6 +25,8 @@ import {
   knnCosine,
   leasesPast,
   lineageEntryOf,
+  lineageMatches,
+  lineageOfQuery,
   maxSeqNos,
   planUpsert,
   routeBodies,
@@ -353,5 +355,49 @@ describe('names, aliases and servers', () => {
     const current: IndexFilter = { statuses: ['active'], maxSensitivity: 'restricted', now: '2025-01-01T00:00:00.000Z' };
     expect(evaluate(compileFilterDsl(current)!, doc)).toBe(true);
     expect(evaluate(compileFilterDsl(current)!, { ...doc, tx_to: doc.tx_from + 1 })).toBe(false);
+  });
+});
+
+describe('lineageOf on Elasticsearch', () => {
+  const provenance = (sourceEventIds: string[], parentIds: string[], ancestry: string[]) => ({
+    sourceEventIds,
+    parentIds,
+    rule: 'test',
+    ruleVersion: '1',
+    ancestry: { ids: ancestry, owners: ['alice'], projects: [], expiresAt: null },
+  });
+  const records = [
+    makeRecord({ id: 'turn', subject: 'alice', provenance: provenance(['evt-a'], [], []) }),
+    makeRecord({ id: 'summary', subject: 'team', policy: { owner: 'team' }, provenance: provenance([], ['turn'], ['turn', 'evt-a']) }),
+    makeRecord({
+      id: 'digest',
+      subject: 'team',
+      policy: { owner: 'team' },
+      provenance: provenance([], ['summary'], ['summary', 'turn', 'evt-a']),
+    }),
+    makeRecord({ id: 'owned', subject: 'dave', policy: { owner: 'alice' }, provenance: provenance(['evt-b'], [], []) }),
+  ];
+  /** What the query admits, then what `lineageOf` keeps of it. */
+  const lineageOf = (ids: string[], subjects: string[]) =>
+    records
+      .filter((r) => evaluate(lineageOfQuery(ids, subjects, 10).query, toDocument(r, undefined)))
+      .map((r) => lineageEntryOf({ ...toDocument(r, undefined), record: r } as never))
+      .filter((e) => lineageMatches(e, new Set(ids), new Set(subjects)))
+      .map((e) => e.id);
+
+  it('asks by id and lineage key, then keeps only direct inputs (the lineage keys name ancestors too)', () => {
+    expect(records.filter((r) => evaluate(lineageOfQuery(['turn'], [], 10).query, toDocument(r, undefined))).map((r) => r.id)).toEqual([
+      'turn',
+      'summary',
+      'digest',
+    ]);
+    expect(lineageOf(['turn'], [])).toEqual(['turn', 'summary']);
+    expect(lineageOf(['evt-a'], [])).toEqual(['turn']);
+  });
+
+  it('asks by subject or owner, and only current versions', () => {
+    expect(lineageOf([], ['alice'])).toEqual(['turn', 'owned']);
+    const closed = { ...toDocument(records[0], undefined), tx_to: 1 };
+    expect(evaluate(lineageOfQuery([], ['alice'], 10).query, closed)).toBe(false);
   });
 });

@@ -34,7 +34,9 @@ describe('a partition from before neighbour smoothing', () => {
     await scratch.index.close();
 
     const db = new Database(join(scratch.dir, `tenant-${T}.db`));
-    db.exec(`DROP INDEX memories_timeline; ALTER TABLE memories DROP COLUMN subject; ALTER TABLE memories DROP COLUMN session;`);
+    db.exec(
+      `DROP INDEX memories_timeline; DROP INDEX memories_by_subject; ALTER TABLE memories DROP COLUMN subject; ALTER TABLE memories DROP COLUMN session;`,
+    );
     db.prepare(`UPDATE partition_state SET value = 16 WHERE key = 'graph_expansion_add'`).run();
     db.close();
 

@@ -190,8 +190,39 @@ export function migrateTenantSchema(db: Database.Database): void {
     CREATE UNIQUE INDEX IF NOT EXISTS memories_versions ON memories (id, version);
     -- A conversation's turns in time order: neighbours() finds the turns around a hit with one seek each.
     CREATE INDEX IF NOT EXISTS memories_timeline ON memories (subject, session, valid_from) WHERE kind = 'episodic';
+    -- An erasure locates a subject's records (as subject or as owner) with a seek, not a scan (lineageOf).
+    CREATE INDEX IF NOT EXISTS memories_by_subject ON memories (subject) WHERE tx_to IS NULL;
+    CREATE INDEX IF NOT EXISTS memories_by_owner ON memories (owner) WHERE tx_to IS NULL;
   `);
+  if (!db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_inputs'`).get()) {
+    db.transaction(() => {
+      db.exec(MEMORY_INPUTS_SCHEMA);
+      for (const path of ['$.provenance.parentIds', '$.provenance.sourceEventIds'])
+        db.prepare(
+          `INSERT OR IGNORE INTO memory_inputs (input, row) SELECT j.value, m.rowid FROM memories m, json_each(m.record, ?) j`,
+        ).run(path);
+    })();
+  }
 }
+
+/**
+ * Each row's lineage inputs (its parent records' and source events' ids), so
+ * an erasure's closure walk finds a record's children with a seek (lineageOf)
+ * instead of reading the lineage of the whole partition. Ids only, no content;
+ * a row's entries go with it.
+ */
+export const MEMORY_INPUTS_SCHEMA = `
+CREATE TABLE IF NOT EXISTS memory_inputs (
+  input TEXT NOT NULL,
+  row INTEGER NOT NULL,
+  PRIMARY KEY (input, row)
+) WITHOUT ROWID;
+`;
+
+/** The ids `memory_inputs` holds for a record (see MEMORY_INPUTS_SCHEMA). */
+export const lineageInputs = (record: MemoryRecord): string[] => [
+  ...new Set([...record.provenance.parentIds, ...record.provenance.sourceEventIds]),
+];
 
 function backfillLineage(db: Database.Database): void {
   const update = db.prepare('UPDATE memories SET lineage_set = ? WHERE rowid = ?');

@@ -10,10 +10,12 @@ import {
   type CheckpointStore,
   type EmbeddedVector,
   type EmbeddingLag,
+  type ErasedProbe,
   type HybridQuery,
   type PendingEmbedding,
   type IndexFilter,
   type IndexedMemory,
+  type Leftovers,
   type NeighbourMemory,
   type Neighbours,
   type MemoryIndex,
@@ -277,6 +279,18 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
 
   lineage(tenant: string): AsyncIterable<LineageEntry> {
     return this.batched(tenant, (partition, after) => partition.lineageAfter(after, 5_000).map((r) => ({ rowid: r.rowid, item: r.entry })));
+  }
+
+  async lineageOf(tenant: string, match: { ids?: readonly string[]; subjects?: readonly string[] }): Promise<LineageEntry[]> {
+    const { ids = [], subjects = [] } = match;
+    if (ids.length + subjects.length === 0) return [];
+    return this.guard(tenant, () => this.partition(tenant, false)?.lineageOf(ids, subjects) ?? []);
+  }
+
+  async leftovers(tenant: string, probes: ErasedProbe[], options: { minCosine: number }): Promise<Leftovers> {
+    const none: Leftovers = { rows: [], terms: [], vectors: [], sharedText: [] };
+    if (probes.length === 0) return none;
+    return this.guard(tenant, () => this.partition(tenant, false)?.leftovers(probes, options.minCosine) ?? none);
   }
 
   /** Pages through a partition by rowid, so no statement stays open across the consumer's awaits. */

@@ -12,8 +12,10 @@ import {
   documentTerms,
   queryTerms,
   type EmbeddedVector,
+  type ErasedProbe,
   type IndexFilter,
   type IndexedMemory,
+  type Leftovers,
   type LineageEntry,
   type PendingEmbedding,
   type MemoryKind,
@@ -23,7 +25,7 @@ import type { FilterSql } from './filter-sql';
 import { millis } from './filter-sql';
 import { PolicyRows } from './policy-rows';
 import { TermFrequencies } from './term-frequencies';
-import { factKeyOf, lineageSet, migrateTenantSchema, purposeSet, TENANT_FTS_SCHEMA, TENANT_SCHEMA } from './schema';
+import { factKeyOf, lineageInputs, lineageSet, migrateTenantSchema, purposeSet, TENANT_FTS_SCHEMA, TENANT_SCHEMA } from './schema';
 import { VectorGraph, type VectorGraphOptions } from './vector-graph';
 import { cosine, fromBlob, norm, toBlob } from './vectors';
 import { scanFiles } from '../../raw-scan/byte-scan';
@@ -54,6 +56,13 @@ export interface StoredRow {
   vector?: Float32Array;
   tokens?: number;
 }
+
+/** What a lineage entry is read from: the JSON is taken apart by SQLite, not parsed whole. */
+const LINEAGE_COLUMNS = `rowid, id, kind, owner, project, recorded_at, expires_at, vector_model,
+  json_extract(record, '$.subject') AS subject,
+  json_extract(record, '$.provenance.rule') AS rule,
+  json_extract(record, '$.provenance.sourceEventIds') AS sources,
+  json_extract(record, '$.provenance.parentIds') AS parents`;
 
 /** The vectors format of partitions from before it was recorded (float32 BLOBs). */
 const LEGACY_VECTORS_FORMAT = 1;
@@ -325,14 +334,33 @@ export class TenantPartition {
 
   /** Up to `limit` lineage entries with rowid > `after`; the JSON is taken apart by SQLite, not parsed whole. */
   lineageAfter(after: number, limit: number): { rowid: number; entry: LineageEntry }[] {
-    const rows = this.stmt(
-      `SELECT rowid, id, kind, owner, project, recorded_at, expires_at, vector_model,
-              json_extract(record, '$.subject') AS subject,
-              json_extract(record, '$.provenance.rule') AS rule,
-              json_extract(record, '$.provenance.sourceEventIds') AS sources,
-              json_extract(record, '$.provenance.parentIds') AS parents
-       FROM memories WHERE rowid > ? AND tx_to IS NULL ORDER BY rowid LIMIT ?`,
-    ).all(after, limit) as {
+    return this.lineageRows(
+      `SELECT ${LINEAGE_COLUMNS} FROM memories WHERE rowid > ? AND tx_to IS NULL ORDER BY rowid LIMIT ?`,
+      after,
+      limit,
+    );
+  }
+
+  /**
+   * The current lineage entries, in insertion order, of the records with one of these ids, whose inputs
+   * (parent records, source events) include one of them, or whose subject or owner is one of `subjects`.
+   * Each part is a seek (memories_current, memory_inputs, memories_by_subject, memories_by_owner).
+   */
+  lineageOf(ids: readonly string[], subjects: readonly string[]): LineageEntry[] {
+    const rows = this.lineageRows(
+      `SELECT ${LINEAGE_COLUMNS} FROM memories WHERE tx_to IS NULL AND rowid IN (
+         SELECT rowid FROM memories WHERE id IN (SELECT value FROM json_each(@ids)) AND tx_to IS NULL
+         UNION SELECT row FROM memory_inputs WHERE input IN (SELECT value FROM json_each(@ids))
+         UNION SELECT rowid FROM memories WHERE subject IN (SELECT value FROM json_each(@subjects)) AND tx_to IS NULL
+         UNION SELECT rowid FROM memories WHERE owner IN (SELECT value FROM json_each(@subjects)) AND tx_to IS NULL)
+       ORDER BY rowid`,
+      { ids: JSON.stringify(ids), subjects: JSON.stringify(subjects) },
+    );
+    return rows.map((r) => r.entry);
+  }
+
+  private lineageRows(sql: string, ...params: unknown[]): { rowid: number; entry: LineageEntry }[] {
+    const rows = this.stmt(sql).all(...params) as {
       rowid: number;
       id: string;
       kind: MemoryKind;
@@ -555,6 +583,61 @@ export class TenantPartition {
     return rows.map((near) => JSON.parse(near) as number[]);
   }
 
+  /**
+   * What the partition still holds of these erased records (see `MemoryIndex.leftovers`). Rows: any
+   * version under a probed id. Terms: FTS documents holding every query word of the text (a subset of its
+   * document terms, whatever the analysis), of a rowid no row has any more or of a probed id's row. Vectors:
+   * graph nodes at least `minCosine` similar, of such a rowid. The same FTS match tells which texts a current
+   * row outside the probes holds verbatim. One statement per probe and route, no record hydrated unless
+   * its words all match.
+   */
+  leftovers(probes: ErasedProbe[], minCosine: number): Leftovers {
+    const probed = new Set(probes.map((p) => p.id));
+    const rows = new Set(
+      this.stmt('SELECT DISTINCT id FROM memories WHERE id IN (SELECT value FROM json_each(?))')
+        .pluck()
+        .all(JSON.stringify([...probed])) as string[],
+    );
+    // Per rowid: no row any more (a removed row), a probed id's row, or a surviving row (current or not).
+    const owners = this.stmt(
+      'SELECT j.value AS rowid, m.id AS id, m.tx_to IS NULL AS current FROM json_each(?) j LEFT JOIN memories m ON m.rowid = j.value',
+    );
+    const classify = (rowids: number[]) =>
+      (owners.all(JSON.stringify(rowids)) as { rowid: number; id: string | null; current: number | null }[]).map((o) => ({
+        rowid: o.rowid,
+        left: o.id === null || probed.has(o.id),
+        surviving: o.id !== null && !probed.has(o.id) && o.current === 1,
+      }));
+    const terms: string[] = [];
+    const vectors: string[] = [];
+    const sharedText: string[] = [];
+    const match = this.stmt('SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?').pluck();
+    for (const probe of probes) {
+      const words = [...new Set(queryTerms(probe.text, this.options.text))];
+      if (words.length > 0) {
+        const found = classify(match.all(words.map((w) => `"${w.replaceAll('"', '""')}"`).join(' AND ')) as number[]);
+        if (found.some((f) => f.left)) terms.push(probe.id);
+        const surviving = found.filter((f) => f.surviving).map((f) => f.rowid);
+        if (surviving.length > 0 && [...this.rows(surviving).values()].some((r) => r.record.content.text === probe.text))
+          sharedText.push(probe.id);
+      }
+      if (probe.vector && this.graph.size > 0) {
+        const near = this.nearKeys(probe.vector, minCosine);
+        if (near.length > 0 && classify(near).some((f) => f.left)) vectors.push(probe.id);
+      }
+    }
+    return { rows: [...rows], terms, vectors, sharedText };
+  }
+
+  /** Every graph key at least `minCosine` similar to the vector: the search widens while all it returns are that close. */
+  private nearKeys(vector: Float32Array, minCosine: number): number[] {
+    for (let k = 16; ; k *= 4) {
+      const matches = this.graph.searchWithCosine(vector, k);
+      const close = matches.filter((m) => m.cosine >= minCosine);
+      if (close.length < matches.length || matches.length < k || k >= this.graph.size) return close.map((m) => m.key);
+    }
+  }
+
   rows(rowids: number[]): Map<number, StoredRow> {
     const rows = this.stmt(
       `SELECT m.rowid AS rowid, m.record, m.vector, m.vector_model, m.tokens, u.retrieved, u.adopted, u.last_used_at
@@ -711,6 +794,8 @@ export class TenantPartition {
     );
     const rowid = Number(lastInsertRowid);
     this.insertText(rowid, record);
+    for (const input of lineageInputs(record))
+      this.stmt('INSERT OR IGNORE INTO memory_inputs (input, row) VALUES (?, ?)').run(input, rowid);
     return rowid;
   }
 
@@ -788,6 +873,12 @@ export class TenantPartition {
 
   private deleteRow(rowid: number): void {
     this.stmt('DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
+    // No index on `row`: the row's own inputs name its entries (before the row goes).
+    this.stmt(
+      `DELETE FROM memory_inputs WHERE row = @row AND input IN (
+         SELECT j.value FROM memories m, json_each(m.record, '$.provenance.parentIds') j WHERE m.rowid = @row
+         UNION SELECT j.value FROM memories m, json_each(m.record, '$.provenance.sourceEventIds') j WHERE m.rowid = @row)`,
+    ).run({ row: rowid });
     this.stmt('DELETE FROM memories WHERE rowid = ?').run(rowid);
   }
 
