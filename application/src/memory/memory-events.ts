@@ -1,6 +1,6 @@
 import { streams, type AppendRequest, type ExpectedRevision, type MemoryRecord } from '@elma/domain';
 import { deterministicUuid } from '@elma/shared';
-import type { EventSealer } from '../sealing/sealed-events';
+import type { EventSealer, KeyCaching } from '../sealing/sealed-events';
 
 /** Metadata of a memory event, in clear, so the projection can skip what it already has without decrypting. */
 export const MEMORY_ID = 'memoryId';
@@ -19,7 +19,7 @@ export async function memoryVersionAppends(
   sealer: EventSealer,
   tenant: string,
   records: MemoryRecord[],
-  options: { actor?: string; expected?: (index: number) => ExpectedRevision; metadata?: Record<string, unknown> } = {},
+  options: { actor?: string; expected?: (index: number) => ExpectedRevision; metadata?: Record<string, unknown> } & KeyCaching = {},
 ): Promise<AppendRequest[]> {
   const sealed = await sealer.seal(
     tenant,
@@ -30,6 +30,7 @@ export async function memoryVersionAppends(
       data: { type: 'MemoryRecorded', record },
       metadata: { ...memoryEventMetadata(record), ...(options.actor ? { actor: options.actor } : {}), ...options.metadata },
     })),
+    { keep: options.keep },
   );
   return records.map((record, i) => ({
     stream: streams.memory(tenant, record.id),

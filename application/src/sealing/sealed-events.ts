@@ -1,4 +1,4 @@
-import type { EventData, KeyVault, RecordedEvent } from '@elma/domain';
+import type { DataKeyOptions, EventData, KeyVault, RecordedEvent } from '@elma/domain';
 import { openJson, sealJson, type Sealed } from '@elma/shared';
 
 /**
@@ -30,12 +30,15 @@ export interface PlainEvent {
   metadata?: Record<string, unknown>;
 }
 
+/** Whether the vault keeps the keys a call loads or creates in its cache (`DataKeyOptions.keep`; default yes). */
+export type KeyCaching = Pick<DataKeyOptions, 'keep'>;
+
 export class EventSealer {
   constructor(private readonly vault: KeyVault) {}
 
   /** Seals a batch in one vault round trip (creating missing data keys). */
-  async seal(tenant: string, events: PlainEvent[]): Promise<EventData[]> {
-    const keys = await this.vault.dataKeys(tenant, unique(events.map((e) => e.keyId)), { create: true });
+  async seal(tenant: string, events: PlainEvent[], caching: KeyCaching = {}): Promise<EventData[]> {
+    const keys = await this.vault.dataKeys(tenant, unique(events.map((e) => e.keyId)), { ...caching, create: true });
     return events.map((event) => {
       const path = contentPath(event.type);
       const key = keys.get(event.keyId)!;
@@ -70,9 +73,9 @@ export class EventSealer {
    * Opens a batch of recorded events of one tenant. Throws `KeyShredded` for
    * an erased record: callers that replay the log skip those events.
    */
-  async open<T = Record<string, unknown>>(tenant: string, events: RecordedEvent[]): Promise<T[]> {
+  async open<T = Record<string, unknown>>(tenant: string, events: RecordedEvent[], caching: KeyCaching = {}): Promise<T[]> {
     const keyIds = events.map((e) => keyIdOf(e));
-    const keys = await this.vault.dataKeys(tenant, unique(keyIds), { create: false });
+    const keys = await this.vault.dataKeys(tenant, unique(keyIds), { ...caching, create: false });
     return events.map((event, i) => {
       const path = contentPath(event.type);
       const plain = openJson(keys.get(keyIds[i])!, getAt(event.data, path) as Sealed, aad(tenant, keyIds[i]));

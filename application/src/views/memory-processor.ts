@@ -32,6 +32,15 @@ export const SESSION_END = 'session.end';
 export const ORIGIN = 'origin';
 export const PROCESSOR_ORIGIN = 'processor';
 
+/**
+ * The pass reads each ingested event's key once, and its own records' new keys
+ * not at all: kept in the vault's cache, they would push out the keys of the
+ * events queued behind them, and a backlog larger than half the cache would
+ * miss on every key. Keys already cached (an event ingested moments ago) are
+ * still served from it.
+ */
+export const PASS_KEYS = { keep: false } as const;
+
 /** True for a memory event appended by the processor (see `ORIGIN`). */
 export const appendedByProcessor = (event: RecordedEvent): boolean => event.metadata[ORIGIN] === PROCESSOR_ORIGIN;
 
@@ -79,7 +88,7 @@ export class MemoryProcessor {
     const derived = new Map<string, MemoryRecord>();
     const ingested: EventIngested[] = [];
     const triggers: (() => void)[] = [];
-    for (const event of await openSkippingErased<EventIngested>(this.deps.sealer, tenant, events)) {
+    for (const event of await openSkippingErased<EventIngested>(this.deps.sealer, tenant, events, PASS_KEYS)) {
       const parsed = EventIngested.parse(event);
       ingested.push(parsed);
       for (const command of deriveMemories(parsed)) {
@@ -161,7 +170,7 @@ export class MemoryProcessor {
   /** Appends `MemoryRecorded` for each record with deterministic event ids (a replay appends nothing new). */
   private async append(tenant: string, records: MemoryRecord[]): Promise<void> {
     await this.deps.log.appendMany(
-      await memoryVersionAppends(this.deps.sealer, tenant, records, { metadata: { [ORIGIN]: PROCESSOR_ORIGIN } }),
+      await memoryVersionAppends(this.deps.sealer, tenant, records, { metadata: { [ORIGIN]: PROCESSOR_ORIGIN }, ...PASS_KEYS }),
     );
   }
 }

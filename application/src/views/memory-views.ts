@@ -2,6 +2,7 @@ import { MemoryRecorded, type MemoryIndex, type MemoryRecord, type RecordedEvent
 import type { EventSealer } from '../sealing/sealed-events';
 import { MEMORY_ID, VERSION } from '../memory/memory-events';
 import { openSkippingErased } from './open-skipping-erased';
+import { PASS_KEYS } from './memory-processor';
 
 /**
  * The index views of memory: `MemoryRecorded` events become index rows
@@ -34,7 +35,7 @@ export class MemoryViews {
       pending.push(event);
     }
     const records = new Map<string, MemoryRecord>();
-    for (const event of await openSkippingErased<MemoryRecorded>(this.deps.sealer, tenant, pending)) {
+    for (const event of await openSkippingErased<MemoryRecorded>(this.deps.sealer, tenant, pending, PASS_KEYS)) {
       const { record } = MemoryRecorded.parse(event);
       records.set(record.id, record);
     }

@@ -1,3 +1,15 @@
+export interface DataKeyOptions {
+  /** Create the keys these records lack (else a missing key is an error). */
+  create: boolean;
+  /**
+   * Keep the keys this call loads or creates in the vault's bounded cache (default true). A pass that
+   * needs each key once, such as the projection working through a backlog, passes false: its keys would
+   * push the keys of the events it has yet to read out of the cache, so that every one of them missed.
+   * Keys already cached are served either way; a shredded key is never served from the cache.
+   */
+  keep?: boolean;
+}
+
 /**
  * The key vault keeps per-record data keys wrapped by a per-tenant key. The
  * tenant key derives from a master secret plus a per-tenant random salt kept
@@ -10,7 +22,7 @@ export interface KeyVault {
    * any record's key was shredded (a shredded record can never get a new key,
    * so its old ciphertext can never be re-encrypted or resurrected).
    */
-  dataKeys(tenant: string, recordIds: string[], options: { create: boolean }): Promise<Map<string, Uint8Array>>;
+  dataKeys(tenant: string, recordIds: string[], options: DataKeyOptions): Promise<Map<string, Uint8Array>>;
 
   /** Destroys the data keys of these records physically. Idempotent. */
   shred(tenant: string, recordIds: string[]): Promise<void>;

@@ -98,7 +98,10 @@ export interface SearchHit {
   cosine?: number;
   /** The BM25 route's raw score (higher is better), when the hit came from that route. */
   bm25Score?: number;
-  /** Tokens of `record.content.text`, counted when the record was indexed (absent for rows indexed before). */
+  /**
+   * Tokens of `record.content.text` (o200k) when the index keeps them: counted at indexing, or by the
+   * embedding stage's write when a record is indexed without its vector (SQLite). Absent otherwise: the caller counts.
+   */
   tokens?: number;
 }
 

@@ -138,6 +138,24 @@ describe('sqlite key vault on disk', () => {
     expect(again.size).toBe(50);
   });
 
+  it('keys a call asks not to keep do not push cached keys out, and a shred still reaches a cached key', async () => {
+    const small = new SqliteKeyVault({ path: join(dir, 'small.db'), masterKey, cacheSize: 2 });
+    const queued = await small.dataKeys('t1', ['queued-1', 'queued-2'], { create: true });
+    // A pass reading a backlog: other events' keys opened, its own records' keys created, none kept.
+    await small.dataKeys('t1', ['read-once'], { create: true, keep: false });
+    await small.dataKeys('t1', ['m1', 'm2', 'm3'], { create: true, keep: false });
+    await small.dataKeys('t1', ['read-once'], { create: false, keep: false });
+    // Spoil the stored copies: only the cache can still give the queued keys back.
+    const db = new Database(join(dir, 'small.db'));
+    db.prepare("UPDATE data_keys SET wrapped = zeroblob(60) WHERE record_id LIKE 'queued-%'").run();
+    db.close();
+
+    expect(await small.dataKeys('t1', ['queued-1', 'queued-2'], { create: false, keep: false })).toEqual(queued);
+    await small.shred('t1', ['queued-1']);
+    await expect(small.dataKeys('t1', ['queued-1'], { create: false })).rejects.toMatchObject({ code: 'KEY_VAULT.KEY_SHREDDED' });
+    await small.close();
+  });
+
   it('names no subject in the file, and a forgotten subject leaves no byte of its pseudonym', async () => {
     const subject = 'pseudonym-probe-subject-7f3a';
     const pseudonym = (await vault.subjectPseudonyms('t1', [subject, 'other-subject'], { create: true })).get(subject)!;

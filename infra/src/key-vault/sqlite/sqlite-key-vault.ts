@@ -7,6 +7,7 @@ import {
   KeyShredded,
   SUBJECT_PSEUDONYM_PREFIX,
   TenantDestroyed,
+  type DataKeyOptions,
   type KeyRotation,
   type KeyVault,
   type MasterKeyRotation,
@@ -160,17 +161,24 @@ export class SqliteKeyVault implements KeyVault, KeyRotation, MasterKeyRotation,
     return this.primary.id;
   }
 
-  async dataKeys(tenant: string, recordIds: string[], options: { create: boolean }): Promise<Map<string, Uint8Array>> {
+  async dataKeys(tenant: string, recordIds: string[], options: DataKeyOptions): Promise<Map<string, Uint8Array>> {
     this.dropCachesIfOthersShredded();
-    const misses = recordIds.filter((id) => !this.dataKeyCache.get(cacheKey(tenant, id)));
-    if (misses.length > 0) {
-      const unique = [...new Set(misses)];
-      const loaded = options.create
-        ? this.loadTransaction.immediate(tenant, unique, true)
-        : this.loadTransaction.deferred(tenant, unique, false);
-      for (const [id, key] of loaded) this.dataKeyCache.set(cacheKey(tenant, id), key);
+    const found = new Map<string, Uint8Array>();
+    for (const id of recordIds) {
+      const cached = this.dataKeyCache.get(cacheKey(tenant, id));
+      if (cached) found.set(id, cached);
     }
-    return new Map(recordIds.map((id) => [id, this.dataKeyCache.get(cacheKey(tenant, id)) ?? this.lost(tenant, id)]));
+    const misses = [...new Set(recordIds.filter((id) => !found.has(id)))];
+    if (misses.length > 0) {
+      const loaded = options.create
+        ? this.loadTransaction.immediate(tenant, misses, true)
+        : this.loadTransaction.deferred(tenant, misses, false);
+      for (const [id, key] of loaded) {
+        if (options.keep !== false) this.dataKeyCache.set(cacheKey(tenant, id), key);
+        found.set(id, key);
+      }
+    }
+    return new Map(recordIds.map((id) => [id, found.get(id)!]));
   }
 
   async shred(tenant: string, recordIds: string[]): Promise<void> {
@@ -745,12 +753,6 @@ export class SqliteKeyVault implements KeyVault, KeyRotation, MasterKeyRotation,
     this.tenantKeyCache.clear();
     this.signingCache = undefined;
     this.generation = current;
-  }
-
-  /** Unreachable unless the cache is smaller than one batch: then reload the key directly. */
-  private lost(tenant: string, recordId: string): Uint8Array {
-    const [key] = this.loadTransaction.deferred(tenant, [recordId], false).values();
-    return key;
   }
 
   /** Shredded keys were zeroed in the database pages; truncating the WAL removes the older frames too. */

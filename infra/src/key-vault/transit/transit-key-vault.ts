@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { DomainError, KeyShredded, SUBJECT_PSEUDONYM_PREFIX, TenantDestroyed, type KeyVault } from '@elma/domain';
+import { DomainError, KeyShredded, SUBJECT_PSEUDONYM_PREFIX, TenantDestroyed, type DataKeyOptions, type KeyVault } from '@elma/domain';
 import { ownerOnlyDatabaseFile } from '../../files/owner-only';
 import { Lru } from '../lru';
 import { TransitClient, type TransitClientOptions } from './client';
@@ -146,7 +146,7 @@ export class TransitKeyVault implements KeyVault {
     return `${this.keyPrefix}-${createHash('sha256').update('elma/kms-tenant/v1\u0000', 'utf8').update(tenant, 'utf8').digest('hex').slice(0, 32)}`;
   }
 
-  async dataKeys(tenant: string, recordIds: string[], options: { create: boolean }): Promise<Map<string, Uint8Array>> {
+  async dataKeys(tenant: string, recordIds: string[], options: DataKeyOptions): Promise<Map<string, Uint8Array>> {
     this.dropCachesIfOthersShredded();
     const found = new Map<string, Uint8Array>();
     for (const id of recordIds) {
@@ -156,7 +156,7 @@ export class TransitKeyVault implements KeyVault {
     const misses = [...new Set(recordIds.filter((id) => !found.has(id)))];
     if (misses.length > 0) {
       for (const [id, key] of await this.load(tenant, misses, options.create)) {
-        this.dataKeyCache.set(cacheKey(tenant, id), key);
+        if (options.keep !== false) this.dataKeyCache.set(cacheKey(tenant, id), key);
         found.set(id, key);
       }
     }

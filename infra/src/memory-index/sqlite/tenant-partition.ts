@@ -54,6 +54,7 @@ export interface StoredRow {
   record: MemoryRecord;
   /** Absent while the row waits for its vector. */
   vector?: Float32Array;
+  /** The text's o200k count; absent until the embedding stage sets the row's vector (or on a past version). */
   tokens?: number;
 }
 
@@ -276,16 +277,14 @@ export class TenantPartition {
     this.db.transaction(() => {
       for (const item of items) {
         if (item.model !== this.options.model) continue;
-        const row = this.stmt('SELECT rowid, vector_model FROM memories WHERE id = ? AND version = ? AND tx_to IS NULL').get(
-          item.id,
-          item.version,
-        ) as { rowid: number; vector_model: string | null } | undefined;
+        const row = this.stmt(
+          `SELECT rowid, vector_model, CASE WHEN tokens IS NULL THEN json_extract(record, '$.content.text') END AS untokenised
+           FROM memories WHERE id = ? AND version = ? AND tx_to IS NULL`,
+        ).get(item.id, item.version) as { rowid: number; vector_model: string | null; untokenised: string | null } | undefined;
         if (!row) continue;
-        this.stmt('UPDATE memories SET vector = ?, vector_model = ?, pending_since = NULL WHERE rowid = ?').run(
-          toBlob(item.vector),
-          item.model,
-          row.rowid,
-        );
+        this.stmt(
+          'UPDATE memories SET vector = ?, vector_model = ?, pending_since = NULL, tokens = coalesce(tokens, ?) WHERE rowid = ?',
+        ).run(toBlob(item.vector), item.model, row.untokenised === null ? null : countTokens(row.untokenised), row.rowid);
         if (row.vector_model !== null) replaced.push(row.rowid);
         added.push({ rowid: row.rowid, vector: item.vector });
       }
@@ -771,7 +770,8 @@ export class TenantPartition {
       record.id,
       record.version,
       txFrom,
-      countTokens(record.content.text),
+      // Counted by the embedding stage's write (`setVectors`), off the projection's path, when no vector comes now.
+      vector ? countTokens(record.content.text) : null,
       factKeyOf(record),
       record.kind,
       record.status,
