@@ -1,5 +1,4 @@
 import {
-  CITATION_LINE_START,
   ROLES,
   DomainError,
   HOP_DECAY,
@@ -73,21 +72,6 @@ export const DEFAULT_RECALL_FUSION: Fusion = { method: 'normalised', weights: { 
  * relations one or two edges out from what was found, then budgeted packing
  * with citations. Working memories are recalled only within their session.
  */
-/** Citation lines counted lately (kind, times, confidence, trust: no content), at most CITATION_MEMO_MAX. */
-const citationMemo = new Map<string, number>();
-const CITATION_MEMO_MAX = 20_000;
-
-/** A citation line's tokens: many recur (the same record recalled again, the same day and trust), and BPE is dear. */
-function citationTokens(line: string): number {
-  let tokens = citationMemo.get(line);
-  if (tokens === undefined) {
-    tokens = countTokens(line);
-    if (citationMemo.size >= CITATION_MEMO_MAX) citationMemo.clear();
-    citationMemo.set(line, tokens);
-  }
-  return tokens;
-}
-
 /**
  * Tokens of the rendered context, line by line: an item line is its marker
  * plus the item's known count, other lines (citations, disagreements) are
@@ -101,14 +85,7 @@ function contextTokens(context: string, items: { tokens: number; citation: { ins
     const marker = `[${item + 1}] `;
     const next = items[item];
     const known = next && !next.citation.instructionLike;
-    const counted =
-      next && line.startsWith(marker)
-        ? known
-          ? countTokens(marker) + next.tokens
-          : countTokens(line)
-        : line.startsWith(CITATION_LINE_START)
-          ? citationTokens(line)
-          : countTokens(line);
+    const counted = next && line.startsWith(marker) ? (known ? countTokens(marker) + next.tokens : countTokens(line)) : countTokens(line);
     if (next && line.startsWith(marker)) item++;
     return sum + counted + (i > 0 ? 1 : 0);
   }, 0);

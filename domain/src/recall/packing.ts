@@ -344,9 +344,6 @@ function compactTime(iso: string): string {
   return utc.endsWith('T00:00:00.000Z') ? utc.slice(0, 10) : `${utc.slice(0, 16)}Z`;
 }
 
-/** How a citation line starts: every one is indented and bracketed, no item or disagreement line is. */
-export const CITATION_LINE_START = '    [';
-
 function citationLine(record: MemoryRecord): string {
   const parts = [
     record.kind,
@@ -357,7 +354,7 @@ function citationLine(record: MemoryRecord): string {
   ];
   if (record.status === 'disputed') parts.push('DISPUTED');
   if (record.instructionLike) parts.push(UNTRUSTED_CITATION_FLAG);
-  return `${CITATION_LINE_START}${parts.join(' | ')}]`;
+  return `    [${parts.join(' | ')}]`;
 }
 
 const factKey = (text: string) => text.normalize('NFKC').trim().toLowerCase();
