@@ -92,7 +92,9 @@ describe('one noisy tenant cannot starve the others', () => {
 
   it('a flood past its own quotas: refused with 429 for A alone, the other tenant unaffected', async () => {
     await changePolicy(t.url, tokens['acme:admin'], (policy) => {
-      policy.quotas = { recall: { requestsPerSecond: 5, burst: 5 }, concurrentRequests: 4 };
+      // A rate well below what four requests in progress complete even on a loaded machine (up to ~4 s each),
+      // so that both quotas trip however fast the server answers.
+      policy.quotas = { recall: { requestsPerSecond: 1, burst: 2 }, concurrentRequests: 4 };
     });
     const started = performance.now();
     const a = flood('acme', 60);
@@ -107,7 +109,7 @@ describe('one noisy tenant cannot starve the others', () => {
     const byCode = count(aStatuses);
     expect(byCode['429 QUOTA.RECALL_RATE']).toBeGreaterThan(0);
     expect(byCode['429 QUOTA.CONCURRENT_REQUESTS']).toBeGreaterThan(0);
-    expect(byCode['200'] ?? 0).toBeLessThanOrEqual(5 + Math.ceil(5 * seconds) + 1);
+    expect(byCode['200'] ?? 0).toBeLessThanOrEqual(2 + Math.ceil(1 * seconds) + 1);
     expect(Object.keys(byCode).every((k) => ['200', '429 QUOTA.RECALL_RATE', '429 QUOTA.CONCURRENT_REQUESTS'].includes(k))).toBe(true);
     expect(b.map((r) => r.status)).toEqual(b.map(() => 200));
     expect(p95(b.map((r) => r.ms))).toBeLessThan(2_000);
