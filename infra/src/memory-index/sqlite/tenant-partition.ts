@@ -20,7 +20,7 @@ import {
 } from '@elma/domain';
 import type { FilterSql } from './filter-sql';
 import { millis } from './filter-sql';
-import { factKeyOf, lineageSet, migrateTenantSchema, purposeSet, TENANT_FTS_SCHEMA, TENANT_SCHEMA } from './schema';
+import { factKeyOf, ftsStoresContent, lineageSet, migrateTenantSchema, purposeSet, TENANT_FTS_SCHEMA, TENANT_SCHEMA } from './schema';
 import { VectorGraph, type VectorGraphOptions } from './vector-graph';
 import { cosine, fromBlob, norm, toBlob } from './vectors';
 import { scanFiles } from '../../raw-scan/byte-scan';
@@ -639,13 +639,14 @@ export class TenantPartition {
    * (past versions too, which knownAsOf queries reach) derived again from the
    * stored records, in one transaction with the new analysis code. Dropping
    * the table (with secure_delete on) rather than deleting its rows leaves no
-   * old term lists behind.
+   * old term lists behind. A file whose FTS table still stores its text (from
+   * before it was contentless) is rebuilt the same way, so the copy goes.
    */
   private deriveTextIfStale(): void {
     const code = this.options.formats
       ? analysisCodeAt(this.options.text, this.options.formats.tokenisation)
       : documentAnalysisCode(this.options.text);
-    if (this.state('text_analysis') === code) return;
+    if (this.state('text_analysis') === code && !ftsStoresContent(this.db)) return;
     this.db.transaction(() => {
       this.db.exec('DROP TABLE IF EXISTS memories_vocab; DROP TABLE memories_fts;');
       this.db.exec(TENANT_FTS_SCHEMA);
