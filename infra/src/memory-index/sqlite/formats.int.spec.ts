@@ -5,6 +5,7 @@ import { FORMAT_VERSIONS, type FormatVersions } from '@elma/domain';
 import { embed, indexed, searchIds } from '../fixtures';
 import { scratchIndex } from './scratch.testing';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
+import { cosine, toBlob } from './vectors';
 
 const T = 'acme';
 const DIMENSIONS = 384;
@@ -91,6 +92,36 @@ describe('the embedded index and its format versions', () => {
     partition(scratch.dir, (db) =>
       expect(db.prepare(`SELECT value FROM partition_state WHERE key = 'vectors_format'`).pluck().get()).toBe(next.vectors),
     );
+  });
+
+  it('quantises the float32 vectors of a format 1 partition in place on open: none waits for a new one, the dense route answers', async () => {
+    scratch.index = await open();
+    await scratch.index.upsert(T, memories());
+    await scratch.index.close();
+    // The layout of format 1: each row's vector as float32, no vectors marker.
+    partition(scratch.dir, (db) => {
+      const update = db.prepare('UPDATE memories SET vector = ? WHERE rowid = ?');
+      for (const row of db.prepare(`SELECT rowid, json_extract(record, '$.content.text') AS text FROM memories`).all() as {
+        rowid: number;
+        text: string;
+      }[])
+        update.run(toBlob(embed(row.text)), row.rowid);
+      db.prepare(`DELETE FROM partition_state WHERE key = 'vectors_format'`).run();
+    });
+
+    scratch.index = await open();
+    expect(await scratch.index.pendingEmbeddings(T, 10)).toEqual([]);
+    const query = embed('The customer asked about the pallet invoice');
+    expect((await searchIds(scratch.index, T, '', query))[0]).toBe('invoice');
+    const kept = (await scratch.index.get(T, 'invoice'))!.vector!;
+    expect(cosine(kept, query)).toBeGreaterThan(0.999);
+    await scratch.index.close();
+    scratch.index = undefined;
+    partition(scratch.dir, (db) => {
+      expect(db.prepare(`SELECT value FROM partition_state WHERE key = 'vectors_format'`).pluck().get()).toBe(FORMAT_VERSIONS.vectors);
+      // A scale and one byte per component, a quarter of float32's bytes.
+      expect(db.prepare('SELECT DISTINCT length(vector) FROM memories').pluck().all()).toEqual([4 + DIMENSIONS]);
+    });
   });
 
   it('takes a partition from before the vectors marker as format 1: the next vectors format re-embeds it too', async () => {

@@ -26,7 +26,7 @@ import { compileFilter } from './filter-sql';
 import { META_SCHEMA } from './schema';
 import { TenantPartition, type PartitionFiles } from './tenant-partition';
 import type { VectorGraphOptions } from './vector-graph';
-import { cosine, norm } from './vectors';
+import { cosine, norm, quantise, QUANTISED_SCALE_BYTES, toBlob } from './vectors';
 
 export interface SqliteMemoryIndexOptions {
   /** Folder for `tenant-<tenant>.db`, `tenant-<tenant>.usearch` and `meta.db`; created if missing. */
@@ -217,6 +217,11 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
    * log rebuilds the rest) and it stays quarantined until that rebuild, so
    * reads keep failing loudly rather than answering from an empty partition.
    */
+  /** The graph file holds a vector as float32, the partition's row quantised: its int8 components (the scale may differ by a bit). */
+  storedVectorForms(vector: Float32Array): Buffer[] {
+    return [toBlob(vector), quantise(vector).subarray(QUANTISED_SCALE_BYTES)];
+  }
+
   async purge(tenant: string, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     this.pinned.set(tenant, (this.pinned.get(tenant) ?? 0) + 1);

@@ -22,7 +22,7 @@ import type { FilterSql } from './filter-sql';
 import { millis } from './filter-sql';
 import { factKeyOf, ftsStoresContent, lineageSet, migrateTenantSchema, purposeSet, TENANT_FTS_SCHEMA, TENANT_SCHEMA } from './schema';
 import { VectorGraph, type VectorGraphOptions } from './vector-graph';
-import { cosine, fromBlob, norm, toBlob } from './vectors';
+import { cosine, dequantise, fromBlob, norm, quantise, toBlob } from './vectors';
 import { scanFiles } from '../../raw-scan/byte-scan';
 import { countTokens } from '@elma/shared';
 
@@ -54,6 +54,9 @@ export interface StoredRow {
 
 /** The vectors format of partitions from before it was recorded (float32 BLOBs). */
 const LEGACY_VECTORS_FORMAT = 1;
+
+/** The vectors format of quantised rows (int8 and a scale, see `quantise`), which format 1 rows are converted to. */
+const QUANTISED_VECTORS_FORMAT = 2;
 
 /** The ef_construction of graph files saved before it was recorded (usearch's default then). */
 const LEGACY_EXPANSION_ADD = 16;
@@ -144,7 +147,7 @@ export class TenantPartition {
     const now = Date.now();
     this.db.transaction(() => {
       for (const { record, vector: given, model } of memories) {
-        const vector = given && accepts(model) ? given : undefined;
+        const stored = given && accepts(model) ? quantise(given) : undefined;
         const current = this.stmt('SELECT rowid, version FROM memories WHERE id = ? AND tx_to IS NULL').get(record.id) as
           { rowid: number; version: number } | undefined;
         const txFrom = millis(record.revisedAt ?? record.recordedAt, 'revisedAt');
@@ -157,8 +160,9 @@ export class TenantPartition {
         } else if (current) {
           this.stmt('UPDATE memories SET tx_to = ? WHERE rowid = ?').run(txFrom, current.rowid);
         }
-        const rowid = this.insertRow(record, vector, txFrom, now);
-        added.set(record.id, { rowid, vector });
+        const rowid = this.insertRow(record, stored, txFrom, now);
+        // The graph gets the vector as the row holds it, so it equals a graph rebuilt from the rows.
+        added.set(record.id, { rowid, vector: stored && this.vectorOf(stored) });
       }
       this.bumpGeneration();
     })();
@@ -186,7 +190,7 @@ export class TenantPartition {
     ).get(id) as ({ record: string; vector: Buffer; vector_model: string | null } & UsageColumns) | undefined;
     if (!row) return undefined;
     const record = withUsage(parseRecord(row.record), row);
-    return row.vector_model === null ? { record } : { record, vector: fromBlob(row.vector), model: row.vector_model };
+    return row.vector_model === null ? { record } : { record, vector: this.vectorOf(row.vector), model: row.vector_model };
   }
 
   /** Whether the partition's vectors are of the configured model (else: dense route off, nothing embedded, reindex). */
@@ -229,13 +233,14 @@ export class TenantPartition {
           item.version,
         ) as { rowid: number; vector_model: string | null } | undefined;
         if (!row) continue;
+        const stored = quantise(item.vector);
         this.stmt('UPDATE memories SET vector = ?, vector_model = ?, pending_since = NULL WHERE rowid = ?').run(
-          toBlob(item.vector),
+          stored,
           item.model,
           row.rowid,
         );
         if (row.vector_model !== null) replaced.push(row.rowid);
-        added.push({ rowid: row.rowid, vector: item.vector });
+        added.push({ rowid: row.rowid, vector: this.vectorOf(stored) });
       }
       if (added.length > 0) this.bumpGeneration();
     })();
@@ -415,7 +420,7 @@ export class TenantPartition {
       `SELECT m.rowid AS rowid, m.vector AS vector FROM memories m WHERE m.vector_model IS NOT NULL AND ${filter.where}`,
     ).all(...filter.params) as { rowid: number; vector: Buffer }[];
     return candidates
-      .map((c) => ({ rowid: c.rowid, cosine: cosine(query, fromBlob(c.vector), queryNorm) }))
+      .map((c) => ({ rowid: c.rowid, cosine: cosine(query, this.vectorOf(c.vector), queryNorm) }))
       .sort((a, b) => b.cosine - a.cosine || a.rowid - b.rowid)
       .slice(0, depth);
   }
@@ -491,7 +496,7 @@ export class TenantPartition {
           rowid: r.rowid,
           record: withUsage(JSON.parse(r.record) as MemoryRecord, r),
           // A stale partition's vectors are not comparable with the query's: hits carry none (as on Elasticsearch).
-          ...(r.vector_model === this.options.model ? { vector: fromBlob(r.vector) } : {}),
+          ...(r.vector_model === this.options.model ? { vector: this.vectorOf(r.vector) } : {}),
           ...(r.tokens !== null ? { tokens: r.tokens } : {}),
         },
       ]),
@@ -540,8 +545,9 @@ export class TenantPartition {
       if (!rebuilt) {
         const report = await scanFiles(
           [this.files.graph],
-          // A row without a vector left no vector bytes to look for (an empty pattern would match anywhere).
-          removed.filter((r) => r.vector.byteLength > 0).map((r) => ({ id: String(r.rowid), bytes: r.vector })),
+          // A row without a vector left no vector bytes to look for (an empty pattern would match anywhere). The
+          // graph holds the row's vector as float32 (see vectorOf), so those are the bytes looked for.
+          removed.filter((r) => r.vector.byteLength > 0).map((r) => ({ id: String(r.rowid), bytes: toBlob(this.vectorOf(r.vector)) })),
         );
         if (report.findings.length > 0) {
           this.rebuildGraph();
@@ -593,7 +599,8 @@ export class TenantPartition {
     }
   }
 
-  private insertRow(record: MemoryRecord, vector: Float32Array | undefined, txFrom: number, now: number): number {
+  /** `vector`: the row's quantised vector (see `quantise`), absent while it waits for one. */
+  private insertRow(record: MemoryRecord, vector: Buffer | undefined, txFrom: number, now: number): number {
     const { lastInsertRowid } = this.stmt(
       `INSERT INTO memories (id, version, tx_from, tx_to, tokens, fact_key, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, lineage_set, valid_from, valid_to, recorded_at, expires_at, subject, session, record, vector, vector_model, pending_since)
        VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -618,7 +625,7 @@ export class TenantPartition {
       record.subject,
       record.session ?? null,
       JSON.stringify(record),
-      vector ? toBlob(vector) : EMPTY_BLOB,
+      vector ?? EMPTY_BLOB,
       vector ? this.options.model : null,
       vector ? null : now,
     );
@@ -675,10 +682,12 @@ export class TenantPartition {
 
   /**
    * The vectors' storage format (`partition_state.vectors_format`; files from
-   * before it stored float32 BLOBs, format 1). A newer one is refused. An
-   * older one is migrated in place: vectors are derived data of the stored
-   * records, so current rows go back to waiting for a vector (the embedding
-   * stage makes them again, BM25 answers meanwhile) and the graph is rebuilt.
+   * before it stored float32 BLOBs, format 1). A newer one is refused. Format
+   * 1 rows are quantised in place into format 2 (see `quantise`), keeping
+   * every vector. Any other older one is migrated in place too: vectors are
+   * derived data of the stored records, so current rows go back to waiting
+   * for a vector (the embedding stage makes them again, BM25 answers
+   * meanwhile). Either way the graph is rebuilt from the rows.
    */
   private migrateVectorsFormat(supported: number, fresh: boolean): void {
     const recorded = this.state('vectors_format');
@@ -687,7 +696,10 @@ export class TenantPartition {
     if (stored > supported) throw new FormatTooNew('vectors', stored, 'index partition', supported);
     if (recorded === supported) return;
     this.db.transaction(() => {
-      if (stored < supported) {
+      if (stored === LEGACY_VECTORS_FORMAT && supported === QUANTISED_VECTORS_FORMAT) {
+        this.quantiseRows();
+        this.bumpGeneration();
+      } else if (stored < supported) {
         this.db
           .prepare(
             `UPDATE memories SET vector = ?, vector_model = NULL, pending_since = ? WHERE vector_model IS NOT NULL AND tx_to IS NULL`,
@@ -698,6 +710,21 @@ export class TenantPartition {
       }
       this.db.prepare(`INSERT OR REPLACE INTO partition_state (key, value) VALUES ('vectors_format', ?)`).run(supported);
     })();
+  }
+
+  /** Rewrites every row's float32 vector quantised (format 1 to 2), past versions too; paged like deriveTextIfStale. */
+  private quantiseRows(): void {
+    const update = this.db.prepare('UPDATE memories SET vector = ? WHERE rowid = ?');
+    const page = this.db.prepare(`SELECT rowid, vector FROM memories WHERE rowid > ? AND length(vector) > 0 ORDER BY rowid LIMIT 1000`);
+    for (let after = 0, rows: { rowid: number; vector: Buffer }[]; (rows = page.all(after) as typeof rows).length > 0;) {
+      for (const row of rows) update.run(quantise(fromBlob(row.vector)), row.rowid);
+      after = rows[rows.length - 1].rowid;
+    }
+  }
+
+  /** The vector a row's BLOB holds (quantised, or float32 in a row not yet converted). */
+  private vectorOf(blob: Buffer): Float32Array {
+    return dequantise(blob, this.options.dimensions);
   }
 
   private deleteRow(rowid: number): void {
@@ -755,7 +782,7 @@ export class TenantPartition {
       rowid: number;
       vector: Buffer;
     }>) {
-      batch.push({ rowid: row.rowid, vector: fromBlob(row.vector) });
+      batch.push({ rowid: row.rowid, vector: this.vectorOf(row.vector) });
       if (batch.length === 10_000) flushBatch();
     }
     if (batch.length > 0) flushBatch();
