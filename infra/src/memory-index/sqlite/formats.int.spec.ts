@@ -1,3 +1,4 @@
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -5,6 +6,7 @@ import { FORMAT_VERSIONS, type FormatVersions } from '@elma/domain';
 import { embed, indexed, searchIds } from '../fixtures';
 import { scratchIndex } from './scratch.testing';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
+import { graphVectorBytes } from './vector-graph';
 import { cosine, toBlob } from './vectors';
 
 const T = 'acme';
@@ -122,6 +124,33 @@ describe('the embedded index and its format versions', () => {
       // A scale and one byte per component, a quarter of float32's bytes.
       expect(db.prepare('SELECT DISTINCT length(vector) FROM memories').pluck().all()).toEqual([4 + DIMENSIONS]);
     });
+  });
+
+  it('rebuilds a graph file of f32 vectors (before the graph recorded its scalar type) as f16 on open, half the vector bytes', async () => {
+    scratch.index = await SqliteMemoryIndex.open({
+      dir: scratch.dir,
+      dimensions: DIMENSIONS,
+      model: MODEL,
+      graph: { quantization: 'f32' },
+    });
+    await scratch.index.upsert(T, memories());
+    await scratch.index.close();
+    partition(scratch.dir, (db) => db.prepare(`DELETE FROM partition_state WHERE key = 'graph_scalar_bytes'`).run());
+    const graphFile = join(scratch.dir, `tenant-${T}.usearch`);
+    const before = statSync(graphFile).size;
+
+    scratch.index = await open();
+    const vector = (await scratch.index.get(T, 'invoice'))!.vector!;
+    expect((await searchIds(scratch.index, T, '', vector))[0]).toBe('invoice');
+    await scratch.index.close();
+    scratch.index = undefined;
+    const file = readFileSync(graphFile);
+    expect(file.includes(graphVectorBytes(vector, 'f16')!)).toBe(true);
+    expect(file.includes(graphVectorBytes(vector, 'f32')!)).toBe(false);
+    expect(before - file.byteLength).toBe(2 * 2 * DIMENSIONS);
+    partition(scratch.dir, (db) =>
+      expect(db.prepare(`SELECT value FROM partition_state WHERE key = 'graph_scalar_bytes'`).pluck().get()).toBe(2),
+    );
   });
 
   it('takes a partition from before the vectors marker as format 1: the next vectors format re-embeds it too', async () => {

@@ -7,7 +7,7 @@ import { RECALLABLE_STATUSES, type ReadClause } from '@elma/domain';
 import { memoryIndexContract } from '../contract';
 import { embed, indexed, searchIds } from '../fixtures';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
-import { quantise, toBlob } from './vectors';
+import { quantise } from './vectors';
 
 const DIMENSIONS = 384;
 const tempDir = () => mkdtempSync(join(tmpdir(), 'elma-memory-index-'));
@@ -59,11 +59,10 @@ describe('SqliteMemoryIndex on disk', () => {
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
     expect(await search(index, marker)).toEqual(['victim']);
 
-    // The vector as the index holds it: float32 in the graph (what get returns), quantised in the row.
-    const vectorBytes = toBlob((await index.get(T, 'victim'))!.vector!);
+    // The vector as the index holds it: f16 in the graph, quantised in the row. These are also what the erasure
+    // byte scan looks for: each form is in a file before the purge, none after it.
+    const [vectorBytes, ...forms] = index.storedVectorForms((await index.get(T, 'victim'))!.vector!);
     const rowBytes = quantise(victim.vector!);
-    // What the erasure byte scan looks for: each form is in a file before the purge, none after it.
-    const forms = index.storedVectorForms((await index.get(T, 'victim'))!.vector!);
     for (const form of forms) expect(filesContaining(dir, form).length).toBeGreaterThan(0);
     const markerBytes = [Buffer.from(marker), Buffer.from(marker.toLowerCase())];
     expect(filesContaining(dir, vectorBytes)).toContain(`tenant-${T}.usearch`);

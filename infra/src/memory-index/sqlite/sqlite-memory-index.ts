@@ -25,8 +25,8 @@ import {
 import { compileFilter } from './filter-sql';
 import { META_SCHEMA } from './schema';
 import { TenantPartition, type PartitionFiles } from './tenant-partition';
-import type { VectorGraphOptions } from './vector-graph';
-import { cosine, norm, quantise, QUANTISED_SCALE_BYTES, toBlob } from './vectors';
+import { DEFAULT_QUANTIZATION, graphVectorBytes, type VectorGraphOptions } from './vector-graph';
+import { cosine, norm, quantise, QUANTISED_SCALE_BYTES } from './vectors';
 
 export interface SqliteMemoryIndexOptions {
   /** Folder for `tenant-<tenant>.db`, `tenant-<tenant>.usearch` and `meta.db`; created if missing. */
@@ -217,9 +217,13 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
    * log rebuilds the rest) and it stays quarantined until that rebuild, so
    * reads keep failing loudly rather than answering from an empty partition.
    */
-  /** The graph file holds a vector as float32, the partition's row quantised: its int8 components (the scale may differ by a bit). */
+  /**
+   * The graph file holds a vector in its scalar type (f16 by default), the
+   * partition's row quantised: its int8 components (the scale may differ by a bit).
+   */
   storedVectorForms(vector: Float32Array): Buffer[] {
-    return [toBlob(vector), quantise(vector).subarray(QUANTISED_SCALE_BYTES)];
+    const graph = graphVectorBytes(vector, this.options.graph?.quantization ?? DEFAULT_QUANTIZATION);
+    return [...(graph ? [graph] : []), quantise(vector).subarray(QUANTISED_SCALE_BYTES)];
   }
 
   async purge(tenant: string, ids: string[]): Promise<void> {

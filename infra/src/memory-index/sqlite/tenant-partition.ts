@@ -21,8 +21,8 @@ import {
 import type { FilterSql } from './filter-sql';
 import { millis } from './filter-sql';
 import { factKeyOf, ftsStoresContent, lineageSet, migrateTenantSchema, purposeSet, TENANT_FTS_SCHEMA, TENANT_SCHEMA } from './schema';
-import { VectorGraph, type VectorGraphOptions } from './vector-graph';
-import { cosine, dequantise, fromBlob, norm, quantise, toBlob } from './vectors';
+import { graphVectorBytes, SCALAR_BYTES, VectorGraph, type VectorGraphOptions } from './vector-graph';
+import { cosine, dequantise, fromBlob, norm, quantise } from './vectors';
 import { scanFiles } from '../../raw-scan/byte-scan';
 import { countTokens } from '@elma/shared';
 
@@ -543,13 +543,19 @@ export class TenantPartition {
       if (rebuilt) this.rebuildGraph();
       this.saveGraph();
       if (!rebuilt) {
-        const report = await scanFiles(
-          [this.files.graph],
-          // A row without a vector left no vector bytes to look for (an empty pattern would match anywhere). The
-          // graph holds the row's vector as float32 (see vectorOf), so those are the bytes looked for.
-          removed.filter((r) => r.vector.byteLength > 0).map((r) => ({ id: String(r.rowid), bytes: toBlob(this.vectorOf(r.vector)) })),
-        );
-        if (report.findings.length > 0) {
+        // A row without a vector left no vector bytes to look for (an empty pattern would match anywhere). The
+        // graph holds the row's vector in its scalar type (see graphVectorBytes), so those are the bytes looked for.
+        const needles = removed
+          .filter((r) => r.vector.byteLength > 0)
+          .map((r) => ({ id: String(r.rowid), bytes: graphVectorBytes(this.vectorOf(r.vector), this.graph.quantization) }));
+        // Bytes that cannot be predicted (an i8 graph) cannot be checked: the graph is rebuilt instead.
+        const report = needles.every((n) => n.bytes !== undefined)
+          ? await scanFiles(
+              [this.files.graph],
+              needles.map((n) => ({ id: n.id, bytes: n.bytes! })),
+            )
+          : undefined;
+        if (!report || report.findings.length > 0) {
           this.rebuildGraph();
           this.saveGraph();
         }
@@ -744,10 +750,13 @@ export class TenantPartition {
     const saved = this.savedGraph();
     // A graph built with another ef_construction (files from before it was recorded were built with 16) is rebuilt.
     const builtWith = this.state('graph_expansion_add') ?? LEGACY_EXPANSION_ADD;
+    // So is one of another scalar type (files from before it was recorded held f32): usearch would load it as it is.
+    const scalarBytes = this.state('graph_scalar_bytes') ?? SCALAR_BYTES.f32;
     if (
       saved &&
       saved.generation === this.state('generation') &&
       builtWith === this.graph.expansionAdd &&
+      scalarBytes === SCALAR_BYTES[this.graph.quantization] &&
       sameFile(this.files.graph, saved)
     ) {
       if (this.graph.load(this.files.graph, saved.removed) && this.graph.size === saved.nodes) {
@@ -796,6 +805,9 @@ export class TenantPartition {
          nodes = excluded.nodes, removed = excluded.removed`,
     ).run(this.state('generation'), statSync(this.files.graph).size, fileDigest(this.files.graph), this.graph.size, this.graph.removed);
     this.stmt(`INSERT OR REPLACE INTO partition_state (key, value) VALUES ('graph_expansion_add', ?)`).run(this.graph.expansionAdd);
+    this.stmt(`INSERT OR REPLACE INTO partition_state (key, value) VALUES ('graph_scalar_bytes', ?)`).run(
+      SCALAR_BYTES[this.graph.quantization],
+    );
     this.addedSinceSave = 0;
   }
 
@@ -804,8 +816,10 @@ export class TenantPartition {
   }
 
   private state(key: 'generation' | 'purge_pending'): number;
-  private state(key: 'text_analysis' | 'graph_expansion_add' | 'vectors_format'): number | undefined;
-  private state(key: 'generation' | 'purge_pending' | 'text_analysis' | 'graph_expansion_add' | 'vectors_format'): number | undefined {
+  private state(key: 'text_analysis' | 'graph_expansion_add' | 'graph_scalar_bytes' | 'vectors_format'): number | undefined;
+  private state(
+    key: 'generation' | 'purge_pending' | 'text_analysis' | 'graph_expansion_add' | 'graph_scalar_bytes' | 'vectors_format',
+  ): number | undefined {
     return (this.stmt('SELECT value FROM partition_state WHERE key = ?').get(key) as { value: number } | undefined)?.value;
   }
 
