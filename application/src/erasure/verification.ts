@@ -86,7 +86,11 @@ export class ErasureVerifier {
       needles.push({ id: record.id, bytes: utf8 });
       const escaped = Buffer.from(JSON.stringify(record.text).slice(1, -1), 'utf8');
       if (!escaped.equals(utf8)) needles.push({ id: record.id, bytes: escaped });
-      if (record.vector) needles.push({ id: record.id, bytes: Buffer.from(record.vector, 'base64') });
+      // The vector as the index files hold it (quantised in SQLite rows), or its float32 bytes.
+      if (record.vector) {
+        const forms = this.deps.index.storedVectorForms?.(vectorOf(record)) ?? [Buffer.from(record.vector, 'base64')];
+        for (const bytes of forms) needles.push({ id: record.id, bytes });
+      }
     }
     const otherTenantIndex = (path: string) => {
       const name = basename(path);

@@ -197,6 +197,12 @@ export interface MemoryIndex {
   purge(tenant: string, ids: string[]): Promise<void>;
 
   /**
+   * The byte forms in which the index's files hold a vector `get` returned,
+   * for the erasure byte scan to look for. Absent: its float32 bytes only.
+   */
+  storedVectorForms?(vector: Float32Array): Buffer[];
+
+  /**
    * Every record of the tenant's partition (any status), in insertion order,
    * read in batches. For whole-tenant work that is rare by nature: erasure
    * lookups, retention sweeps.

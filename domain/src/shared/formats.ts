@@ -13,7 +13,8 @@ import { DomainError } from './errors';
  * - `keyVault`: `keys.db` (SQLite `user_version`; 2 = versioned master, tenant and signing keys, for rotation).
  * - `indexMeta`: the embedded index's `index/meta.db` (checkpoints, quarantine; `user_version`).
  * - `indexRows`: a tenant partition `index/tenant-<t>.db` (`user_version`): its rows and their vectors.
- * - `vectors`: how a partition's vectors are stored (float32 BLOBs, usearch graph), kept in `partition_state`.
+ * - `vectors`: how a partition's vectors are stored (1 = float32 BLOBs; 2 = int8 and a scale; usearch graph), kept in
+ *   `partition_state`.
  * - `tokenisation`: how BM25 terms are cut and stemmed (`documentAnalysisCode`), kept in `partition_state`.
  * - `certificates`: the signed erasure certificate's `version` field (inside the signed body).
  * - `elasticsearchMapping`: the mapping of the Elasticsearch index (its concrete index name ends in `-v<n>`).
@@ -29,7 +30,7 @@ export const FORMAT_VERSIONS = {
   keyVault: 2,
   indexMeta: 1,
   indexRows: 1,
-  vectors: 1,
+  vectors: 2,
   tokenisation: 1,
   certificates: 1,
   elasticsearchMapping: 2,

@@ -20,7 +20,7 @@ import {
   type ReadExclusions,
 } from '@elma/domain';
 import { OWNERS, PROJECTS, PURPOSES, ancestry, defined, readClause, sometimes } from './arbitraries.testing';
-import { embed, indexed, type RecordOverrides } from './fixtures';
+import { embed, indexed, sameVector, type RecordOverrides } from './fixtures';
 import { embeddingContract } from './contract-embeddings';
 
 function cosineOf(a: Float32Array, b: Float32Array): number {
@@ -93,7 +93,7 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
 
       const got = await index.get(A, 'm-1');
       expect(got?.record).toEqual(memory.record);
-      expect(Array.from(got!.vector!)).toEqual(Array.from(memory.vector!));
+      expect(sameVector(got?.vector, memory.vector!)).toBe(true);
       expect(await index.get(A, 'missing')).toBeUndefined();
       expect(await index.count(A)).toBe(1);
     });

@@ -1,6 +1,7 @@
 import { RECALLABLE_STATUSES, type HybridQuery, type IndexedMemory, type MemoryIndex } from '@elma/domain';
 import { makeRecord, type RecordOverrides } from '@elma/domain/testing';
 import { HashingEmbedder } from '../embedder/hashing';
+import { cosine } from './sqlite/vectors';
 
 export type { RecordOverrides };
 /** For the property specs' arbitraries (`arbitraries.testing.ts`), which the layering rule keeps off `@elma/domain/testing`. */
@@ -16,6 +17,15 @@ export function indexed(overrides: RecordOverrides = {}): IndexedMemory {
 
 export function embed(text: string): Float32Array {
   return embedder.embedOne(text);
+}
+
+/**
+ * Whether a vector an index gave back is the one it was given: same length,
+ * same direction. An index may store it quantised (the embedded one keeps
+ * int8 components and a scale), so the components need not be equal.
+ */
+export function sameVector(returned: Float32Array | undefined, given: Float32Array): boolean {
+  return returned !== undefined && returned.length === given.length && cosine(returned, given) > 0.999;
 }
 
 /** Ids of the hits of an open query in one tenant (both routes when a vector is given). */

@@ -64,8 +64,9 @@ describe('the floor and the storage breakdown on real partition files', () => {
     expect(partitionBytes).toBe(storage.files.get('index partitions'));
     expect(storage.partitions.get('record rows')).toBeGreaterThan(0);
     expect(storage.partitions.get('FTS index')).toBeGreaterThan(0);
-    // 384 float32 coordinates per record.
-    expect(storage.rowPayload.vectors).toBe(texts.length * 384 * 4);
+    // A float32 scale and 384 int8 components per record (vectors format 2); the FTS table stores no text.
+    expect(storage.rowPayload.vectors).toBe(texts.length * (4 + 384));
+    expect(storage.partitions.get('FTS stored text')).toBe(0);
     expect(storage.rowPayload.records).toBeGreaterThan(texts.join('').length);
     expect([...storage.files.values()].reduce((sum, b) => sum + b, 0)).toBe(storage.total);
   });

@@ -1,3 +1,4 @@
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -5,6 +6,8 @@ import { FORMAT_VERSIONS, type FormatVersions } from '@elma/domain';
 import { embed, indexed, searchIds } from '../fixtures';
 import { scratchIndex } from './scratch.testing';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
+import { graphVectorBytes } from './vector-graph';
+import { cosine, toBlob } from './vectors';
 
 const T = 'acme';
 const DIMENSIONS = 384;
@@ -90,6 +93,63 @@ describe('the embedded index and its format versions', () => {
     scratch.index = undefined;
     partition(scratch.dir, (db) =>
       expect(db.prepare(`SELECT value FROM partition_state WHERE key = 'vectors_format'`).pluck().get()).toBe(next.vectors),
+    );
+  });
+
+  it('quantises the float32 vectors of a format 1 partition in place on open: none waits for a new one, the dense route answers', async () => {
+    scratch.index = await open();
+    await scratch.index.upsert(T, memories());
+    await scratch.index.close();
+    // The layout of format 1: each row's vector as float32, no vectors marker.
+    partition(scratch.dir, (db) => {
+      const update = db.prepare('UPDATE memories SET vector = ? WHERE rowid = ?');
+      for (const row of db.prepare(`SELECT rowid, json_extract(record, '$.content.text') AS text FROM memories`).all() as {
+        rowid: number;
+        text: string;
+      }[])
+        update.run(toBlob(embed(row.text)), row.rowid);
+      db.prepare(`DELETE FROM partition_state WHERE key = 'vectors_format'`).run();
+    });
+
+    scratch.index = await open();
+    expect(await scratch.index.pendingEmbeddings(T, 10)).toEqual([]);
+    const query = embed('The customer asked about the pallet invoice');
+    expect((await searchIds(scratch.index, T, '', query))[0]).toBe('invoice');
+    const kept = (await scratch.index.get(T, 'invoice'))!.vector!;
+    expect(cosine(kept, query)).toBeGreaterThan(0.999);
+    await scratch.index.close();
+    scratch.index = undefined;
+    partition(scratch.dir, (db) => {
+      expect(db.prepare(`SELECT value FROM partition_state WHERE key = 'vectors_format'`).pluck().get()).toBe(FORMAT_VERSIONS.vectors);
+      // A scale and one byte per component, a quarter of float32's bytes.
+      expect(db.prepare('SELECT DISTINCT length(vector) FROM memories').pluck().all()).toEqual([4 + DIMENSIONS]);
+    });
+  });
+
+  it('rebuilds a graph file of f32 vectors (before the graph recorded its scalar type) as f16 on open, half the vector bytes', async () => {
+    scratch.index = await SqliteMemoryIndex.open({
+      dir: scratch.dir,
+      dimensions: DIMENSIONS,
+      model: MODEL,
+      graph: { quantization: 'f32' },
+    });
+    await scratch.index.upsert(T, memories());
+    await scratch.index.close();
+    partition(scratch.dir, (db) => db.prepare(`DELETE FROM partition_state WHERE key = 'graph_scalar_bytes'`).run());
+    const graphFile = join(scratch.dir, `tenant-${T}.usearch`);
+    const before = statSync(graphFile).size;
+
+    scratch.index = await open();
+    const vector = (await scratch.index.get(T, 'invoice'))!.vector!;
+    expect((await searchIds(scratch.index, T, '', vector))[0]).toBe('invoice');
+    await scratch.index.close();
+    scratch.index = undefined;
+    const file = readFileSync(graphFile);
+    expect(file.includes(graphVectorBytes(vector, 'f16')!)).toBe(true);
+    expect(file.includes(graphVectorBytes(vector, 'f32')!)).toBe(false);
+    expect(before - file.byteLength).toBe(2 * 2 * DIMENSIONS);
+    partition(scratch.dir, (db) =>
+      expect(db.prepare(`SELECT value FROM partition_state WHERE key = 'graph_scalar_bytes'`).pluck().get()).toBe(2),
     );
   });
 

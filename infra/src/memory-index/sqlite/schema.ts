@@ -23,13 +23,24 @@ export const factKeyOf = (record: MemoryRecord): string | null => indexKeyOf(rec
  * by spaces. `partition_state.text_analysis` names the analysis they were
  * made with (`documentAnalysisCode`); absent in files from before it, whose
  * terms were the unstemmed words without date words.
+ *
+ * Contentless (`content=''`): FTS5 keeps only its index, not a second copy of
+ * the terms (they can be derived again from the stored record), and
+ * `contentless_delete=1` lets a row be deleted by rowid alone. Files from
+ * before kept the terms in `memories_fts_content`; their table is rebuilt on
+ * open (see `ftsStoresContent`).
  */
 export const TENANT_FTS_SCHEMA = `
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(body, tokenize = 'unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(body, content = '', contentless_delete = 1, tokenize = 'unicode61');
 -- Document frequency per token, to plan BM25 queries (see TenantPartition.searchText). A view over
 -- the FTS index itself, so it costs nothing on write and never outlives a purged document's terms.
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, 'row');
 `;
+
+/** Whether the partition's FTS table still stores its text (a file from before it was contentless): then it is rebuilt. */
+export function ftsStoresContent(db: Database.Database): boolean {
+  return db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'memories_fts_content'`).get() !== undefined;
+}
 
 export const TENANT_SCHEMA = `
 CREATE TABLE IF NOT EXISTS memories (

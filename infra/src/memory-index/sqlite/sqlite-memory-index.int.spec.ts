@@ -7,6 +7,7 @@ import { RECALLABLE_STATUSES, type ReadClause } from '@elma/domain';
 import { memoryIndexContract } from '../contract';
 import { embed, indexed, searchIds } from '../fixtures';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
+import { quantise } from './vectors';
 
 const DIMENSIONS = 384;
 const tempDir = () => mkdtempSync(join(tmpdir(), 'elma-memory-index-'));
@@ -58,19 +59,24 @@ describe('SqliteMemoryIndex on disk', () => {
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
     expect(await search(index, marker)).toEqual(['victim']);
 
-    const vectorBytes = Buffer.from(victim.vector!.buffer, victim.vector!.byteOffset, victim.vector!.byteLength);
+    // The vector as the index holds it: f16 in the graph, quantised in the row. These are also what the erasure
+    // byte scan looks for: each form is in a file before the purge, none after it.
+    const [vectorBytes, ...forms] = index.storedVectorForms((await index.get(T, 'victim'))!.vector!);
+    const rowBytes = quantise(victim.vector!);
+    for (const form of forms) expect(filesContaining(dir, form).length).toBeGreaterThan(0);
     const markerBytes = [Buffer.from(marker), Buffer.from(marker.toLowerCase())];
     expect(filesContaining(dir, vectorBytes)).toContain(`tenant-${T}.usearch`);
+    expect(filesContaining(dir, rowBytes)).toContain(`tenant-${T}.db`);
     expect(filesContaining(dir, markerBytes[1]).length).toBeGreaterThan(0);
 
     await index.purge(T, ['victim']);
 
-    for (const needle of [...markerBytes, vectorBytes]) expect(filesContaining(dir, needle)).toEqual([]);
+    for (const needle of [...markerBytes, vectorBytes, rowBytes, ...forms]) expect(filesContaining(dir, needle)).toEqual([]);
     // A slice of the vector too: a partial copy (one page boundary apart) must not survive either.
     expect(filesContaining(dir, vectorBytes.subarray(0, 64))).toEqual([]);
 
     await index.close();
-    for (const needle of [...markerBytes, vectorBytes]) expect(filesContaining(dir, needle)).toEqual([]);
+    for (const needle of [...markerBytes, vectorBytes, rowBytes]) expect(filesContaining(dir, needle)).toEqual([]);
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
     expect(await index.count(T)).toBe(300);
     expect(await search(index, marker, victim.vector)).not.toContain('victim');

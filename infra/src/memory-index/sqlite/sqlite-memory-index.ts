@@ -27,8 +27,8 @@ import {
 import { compileFilter } from './filter-sql';
 import { META_SCHEMA } from './schema';
 import { TenantPartition, type PartitionFiles } from './tenant-partition';
-import type { VectorGraphOptions } from './vector-graph';
-import { cosine, norm } from './vectors';
+import { DEFAULT_QUANTIZATION, graphVectorBytes, type VectorGraphOptions } from './vector-graph';
+import { cosine, norm, quantise, QUANTISED_SCALE_BYTES } from './vectors';
 
 export interface SqliteMemoryIndexOptions {
   /** Folder for `tenant-<tenant>.db`, `tenant-<tenant>.usearch` and `meta.db`; created if missing. */
@@ -219,6 +219,15 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
    * log rebuilds the rest) and it stays quarantined until that rebuild, so
    * reads keep failing loudly rather than answering from an empty partition.
    */
+  /**
+   * The graph file holds a vector in its scalar type (f16 by default), the
+   * partition's row quantised: its int8 components (the scale may differ by a bit).
+   */
+  storedVectorForms(vector: Float32Array): Buffer[] {
+    const graph = graphVectorBytes(vector, this.options.graph?.quantization ?? DEFAULT_QUANTIZATION);
+    return [...(graph ? [graph] : []), quantise(vector).subarray(QUANTISED_SCALE_BYTES)];
+  }
+
   async purge(tenant: string, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     this.pinned.set(tenant, (this.pinned.get(tenant) ?? 0) + 1);

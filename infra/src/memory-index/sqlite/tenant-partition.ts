@@ -25,9 +25,18 @@ import type { FilterSql } from './filter-sql';
 import { millis } from './filter-sql';
 import { PolicyRows } from './policy-rows';
 import { TermFrequencies } from './term-frequencies';
-import { factKeyOf, lineageInputs, lineageSet, migrateTenantSchema, purposeSet, TENANT_FTS_SCHEMA, TENANT_SCHEMA } from './schema';
-import { VectorGraph, type VectorGraphOptions } from './vector-graph';
-import { cosine, fromBlob, norm, toBlob } from './vectors';
+import {
+  factKeyOf,
+  ftsStoresContent,
+  lineageInputs,
+  lineageSet,
+  migrateTenantSchema,
+  purposeSet,
+  TENANT_FTS_SCHEMA,
+  TENANT_SCHEMA,
+} from './schema';
+import { graphVectorBytes, SCALAR_BYTES, VectorGraph, type VectorGraphOptions } from './vector-graph';
+import { cosine, dequantise, fromBlob, norm, quantise } from './vectors';
 import { scanFiles } from '../../raw-scan/byte-scan';
 import { countTokens } from '@elma/shared';
 
@@ -67,6 +76,9 @@ const LINEAGE_COLUMNS = `rowid, id, kind, owner, project, recorded_at, expires_a
 
 /** The vectors format of partitions from before it was recorded (float32 BLOBs). */
 const LEGACY_VECTORS_FORMAT = 1;
+
+/** The vectors format of quantised rows (int8 and a scale, see `quantise`), which format 1 rows are converted to. */
+const QUANTISED_VECTORS_FORMAT = 2;
 
 /** The ef_construction of graph files saved before it was recorded (usearch's default then). */
 const LEGACY_EXPANSION_ADD = 16;
@@ -198,7 +210,7 @@ export class TenantPartition {
     const now = Date.now();
     this.db.transaction(() => {
       for (const { record, vector: given, model } of memories) {
-        const vector = given && accepts(model) ? given : undefined;
+        const stored = given && accepts(model) ? quantise(given) : undefined;
         const current = this.stmt('SELECT rowid, version FROM memories WHERE id = ? AND tx_to IS NULL').get(record.id) as
           { rowid: number; version: number } | undefined;
         const txFrom = millis(record.revisedAt ?? record.recordedAt, 'revisedAt');
@@ -211,8 +223,9 @@ export class TenantPartition {
         } else if (current) {
           this.stmt('UPDATE memories SET tx_to = ? WHERE rowid = ?').run(txFrom, current.rowid);
         }
-        const rowid = this.insertRow(record, vector, txFrom, now);
-        added.set(rowid, vector);
+        const rowid = this.insertRow(record, stored, txFrom, now);
+        // The graph gets the vector as the row holds it, so it equals a graph rebuilt from the rows.
+        added.set(rowid, stored && this.vectorOf(stored));
       }
       this.bumpGeneration();
     })();
@@ -239,7 +252,7 @@ export class TenantPartition {
     ).get(id) as ({ record: string; vector: Buffer; vector_model: string | null } & UsageColumns) | undefined;
     if (!row) return undefined;
     const record = withUsage(parseRecord(row.record), row);
-    return row.vector_model === null ? { record } : { record, vector: fromBlob(row.vector), model: row.vector_model };
+    return row.vector_model === null ? { record } : { record, vector: this.vectorOf(row.vector), model: row.vector_model };
   }
 
   /** Whether the partition's vectors are of the configured model (else: dense route off, nothing embedded, reindex). */
@@ -282,11 +295,12 @@ export class TenantPartition {
            FROM memories WHERE id = ? AND version = ? AND tx_to IS NULL`,
         ).get(item.id, item.version) as { rowid: number; vector_model: string | null; untokenised: string | null } | undefined;
         if (!row) continue;
+        const stored = quantise(item.vector);
         this.stmt(
           'UPDATE memories SET vector = ?, vector_model = ?, pending_since = NULL, tokens = coalesce(tokens, ?) WHERE rowid = ?',
-        ).run(toBlob(item.vector), item.model, row.untokenised === null ? null : countTokens(row.untokenised), row.rowid);
+        ).run(stored, item.model, row.untokenised === null ? null : countTokens(row.untokenised), row.rowid);
         if (row.vector_model !== null) replaced.push(row.rowid);
-        added.push({ rowid: row.rowid, vector: item.vector });
+        added.push({ rowid: row.rowid, vector: this.vectorOf(stored) });
       }
       if (added.length > 0) this.bumpGeneration();
     })();
@@ -457,7 +471,7 @@ export class TenantPartition {
   }
 
   /**
-   * Dense route: rowids with exact cosine, best first. usearch's JS binding has
+   * Dense route: rowids with their cosine, best first. usearch's JS binding has
    * no filtered search (no predicate callback), so the graph is oversampled and
    * its candidates are checked against the filter in memory (`PolicyRows`);
    * when too few pass (a selective filter), the filtered rows are scanned
@@ -471,7 +485,7 @@ export class TenantPartition {
     const first = Math.min(Math.max(GRAPH_DEPTHS[0], Math.ceil((depth * OVERSAMPLING_MARGIN) / this.admittedShare)), GRAPH_DEPTHS[1]);
     for (const k of [first, Math.max(GRAPH_DEPTHS[1], depth * 2, first * 2)]) {
       const matches = this.graph.searchWithCosine(query, k);
-      // Only the filter is checked: the graph's similarities are already exact (f32 vectors).
+      // Only the filter is checked: the graph's similarities are those of its f16 copy, within about 1e-4 of the rows'.
       const allowed = this.policyRows.admit(
         matches.map((m) => m.key),
         filter,
@@ -493,7 +507,7 @@ export class TenantPartition {
       `SELECT m.rowid AS rowid, m.vector AS vector FROM memories m WHERE m.vector_model IS NOT NULL AND ${sql.where}`,
     ).all(...sql.params) as { rowid: number; vector: Buffer }[];
     return candidates
-      .map((c) => ({ rowid: c.rowid, cosine: cosine(query, fromBlob(c.vector), queryNorm) }))
+      .map((c) => ({ rowid: c.rowid, cosine: cosine(query, this.vectorOf(c.vector), queryNorm) }))
       .sort((a, b) => b.cosine - a.cosine || a.rowid - b.rowid)
       .slice(0, depth);
   }
@@ -657,7 +671,7 @@ export class TenantPartition {
           rowid: r.rowid,
           record: withUsage(JSON.parse(r.record) as MemoryRecord, r),
           // A stale partition's vectors are not comparable with the query's: hits carry none (as on Elasticsearch).
-          ...(r.vector_model === this.options.model ? { vector: fromBlob(r.vector) } : {}),
+          ...(r.vector_model === this.options.model ? { vector: this.vectorOf(r.vector) } : {}),
           ...(r.tokens !== null ? { tokens: r.tokens } : {}),
         },
       ]),
@@ -707,12 +721,19 @@ export class TenantPartition {
       if (rebuilt) this.rebuildGraph();
       this.saveGraph();
       if (!rebuilt) {
-        const report = await scanFiles(
-          [this.files.graph],
-          // A row without a vector left no vector bytes to look for (an empty pattern would match anywhere).
-          removed.filter((r) => r.vector.byteLength > 0).map((r) => ({ id: String(r.rowid), bytes: r.vector })),
-        );
-        if (report.findings.length > 0) {
+        // A row without a vector left no vector bytes to look for (an empty pattern would match anywhere). The
+        // graph holds the row's vector in its scalar type (see graphVectorBytes), so those are the bytes looked for.
+        const needles = removed
+          .filter((r) => r.vector.byteLength > 0)
+          .map((r) => ({ id: String(r.rowid), bytes: graphVectorBytes(this.vectorOf(r.vector), this.graph.quantization) }));
+        // Bytes that cannot be predicted (an i8 graph) cannot be checked: the graph is rebuilt instead.
+        const report = needles.every((n) => n.bytes !== undefined)
+          ? await scanFiles(
+              [this.files.graph],
+              needles.map((n) => ({ id: n.id, bytes: n.bytes! })),
+            )
+          : undefined;
+        if (!report || report.findings.length > 0) {
           this.rebuildGraph();
           this.saveGraph();
         }
@@ -762,7 +783,8 @@ export class TenantPartition {
     }
   }
 
-  private insertRow(record: MemoryRecord, vector: Float32Array | undefined, txFrom: number, now: number): number {
+  /** `vector`: the row's quantised vector (see `quantise`), absent while it waits for one. */
+  private insertRow(record: MemoryRecord, vector: Buffer | undefined, txFrom: number, now: number): number {
     const { lastInsertRowid } = this.stmt(
       `INSERT INTO memories (id, version, tx_from, tx_to, tokens, fact_key, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, lineage_set, valid_from, valid_to, recorded_at, expires_at, subject, session, record, vector, vector_model, pending_since)
        VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -788,7 +810,7 @@ export class TenantPartition {
       record.subject,
       record.session ?? null,
       JSON.stringify(record),
-      vector ? toBlob(vector) : EMPTY_BLOB,
+      vector ?? EMPTY_BLOB,
       vector ? this.options.model : null,
       vector ? null : now,
     );
@@ -811,13 +833,14 @@ export class TenantPartition {
    * (past versions too, which knownAsOf queries reach) derived again from the
    * stored records, in one transaction with the new analysis code. Dropping
    * the table (with secure_delete on) rather than deleting its rows leaves no
-   * old term lists behind.
+   * old term lists behind. A file whose FTS table still stores its text (from
+   * before it was contentless) is rebuilt the same way, so the copy goes.
    */
   private deriveTextIfStale(): void {
     const code = this.options.formats
       ? analysisCodeAt(this.options.text, this.options.formats.tokenisation)
       : documentAnalysisCode(this.options.text);
-    if (this.state('text_analysis') === code) return;
+    if (this.state('text_analysis') === code && !ftsStoresContent(this.db)) return;
     this.db.transaction(() => {
       this.db.exec('DROP TABLE IF EXISTS memories_vocab; DROP TABLE memories_fts;');
       this.db.exec(TENANT_FTS_SCHEMA);
@@ -846,10 +869,12 @@ export class TenantPartition {
 
   /**
    * The vectors' storage format (`partition_state.vectors_format`; files from
-   * before it stored float32 BLOBs, format 1). A newer one is refused. An
-   * older one is migrated in place: vectors are derived data of the stored
-   * records, so current rows go back to waiting for a vector (the embedding
-   * stage makes them again, BM25 answers meanwhile) and the graph is rebuilt.
+   * before it stored float32 BLOBs, format 1). A newer one is refused. Format
+   * 1 rows are quantised in place into format 2 (see `quantise`), keeping
+   * every vector. Any other older one is migrated in place too: vectors are
+   * derived data of the stored records, so current rows go back to waiting
+   * for a vector (the embedding stage makes them again, BM25 answers
+   * meanwhile). Either way the graph is rebuilt from the rows.
    */
   private migrateVectorsFormat(supported: number, fresh: boolean): void {
     const recorded = this.state('vectors_format');
@@ -858,7 +883,10 @@ export class TenantPartition {
     if (stored > supported) throw new FormatTooNew('vectors', stored, 'index partition', supported);
     if (recorded === supported) return;
     this.db.transaction(() => {
-      if (stored < supported) {
+      if (stored === LEGACY_VECTORS_FORMAT && supported === QUANTISED_VECTORS_FORMAT) {
+        this.quantiseRows();
+        this.bumpGeneration();
+      } else if (stored < supported) {
         this.db
           .prepare(
             `UPDATE memories SET vector = ?, vector_model = NULL, pending_since = ? WHERE vector_model IS NOT NULL AND tx_to IS NULL`,
@@ -869,6 +897,21 @@ export class TenantPartition {
       }
       this.db.prepare(`INSERT OR REPLACE INTO partition_state (key, value) VALUES ('vectors_format', ?)`).run(supported);
     })();
+  }
+
+  /** Rewrites every row's float32 vector quantised (format 1 to 2), past versions too; paged like deriveTextIfStale. */
+  private quantiseRows(): void {
+    const update = this.db.prepare('UPDATE memories SET vector = ? WHERE rowid = ?');
+    const page = this.db.prepare(`SELECT rowid, vector FROM memories WHERE rowid > ? AND length(vector) > 0 ORDER BY rowid LIMIT 1000`);
+    for (let after = 0, rows: { rowid: number; vector: Buffer }[]; (rows = page.all(after) as typeof rows).length > 0;) {
+      for (const row of rows) update.run(quantise(fromBlob(row.vector)), row.rowid);
+      after = rows[rows.length - 1].rowid;
+    }
+  }
+
+  /** The vector a row's BLOB holds (quantised, or float32 in a row not yet converted). */
+  private vectorOf(blob: Buffer): Float32Array {
+    return dequantise(blob, this.options.dimensions);
   }
 
   private deleteRow(rowid: number): void {
@@ -894,10 +937,13 @@ export class TenantPartition {
     const saved = this.savedGraph();
     // A graph built with another ef_construction (files from before it was recorded were built with 16) is rebuilt.
     const builtWith = this.state('graph_expansion_add') ?? LEGACY_EXPANSION_ADD;
+    // So is one of another scalar type (files from before it was recorded held f32): usearch would load it as it is.
+    const scalarBytes = this.state('graph_scalar_bytes') ?? SCALAR_BYTES.f32;
     if (
       saved &&
       saved.generation === this.state('generation') &&
       builtWith === this.graph.expansionAdd &&
+      scalarBytes === SCALAR_BYTES[this.graph.quantization] &&
       sameFile(this.files.graph, saved)
     ) {
       if (this.graph.load(this.files.graph, saved.removed) && this.graph.size === saved.nodes) {
@@ -932,7 +978,7 @@ export class TenantPartition {
       rowid: number;
       vector: Buffer;
     }>) {
-      batch.push({ rowid: row.rowid, vector: fromBlob(row.vector) });
+      batch.push({ rowid: row.rowid, vector: this.vectorOf(row.vector) });
       if (batch.length === 10_000) flushBatch();
     }
     if (batch.length > 0) flushBatch();
@@ -946,6 +992,9 @@ export class TenantPartition {
          nodes = excluded.nodes, removed = excluded.removed`,
     ).run(this.state('generation'), statSync(this.files.graph).size, fileDigest(this.files.graph), this.graph.size, this.graph.removed);
     this.stmt(`INSERT OR REPLACE INTO partition_state (key, value) VALUES ('graph_expansion_add', ?)`).run(this.graph.expansionAdd);
+    this.stmt(`INSERT OR REPLACE INTO partition_state (key, value) VALUES ('graph_scalar_bytes', ?)`).run(
+      SCALAR_BYTES[this.graph.quantization],
+    );
     this.addedSinceSave = 0;
   }
 
@@ -954,8 +1003,10 @@ export class TenantPartition {
   }
 
   private state(key: 'generation' | 'purge_pending'): number;
-  private state(key: 'text_analysis' | 'graph_expansion_add' | 'vectors_format'): number | undefined;
-  private state(key: 'generation' | 'purge_pending' | 'text_analysis' | 'graph_expansion_add' | 'vectors_format'): number | undefined {
+  private state(key: 'text_analysis' | 'graph_expansion_add' | 'graph_scalar_bytes' | 'vectors_format'): number | undefined;
+  private state(
+    key: 'generation' | 'purge_pending' | 'text_analysis' | 'graph_expansion_add' | 'graph_scalar_bytes' | 'vectors_format',
+  ): number | undefined {
     return (this.stmt('SELECT value FROM partition_state WHERE key = ?').get(key) as { value: number } | undefined)?.value;
   }
 

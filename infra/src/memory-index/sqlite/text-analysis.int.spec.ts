@@ -33,6 +33,16 @@ function inspect(dir: string) {
   }
 }
 
+/** Whether the partition's FTS table keeps a copy of its text (`memories_fts_content`, the layout of older files). */
+function storedFtsText(dir: string): boolean {
+  const db = new Database(join(dir, `tenant-${T}.db`), { readonly: true });
+  try {
+    return db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'memories_fts_content'`).get() !== undefined;
+  } finally {
+    db.close();
+  }
+}
+
 describe('SqliteMemoryIndex text analysis', () => {
   const scratch = scratchIndex('text-analysis');
 
@@ -65,6 +75,36 @@ describe('SqliteMemoryIndex text analysis', () => {
     expect(after.rows).toBe(4);
     expect(after.ftsRows).toBe(after.rows);
     expect(after.terms).toContain('falcon');
+  });
+
+  it('rebuilds a partition whose FTS table stored its text (before it was contentless) on open, and purges it without a trace', async () => {
+    scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS });
+    await scratch.index.upsert(T, memories());
+    await scratch.index.close();
+    // The layout of files from before: the FTS table kept its own copy of the text (here the raw words, unstemmed).
+    const db = new Database(join(scratch.dir, `tenant-${T}.db`));
+    db.exec(`DROP TABLE memories_vocab; DROP TABLE memories_fts;
+      CREATE VIRTUAL TABLE memories_fts USING fts5(body, tokenize = 'unicode61');
+      CREATE VIRTUAL TABLE memories_vocab USING fts5vocab(memories_fts, 'row');
+      INSERT INTO memories_fts (rowid, body) SELECT rowid, json_extract(record, '$.content.text') FROM memories;`);
+    db.close();
+    expect(storedFtsText(scratch.dir)).toBe(true);
+
+    scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS });
+    expect(await searchIds(scratch.index, T, 'paintings')).toEqual(['paint']);
+    expect((await searchIds(scratch.index, T, '交付风险'))[0]).toBe('zh-risk');
+    await scratch.index.purge(T, ['paint']);
+    expect(await searchIds(scratch.index, T, 'sunrise')).toEqual([]);
+    await scratch.index.close();
+    scratch.index = undefined;
+
+    expect(storedFtsText(scratch.dir)).toBe(false);
+    const after = inspect(scratch.dir);
+    expect(after.ftsRows).toBe(after.rows);
+    expect(after.terms).toContain('falcon');
+    // Document frequencies still come from the index, and a purged document left none of its terms.
+    expect(after.terms).not.toContain('sunris');
+    expect(after.terms).not.toContain('lake');
   });
 
   it('never mixes analyses: opening with other options re-derives every row, and opening again as before restores them', async () => {

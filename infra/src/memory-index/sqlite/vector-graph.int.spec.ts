@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { VectorGraph } from './vector-graph';
+import { graphVectorBytes, VectorGraph } from './vector-graph';
 import { runChild } from '@elma/shared/testing';
 
 /** A deterministic pseudo-random vector (mulberry32), for graph tests. */
@@ -40,18 +40,44 @@ describe('VectorGraph.scrub', () => {
     );
     soft.remove(gone);
     soft.save(path);
-    expect(gone.filter((k) => readFileSync(path).includes(Buffer.from(vectors[k - 1].buffer))).length).toBeGreaterThan(0);
+    // The bytes as the graph holds them (f16 by default), computed as a byte scan computes them.
+    const held = (k: number) => graphVectorBytes(vectors[k - 1], graph.quantization)!;
+    expect(gone.filter((k) => readFileSync(path).includes(held(k))).length).toBeGreaterThan(0);
 
     graph.scrub(gone);
     graph.save(path);
     const file = readFileSync(path);
-    expect(gone.filter((k) => file.includes(Buffer.from(vectors[k - 1].buffer)))).toEqual([]);
+    expect(gone.filter((k) => file.includes(held(k)))).toEqual([]);
     expect(graph.size).toBe(2_700);
     const kept = 2;
     expect(graph.searchWithCosine(vectors[kept - 1], 1)[0]).toMatchObject({ key: kept });
     for (const k of gone.slice(0, 20)) expect(graph.search(vectors[k - 1], 10)).not.toContain(k);
     expect(graph.search(vectors[0], 3_000).every((k) => k < 1e15)).toBe(true);
   });
+});
+
+describe('graphVectorBytes', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'elma-graph-bytes-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  // A byte scan that computed other bytes than usearch writes would find nothing, and pass, whatever the file held.
+  it.each(['f32', 'f16'] as const)(
+    'computes the very bytes a %s graph file holds for each vector, tiny and large components alike',
+    (scalar) => {
+      const graph = new VectorGraph(64, { quantization: scalar });
+      const vectors = Array.from({ length: 200 }, (_, i) => prngVector(64, i + 1).map((x) => x * [1, 1e-3, 1e-5, 300][i % 4]));
+      graph.add(
+        vectors.map((_, i) => i + 1),
+        vectors,
+      );
+      const path = join(dir, `${scalar}.usearch`);
+      graph.save(path);
+      const file = readFileSync(path);
+      expect(vectors.filter((v) => !file.includes(graphVectorBytes(v, scalar)!))).toEqual([]);
+      graph.release();
+    },
+  );
 });
 
 describe('VectorGraph files', () => {

@@ -10,6 +10,40 @@ export function fromBlob(blob: Buffer): Float32Array {
   return out;
 }
 
+/** Bytes before the int8 components of a quantised vector: its float32 scale. */
+export const QUANTISED_SCALE_BYTES = 4;
+
+/**
+ * A vector as a partition row stores it (vectors format 2): its float32 scale
+ * (largest magnitude / 127), then one int8 per component, the component
+ * divided by the scale and rounded. A quarter of float32's bytes, so a row
+ * fits several to a page; the dense route's cosines move by about 1e-3
+ * (the rounding error is at most half a scale step per component).
+ */
+export function quantise(vector: Float32Array): Buffer {
+  let largest = 0;
+  for (const x of vector) largest = Math.max(largest, Math.abs(x));
+  const scale = Math.fround(largest / 127);
+  const blob = Buffer.alloc(QUANTISED_SCALE_BYTES + vector.length);
+  blob.writeFloatLE(scale, 0);
+  if (scale === 0) return blob;
+  const components = new Int8Array(blob.buffer, blob.byteOffset + QUANTISED_SCALE_BYTES, vector.length);
+  for (let i = 0; i < vector.length; i++) components[i] = Math.max(-127, Math.min(127, Math.round(vector[i] / scale)));
+  return blob;
+}
+
+/**
+ * The vector a row's BLOB holds: quantised (see `quantise`), or float32 as
+ * rows of vectors format 1 stored it (told apart by length, `dimensions` × 4
+ * bytes), so a row not yet converted still reads; empty for a row without one.
+ */
+export function dequantise(blob: Buffer, dimensions: number): Float32Array {
+  if (blob.byteLength === 0 || blob.byteLength === dimensions * 4) return fromBlob(blob);
+  const scale = blob.readFloatLE(0);
+  const components = new Int8Array(blob.buffer, blob.byteOffset + QUANTISED_SCALE_BYTES, blob.byteLength - QUANTISED_SCALE_BYTES);
+  return Float32Array.from(components, (q) => q * scale);
+}
+
 export function dot(a: Float32Array, b: Float32Array): number {
   let sum = 0;
   for (let i = 0; i < a.length; i++) sum += a[i] * b[i];
