@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Principal } from '@elma/domain';
+import { DEFAULT_TEXT_ANALYSIS, documentTerms, type MemoryRecord, type Principal } from '@elma/domain';
 import { loadConfig } from '@elma/infra';
 import { silentLogger } from '@elma/shared';
 import { openElma, type Elma } from '@elma/runtime';
@@ -82,10 +82,11 @@ describe('erasure verification', () => {
     await elma.ingest.ingest(agent, event('fts-subject', text, 20), 'req-4');
     await elma.runner.waitFor(await elma.log.headPosition(), 30_000);
     const db = partitionFile();
-    const body = db
-      .prepare(`SELECT f.body FROM memories_fts f JOIN memories m ON m.rowid = f.rowid WHERE m.subject = 'fts-subject'`)
-      .pluck()
-      .get() as string;
+    // The FTS table stores no text (contentless): the document is made again from the record, as the index makes it.
+    const record = JSON.parse(
+      db.prepare(`SELECT record FROM memories WHERE subject = 'fts-subject'`).pluck().get() as string,
+    ) as MemoryRecord;
+    const body = documentTerms(record, DEFAULT_TEXT_ANALYSIS).join(' ');
 
     const verification = await eraseAndVerify('fts-subject', async () => {
       // As if the purge had deleted the row but not its FTS document: an orphan under a rowid no row has.

@@ -8,10 +8,11 @@ describe('document frequencies of query terms (TermFrequencies)', () => {
   let writes: number;
   let terms: TermFrequencies;
   /** Adds `n` documents containing `word`, counted as row writes the way the rows' triggers count them. */
-  const add = (word: string, n: number) => {
+  const add = (word: string, n: number): number[] => {
     const insert = db.prepare('INSERT INTO memories_fts (body) VALUES (?)');
-    for (let i = 0; i < n; i++) insert.run(`${word} filler`);
+    const rowids = Array.from({ length: n }, () => Number(insert.run(`${word} filler`).lastInsertRowid));
     writes += n;
+    return rowids;
   };
 
   beforeEach(() => {
@@ -38,9 +39,10 @@ describe('document frequencies of query terms (TermFrequencies)', () => {
   });
 
   it('reads every frequency again once told to forget (a purge)', () => {
-    add('rare', 1);
+    const [rowid] = add('rare', 1);
     expect(terms.of('rare')).toBe(1);
-    db.prepare(`DELETE FROM memories_fts WHERE body = 'rare filler'`).run();
+    // The table stores no text (contentless): a document is deleted by its rowid.
+    db.prepare('DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
     terms.forget();
     expect(terms.of('rare')).toBe(0);
   });
