@@ -1,4 +1,4 @@
-import { Client } from '@elastic/elasticsearch';
+import { Client, type estypes } from '@elastic/elasticsearch';
 import {
   MemoryRecord,
   type CheckpointStore,
@@ -259,20 +259,7 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
       .filter((s): s is NeighbourSource & { subject: string; seq: number } => typeof s.subject === 'string' && typeof s.seq === 'number');
     if (selves.length === 0) return [];
     const bodies = selves.flatMap((s) => [neighbourQuery(s, 'previous', filter)!, neighbourQuery(s, 'next', filter)!]);
-    const found = await this.call('msearch', alias, async () => {
-      const response = await this.client.msearch<MemoryDocument>({
-        searches: bodies.flatMap((body) => [{ index: alias, ignore_unavailable: true }, body]),
-      });
-      return response.responses.map((r) => {
-        if ('error' in r)
-          throw new ElasticsearchIndexError(
-            `elasticsearch neighbours failed on ${alias}: ${r.error.type} (status ${r.status})`,
-            r.status,
-            r.error.type,
-          );
-        return r.hits.hits[0]?._source;
-      });
-    });
+    const found = (await this.msearch<MemoryDocument>(alias, 'neighbours', bodies)).map((hits) => hits[0]?._source);
     const usage = await this.usageOf(
       tenant,
       found.flatMap((doc) => (doc ? [doc.id] : [])),
@@ -295,20 +282,9 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     const routes = routeBodies(query, this.model);
     const bodies = [routes.bm25, routes.knn].filter((b): b is object => b !== undefined);
     if (bodies.length === 0) return [];
-    const ranked = await this.call('msearch', alias, async () => {
-      const response = await this.client.msearch<{ id: string }>({
-        searches: bodies.flatMap((body) => [{ index: alias, ignore_unavailable: true }, body]),
-      });
-      return response.responses.map((r) => {
-        if ('error' in r)
-          throw new ElasticsearchIndexError(
-            `elasticsearch search failed on ${alias}: ${r.error.type} (status ${r.status})`,
-            r.status,
-            r.error.type,
-          );
-        return r.hits.hits.map((h): RouteHit => ({ _id: h._id!, id: h._source!.id, score: h._score ?? 0 }));
-      });
-    });
+    const ranked = (await this.msearch<{ id: string }>(alias, 'search', bodies)).map((hits) =>
+      hits.map((h): RouteHit => ({ _id: h._id!, id: h._source!.id, score: h._score ?? 0 })),
+    );
     const bm25 = routes.bm25 ? ranked.shift()! : [];
     const knn = routes.knn ? ranked.shift()!.map((h) => ({ ...h, score: knnCosine(h.score) })) : [];
     return fuse(bm25, knn, query.limit, query.fusion);
@@ -476,20 +452,13 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     }
     const sharedText: string[] = [];
     for (const chunk of chunks(probes, LEFTOVER_PROBES)) {
-      const texts = await this.call('msearch', alias, async () => {
-        const response = await this.client.msearch<{ record: { content: { text: string } } }>({
-          searches: chunk.flatMap((p) => [{ index: alias, ignore_unavailable: true }, sameWordsQuery(p.text, ids, SAME_WORDS_HITS)]),
-        });
-        return response.responses.map((r) => {
-          if ('error' in r)
-            throw new ElasticsearchIndexError(
-              `elasticsearch leftovers failed on ${alias}: ${r.error.type} (status ${r.status})`,
-              r.status,
-              r.error.type,
-            );
-          return r.hits.hits.map((h) => h._source!.record.content.text);
-        });
-      });
+      const texts = (
+        await this.msearch<{ record: { content: { text: string } } }>(
+          alias,
+          'leftovers',
+          chunk.map((p) => sameWordsQuery(p.text, ids, SAME_WORDS_HITS)),
+        )
+      ).map((hits) => hits.map((h) => h._source!.record.content.text));
       chunk.forEach((p, i) => texts[i].includes(p.text) && sharedText.push(p.id));
     }
     const probedVector = new Set(probes.filter((p) => p.vector).map((p) => p.id));
@@ -979,6 +948,24 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
    * request has just created) or a 429 (back-pressure) is repeated a few times
    * with growing pauses: every request ELMA sends is idempotent.
    */
+  /** Several searches of one index in one `_msearch`: the hits of each, in order; a failed one fails the call. */
+  private async msearch<T>(alias: string, what: string, bodies: object[]): Promise<estypes.SearchHit<T>[][]> {
+    return this.call('msearch', alias, async () => {
+      const response = await this.client.msearch<T>({
+        searches: bodies.flatMap((body) => [{ index: alias, ignore_unavailable: true }, body]),
+      });
+      return response.responses.map((r) => {
+        if ('error' in r)
+          throw new ElasticsearchIndexError(
+            `elasticsearch ${what} failed on ${alias}: ${r.error.type} (status ${r.status})`,
+            r.status,
+            r.error.type,
+          );
+        return r.hits.hits;
+      });
+    });
+  }
+
   private async call<T>(operation: string, target: string, fn: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       this.assertOpen();
