@@ -312,20 +312,49 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
-/** A port the OS considers free right now on 127.0.0.1 (bind port 0, read it, release it). */
+/**
+ * A port free right now on 127.0.0.1, for a server started a little later.
+ * It is drawn below the range the OS hands out as the local ports of
+ * outgoing connections (and to `listen(0)`): a port from that range can be
+ * taken by any connection in the meantime, and under a busy test run it was
+ * (EADDRINUSE seconds later). Drawn at random and tried by binding it; where
+ * the OS leaves no such room, the OS picks one.
+ */
 export async function freePort(avoid: number[] = []): Promise<number> {
-  for (;;) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const server = createServer();
-      server.unref();
-      server.once('error', reject);
-      server.listen(0, HOST, () => {
-        const address = server.address();
-        server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-      });
-    });
-    if (!avoid.includes(port)) return port;
+  const [low, high] = [FIXED_PORTS_FROM, ephemeralPortsFrom()];
+  for (let attempt = 0; high - low > 1_000 && attempt < 50; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low));
+    if (!avoid.includes(port) && (await bindable(port))) return port;
   }
+  for (;;) {
+    const port = await bindable(0);
+    if (port && !avoid.includes(port)) return port;
+  }
+}
+
+/** The lowest port a free-port draw uses: above the well-known and common service ports. */
+const FIXED_PORTS_FROM = 20_000;
+
+/** Where the OS's range of ephemeral ports begins (Linux: ip_local_port_range; elsewhere the IANA 49152). */
+function ephemeralPortsFrom(): number {
+  try {
+    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 49_152;
+  } catch {
+    return 49_152;
+  }
+}
+
+/** Binds the port (0: any) on 127.0.0.1 and releases it: the port bound, or undefined if it was taken. */
+function bindable(port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolve(undefined));
+    server.listen(port, HOST, () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : undefined));
+    });
+  });
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
