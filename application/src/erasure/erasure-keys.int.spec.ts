@@ -1,12 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { KeyShredded, type EventIngested, type Principal } from '@elma/domain';
-import { loadConfig } from '@elma/infra';
-import { silentLogger } from '@elma/shared';
-import { openElma, type Elma } from '@elma/runtime';
+import type { Elma } from '@elma/runtime';
+import { scratchElma } from '../testing/scratch-elma';
 
 const SUBJECTS = ['ann', 'bo', 'cy'];
 const KEYS = ['k1', 'k2', 'k3', undefined];
@@ -45,17 +41,12 @@ const step: fc.Arbitrary<Step> = fc.oneof(
  * each other subject's texts still open from the log.
  */
 describe('the keys an erasure destroys', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'elma-erasure-keys-'));
+  const scratch = scratchElma('erasure-keys');
   let elma: Elma;
   let run = 0;
 
-  beforeAll(async () => {
-    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
-    await elma.runner.start();
-  });
-  afterAll(async () => {
-    await elma?.close();
-    rmSync(dataDir, { recursive: true, force: true });
+  beforeAll(() => {
+    elma = scratch.elma;
   });
 
   const caught = async (call: () => Promise<unknown>) => {

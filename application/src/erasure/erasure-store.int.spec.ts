@@ -1,14 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { makeCertificate } from '@elma/domain/testing';
 import { ERASURE_STEPS, KeyShredded, streams, type Principal, type RecordedEvent, type StepRecord } from '@elma/domain';
 import { countStreamReads } from '../command/testing';
-import { loadConfig } from '@elma/infra';
-import { deterministicUuid, silentLogger } from '@elma/shared';
-import { openElma, type Elma } from '@elma/runtime';
+import { deterministicUuid } from '@elma/shared';
+import type { Elma } from '@elma/runtime';
 import { ErasureStore } from './erasure-store';
+import { scratchElma } from '../testing/scratch-elma';
 
 const request = {
   requestId: 'era_old',
@@ -36,15 +33,10 @@ async function rows(elma: Elma, stream: string): Promise<Pick<RecordedEvent, 'id
 }
 
 describe('the erasure stream', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'elma-erasure-store-'));
+  const scratch = scratchElma('erasure-store');
   let elma: Elma;
-  beforeAll(async () => {
-    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir }), { logger: silentLogger });
-    await elma.runner.start();
-  });
-  afterAll(async () => {
-    await elma?.close();
-    rmSync(dir, { recursive: true, force: true });
+  beforeAll(() => {
+    elma = scratch.elma;
   });
 
   it('reads a stream as the store wrote it before the decider (same ids, types, payloads, sealing)', async () => {

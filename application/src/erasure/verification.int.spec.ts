@@ -1,32 +1,24 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TEXT_ANALYSIS, documentTerms, type MemoryRecord, type Principal } from '@elma/domain';
-import { loadConfig } from '@elma/infra';
-import { silentLogger } from '@elma/shared';
-import { openElma, type Elma } from '@elma/runtime';
+import type { Elma } from '@elma/runtime';
+import { scratchElma } from '../testing/scratch-elma';
 
 /**
  * The byte scan runs beside the index probes, with every erased record's needles; the content a surviving
  * record holds verbatim is set aside afterwards (skipped, not failed), and nothing else is.
  */
 describe('erasure verification', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'elma-verification-'));
+  const scratch = scratchElma('verification');
   const tenant = 'acme';
   const agent: Principal = { tenant, sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };
   const dpo: Principal = { tenant, sub: 'dpo-1', roles: ['dpo'], purposes: ['support'], clearance: 'restricted' };
   const SHARED = 'the Bramblecote warehouse keeps its spare keys under the loading ramp';
+  const dataDir = scratch.dataDir;
   let elma: Elma;
-
-  beforeAll(async () => {
-    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dataDir }), { logger: silentLogger });
-    await elma.runner.start();
-  });
-  afterAll(async () => {
-    await elma?.close();
-    rmSync(dataDir, { recursive: true, force: true });
+  beforeAll(() => {
+    elma = scratch.elma;
   });
 
   const event = (subject: string, text: string, minute: number) => ({

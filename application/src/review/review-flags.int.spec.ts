@@ -1,12 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REVIEW_THRESHOLDS, episodicIdFor, semanticIdFor, streams, type Principal, type RecordedEvent } from '@elma/domain';
-import { loadConfig } from '@elma/infra';
-import { openElma, type Elma } from '@elma/runtime';
-import { silentLogger } from '@elma/shared';
+import type { Elma } from '@elma/runtime';
 import { REVIEW_ACTOR } from './review-flags';
+import { scratchElma } from '../testing/scratch-elma';
 
 /**
  * The W5 defences end to end below the API: events ingested into a real
@@ -33,7 +29,7 @@ const refund = (channel: string, system: string, value: string, validFrom: strin
   event(channel, system, `ACME refund window is ${value}`, { entity: 'ACME', attribute: 'refund window', value, validFrom });
 
 describe('review flags raised by the projection', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'elma-reviews-'));
+  const scratch = scratchElma('reviews');
   let elma: Elma;
   const ingest = async (tenant: string, events: unknown[]) => {
     const result = await elma.ingest.ingest(agent(tenant), { events });
@@ -42,13 +38,8 @@ describe('review flags raised by the projection', () => {
   };
   const flags = (tenant: string) => elma.reviews.all(tenant);
 
-  beforeAll(async () => {
-    elma = await openElma(loadConfig({ ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir }), { logger: silentLogger });
-    await elma.runner.start();
-  });
-  afterAll(async () => {
-    await elma?.close();
-    rmSync(dir, { recursive: true, force: true });
+  beforeAll(() => {
+    elma = scratch.elma;
   });
 
   it('keeps a later external contradiction of a certified fact out of the current answer, and flags it', async () => {
