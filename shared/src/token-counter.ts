@@ -35,6 +35,8 @@ export function createTokenCounter(limits: TokenCounterLimits = { maxEntries: 20
     if (text.length > limits.maxChars / 8) return count;
     known.set(text, count);
     chars += text.length;
+    // Only when over a limit: an iterator's first step walks past the holes deletions left at the Map's front.
+    if (known.size <= limits.maxEntries && chars <= limits.maxChars) return count;
     for (const [oldest] of known) {
       if (known.size <= limits.maxEntries && chars <= limits.maxChars) break;
       known.delete(oldest);

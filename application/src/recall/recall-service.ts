@@ -40,6 +40,7 @@ import type { AuditLog } from '../audit/audit-log';
 import type { LegalHolds } from '../governance/legal-holds';
 import type { PolicyStore } from '../governance/policy-store';
 import { countTokens } from '@elma/shared';
+import { contextTokens } from './context-tokens';
 import { Retrieval } from './retrieval';
 
 export class PurposeNotPermitted extends DomainError {
@@ -65,31 +66,6 @@ type Candidate = SearchHit & { hop?: number };
  * misleads). Deployments set it per embedder (infra config `recall`).
  */
 export const DEFAULT_RECALL_FUSION: Fusion = { method: 'normalised', weights: { bm25: 0.5, dense: 0.5 }, denseFloor: 0.2 };
-
-/**
- * Recall (paper, section 5.3 'Retrieval and context packing'): policy compiled into the index filter (pushdown), hybrid
- * retrieval, a re-check of every hit (defence in depth), optionally the
- * relations one or two edges out from what was found, then budgeted packing
- * with citations. Working memories are recalled only within their session.
- */
-/**
- * Tokens of the rendered context, line by line: an item line is its marker
- * plus the item's known count, other lines (citations, disagreements) are
- * counted, and each line break is one more. Tokenising the whole context,
- * new on every recall, cost more than the rest of packing. An item quoted as
- * data is not its text alone (marker, quotes, escapes): its line is counted.
- */
-function contextTokens(context: string, items: { tokens: number; citation: { instructionLike: boolean } }[]): number {
-  let item = 0;
-  return context.split('\n').reduce((sum, line, i) => {
-    const marker = `[${item + 1}] `;
-    const next = items[item];
-    const known = next && !next.citation.instructionLike;
-    const counted = next && line.startsWith(marker) ? (known ? countTokens(marker) + next.tokens : countTokens(line)) : countTokens(line);
-    if (next && line.startsWith(marker)) item++;
-    return sum + counted + (i > 0 ? 1 : 0);
-  }, 0);
-}
 
 /**
  * Parts of recall replaced for the evaluation's ablations (docs/evaluation-method.md), never by an operator:
@@ -122,6 +98,12 @@ export class RecallNotFound extends DomainError {
   }
 }
 
+/**
+ * Recall (paper, section 5.3 'Retrieval and context packing'): policy compiled into the index filter (pushdown), hybrid
+ * retrieval, a re-check of every hit (defence in depth), optionally the
+ * relations one or two edges out from what was found, then budgeted packing
+ * with citations. Working memories are recalled only within their session.
+ */
 export class RecallService {
   constructor(
     private readonly deps: {

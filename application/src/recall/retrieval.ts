@@ -1,13 +1,4 @@
-import {
-  DEFAULT_SMOOTHING_FACTOR,
-  smoothByNeighbours,
-  type Adjacent,
-  type Fusion,
-  type HybridQuery,
-  type MemoryIndex,
-  type NeighbourMemory,
-  type SearchHit,
-} from '@elma/domain';
+import { DEFAULT_SMOOTHING_FACTOR, type Fusion, type HybridQuery, type MemoryIndex, type SearchHit } from '@elma/domain';
 
 /**
  * How many times `limit` hits smoothing ranks before cutting to `limit`. Measured on LoCoMo's dev half
@@ -41,39 +32,17 @@ export class Retrieval {
   ) {}
 
   /** The query's hits, smoothed unless `smoothing` is false (or the factor is 0), best first, at most `limit`. */
-  async search(query: HybridQuery & { smoothing?: boolean }): Promise<SearchHit[]> {
+  async search(query: Omit<HybridQuery, 'smoothing'> & { smoothing?: boolean }): Promise<SearchHit[]> {
     const { smoothing, ...search } = query;
     const fusion = search.fusion ?? this.options.fusion;
     const factor = this.options.smoothing ?? DEFAULT_SMOOTHING_FACTOR;
-    const smoothed = smoothing !== false && factor > 0;
     // Smoothing ranks a wider pool than it returns: a turn just outside the first `limit` lends its
-    // neighbour half its score, and may be lifted into them itself.
-    const pool = smoothed ? Math.min(search.limit * SMOOTHING_POOL, MAX_SMOOTHING_POOL) : search.limit;
-    const hits = await this.index.search({ ...search, limit: Math.max(pool, search.limit), ...(fusion ? { fusion } : {}) });
-    if (!smoothed || hits.length === 0) return hits;
-
-    const found = await this.index.neighbours(
-      query.tenant,
-      hits.map((hit) => hit.record.id),
-      query.filter,
-    );
-    const adjacent = new Map<string, Adjacent>();
-    const joining = new Map<string, NeighbourMemory>();
-    for (const { id, previous, next } of found) {
-      adjacent.set(id, { previous: previous?.record.id, next: next?.record.id });
-      for (const neighbour of [previous, next]) if (neighbour) joining.set(neighbour.record.id, neighbour);
-    }
-    const byId = new Map(hits.map((hit) => [hit.record.id, hit]));
-    const ranked = smoothByNeighbours(
-      hits.map((hit) => ({ id: hit.record.id, score: hit.score })),
-      adjacent,
-      factor,
-    );
-    return ranked.slice(0, query.limit).map(({ id, score }) => {
-      const hit = byId.get(id);
-      if (hit) return { ...hit, score };
-      const { record, vector, tokens } = joining.get(id)!;
-      return { record, vector, score, ...(tokens !== undefined ? { tokens } : {}) };
+    // neighbour half its score, and may be lifted into them itself. The index smooths (`HybridQuery.smoothing`).
+    const pool = Math.min(search.limit * SMOOTHING_POOL, MAX_SMOOTHING_POOL);
+    return this.index.search({
+      ...search,
+      ...(fusion ? { fusion } : {}),
+      ...(smoothing !== false && factor > 0 ? { smoothing: { factor, pool } } : {}),
     });
   }
 }

@@ -83,6 +83,13 @@ export interface HybridQuery {
   filter: IndexFilter;
   /** How the routes are fused; absent: equal-weight reciprocal rank fusion with no dense floor. */
   fusion?: Fusion;
+  /**
+   * Neighbour smoothing inside the search (`smoothedSearch`, domain/recall/smoothing): the best `pool`
+   * fused hits are each lifted by `factor` times the better score of their conversation neighbours under
+   * the same filter, neighbours that were no hit join with what they gain, and the best `limit` are
+   * returned. An adapter may rank on row ids and read only the records it returns. Absent: no smoothing.
+   */
+  smoothing?: { factor: number; pool: number };
 }
 
 export interface SearchHit {

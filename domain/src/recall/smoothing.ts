@@ -1,4 +1,5 @@
 import type { MemoryRecord } from '../memory/record';
+import type { HybridQuery, IndexFilter, NeighbourMemory, Neighbours, SearchHit } from '../memory-index/port';
 
 /**
  * Two memories of a subject with no conversation id belong to the same
@@ -71,4 +72,45 @@ export function smoothByNeighbours(
       return { id, score: (original.get(id) ?? 0) + factor * best };
     })
     .sort((a, b) => b.score - a.score);
+}
+
+/**
+ * `HybridQuery.smoothing` by composition, for an index that does not rank
+ * on its own row ids: the pool searched unsmoothed, the neighbours of its
+ * hits looked up under the same filter (so a memory the caller may not see
+ * neither joins nor lends a score), `smoothByNeighbours`, the best `limit`.
+ * A joining neighbour carries its record, vector and tokens but no ranks.
+ */
+export async function smoothedSearch(
+  query: HybridQuery,
+  search: (query: HybridQuery) => Promise<SearchHit[]>,
+  neighbours: (tenant: string, ids: string[], filter: IndexFilter) => Promise<Neighbours[]>,
+): Promise<SearchHit[]> {
+  const { smoothing, ...unsmoothed } = query;
+  if (!smoothing || smoothing.factor <= 0) return search(unsmoothed);
+  const hits = await search({ ...unsmoothed, limit: Math.max(smoothing.pool, query.limit) });
+  if (hits.length === 0) return hits;
+  const found = await neighbours(
+    query.tenant,
+    hits.map((hit) => hit.record.id),
+    query.filter,
+  );
+  const adjacent = new Map<string, Adjacent>();
+  const joining = new Map<string, NeighbourMemory>();
+  for (const { id, previous, next } of found) {
+    adjacent.set(id, { previous: previous?.record.id, next: next?.record.id });
+    for (const neighbour of [previous, next]) if (neighbour) joining.set(neighbour.record.id, neighbour);
+  }
+  const byId = new Map(hits.map((hit) => [hit.record.id, hit]));
+  const ranked = smoothByNeighbours(
+    hits.map((hit) => ({ id: hit.record.id, score: hit.score })),
+    adjacent,
+    smoothing.factor,
+  );
+  return ranked.slice(0, query.limit).map(({ id, score }) => {
+    const hit = byId.get(id);
+    if (hit) return { ...hit, score };
+    const { record, vector, tokens } = joining.get(id)!;
+    return { record, score, ...(vector ? { vector } : {}), ...(tokens !== undefined ? { tokens } : {}) };
+  });
 }

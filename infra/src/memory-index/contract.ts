@@ -4,6 +4,7 @@ import {
   entityToken,
   matchesFilter,
   procedureKey,
+  smoothedSearch,
   type EntityRef,
   MemoryKind,
   MemoryStatus,
@@ -18,6 +19,7 @@ import {
   type MemoryIndex,
   type ReadClause,
   type ReadExclusions,
+  type SearchHit,
 } from '@elma/domain';
 import { OWNERS, PROJECTS, PURPOSES, ancestry, defined, readClause, sometimes } from './arbitraries.testing';
 import { embed, indexed, sameVector, type RecordOverrides } from './fixtures';
@@ -453,6 +455,41 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
         // The same as if the hidden turns were never written.
         await index.purge(A, ['secret', 'other-owner']);
         expect(await index.neighbours(A, ['q', 'answer', 'secret'], filter)).toEqual(found);
+      });
+
+      it('search with smoothing ranks as its composition does: a neighbour joins with what it gains, a hidden turn neither joins nor lends', async () => {
+        await index.upsert(A, [
+          turn('q', T(0), { session: 's', text: 'when does the falcon launch happen' }),
+          turn('secret', T(1), { session: 's', text: 'falcon launch codes are 7731', policy: { sensitivity: 'restricted' } }),
+          turn('answer', T(2), { session: 's', text: 'next Tuesday at nine' }),
+          turn('later', T(3), { session: 's', text: 'thanks, noted' }),
+          turn('other', T(0), { session: 't', text: 'the falcon launch was postponed once' }),
+          mem({ id: 'fact', text: 'falcon launch window opens in spring', policy: { owner: 'alice' } }),
+        ]);
+        const filter: Partial<IndexFilter> = {
+          maxSensitivity: 'confidential',
+          clauses: [{ ruleId: 'own', maxSensitivity: 'confidential', owner: 'alice' }],
+        };
+        for (const route of ROUTES) {
+          const q: HybridQuery = { ...query(route, 'falcon launch', filter, A, 4), smoothing: { factor: 0.5, pool: 8 } };
+          const smoothed = await index.search(q);
+          const composed = await smoothedSearch(
+            q,
+            (unsmoothed) => index.search(unsmoothed),
+            (tenant, ids, by) => index.neighbours(tenant, ids, by),
+          );
+          const view = (hits: SearchHit[]) => hits.map((h) => [h.record.id, h.score.toFixed(6), h.bm25Rank, h.vectorRank] as const);
+          expect(view(smoothed)).toEqual(view(composed));
+          expect(smoothed.map((h) => h.record.id)).not.toContain('secret');
+          if (route === 'bm25') {
+            // 'answer' matches no word of the query: it is there as the neighbour of 'q', with no rank of its own.
+            const answer = smoothed.find((h) => h.record.id === 'answer');
+            expect(answer).toBeDefined();
+            expect(answer!.bm25Rank).toBeUndefined();
+            expect(answer!.record.content.text).toBe('next Tuesday at nine');
+          }
+          expect(smoothed.length).toBeLessThanOrEqual(4);
+        }
       });
     });
 

@@ -1,6 +1,7 @@
 import { Client, type estypes } from '@elastic/elasticsearch';
 import {
   MemoryRecord,
+  smoothedSearch,
   type CheckpointStore,
   type EmbeddedVector,
   type EmbeddingLag,
@@ -211,6 +212,13 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
   }
 
   async search(query: HybridQuery): Promise<SearchHit[]> {
+    // Smoothing by composition: the pool's search, then its neighbours (both `_msearch`), ranked by the domain.
+    if (query.smoothing)
+      return smoothedSearch(
+        query,
+        (q) => this.search(q),
+        (t, ids, f) => this.neighbours(t, ids, f),
+      );
     const alias = this.memoriesOf(query.tenant);
     if (query.limit <= 0) return [];
     if (query.vector) this.checkVector(query.vector, 'query vector');

@@ -156,8 +156,11 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     if (!partition || !filter || query.limit <= 0) return [];
     if (query.vector) this.checkVector(query.vector, 'query vector');
 
-    // Each route returns more than `limit` so that fusion can promote a hit both routes agree on.
-    const depth = Math.min(Math.max(query.limit * 2, 20), 1_000);
+    // Smoothing ranks a pool wider than `limit` (`HybridQuery.smoothing`).
+    const smoothing = query.smoothing && query.smoothing.factor > 0 ? query.smoothing : undefined;
+    const pool = smoothing ? Math.max(smoothing.pool, query.limit) : query.limit;
+    // Each route returns more than the pool so that fusion can promote a hit both routes agree on.
+    const depth = Math.min(Math.max(pool * 2, 20), 1_000);
     const textRanking = query.text.trim() ? partition.searchText(query.text, query.filter, depth) : [];
     const vectorRanking = query.vector ? partition.searchVector(query.vector, query.filter, filter, depth) : [];
 
@@ -167,22 +170,38 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
         dense: vectorRanking.map((v) => ({ id: String(v.rowid), score: v.cosine })),
       },
       query.fusion,
-    ).slice(0, query.limit);
-    const rows = partition.rows(fused.map((f) => Number(f.id)));
+    ).slice(0, pool);
+    const byRowid = new Map(fused.map((f) => [Number(f.id), f]));
+    // Ranked on row ids first, so that only the records returned are read.
+    const ranked = smoothing
+      ? partition
+          .smoothed(
+            fused.map((f) => ({ rowid: Number(f.id), score: f.score })),
+            query.filter,
+            filter,
+            smoothing.factor,
+          )
+          .slice(0, query.limit)
+      : fused.map((f) => ({ rowid: Number(f.id), score: f.score }));
+    const rows = partition.rows(ranked.map((r) => r.rowid));
     const bm25Score = new Map(textRanking.map((t) => [t.rowid, t.score]));
     const queryNorm = query.vector ? norm(query.vector) : 0;
 
     const hits: SearchHit[] = [];
-    for (const { id, score, bm25Rank, vectorRank } of fused) {
-      const row = rows.get(Number(id));
+    for (const { rowid, score } of ranked) {
+      const row = rows.get(rowid);
       if (!row) continue;
       const hit: SearchHit = { record: row.record, score };
       if (row.vector) hit.vector = row.vector;
-      if (bm25Rank !== undefined) hit.bm25Rank = bm25Rank;
-      if (vectorRank !== undefined) hit.vectorRank = vectorRank;
-      if (bm25Rank !== undefined) hit.bm25Score = bm25Score.get(row.rowid);
-      if (query.vector && row.vector) hit.cosine = cosine(query.vector, row.vector, queryNorm);
       if (row.tokens !== undefined) hit.tokens = row.tokens;
+      // A neighbour that joined by smoothing was no hit of either route: it has no ranks and no similarity.
+      const route = byRowid.get(rowid);
+      if (route?.bm25Rank !== undefined) {
+        hit.bm25Rank = route.bm25Rank;
+        hit.bm25Score = bm25Score.get(rowid);
+      }
+      if (route?.vectorRank !== undefined) hit.vectorRank = route.vectorRank;
+      if (route && query.vector && row.vector) hit.cosine = cosine(query.vector, row.vector, queryNorm);
       hits.push(hit);
     }
     return hits;

@@ -11,6 +11,8 @@ import {
   documentAnalysisCode,
   documentTerms,
   queryTerms,
+  smoothByNeighbours,
+  type Adjacent,
   type EmbeddedVector,
   type ErasedProbe,
   type IndexFilter,
@@ -132,6 +134,15 @@ const MAX_QUERY_TOKENS = 64;
  * ghost vectors at all. A quarter keeps far from the measured edge.
  */
 export const COMPACT_SHARE = 0.25;
+
+/** An episodic row placed in its conversation: what a neighbour seek starts from. */
+interface Turn {
+  id: string;
+  rowid: number;
+  subject: string | null;
+  session: string | null;
+  validFrom: number;
+}
 
 interface GraphFile {
   generation: number;
@@ -529,15 +540,83 @@ export class TenantPartition {
     const versions = this.stmt(
       `SELECT m.id AS id, m.rowid AS rowid, m.subject AS subject, m.session AS session, m.valid_from AS validFrom
        FROM json_each(?) j CROSS JOIN memories m ON m.id = j.value WHERE m.kind = 'episodic' ORDER BY m.rowid DESC`,
-    ).all(JSON.stringify(ids)) as { id: string; rowid: number; subject: string | null; session: string | null; validFrom: number }[];
+    ).all(JSON.stringify(ids)) as Turn[];
     const admittedVersions = admit(versions.map((v) => v.rowid));
-    const hits = new Map<string, (typeof versions)[number]>();
+    const hits = new Map<string, Turn>();
     for (const version of versions) if (admittedVersions.has(version.rowid) && !hits.has(version.id)) hits.set(version.id, version);
-    const seeks = [...new Set(ids)]
-      .flatMap((id) => {
-        const hit = hits.get(id);
-        return hit && hit.subject !== null ? [hit] : [];
-      })
+    return this.adjacentTurns(
+      [...new Set(ids)].flatMap((id) => hits.get(id) ?? []),
+      admit,
+      sql,
+    );
+  }
+
+  /**
+   * `HybridQuery.smoothing` on row ids: the fused rows (which the filter
+   * admitted) each lifted by their admitted neighbours (`adjacentTurns`),
+   * ranked by `smoothByNeighbours` on record ids as the composition
+   * (`smoothedSearch`) ranks them, best first; no record is read. A joining
+   * neighbour that is another version of a fused record is that record.
+   */
+  smoothed(
+    fused: { rowid: number; score: number }[],
+    filter: IndexFilter,
+    sql: FilterSql,
+    factor: number,
+  ): { rowid: number; score: number }[] {
+    const turns = this.stmt(
+      `SELECT m.rowid AS rowid, m.id AS id, m.kind AS kind, m.subject AS subject, m.session AS session, m.valid_from AS validFrom
+       FROM memories m WHERE m.rowid IN (SELECT value FROM json_each(?))`,
+    ).all(JSON.stringify(fused.map((f) => f.rowid))) as (Turn & { kind: string })[];
+    const byRowid = new Map(turns.map((t) => [t.rowid, t]));
+    const found = this.adjacentTurns(
+      fused.flatMap((f) => {
+        const turn = byRowid.get(f.rowid);
+        return turn?.kind === 'episodic' ? [turn] : [];
+      }),
+      this.policyRows.checker(filter),
+      sql,
+    );
+    const rowidOf = new Map<string, number>();
+    for (const f of fused) {
+      const id = byRowid.get(f.rowid)?.id;
+      if (id !== undefined && !rowidOf.has(id)) rowidOf.set(id, f.rowid);
+    }
+    const joiningRowids = [...new Set(found.flatMap((f) => [f.previous, f.next]))].filter(
+      (rowid): rowid is number => rowid !== undefined && !byRowid.has(rowid),
+    );
+    const idOf = new Map(turns.map((t) => [t.rowid, t.id]));
+    if (joiningRowids.length > 0) {
+      const joining = this.stmt(`SELECT rowid, id FROM memories WHERE rowid IN (SELECT value FROM json_each(?))`).all(
+        JSON.stringify(joiningRowids),
+      ) as { rowid: number; id: string }[];
+      for (const { rowid, id } of joining) {
+        idOf.set(rowid, id);
+        if (!rowidOf.has(id)) rowidOf.set(id, rowid);
+      }
+    }
+    const adjacent = new Map<string, Adjacent>();
+    for (const { id, previous, next } of found) {
+      adjacent.set(id, {
+        ...(previous !== undefined ? { previous: idOf.get(previous) } : {}),
+        ...(next !== undefined ? { next: idOf.get(next) } : {}),
+      });
+    }
+    const candidates = fused.flatMap((f) => {
+      const id = idOf.get(f.rowid);
+      return id !== undefined && rowidOf.get(id) === f.rowid ? [{ id, score: f.score }] : [];
+    });
+    return smoothByNeighbours(candidates, adjacent, factor).map(({ id, score }) => ({ rowid: rowidOf.get(id)!, score }));
+  }
+
+  /** For each turn (in order), the admitted turns just before and after it in its conversation (see `neighbours`). */
+  private adjacentTurns(
+    turns: Turn[],
+    admit: (rowids: number[]) => Set<number>,
+    sql: FilterSql,
+  ): { id: string; previous?: number; next?: number }[] {
+    const seeks = turns
+      .filter((hit) => hit.subject !== null)
       .map((hit) => {
         const gap = hit.session === null ? CONVERSATION_GAP_MS : Number.MAX_SAFE_INTEGER;
         const at = hit.validFrom;

@@ -1,3 +1,5 @@
+import { dot } from '@elma/domain';
+
 /** Float32 vectors as SQLite BLOBs, in the platform's (little-endian) byte order. */
 export function toBlob(vector: Float32Array): Buffer {
   return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
@@ -41,13 +43,10 @@ export function dequantise(blob: Buffer, dimensions: number): Float32Array {
   if (blob.byteLength === 0 || blob.byteLength === dimensions * 4) return fromBlob(blob);
   const scale = blob.readFloatLE(0);
   const components = new Int8Array(blob.buffer, blob.byteOffset + QUANTISED_SCALE_BYTES, blob.byteLength - QUANTISED_SCALE_BYTES);
-  return Float32Array.from(components, (q) => q * scale);
-}
-
-export function dot(a: Float32Array, b: Float32Array): number {
-  let sum = 0;
-  for (let i = 0; i < a.length; i++) sum += a[i] * b[i];
-  return sum;
+  // A plain loop: `Float32Array.from` with a mapping function goes through the iterator protocol, ten times slower.
+  const out = new Float32Array(components.length);
+  for (let i = 0; i < components.length; i++) out[i] = components[i] * scale;
+  return out;
 }
 
 export function norm(a: Float32Array): number {
