@@ -490,6 +490,25 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
           }
           expect(smoothed.length).toBeLessThanOrEqual(4);
         }
+        // A revision moves 'answer' to another session: now it is no neighbour of 'q'; known as of before, it still is.
+        const answer = turn('answer', T(2), { session: 'u', text: 'next Tuesday at nine' });
+        await index.upsert(A, [{ ...answer, record: { ...answer.record, version: 2, revisedAt: '2026-06-01T00:00:00.000Z' } }]);
+        for (const knownAsOf of [undefined, '2025-01-01T00:00:00.000Z']) {
+          const q: HybridQuery = {
+            ...query('bm25', 'falcon launch', { ...filter, ...(knownAsOf ? { knownAsOf } : {}) }, A, 4),
+            smoothing: { factor: 0.5, pool: 8 },
+          };
+          const smoothed = await index.search(q);
+          const composed = await smoothedSearch(
+            q,
+            (unsmoothed) => index.search(unsmoothed),
+            (tenant, ids, by) => index.neighbours(tenant, ids, by),
+          );
+          expect(smoothed.map((h) => [h.record.id, h.record.version, h.score.toFixed(6)])).toEqual(
+            composed.map((h) => [h.record.id, h.record.version, h.score.toFixed(6)]),
+          );
+          expect(smoothed.filter((h) => h.record.id === 'answer').map((h) => h.record.version)).toEqual(knownAsOf ? [1] : []);
+        }
       });
     });
 

@@ -12,11 +12,11 @@ const LINEAGE_UNKNOWN = 2;
 /** The policy columns, in the order `load` selects them after the rowid. */
 const COLUMNS = `kind, status, sensitivity_rank, owner, project, retention_class, purpose_set,
   CASE WHEN lineage_set IS NULL THEN ${LINEAGE_UNKNOWN} WHEN instr(lineage_set, ?) > 0 THEN 1 ELSE 0 END,
-  valid_from, valid_to, tx_from, tx_to, expires_at`;
+  valid_from, valid_to, tx_from, tx_to, expires_at, subject, session`;
 
-/** Columns whose change alters what a filter admits (the update trigger watches exactly these). */
+/** Columns whose change alters what a filter admits or where a turn sits (the update trigger watches exactly these). */
 const WATCHED = `rowid, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, lineage_set,
-  valid_from, valid_to, tx_from, tx_to, expires_at`;
+  valid_from, valid_to, tx_from, tx_to, expires_at, subject, session`;
 
 type Row = [
   rowid: number,
@@ -33,10 +33,12 @@ type Row = [
   txFrom: number,
   txTo: number | null,
   expiresAt: number | null,
+  subject: string | null,
+  session: string | null,
 ];
 
-/** Bytes of the columns per rowid: three of one byte, six of four, five of eight. */
-const BYTES_PER_ROWID = 3 + 6 * 4 + 5 * 8;
+/** Bytes of the columns per rowid: three of one byte, eight of four, five of eight. */
+const BYTES_PER_ROWID = 3 + 8 * 4 + 5 * 8;
 
 /** A compiled filter: whether the row with this rowid passes (exclusions aside, see `admit`). */
 type Test = (rowid: number) => boolean;
@@ -55,9 +57,13 @@ type Test = (rowid: number) => boolean;
  * connection's writes only, which are all the writes: one process owns a
  * data folder (`claimDataDir`) and opens each partition once.
  *
- * It holds no content: categorical values (owner and project ids among them)
- * are interned, times are numbers, lineage is reduced to the one bit an owner
- * clause reads; a purge drops it all (`forget`). Legal-hold exclusions, which
+ * It also tells where an episodic row sits in its conversation (subject,
+ * session, valid time: `turns`), so neighbour smoothing starts its seeks
+ * without reading the rows.
+ *
+ * It holds no content: categorical values (owner, project, subject and
+ * session ids among them) are interned, times are numbers, lineage is reduced
+ * to the one bit an owner clause reads; a purge drops it all (`forget`). Legal-hold exclusions, which
  * match any ancestor key, are still checked in SQL, on the candidates that
  * pass.
  *
@@ -80,6 +86,8 @@ export class PolicyRows {
   private project = new Int32Array(0);
   private retention = new Int32Array(0);
   private purposes = new Int32Array(0);
+  private subject = new Int32Array(0);
+  private session = new Int32Array(0);
   private validFrom = new Float64Array(0);
   private validTo = new Float64Array(0);
   private txFrom = new Float64Array(0);
@@ -141,6 +149,25 @@ export class PolicyRows {
     };
   }
 
+  /**
+   * Where each row sits in its conversation, for the episodic rows among
+   * `rowids` that have a subject (absent rows and others left out), in order:
+   * what a neighbour seek starts from, without reading the rows.
+   */
+  turns(rowids: readonly number[]): { rowid: number; subject: string; session: string | null; validFrom: number }[] {
+    this.refresh();
+    const episodic = this.interned.get('episodic');
+    return rowids.flatMap((rowid) => {
+      if (episodic === undefined || !(rowid < this.capacity && this.present[rowid] === 1)) return [];
+      const subject = this.subject[rowid];
+      if (this.kind[rowid] !== episodic || subject === NONE) return [];
+      const session = this.session[rowid];
+      return [
+        { rowid, subject: this.values[subject], session: session === NONE ? null : this.values[session], validFrom: this.validFrom[rowid] },
+      ];
+    });
+  }
+
   private stmt(sql: string): Database.Statement {
     let statement = this.statements.get(sql);
     if (!statement) {
@@ -184,7 +211,8 @@ export class PolicyRows {
     this.dirty.clear();
     this.capacity = 0;
     for (const column of ['present', 'sensitivity', 'shared'] as const) this[column] = new Uint8Array(0);
-    for (const column of ['kind', 'status', 'owner', 'project', 'retention', 'purposes'] as const) this[column] = new Int32Array(0);
+    for (const column of ['kind', 'status', 'owner', 'project', 'retention', 'purposes', 'subject', 'session'] as const)
+      this[column] = new Int32Array(0);
     for (const column of ['validFrom', 'validTo', 'txFrom', 'txTo', 'expiresAt'] as const) this[column] = new Float64Array(0);
     this.interned.clear();
     this.values.length = 0;
@@ -193,8 +221,24 @@ export class PolicyRows {
 
   private load(statement: Database.Statement, params: unknown[] = []): void {
     for (const row of statement.raw().iterate(lineageNeedle(SHARED_OWNERSHIP_KEY), ...params) as IterableIterator<Row>) {
-      const [rowid, kind, status, sensitivity, owner, project, retention, purposes, shared, validFrom, validTo, txFrom, txTo, expiresAt] =
-        row;
+      const [
+        rowid,
+        kind,
+        status,
+        sensitivity,
+        owner,
+        project,
+        retention,
+        purposes,
+        shared,
+        validFrom,
+        validTo,
+        txFrom,
+        txTo,
+        expiresAt,
+        subject,
+        session,
+      ] = row;
       this.reserve(rowid);
       this.present[rowid] = 1;
       this.kind[rowid] = this.intern(kind);
@@ -210,6 +254,8 @@ export class PolicyRows {
       this.txFrom[rowid] = txFrom;
       this.txTo[rowid] = txTo ?? NaN;
       this.expiresAt[rowid] = expiresAt ?? NaN;
+      this.subject[rowid] = this.intern(subject);
+      this.session[rowid] = this.intern(session);
     }
   }
 
@@ -237,7 +283,7 @@ export class PolicyRows {
     this.present = grow(this.present, (n) => new Uint8Array(n));
     this.sensitivity = grow(this.sensitivity, (n) => new Uint8Array(n));
     this.shared = grow(this.shared, (n) => new Uint8Array(n));
-    for (const column of ['kind', 'status', 'owner', 'project', 'retention', 'purposes'] as const)
+    for (const column of ['kind', 'status', 'owner', 'project', 'retention', 'purposes', 'subject', 'session'] as const)
       this[column] = grow(this[column], (n) => new Int32Array(n));
     for (const column of ['validFrom', 'validTo', 'txFrom', 'txTo', 'expiresAt'] as const)
       this[column] = grow(this[column], (n) => new Float64Array(n));

@@ -554,9 +554,10 @@ export class TenantPartition {
   /**
    * `HybridQuery.smoothing` on row ids: the fused rows (which the filter
    * admitted) each lifted by their admitted neighbours (`adjacentTurns`),
-   * ranked by `smoothByNeighbours` on record ids as the composition
-   * (`smoothedSearch`) ranks them, best first; no record is read. A joining
-   * neighbour that is another version of a fused record is that record.
+   * ranked by `smoothByNeighbours`, best first; no row is read (`PolicyRows`
+   * knows where each turn sits). Row ids stand for record ids: a filter
+   * admits at most one version of a record (the current one, or the one
+   * `knownAsOf` names), so the ranking is the composition's (`smoothedSearch`).
    */
   smoothed(
     fused: { rowid: number; score: number }[],
@@ -564,49 +565,22 @@ export class TenantPartition {
     sql: FilterSql,
     factor: number,
   ): { rowid: number; score: number }[] {
-    const turns = this.stmt(
-      `SELECT m.rowid AS rowid, m.id AS id, m.kind AS kind, m.subject AS subject, m.session AS session, m.valid_from AS validFrom
-       FROM memories m WHERE m.rowid IN (SELECT value FROM json_each(?))`,
-    ).all(JSON.stringify(fused.map((f) => f.rowid))) as (Turn & { kind: string })[];
-    const byRowid = new Map(turns.map((t) => [t.rowid, t]));
     const found = this.adjacentTurns(
-      fused.flatMap((f) => {
-        const turn = byRowid.get(f.rowid);
-        return turn?.kind === 'episodic' ? [turn] : [];
-      }),
+      this.policyRows.turns(fused.map((f) => f.rowid)).map((turn) => ({ ...turn, id: String(turn.rowid) })),
       this.policyRows.checker(filter),
       sql,
     );
-    const rowidOf = new Map<string, number>();
-    for (const f of fused) {
-      const id = byRowid.get(f.rowid)?.id;
-      if (id !== undefined && !rowidOf.has(id)) rowidOf.set(id, f.rowid);
-    }
-    const joiningRowids = [...new Set(found.flatMap((f) => [f.previous, f.next]))].filter(
-      (rowid): rowid is number => rowid !== undefined && !byRowid.has(rowid),
+    const adjacent = new Map<string, Adjacent>(
+      found.map(({ id, previous, next }) => [
+        id,
+        { ...(previous !== undefined ? { previous: String(previous) } : {}), ...(next !== undefined ? { next: String(next) } : {}) },
+      ]),
     );
-    const idOf = new Map(turns.map((t) => [t.rowid, t.id]));
-    if (joiningRowids.length > 0) {
-      const joining = this.stmt(`SELECT rowid, id FROM memories WHERE rowid IN (SELECT value FROM json_each(?))`).all(
-        JSON.stringify(joiningRowids),
-      ) as { rowid: number; id: string }[];
-      for (const { rowid, id } of joining) {
-        idOf.set(rowid, id);
-        if (!rowidOf.has(id)) rowidOf.set(id, rowid);
-      }
-    }
-    const adjacent = new Map<string, Adjacent>();
-    for (const { id, previous, next } of found) {
-      adjacent.set(id, {
-        ...(previous !== undefined ? { previous: idOf.get(previous) } : {}),
-        ...(next !== undefined ? { next: idOf.get(next) } : {}),
-      });
-    }
-    const candidates = fused.flatMap((f) => {
-      const id = idOf.get(f.rowid);
-      return id !== undefined && rowidOf.get(id) === f.rowid ? [{ id, score: f.score }] : [];
-    });
-    return smoothByNeighbours(candidates, adjacent, factor).map(({ id, score }) => ({ rowid: rowidOf.get(id)!, score }));
+    return smoothByNeighbours(
+      fused.map((f) => ({ id: String(f.rowid), score: f.score })),
+      adjacent,
+      factor,
+    ).map(({ id, score }) => ({ rowid: Number(id), score }));
   }
 
   /** For each turn (in order), the admitted turns just before and after it in its conversation (see `neighbours`). */
