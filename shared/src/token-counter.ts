@@ -17,30 +17,29 @@ export interface TokenCounterLimits {
 /**
  * Token counts as o200k models (the GPT-4o family) count them, Chinese and
  * English alike. The same memories come back recall after recall, so counts
- * are remembered, least recently used first out; both the number of texts and
- * their total length are bounded, since a memory may be 100,000 characters.
+ * are remembered in two generations: new counts go to the young one, a count
+ * found in the old one moves back to the young one, and when the young one
+ * holds half the limits it becomes the old one and the old one is dropped.
+ * Every step is O(1) (an evicting Map walks the holes its deletions leave at
+ * its front, which cost more than the counting once most texts are new), and
+ * both the number of texts and their total length stay bounded, since a
+ * memory may be 100,000 characters.
  */
 export function createTokenCounter(limits: TokenCounterLimits = { maxEntries: 20_000, maxChars: 8_000_000 }): (text: string) => number {
-  const known = new Map<string, number>();
-  let chars = 0;
+  let young = new Map<string, number>();
+  let old = new Map<string, number>();
+  let youngChars = 0;
   return (text) => {
-    const cached = known.get(text);
-    if (cached !== undefined) {
-      // Re-inserting moves the text to the young end of the Map's insertion order.
-      known.delete(text);
-      known.set(text, cached);
-      return cached;
-    }
-    const count = countO200k(text, PLAIN_TEXT);
+    const remembered = young.get(text);
+    if (remembered !== undefined) return remembered;
+    const count = old.get(text) ?? countO200k(text, PLAIN_TEXT);
     if (text.length > limits.maxChars / 8) return count;
-    known.set(text, count);
-    chars += text.length;
-    // Only when over a limit: an iterator's first step walks past the holes deletions left at the Map's front.
-    if (known.size <= limits.maxEntries && chars <= limits.maxChars) return count;
-    for (const [oldest] of known) {
-      if (known.size <= limits.maxEntries && chars <= limits.maxChars) break;
-      known.delete(oldest);
-      chars -= oldest.length;
+    young.set(text, count);
+    youngChars += text.length;
+    if (young.size >= limits.maxEntries / 2 || youngChars >= limits.maxChars / 2) {
+      old = young;
+      young = new Map();
+      youngChars = 0;
     }
     return count;
   };

@@ -22,4 +22,14 @@ describe('token counting', () => {
     const texts = ['alpha beta', '交付风险', 'gamma delta epsilon', 'x'.repeat(50), 'alpha beta'];
     for (const text of [...texts, ...texts]) expect(count(text)).toBe(encode(text).length);
   });
+
+  it('keeps counting right while most texts are new and the memory turns over', () => {
+    const count = createTokenCounter({ maxEntries: 16, maxChars: 400 });
+    const line = (i: number) => `valid 2024-01-${String((i % 28) + 1).padStart(2, '0')}T10:${String(i % 60).padStart(2, '0')}Z–open ${i}`;
+    for (let i = 0; i < 500; i++) {
+      expect(count(line(i))).toBe(encode(line(i)).length);
+      // A text seen a few steps ago comes back from memory, or is counted again: the same either way.
+      if (i >= 5) expect(count(line(i - 5))).toBe(encode(line(i - 5)).length);
+    }
+  });
 });

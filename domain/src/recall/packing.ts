@@ -211,30 +211,47 @@ export function packByMarginalUtility(candidates: readonly PackCandidate[], opti
     return [{ candidate, tokens: Math.max(0, tokens), cost, utility, maxSimilarity: 0 }];
   });
 
+  // Lazy greedy: an entry's redundancy is folded in only when it is about to be chosen. Its similarity to
+  // each chosen record only ever raises its penalty, so a stale entry's gain is an upper bound, and the
+  // entry chosen once it is up to date is the one the eager greedy (every similarity, every round) chooses.
   const packed: Packed[] = [];
+  const chosen: PackCandidate[] = [];
   let remaining = budget;
-  const open = [...pool];
-  for (;;) {
-    let best = -1;
-    let bestPerToken = 0;
-    let bestGain = 0;
-    open.forEach((entry, index) => {
-      if (entry.cost > remaining) return;
-      const gain = entry.utility - weights.redundancy * entry.maxSimilarity;
-      const perToken = gain / entry.cost;
-      if (gain > 0 && (best < 0 || perToken > bestPerToken)) {
-        best = index;
-        bestPerToken = perToken;
-        bestGain = gain;
-      }
-    });
-    if (best < 0) break;
-    const [chosen] = open.splice(best, 1);
-    packed.push({ record: chosen.candidate.record, tokens: chosen.tokens, utility: chosen.utility, gain: bestGain });
-    remaining -= chosen.cost;
-    for (const entry of open) {
-      entry.maxSimilarity = Math.max(entry.maxSimilarity, similarity(entry.candidate, chosen.candidate));
+  const open = pool.map((entry) => ({ ...entry, folded: 0 }));
+  const fold = (entry: (typeof open)[number]) => {
+    for (; entry.folded < chosen.length; entry.folded++) {
+      entry.maxSimilarity = Math.max(entry.maxSimilarity, similarity(entry.candidate, chosen[entry.folded]));
     }
+  };
+  for (;;) {
+    // A negative weight would make stale gains too low: then every entry is folded before each choice.
+    if (!(weights.redundancy >= 0)) open.forEach(fold);
+    let best = -1;
+    for (;;) {
+      best = -1;
+      let bestPerToken = 0;
+      open.forEach((entry, index) => {
+        if (entry.cost > remaining) return;
+        const gain = entry.utility - weights.redundancy * entry.maxSimilarity;
+        const perToken = gain / entry.cost;
+        if (gain > 0 && (best < 0 || perToken > bestPerToken)) {
+          best = index;
+          bestPerToken = perToken;
+        }
+      });
+      if (best < 0 || open[best].folded === chosen.length) break;
+      fold(open[best]);
+    }
+    if (best < 0) break;
+    const [entry] = open.splice(best, 1);
+    packed.push({
+      record: entry.candidate.record,
+      tokens: entry.tokens,
+      utility: entry.utility,
+      gain: entry.utility - weights.redundancy * entry.maxSimilarity,
+    });
+    chosen.push(entry.candidate);
+    remaining -= entry.cost;
   }
 
   const single = pool.reduce<(typeof pool)[number] | undefined>(
@@ -350,8 +367,12 @@ const itemText = (text: string) => oneLine(text).replace(MARKER_BRACKETS, escape
 export const quoteAsData = (text: string) => JSON.stringify(oneLine(text)).replace(FORMAT_CHARACTERS, escapeUnits);
 
 /** An ISO time, shortened: the date alone at midnight UTC, else to the minute. */
+/** `YYYY-MM-DDTHH:mm:ss.sssZ`, as `toISOString` writes it (and records store it). */
+const CANONICAL_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
 function compactTime(iso: string): string {
-  const utc = new Date(Date.parse(iso)).toISOString();
+  // A time already in canonical UTC needs no round trip through Date (three per citation line).
+  const utc = CANONICAL_UTC.test(iso) ? iso : new Date(Date.parse(iso)).toISOString();
   return utc.endsWith('T00:00:00.000Z') ? utc.slice(0, 10) : `${utc.slice(0, 16)}Z`;
 }
 

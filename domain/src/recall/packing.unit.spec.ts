@@ -4,6 +4,7 @@ import { MemoryKind, MemoryStatus, SourceTrust, type MemoryRecord } from '../mem
 import { makeRecord, type RecordOverrides } from '../testing';
 import {
   PACK_PROFILES,
+  dot,
   orderForPrompt,
   packByMarginalUtility,
   packByScore,
@@ -17,6 +18,7 @@ import {
   utilityOf,
   utilityTerms,
   type PackCandidate,
+  type PackWeights,
 } from './packing';
 
 const AT = '2025-06-01T00:00:00.000Z';
@@ -100,6 +102,67 @@ describe('budgeted packing', () => {
             expect(p.gain).toBeGreaterThan(0);
             expect(p.tokens).toBe(tokensOf.get(p.record.content.text));
           }
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('chooses as the eager greedy does (every similarity folded in every round), whatever the weights', () => {
+    /** The greedy before it became lazy: the oracle. */
+    const eager = (candidates: PackCandidate[], budget: number, weights: PackWeights, tokens: (text: string) => number) => {
+      const seen = new Set<string>();
+      const open = candidates.flatMap((candidate) => {
+        if (seen.has(candidate.record.id)) return [];
+        seen.add(candidate.record.id);
+        const cost = Math.max(1, Math.ceil(tokens(candidate.record.content.text)));
+        if (cost > budget) return [];
+        const utility = utilityOf(utilityTerms(candidate.record, candidate.relevance, AT, weights.recencyHalfLifeDays), weights);
+        return [{ candidate, cost, utility, maxSimilarity: 0 }];
+      });
+      const pool = [...open];
+      const packed: { id: string; gain: number }[] = [];
+      for (let remaining = budget; ;) {
+        let best = -1;
+        let bestPerToken = 0;
+        open.forEach((entry, index) => {
+          const gain = entry.utility - weights.redundancy * entry.maxSimilarity;
+          if (entry.cost <= remaining && gain > 0 && (best < 0 || gain / entry.cost > bestPerToken)) {
+            best = index;
+            bestPerToken = gain / entry.cost;
+          }
+        });
+        if (best < 0) break;
+        const [chosen] = open.splice(best, 1);
+        packed.push({ id: chosen.candidate.record.id, gain: chosen.utility - weights.redundancy * chosen.maxSimilarity });
+        remaining -= chosen.cost;
+        for (const entry of open)
+          entry.maxSimilarity = Math.max(entry.maxSimilarity, dot(entry.candidate.vector!, chosen.candidate.vector!));
+      }
+      const single = pool.reduce<(typeof pool)[number] | undefined>(
+        (top, e) => (top === undefined || e.utility > top.utility ? e : top),
+        undefined,
+      );
+      const total = packed.reduce((sum, p) => sum + p.gain, 0);
+      return single !== undefined && single.utility > total ? [{ id: single.candidate.record.id, gain: single.utility }] : packed;
+    };
+    fc.assert(
+      fc.property(
+        fc.array(arbitraryCandidate, { maxLength: 25 }),
+        fc.nat({ max: 2_000 }),
+        fc.constantFrom(...Object.keys(PACK_PROFILES)),
+        fc.double({ min: -1, max: 3, noNaN: true }),
+        (drawn, budget, profile, redundancy) => {
+          const weights = { ...PACK_PROFILES[profile], redundancy };
+          const tokensOf = new Map<string, number>();
+          const candidates = drawn.map((c, i) => {
+            const text = `text ${c.id} ${i}`;
+            tokensOf.set(text, c.tokens);
+            return candidate(c.id, c.relevance, unit(...c.vector), { text, kind: c.kind, status: c.status, confidence: c.confidence });
+          });
+          const tokens = (text: string) => tokensOf.get(text)!;
+          const packed = packByMarginalUtility(candidates, { budgetTokens: budget, at: AT, countTokens: tokens, weights });
+          expect(packed.map((p) => ({ id: p.record.id, gain: p.gain }))).toEqual(eager(candidates, budget, weights, tokens));
         },
       ),
       { numRuns: 500 },
