@@ -34,6 +34,30 @@ describe('the open tenant partitions', () => {
     }
   });
 
+  it('are neither opened nor evicted by questions of the embedding lag or the pending vectors of every tenant', async () => {
+    scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS, memoryBudgetBytes: 1 });
+    for (const tenant of tenants.slice(0, 4)) {
+      // t0 holds vectors; the others wait for theirs (written without one).
+      const records = Array.from({ length: 300 }, (_, i) => indexed({ id: `${tenant}-${i}`, tenant, text: text(tenant, i) }));
+      await scratch.index.upsert(tenant, tenant === 't0' ? records : records.map(({ record }) => ({ record })));
+    }
+    await scratch.index.close();
+    scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS, memoryBudgetBytes: 1 });
+    // t0 at work (its graph loaded), as the embedding stage or recall keep one partition busy.
+    const answer = await searchIds(scratch.index, 't0', 'invoice order depot', embed(text('t0', 42)));
+    expect(scratch.index.memory().openPartitions).toBe(1);
+    const evictions = scratch.index.evictions;
+    // What /health and the embedding stage's sweep ask of every tenant, many times over.
+    for (let round = 0; round < 5; round++) {
+      expect(await scratch.index.embeddingLag()).toMatchObject({ pending: 900, reindexNeeded: [] });
+      for (const tenant of tenants.slice(1, 4)) expect(await scratch.index.pendingEmbeddings(tenant, 1000)).toHaveLength(300);
+      expect(await scratch.index.pendingEmbeddings('t0', 10)).toEqual([]);
+    }
+    expect(scratch.index.evictions).toBe(evictions);
+    expect(scratch.index.memory().openPartitions).toBe(1);
+    expect(await searchIds(scratch.index, 't0', 'invoice order depot', embed(text('t0', 42)))).toEqual(answer);
+  });
+
   it('are not closed under an iterator or a purge that is using them', async () => {
     scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS, memoryBudgetBytes: 1 });
     for (const tenant of tenants.slice(0, 3)) {

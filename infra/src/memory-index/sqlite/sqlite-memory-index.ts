@@ -26,7 +26,7 @@ import {
 } from '@elma/domain';
 import { compileFilter } from './filter-sql';
 import { META_SCHEMA } from './schema';
-import { TenantPartition, type PartitionFiles } from './tenant-partition';
+import { TenantPartition, currentModelOf, lagRow, pendingRows, type PartitionFiles } from './tenant-partition';
 import { DEFAULT_QUANTIZATION, graphVectorBytes, type VectorGraphOptions } from './vector-graph';
 import { cosine, norm, quantise, QUANTISED_SCALE_BYTES } from './vectors';
 
@@ -265,7 +265,15 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
 
   async pendingEmbeddings(tenant: string, limit: number): Promise<PendingEmbedding[]> {
     if (limit <= 0) return [];
-    return this.guard(tenant, () => this.partition(tenant, false)?.pendingEmbeddings(limit) ?? []);
+    return this.guard(
+      tenant,
+      () =>
+        this.peek(
+          tenant,
+          (partition) => partition.pendingEmbeddings(limit),
+          (db, modelCurrent) => (modelCurrent ? pendingRows(db, limit) : []),
+        ) ?? [],
+    );
   }
 
   async setVectors(tenant: string, items: EmbeddedVector[]): Promise<void> {
@@ -285,7 +293,13 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     let oldest: number | null = null;
     for (const name of tenant === undefined ? await this.tenants() : [tenant]) {
       if (this.quarantine.has(name)) continue;
-      const one = this.guard(name, () => this.partition(name, false)?.embeddingLag());
+      const one = this.guard(name, () =>
+        this.peek(
+          name,
+          (partition) => partition.embeddingLag(),
+          (db, modelCurrent) => ({ ...lagRow(db), modelCurrent }),
+        ),
+      );
       if (!one) continue;
       lag.pending += one.pending;
       if (one.oldest !== null && (oldest === null || one.oldest < oldest)) oldest = one.oldest;
@@ -450,6 +464,42 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     this.partitions.set(tenant, partition);
     this.enforceBudget(tenant);
     return partition;
+  }
+
+  /**
+   * A question that needs neither the graph nor the rows' policy columns
+   * (pending vectors, the embedding lag): asked of the open partition, else
+   * of the tenant's file through a read-only connection closed at once, so
+   * asking it of every tenant (`/health`, the embedding stage's sweep) loads
+   * no graph and evicts no partition. Before, each such question opened the
+   * partition, and a tenant whose graph alone exceeded the memory budget was
+   * evicted (its graph written) and loaded again for its next batch, over and
+   * over: 382 GB of I/O in the 1M bench. A file this build has not opened
+   * yet (an older rows or vectors format, no model recorded) is opened in
+   * full instead, which converts it.
+   */
+  private peek<T>(
+    tenant: string,
+    open: (partition: TenantPartition) => T,
+    read: (db: Database.Database, modelCurrent: boolean) => T,
+  ): T | undefined {
+    this.assertOpen();
+    if (this.quarantine.has(tenant)) throw new IndexPartitionCorrupt(tenant);
+    const partition = this.partitions.get(tenant);
+    if (partition) return open(partition);
+    const files = this.files(tenant);
+    if (!existsSync(files.db)) return undefined;
+    const db = new Database(files.db, { readonly: true, fileMustExist: true });
+    try {
+      const model = currentModelOf(db, this.options.formats ?? FORMAT_VERSIONS);
+      if (model !== undefined) return read(db, model === (this.options.model ?? UNNAMED_MODEL));
+    } catch {
+      // Not readable as this build writes it (a table or column still missing): the full open migrates it.
+    } finally {
+      db.close();
+    }
+    const opened = this.partition(tenant, false);
+    return opened && open(opened);
   }
 
   /** Runs synchronous work on a tenant's partition; SQLite finding the files corrupt quarantines the tenant. */

@@ -193,7 +193,7 @@ export class TenantPartition {
       this.migrateVectorsFormat(formats.vectors, fresh);
       this.deriveTextIfStale();
       this.db.prepare('INSERT OR IGNORE INTO vector_model (one, model) VALUES (1, ?)').run(options.model);
-      this.partitionModel = (this.db.prepare('SELECT model FROM vector_model WHERE one = 1').get() as { model: string }).model;
+      this.partitionModel = partitionModelOf(this.db)!;
       // FTS5's own secure delete removes a purged document's terms from existing index segments.
       this.db.prepare(`INSERT INTO memories_fts (memories_fts, rank) VALUES ('secure-delete', 1)`).run();
       this.policyRows = new PolicyRows(this.db);
@@ -273,20 +273,12 @@ export class TenantPartition {
 
   /** Up to `limit` current rows waiting for a vector, oldest pending first; none while the partition's model is stale. */
   pendingEmbeddings(limit: number): PendingEmbedding[] {
-    if (!this.modelCurrent) return [];
-    const rows = this.stmt(
-      `SELECT id, version, json_extract(record, '$.content.text') AS text FROM memories
-       WHERE vector_model IS NULL AND tx_to IS NULL ORDER BY pending_since, rowid LIMIT ?`,
-    ).all(limit) as PendingEmbedding[];
-    return rows;
+    return this.modelCurrent ? pendingRows(this.db, limit) : [];
   }
 
   /** Pending rows and when the oldest became pending (epoch ms). */
-  embeddingLag(): { pending: number; oldest: number | null; modelCurrent: boolean } {
-    const row = this.stmt(
-      'SELECT count(*) AS n, min(pending_since) AS oldest FROM memories WHERE vector_model IS NULL AND tx_to IS NULL',
-    ).get() as { n: number; oldest: number | null };
-    return { pending: row.n, oldest: row.oldest, modelCurrent: this.modelCurrent };
+  embeddingLag(): PartitionLag {
+    return { ...lagRow(this.db), modelCurrent: this.modelCurrent };
   }
 
   /**
@@ -1120,4 +1112,46 @@ function withUsage(record: MemoryRecord, usage: UsageColumns): MemoryRecord {
 
 function parseRecord(json: string): MemoryRecord {
   return MemoryRecord.parse(JSON.parse(json));
+}
+
+/** A partition's embedding lag: pending rows, when the oldest became pending (epoch ms), and whether its model is current. */
+export interface PartitionLag {
+  pending: number;
+  oldest: number | null;
+  modelCurrent: boolean;
+}
+
+/** Up to `limit` current rows of a partition file waiting for a vector, oldest pending first. */
+export function pendingRows(db: Database.Database, limit: number): PendingEmbedding[] {
+  return db
+    .prepare(
+      `SELECT id, version, json_extract(record, '$.content.text') AS text FROM memories
+       WHERE vector_model IS NULL AND tx_to IS NULL ORDER BY pending_since, rowid LIMIT ?`,
+    )
+    .all(limit) as PendingEmbedding[];
+}
+
+/** How many current rows of a partition file wait for a vector, and since when the oldest (epoch ms). */
+export function lagRow(db: Database.Database): { pending: number; oldest: number | null } {
+  const row = db
+    .prepare('SELECT count(*) AS n, min(pending_since) AS oldest FROM memories WHERE vector_model IS NULL AND tx_to IS NULL')
+    .get() as { n: number; oldest: number | null };
+  return { pending: row.n, oldest: row.oldest };
+}
+
+/** The model whose vectors a partition file holds, or undefined when it names none yet. */
+export function partitionModelOf(db: Database.Database): string | undefined {
+  return (db.prepare('SELECT model FROM vector_model WHERE one = 1').get() as { model: string } | undefined)?.model;
+}
+
+/**
+ * The model whose vectors a partition file holds, when the file is as this
+ * build writes it (rows and vectors formats current, a model recorded), so
+ * that it can be read without opening it as a partition; undefined when the
+ * open would first convert it (a vectors format change makes rows pending).
+ */
+export function currentModelOf(db: Database.Database, formats: { indexRows: number; vectors: number }): string | undefined {
+  if (db.pragma('user_version', { simple: true }) !== formats.indexRows) return undefined;
+  const vectors = db.prepare(`SELECT value FROM partition_state WHERE key = 'vectors_format'`).pluck().get() as number | undefined;
+  return vectors === formats.vectors ? partitionModelOf(db) : undefined;
 }
