@@ -1,3 +1,5 @@
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { embed, indexed, searchIds } from '../fixtures';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
@@ -56,6 +58,45 @@ describe('the open tenant partitions', () => {
     expect(scratch.index.evictions).toBe(evictions);
     expect(scratch.index.memory().openPartitions).toBe(1);
     expect(await searchIds(scratch.index, 't0', 'invoice order depot', embed(text('t0', 42)))).toEqual(answer);
+  });
+
+  it('load no graph for text work, and rows written without a vector leave the saved graph as it is', async () => {
+    const open = () => SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: DIMENSIONS, memoryBudgetBytes: 64 * MiB });
+    scratch.index = await open();
+    await scratch.index.upsert(
+      't0',
+      Array.from({ length: 1_500 }, (_, i) => indexed({ id: `t0-${i}`, tenant: 't0', text: text('t0', i) })),
+    );
+    // The dense route alone: rows added below without vectors do not change its answer.
+    const answer = await searchIds(scratch.index, 't0', '', embed(text('t0', 42)));
+    await scratch.index.close();
+    const graphFile = join(scratch.dir, 'tenant-t0.usearch');
+    const saved = { bytes: readFileSync(graphFile), mtimeMs: statSync(graphFile).mtimeMs };
+
+    // What the projection and BM25 do before the embedding stage comes by: rows without vectors, reads, text searches.
+    scratch.index = await open();
+    await scratch.index.upsert(
+      't0',
+      Array.from({ length: 200 }, (_, i) => ({
+        record: indexed({ id: `t0-text-${i}`, tenant: 't0', text: text('t0', 2_000 + i) }).record,
+      })),
+    );
+    expect(await scratch.index.count('t0')).toBe(1_700);
+    expect((await scratch.index.get('t0', 't0-7'))?.record.id).toBe('t0-7');
+    expect(await searchIds(scratch.index, 't0', 'invoice order depot')).toHaveLength(10);
+    expect(scratch.index.memory()).toMatchObject({ openPartitions: 1, loadedGraphs: 0 });
+    const textOnly = scratch.index.memory().bytes;
+    await scratch.index.close();
+    expect(statSync(graphFile).mtimeMs).toBe(saved.mtimeMs);
+
+    // The saved graph is still current: loaded as it is (not rebuilt, not rewritten) by the first vector search.
+    scratch.index = await open();
+    expect(await searchIds(scratch.index, 't0', '', embed(text('t0', 42)))).toEqual(answer);
+    expect(scratch.index.memory()).toMatchObject({ openPartitions: 1, loadedGraphs: 1 });
+    expect(scratch.index.memory().bytes).toBeGreaterThan(textOnly);
+    await scratch.index.close();
+    expect(readFileSync(graphFile).equals(saved.bytes)).toBe(true);
+    expect(statSync(graphFile).mtimeMs).toBe(saved.mtimeMs);
   });
 
   it('are not closed under an iterator or a purge that is using them', async () => {

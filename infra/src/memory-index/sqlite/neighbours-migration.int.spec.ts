@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { RECALLABLE_STATUSES } from '@elma/domain';
-import { indexed } from '../fixtures';
+import { embed, indexed, searchIds } from '../fixtures';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
 import { scratchIndex } from './scratch.testing';
 import { DEFAULT_EXPANSION_ADD } from './vector-graph';
@@ -12,7 +12,8 @@ const filter = { statuses: RECALLABLE_STATUSES, maxSensitivity: 'restricted' as 
 
 /**
  * A partition file written before neighbours and ef_construction 128: no subject or session column, and a
- * graph built with 16. Opening it backfills the columns from the stored records and rebuilds the graph.
+ * graph built with 16. Opening it backfills the columns from the stored records; the graph is rebuilt when
+ * it is first loaded (by a vector search).
  */
 describe('a partition from before neighbour smoothing', () => {
   const scratch = scratchIndex('neighbours-migration');
@@ -43,6 +44,7 @@ describe('a partition from before neighbour smoothing', () => {
     scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: 384 });
     const [b] = await scratch.index.neighbours(T, ['b'], filter);
     expect([b.previous?.record.id, b.next?.record.id]).toEqual(['a', 'c']);
+    expect(await searchIds(scratch.index, T, '', embed('turn b'))).toContain('b');
     await scratch.index.close();
     scratch.index = undefined;
 

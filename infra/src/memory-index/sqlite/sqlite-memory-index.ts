@@ -147,7 +147,10 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
   }
 
   async search(query: HybridQuery): Promise<SearchHit[]> {
-    return this.guard(query.tenant, () => this.searchPartition(query));
+    const hits = this.guard(query.tenant, () => this.searchPartition(query));
+    // The dense route may have loaded the tenant's graph: the budget may now be exceeded.
+    if (query.vector) this.enforceBudget(query.tenant);
+    return hits;
   }
 
   private searchPartition(query: HybridQuery): SearchHit[] {
@@ -332,7 +335,10 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
   async leftovers(tenant: string, probes: ErasedProbe[], options: { minCosine: number }): Promise<Leftovers> {
     const none: Leftovers = { rows: [], terms: [], vectors: [], sharedText: [] };
     if (probes.length === 0) return none;
-    return this.guard(tenant, () => this.partition(tenant, false)?.leftovers(probes, options.minCosine) ?? none);
+    const found = this.guard(tenant, () => this.partition(tenant, false)?.leftovers(probes, options.minCosine) ?? none);
+    // A vector probe loads the graph.
+    this.enforceBudget(tenant);
+    return found;
   }
 
   /** Pages through a partition by rowid, so no statement stays open across the consumer's awaits. */
@@ -389,11 +395,15 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     return [...this.quarantine].sort();
   }
 
-  /** What the open partitions hold against the memory budget. */
-  memory(): { openPartitions: number; bytes: number; budgetBytes: number; evictions: number } {
+  /** What the open partitions hold against the memory budget (a partition loads its graph only once it needs it). */
+  memory(): { openPartitions: number; loadedGraphs: number; bytes: number; budgetBytes: number; evictions: number } {
     let bytes = 0;
-    for (const partition of this.partitions.values()) bytes += partition.memoryBytes;
-    return { openPartitions: this.partitions.size, bytes, budgetBytes: this.budget(), evictions: this.evictions };
+    let loadedGraphs = 0;
+    for (const partition of this.partitions.values()) {
+      bytes += partition.memoryBytes;
+      if (partition.holdsGraph) loadedGraphs += 1;
+    }
+    return { openPartitions: this.partitions.size, loadedGraphs, bytes, budgetBytes: this.budget(), evictions: this.evictions };
   }
 
   /** Writes every open tenant's graph file if it changed since it was last written. */

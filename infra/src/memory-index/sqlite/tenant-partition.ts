@@ -159,7 +159,9 @@ interface GraphFile {
  */
 export class TenantPartition {
   private readonly db: Database.Database;
-  private readonly graph: VectorGraph;
+  /** The HNSW graph; loaded on first use (see `graph`). */
+  private readonly vectorGraph: VectorGraph;
+  private graphLoaded = false;
   private readonly cache = new Map<string, Database.Statement>();
   /** The rows' filter columns in memory, for the routes' candidate checks (created once the schema is migrated). */
   private readonly policyRows: PolicyRows;
@@ -176,7 +178,7 @@ export class TenantPartition {
     private readonly options: PartitionOptions,
   ) {
     this.db = new Database(files.db);
-    this.graph = new VectorGraph(options.dimensions, options.graph);
+    this.vectorGraph = new VectorGraph(options.dimensions, options.graph);
     try {
       this.db.pragma('journal_mode = WAL');
       // Freed pages and deleted cells are zeroed, so purged content does not linger in free space.
@@ -198,7 +200,6 @@ export class TenantPartition {
       this.db.prepare(`INSERT INTO memories_fts (memories_fts, rank) VALUES ('secure-delete', 1)`).run();
       this.policyRows = new PolicyRows(this.db);
       this.terms = new TermFrequencies(this.db, () => this.policyRows.rowWrites);
-      this.openGraph();
     } catch (error) {
       // A file that fails to open (not a database, corrupt) must not stay open behind the caller's back.
       this.db.close();
@@ -218,18 +219,24 @@ export class TenantPartition {
     const added = new Map<number, Float32Array | undefined>();
     // A vector of another model than the partition's never enters it: the row waits for one of the right model.
     const accepts = (model: string | undefined) => this.modelCurrent && (model ?? this.options.model) === this.options.model;
+    // Loaded before the rows change: a graph loaded after would be rebuilt from rows that already hold this call's vectors.
+    if (memories.some((m) => m.vector && accepts(m.model))) this.loadGraph();
     const now = Date.now();
     this.db.transaction(() => {
       for (const { record, vector: given, model } of memories) {
         const stored = given && accepts(model) ? quantise(given) : undefined;
-        const current = this.stmt('SELECT rowid, version FROM memories WHERE id = ? AND tx_to IS NULL').get(record.id) as
-          { rowid: number; version: number } | undefined;
+        const current = this.stmt('SELECT rowid, version, vector_model FROM memories WHERE id = ? AND tx_to IS NULL').get(record.id) as
+          { rowid: number; version: number; vector_model: string | null } | undefined;
         const txFrom = millis(record.revisedAt ?? record.recordedAt, 'revisedAt');
         if (current && current.version > record.version) continue;
         if (!current && this.stmt('SELECT 1 FROM memories WHERE id = ? AND version >= ?').get(record.id, record.version)) continue;
         if (current && current.version === record.version) {
+          // A row without a vector has no node: replacing it leaves the graph as it is.
+          if (current.vector_model !== null) {
+            this.loadGraph();
+            removedKeys.push(current.rowid);
+          }
           this.deleteRow(current.rowid);
-          removedKeys.push(current.rowid);
           added.delete(current.rowid);
         } else if (current) {
           this.stmt('UPDATE memories SET tx_to = ? WHERE rowid = ?').run(txFrom, current.rowid);
@@ -238,10 +245,12 @@ export class TenantPartition {
         // The graph gets the vector as the row holds it, so it equals a graph rebuilt from the rows.
         added.set(rowid, stored && this.vectorOf(stored));
       }
-      this.bumpGeneration();
+      // The generation stamps the graph: rows written without a vector leave it (and its saved file) current.
+      if (removedKeys.length > 0 || [...added.values()].some((v) => v)) this.bumpGeneration();
     })();
     // The graph follows the committed rows (older versions keep their nodes: knownAsOf queries reach them).
     const keys = [...added].flatMap(([rowid, vector]) => (vector ? [{ rowid, vector }] : []));
+    if (removedKeys.length === 0 && keys.length === 0) return;
     this.graph.remove(removedKeys);
     if (this.graph.removedShare > COMPACT_SHARE) {
       // The rows already hold this call's records, so the rebuilt graph has them too.
@@ -290,6 +299,8 @@ export class TenantPartition {
     if (!this.modelCurrent) return;
     const replaced: number[] = [];
     const added: { rowid: number; vector: Float32Array }[] = [];
+    // Loaded before the rows change (see upsert).
+    this.loadGraph();
     this.db.transaction(() => {
       for (const item of items) {
         if (item.model !== this.options.model) continue;
@@ -740,6 +751,8 @@ export class TenantPartition {
    * The checkpoint runs on every call, even one that finds nothing to delete.
    */
   async purge(ids: string[]): Promise<void> {
+    // Loaded while its saved file is current, so it is scrubbed rather than rebuilt from every row.
+    this.loadGraph();
     const resumed = this.state('purge_pending') === 1;
     const removed: { rowid: number; vector: Buffer }[] = [];
     this.db.transaction(() => {
@@ -790,24 +803,26 @@ export class TenantPartition {
 
   /** Saves the graph if vectors were added since the last save. */
   flush(): void {
+    // An unloaded graph is unchanged since its file was saved (or is rebuilt from the rows when it is next loaded).
+    if (!this.graphLoaded) return;
     if (this.addedSinceSave > 0 || this.savedGraph()?.generation !== this.state('generation')) this.saveGraph();
   }
 
   /** Bytes this partition holds in memory, roughly: its graph, SQLite's page cache and the rows' filter columns. */
   get memoryBytes(): number {
-    return this.graph.memoryBytes + PAGE_CACHE_BYTES + this.policyRows.memoryBytes;
+    return (this.graphLoaded ? this.vectorGraph.memoryBytes : 0) + PAGE_CACHE_BYTES + this.policyRows.memoryBytes;
   }
 
   close(): void {
     this.flush();
     this.checkpoint();
     this.db.close();
-    this.graph.release();
+    this.vectorGraph.release();
   }
 
   /** Closes the file without writing anything (a corrupt partition, or one about to be deleted); never throws. */
   abandon(): void {
-    this.graph.release();
+    this.vectorGraph.release();
     try {
       this.db.close();
     } catch {
@@ -978,6 +993,33 @@ export class TenantPartition {
    * overwritten one can abort the process). Anything else is deleted and the
    * graph rebuilt from the rows, which are the truth.
    */
+  /**
+   * The graph, loaded from its file (or rebuilt from the rows) on first use:
+   * a partition used only for text (rows projected before their vectors,
+   * BM25 searches, reads) holds no graph in memory.
+   */
+  private get graph(): VectorGraph {
+    this.loadGraph();
+    return this.vectorGraph;
+  }
+
+  /** Whether the graph is in memory (the budget counts it only then). */
+  get holdsGraph(): boolean {
+    return this.graphLoaded;
+  }
+
+  private loadGraph(): void {
+    if (this.graphLoaded) return;
+    this.graphLoaded = true;
+    try {
+      this.openGraph();
+    } catch (error) {
+      this.graphLoaded = false;
+      this.vectorGraph.reset();
+      throw error;
+    }
+  }
+
   private openGraph(): void {
     const saved = this.savedGraph();
     // A graph built with another ef_construction (files from before it was recorded were built with 16) is rebuilt.
