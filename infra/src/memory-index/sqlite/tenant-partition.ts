@@ -180,12 +180,18 @@ export class TenantPartition {
     this.db = new Database(files.db);
     this.vectorGraph = new VectorGraph(options.dimensions, options.graph);
     try {
+      // A row (record, int8 vector, filter columns) takes ~1.4 KB: two fit a 4 KB page and a third of it stayed empty.
+      // 16 KB pages hold eleven (22 % less file). Only a new file takes it; an older one keeps its pages until rebuilt.
+      this.db.pragma(`page_size = ${PAGE_SIZE}`);
       this.db.pragma('journal_mode = WAL');
       // Freed pages and deleted cells are zeroed, so purged content does not linger in free space.
       this.db.pragma('secure_delete = ON');
       this.db.pragma('synchronous = NORMAL');
       // Checkpoint every ~40 MiB of WAL rather than 4 MiB (fewer fsyncs while projecting); purge checkpoints at once.
-      this.db.pragma('wal_autocheckpoint = 10000');
+      // Counted in the file's own pages: 4 KB in files made before PAGE_SIZE.
+      this.db.pragma(
+        `wal_autocheckpoint = ${Math.round(WAL_CHECKPOINT_BYTES / (this.db.pragma('page_size', { simple: true }) as number))}`,
+      );
       const formats = options.formats ?? FORMAT_VERSIONS;
       const fresh = this.checkRowsFormat(formats.indexRows);
       this.db.exec(TENANT_SCHEMA);
@@ -1111,6 +1117,12 @@ export class TenantPartition {
 
 /** The `vector` of a row waiting for its vector (the column is NOT NULL in files from before). */
 const EMPTY_BLOB = Buffer.alloc(0);
+
+/** The page size of a new partition file. */
+export const PAGE_SIZE = 16_384;
+
+/** The WAL length after which a partition is checkpointed. */
+const WAL_CHECKPOINT_BYTES = 40 * 1024 * 1024;
 
 /** SQLite's default page cache per connection (cache_size -2000: 2,000 KiB), counted as each open partition's floor. */
 const PAGE_CACHE_BYTES = 2_048_000;
