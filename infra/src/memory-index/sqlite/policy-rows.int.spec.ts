@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_TEXT_ANALYSIS, type IndexFilter, type MemoryRecord } from '@elma/domain';
+import { CONVERSATION_GAP_MS, DEFAULT_TEXT_ANALYSIS, type IndexFilter, type MemoryRecord } from '@elma/domain';
 import { makeRecord } from '@elma/domain/testing';
-import { IDS, indexFilter, record } from '../arbitraries.testing';
+import { DAY, IDS, indexFilter, record } from '../arbitraries.testing';
 import { embed } from '../fixtures';
 import { compileFilter } from './filter-sql';
 import { TenantPartition } from './tenant-partition';
@@ -36,6 +36,41 @@ function scratchPartition() {
           .pluck()
           .all(...sql.params) as number[]
       ).sort();
+    },
+    /**
+     * `neighbours` worked out from the file by its definition: for each id the newest admitted episodic
+     * version, and the admitted turns of its conversation just before and after it in (valid time, rowid)
+     * order, within CONVERSATION_GAP_MS of it when neither has a session.
+     */
+    neighboursBySql(ids: string[], filter: IndexFilter) {
+      const sql = compileFilter(filter)!;
+      const admitted = new Set(
+        reference
+          .prepare(`SELECT m.rowid FROM memories m WHERE ${sql.where}`)
+          .pluck()
+          .all(...sql.params) as number[],
+      );
+      const turns = (
+        reference.prepare(`SELECT rowid, id, subject, session, valid_from AS at FROM memories WHERE kind = 'episodic'`).all() as {
+          rowid: number;
+          id: string;
+          subject: string | null;
+          session: string | null;
+          at: number;
+        }[]
+      )
+        .filter((t) => admitted.has(t.rowid))
+        .sort((a, b) => a.at - b.at || a.rowid - b.rowid);
+      return [...new Set(ids)].flatMap((id) => {
+        const hit = turns.filter((t) => t.id === id).sort((a, b) => b.rowid - a.rowid)[0];
+        if (!hit || hit.subject === null) return [];
+        const gap = hit.session === null ? CONVERSATION_GAP_MS : Infinity;
+        const conversation = turns.filter((t) => t.subject === hit.subject && t.session === hit.session && Math.abs(t.at - hit.at) <= gap);
+        const i = conversation.indexOf(hit);
+        const previous = conversation[i - 1]?.rowid;
+        const next = conversation[i + 1]?.rowid;
+        return [{ id, ...(previous !== undefined ? { previous } : {}), ...(next !== undefined ? { next } : {}) }];
+      });
     },
     close() {
       reference.close();
@@ -82,6 +117,59 @@ describe('the in-memory filter of a partition (PolicyRows)', () => {
               const expected = scratch.admittedBySql(filter);
               if (expected === undefined) continue;
               expect(routes(scratch.partition, filter)).toEqual({ bm25: expected, dense: expected });
+            }
+          }
+        } finally {
+          scratch.close();
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('finds the neighbours the SQL timeline gives, from memory, while turns are added, revised, moved and purged', async () => {
+    const BASE = Date.parse('2024-01-01T00:00:00.000Z');
+    // Few conversations and a coarse clock: turns share times, and the 30-minute gap of turns without a session matters.
+    const turn = fc
+      .record({
+        base: record,
+        episodic: fc.integer({ min: 0, max: 6 }).map((n) => n > 0),
+        subject: fc.constantFrom('s1', 's2'),
+        session: fc.constantFrom(null, 'a', 'b'),
+        minute: fc.integer({ min: 0, max: 8 }).map((n) => n * 10),
+      })
+      .map(({ base, episodic, subject, session, minute }) => ({
+        ...base,
+        kind: episodic ? ('episodic' as const) : ('semantic' as const),
+        subject,
+        ...(session !== null ? { session } : {}),
+        validFrom: new Date(BASE + (base.version % 3) * DAY + minute * 60_000).toISOString(),
+        validTo: null,
+      }));
+    const step = fc.record({
+      batch: fc.array(turn, { minLength: 1, maxLength: 8 }),
+      purged: fc.subarray(IDS, { maxLength: 1 }),
+      filters: fc.array(indexFilter, { minLength: 1, maxLength: 3 }),
+    });
+    const open: IndexFilter = {
+      statuses: ['active', 'superseded', 'disputed'],
+      maxSensitivity: 'restricted',
+      now: '2025-01-01T00:00:00.000Z',
+    };
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 2, maxLength: 5 }), async (steps) => {
+        const scratch = scratchPartition();
+        try {
+          for (const { batch, purged, filters } of steps) {
+            // Checked after the writes and again after the purge (which drops what memory holds): the writes
+            // land in the timelines built by the previous step's checks.
+            for (const write of [() => upsert(scratch.partition, batch as MemoryRecord[]), () => scratch.partition.purge(purged)]) {
+              await write();
+              for (const filter of [open, ...filters]) {
+                const sql = compileFilter(filter);
+                if (!sql) continue;
+                expect(scratch.partition.neighbours(IDS, filter, sql)).toEqual(scratch.neighboursBySql(IDS, filter));
+              }
             }
           }
         } finally {

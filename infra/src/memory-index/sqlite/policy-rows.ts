@@ -58,8 +58,9 @@ type Test = (rowid: number) => boolean;
  * data folder (`claimDataDir`) and opens each partition once.
  *
  * It also tells where an episodic row sits in its conversation (subject,
- * session, valid time: `turns`), so neighbour smoothing starts its seeks
- * without reading the rows.
+ * session, valid time: `turns`) and which turns are next to it
+ * (`turnsBeside`, from each conversation's turns kept in time order), so
+ * neighbour smoothing reads no row and seeks no index.
  *
  * It holds no content: categorical values (owner, project, subject and
  * session ids among them) are interned, times are numbers, lineage is reduced
@@ -93,6 +94,12 @@ export class PolicyRows {
   private txFrom = new Float64Array(0);
   private txTo = new Float64Array(0);
   private expiresAt = new Float64Array(0);
+  /**
+   * Each conversation's episodic rows in (valid time, rowid) order, by `conversationKey`: built at the
+   * first `turnsBeside`, then kept in step with the columns by `refresh` (dropped with them).
+   */
+  private timelines: Map<string, number[]> | undefined;
+  private timelineRows = 0;
   private readonly interned = new Map<string, number>();
   private readonly values: string[] = [];
   private internedBytes = 0;
@@ -117,7 +124,7 @@ export class PolicyRows {
 
   /** Bytes held: the columns (about 70 bytes per rowid up to the highest) and the interned values. */
   get memoryBytes(): number {
-    return this.capacity * BYTES_PER_ROWID + this.internedBytes;
+    return this.capacity * BYTES_PER_ROWID + this.internedBytes + this.timelineRows * 8 + (this.timelines?.size ?? 0) * 96;
   }
 
   /**
@@ -168,6 +175,103 @@ export class PolicyRows {
     });
   }
 
+  /**
+   * Up to `count` episodic rows of the turn `rowid`'s conversation (same
+   * subject, same session or both without one) just before (or after) it in
+   * (valid time, rowid) order, at most `gap` ms of valid time away, nearest
+   * first, whatever a filter would say of them: the unfiltered timeline seek,
+   * from memory. None for a row that is no turn (see `turns`).
+   */
+  turnsBeside(rowid: number, direction: 'previous' | 'next', gap: number, count: number): number[] {
+    this.refresh();
+    if (!this.isTurn(rowid)) return [];
+    const timeline = this.timelineIndex().get(this.conversationKey(rowid));
+    if (!timeline) return [];
+    const at = this.validFrom[rowid];
+    const near: number[] = [];
+    if (direction === 'previous') {
+      for (let i = this.positionOf(timeline, at, rowid) - 1; i >= 0 && near.length < count; i--) {
+        if (this.validFrom[timeline[i]] < at - gap) break;
+        near.push(timeline[i]);
+      }
+    } else {
+      let i = this.positionOf(timeline, at, rowid);
+      if (timeline[i] === rowid) i++;
+      for (; i < timeline.length && near.length < count; i++) {
+        if (this.validFrom[timeline[i]] > at + gap) break;
+        near.push(timeline[i]);
+      }
+    }
+    return near;
+  }
+
+  private isTurn(rowid: number): boolean {
+    return (
+      rowid < this.capacity &&
+      this.present[rowid] === 1 &&
+      this.subject[rowid] !== NONE &&
+      this.kind[rowid] === (this.interned.get('episodic') ?? NONE - 1)
+    );
+  }
+
+  private conversationKey(rowid: number): string {
+    return `${this.subject[rowid]} ${this.session[rowid]}`;
+  }
+
+  /** The first index of `timeline` at or after (at, rowid) in (valid time, rowid) order. */
+  private positionOf(timeline: readonly number[], at: number, rowid: number): number {
+    let low = 0;
+    let high = timeline.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      const other = timeline[middle];
+      const validFrom = this.validFrom[other];
+      if (validFrom < at || (validFrom === at && other < rowid)) low = middle + 1;
+      else high = middle;
+    }
+    return low;
+  }
+
+  private timelineIndex(): Map<string, number[]> {
+    if (this.timelines) return this.timelines;
+    const timelines = new Map<string, number[]>();
+    let rows = 0;
+    for (let rowid = 0; rowid < this.capacity; rowid++) {
+      if (!this.isTurn(rowid)) continue;
+      const key = this.conversationKey(rowid);
+      const timeline = timelines.get(key);
+      if (timeline) timeline.push(rowid);
+      else timelines.set(key, [rowid]);
+      rows++;
+    }
+    for (const timeline of timelines.values()) timeline.sort((a, b) => this.validFrom[a] - this.validFrom[b] || a - b);
+    this.timelines = timelines;
+    this.timelineRows = rows;
+    return timelines;
+  }
+
+  /** Takes a row out of its conversation's timeline, as the columns place it now (before they are read again). */
+  private unplace(rowid: number): void {
+    if (!this.timelines || !this.isTurn(rowid)) return;
+    const timeline = this.timelines.get(this.conversationKey(rowid));
+    if (!timeline) return;
+    const i = this.positionOf(timeline, this.validFrom[rowid], rowid);
+    if (timeline[i] !== rowid) return;
+    timeline.splice(i, 1);
+    this.timelineRows--;
+    if (timeline.length === 0) this.timelines.delete(this.conversationKey(rowid));
+  }
+
+  /** Puts a row (just read) into its conversation's timeline. */
+  private place(rowid: number): void {
+    if (!this.timelines || !this.isTurn(rowid)) return;
+    const key = this.conversationKey(rowid);
+    let timeline = this.timelines.get(key);
+    if (!timeline) this.timelines.set(key, (timeline = []));
+    timeline.splice(this.positionOf(timeline, this.validFrom[rowid], rowid), 0, rowid);
+    this.timelineRows++;
+  }
+
   private stmt(sql: string): Database.Statement {
     let statement = this.statements.get(sql);
     if (!statement) {
@@ -187,6 +291,7 @@ export class PolicyRows {
     const tentative = this.db.inTransaction;
     if (!this.loaded) {
       this.present.fill(0);
+      this.dropTimelines();
       this.load(this.stmt(`SELECT rowid, ${COLUMNS} FROM memories`));
       this.loaded = !tentative;
       return;
@@ -194,10 +299,14 @@ export class PolicyRows {
     if (this.dirty.size === 0) return;
     const rowids = [...this.dirty];
     // Absent until read again: a row that is gone stays so, and a failed read admits nothing rather than stale columns.
-    for (const rowid of rowids) if (rowid < this.capacity) this.present[rowid] = 0;
+    for (const rowid of rowids) {
+      this.unplace(rowid);
+      if (rowid < this.capacity) this.present[rowid] = 0;
+    }
     this.load(this.stmt(`SELECT m.rowid, ${COLUMNS} FROM json_each(?) j CROSS JOIN memories m ON m.rowid = j.value`), [
       JSON.stringify(rowids),
     ]);
+    for (const rowid of rowids) this.place(rowid);
     if (!tentative) this.dirty.clear();
   }
 
@@ -209,6 +318,7 @@ export class PolicyRows {
   forget(): void {
     this.loaded = false;
     this.dirty.clear();
+    this.dropTimelines();
     this.capacity = 0;
     for (const column of ['present', 'sensitivity', 'shared'] as const) this[column] = new Uint8Array(0);
     for (const column of ['kind', 'status', 'owner', 'project', 'retention', 'purposes', 'subject', 'session'] as const)
@@ -217,6 +327,11 @@ export class PolicyRows {
     this.interned.clear();
     this.values.length = 0;
     this.internedBytes = 0;
+  }
+
+  private dropTimelines(): void {
+    this.timelines = undefined;
+    this.timelineRows = 0;
   }
 
   private load(statement: Database.Statement, params: unknown[] = []): void {
