@@ -67,6 +67,9 @@ export interface SqliteMemoryIndexOptions {
 /** The model name of an index whose options name none. */
 export const UNNAMED_MODEL = 'unnamed';
 
+/** The longest uses counted by recall wait in memory before they are written. */
+const USAGE_DELAY_MS = 1_000;
+
 /** Default memory budget of the open partitions: 512 MiB. */
 export const DEFAULT_INDEX_MEMORY_BYTES = 512 * 1024 * 1024;
 
@@ -104,6 +107,8 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
   private readonly quarantine = new Set<string>();
   private readonly meta: Database.Database;
   private closed = false;
+  /** Writes the uses counted in memory once it fires (see recordUsage). */
+  private usageTimer: NodeJS.Timeout | undefined;
   /** Partitions closed to stay within the memory budget, since this index was opened. */
   evictions = 0;
 
@@ -361,8 +366,43 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     return this.guard(tenant, () => this.partition(tenant, false)?.currentFacts(factKey) ?? []);
   }
 
+  /** Counted in memory by the partition and written in batches: within USAGE_DELAY_MS, or sooner once many wait. */
   async recordUsage(tenant: string, ids: string[], use: 'retrieved' | 'adopted', at: string): Promise<void> {
-    if (ids.length > 0) this.guard(tenant, () => this.partition(tenant, false)?.recordUsage(ids, use, Date.parse(at)));
+    if (ids.length === 0) return;
+    this.guard(tenant, () => this.partition(tenant, false)?.recordUsage(ids, use, Date.parse(at)));
+    this.scheduleUsageWrite(USAGE_DELAY_MS);
+  }
+
+  private scheduleUsageWrite(delay: number): void {
+    this.usageTimer ??= setTimeout(() => {
+      this.usageTimer = undefined;
+      this.writeStaleUsage();
+    }, delay).unref();
+  }
+
+  /**
+   * Writes the uses that have waited USAGE_DELAY_MS (a crash loses at most
+   * that much of them); uses counted since the last batch wait on.
+   */
+  private writeStaleUsage(): void {
+    if (this.closed) return;
+    let next = Infinity;
+    for (const [tenant, partition] of [...this.partitions]) {
+      const since = partition.usageWaitingSince;
+      if (since === undefined) continue;
+      const wait = since + USAGE_DELAY_MS - Date.now();
+      if (wait > 0) {
+        next = Math.min(next, wait);
+        continue;
+      }
+      try {
+        this.guard(tenant, () => partition.writeUsage());
+      } catch {
+        // A corrupt partition is quarantined by guard (and its counts dropped with it); a full disk: tried again later.
+        next = Math.min(next, USAGE_DELAY_MS);
+      }
+    }
+    if (next < Infinity) this.scheduleUsageWrite(next);
   }
 
   async tenants(): Promise<string[]> {
@@ -406,7 +446,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     return { openPartitions: this.partitions.size, loadedGraphs, bytes, budgetBytes: this.budget(), evictions: this.evictions };
   }
 
-  /** Writes every open tenant's graph file if it changed since it was last written. */
+  /** Writes every open tenant's counted uses, and its graph file if it changed since it was last written. */
   async flush(): Promise<void> {
     for (const [tenant, partition] of [...this.partitions]) {
       try {
@@ -421,6 +461,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.usageTimer);
     for (const partition of this.partitions.values()) {
       try {
         partition.close();
