@@ -200,8 +200,13 @@ export class TransitClient {
     if (response.ok) return json ?? {};
     const errors = Array.isArray(json?.errors) ? json.errors.map(String) : [];
     if (options.batch && response.status === 400 && Array.isArray(json?.data?.batch_results)) return json;
-    // A key that is not there: 404 on reads, 400 "no existing key named ..." on its configuration.
-    if (options.notFound && (response.status === 404 || (response.status === 400 && errors.some((e) => /no existing key/i.test(e))))) {
+    // A key that is not there: 404 on reads, 400 "no existing key named ..." on its configuration, 400 "could not
+    // delete key; not found" on a delete that another delete (or the server's own cleanup) finished first.
+    if (
+      options.notFound &&
+      (response.status === 404 ||
+        (response.status === 400 && errors.some((e) => /no existing key|could not delete key; not found/i.test(e))))
+    ) {
       return undefined;
     }
     if (response.status === 503 && errors.some((e) => /sealed/i.test(e))) {

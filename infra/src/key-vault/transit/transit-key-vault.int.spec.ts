@@ -391,6 +391,14 @@ suite('transit key vault on a real OpenBao server', () => {
       }
     }, 90_000);
 
+    it('deleting a key is idempotent when deletes of it race (the server answers 400 "not found" to the later ones)', async () => {
+      vault = openVault();
+      const names = Array.from({ length: 8 }, (_, i) => vault!.keyNameOf(`race${i}`));
+      for (const name of names) expect((await server.api('POST', `transit/keys/${name}`, {})).status).toBeLessThan(300);
+      await Promise.all(names.flatMap((name) => [0, 1, 2].map(() => vault!.client.deleteKey(name))));
+      for (const name of names) expect((await server.api('GET', `transit/keys/${name}`)).status).toBe(404);
+    });
+
     it('destroying a tenant while the server is sealed forgets it here at once, and deletes its key when called again', async () => {
       vault = openVault();
       await vault.dataKeys('t1', ['m1'], { create: true });
