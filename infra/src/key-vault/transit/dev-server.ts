@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../../temporal/dev-server';
 import { ensureOpenBao } from './openbao-install';
@@ -49,6 +49,13 @@ export interface OpenBaoDevServer {
   /** Seals the server (every request then answers 503 until `unseal()`). */
   seal(): Promise<void>;
   unseal(): Promise<void>;
+  /**
+   * Stops the process with SIGSTOP (it then accepts connections but answers nothing) and returns once every one of its
+   * threads is stopped: `kill` returns before that, and until the thread the signal went to has run, the others go on serving.
+   */
+  hang(): Promise<void>;
+  /** Lets a hung process run again (SIGCONT). */
+  resume(): void;
   /** Calls the server's HTTP API as root: `{ status, body }`. */
   api(method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: OpenBaoAnswer | undefined }>;
   /** Stops the process and waits for its exit. Idempotent. The dev server keeps everything in memory: all keys are gone. */
@@ -169,8 +176,28 @@ export async function startOpenBaoDevServer(options: OpenBaoDevServerOptions = {
       const answer = await api('PUT', 'sys/unseal', { key: unsealKey });
       if (answer.status >= 300 || answer.body?.sealed) throw new Error(`unsealing answered ${answer.status}`);
     },
+    async hang() {
+      process.kill(child.pid!, 'SIGSTOP');
+      for (const deadline = Date.now() + 10_000; !allThreadsStopped(child.pid!);) {
+        if (Date.now() > deadline) throw new Error(`OpenBao (pid ${child.pid}) did not stop within 10 s of SIGSTOP`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    },
+    resume() {
+      process.kill(child.pid!, 'SIGCONT');
+    },
     stop,
   };
+}
+
+/** Whether every thread of the process is stopped (state `T` in `/proc/<pid>/task/<tid>/stat`). */
+function allThreadsStopped(pid: number): boolean {
+  const tasks = readdirSync(`/proc/${pid}/task`);
+  return tasks.every((tid) => {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    // The state follows the command name, which is in parentheses and may itself hold spaces or parentheses.
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'T';
+  });
 }
 
 /** Writes the server's configuration into the storage folder: raft storage, a plain-HTTP listener on 127.0.0.1 (and the next port for its cluster). */

@@ -440,13 +440,13 @@ suite('transit key vault on a real OpenBao server', () => {
     it('hanging: fails within the timeout with a clear error, and serves again when the server answers', async () => {
       vault = openVault({ timeoutMs: 500 });
       await vault.dataKeys('t1', ['m1'], { create: true });
-      process.kill(server.pid!, 'SIGSTOP');
+      await server.hang();
       let failure: unknown;
       const started = Date.now();
       try {
         failure = await vault.dataKeys('t1', ['m2'], { create: true }).catch((error: unknown) => error);
       } finally {
-        process.kill(server.pid!, 'SIGCONT');
+        server.resume();
       }
 
       expect(Date.now() - started).toBeLessThan(3_000);
