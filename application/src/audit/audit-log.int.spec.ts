@@ -76,6 +76,8 @@ describe('audit log on a real SQLite event log', () => {
   });
 
   /** Edits the stored events table behind the log's back, as an attacker with file access could. */
+  /** Events are kept by their stream's number (see the event log's schema): the attacker looks it up. */
+  const inStream = 'stream = (SELECT id FROM streams WHERE name = ?)';
   function tamper(sql: string, ...params: unknown[]): void {
     const db = new Database(path);
     try {
@@ -227,7 +229,7 @@ describe('audit log on a real SQLite event log', () => {
 
     it('an edited entry is named as a hash mismatch at its seq', async () => {
       tamper(
-        `UPDATE events SET data = json_set(data, '$.resourceIds', json('["m-other"]')) WHERE stream = ? AND revision = ?`,
+        `UPDATE event_rows SET data = json_set(data, '$.resourceIds', json('["m-other"]')) WHERE ${inStream} AND revision = ?`,
         'audit-t1',
         7,
       );
@@ -235,17 +237,17 @@ describe('audit log on a real SQLite event log', () => {
     });
 
     it('a deleted entry is named as a gap at the missing seq', async () => {
-      tamper('DELETE FROM events WHERE stream = ? AND revision = ?', 'audit-t1', 4);
+      tamper(`DELETE FROM event_rows WHERE ${inStream} AND revision = ?`, 'audit-t1', 4);
       expect(await audit.verify('t1')).toEqual({ ok: false, checked: 4, firstBroken: { seq: 4, reason: 'seq_gap' } });
     });
 
     it('a deleted entry whose successors were renumbered is named as a broken link', async () => {
       // The attacker also closes the gap in both seq and revision
       const db = new Database(path);
-      db.prepare('DELETE FROM events WHERE stream = ? AND revision = 4').run('audit-t1');
+      db.prepare(`DELETE FROM event_rows WHERE ${inStream} AND revision = 4`).run('audit-t1');
       for (let r = 5; r < 10; r++) {
         db.prepare(
-          `UPDATE events SET revision = revision - 1, data = json_set(data, '$.seq', json_extract(data, '$.seq') - 1) WHERE stream = ? AND revision = ?`,
+          `UPDATE event_rows SET revision = revision - 1, data = json_set(data, '$.seq', json_extract(data, '$.seq') - 1) WHERE ${inStream} AND revision = ?`,
         ).run('audit-t1', r);
       }
       db.close();
@@ -253,7 +255,7 @@ describe('audit log on a real SQLite event log', () => {
     });
 
     it('an entry that no longer parses is named as unparseable, and export refuses it', async () => {
-      tamper(`UPDATE events SET data = '{"rewritten":true}' WHERE stream = ? AND revision = ?`, 'audit-t1', 3);
+      tamper(`UPDATE event_rows SET data = '{"rewritten":true}' WHERE ${inStream} AND revision = ?`, 'audit-t1', 3);
       expect(await audit.verify('t1')).toEqual({ ok: false, checked: 3, firstBroken: { seq: 3, reason: 'unparseable' } });
       await expect(collect(audit.export('t1'))).rejects.toMatchObject({ code: 'AUDIT.ENTRY_UNPARSEABLE' });
     });

@@ -7,7 +7,7 @@ import { DomainError } from './errors';
  * as version 0.
  *
  * - `eventLog`: the layout of `events.db` (SQLite `user_version`; 1 = streams
- *   named by subject pseudonyms) and, on EventStoreDB, the `LayoutMigrated`
+ *   named by subject pseudonyms; 2 = a `streams` table numbering the streams, event ids in 16 bytes) and, on EventStoreDB, the `LayoutMigrated`
  *   marker event.
  * - `events`: the sealed envelope of an event's content (`Sealed.v`).
  * - `keyVault`: `keys.db` (SQLite `user_version`; 2 = versioned master, tenant and signing keys, for rotation).
@@ -25,7 +25,7 @@ import { DomainError } from './errors';
  * - `subjectExport`: the subject-access export (GDPR Art. 15/20), `SubjectExport.formatVersion`, and its signed manifest.
  */
 export const FORMAT_VERSIONS = {
-  eventLog: 1,
+  eventLog: 2,
   events: 1,
   keyVault: 2,
   indexMeta: 1,

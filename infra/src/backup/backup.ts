@@ -160,7 +160,9 @@ async function sqliteBackup(source: string, destination: string): Promise<void> 
 function logPosition(eventsDb: string): string {
   const db = new Database(eventsDb, { readonly: true, fileMustExist: true });
   try {
-    const row = db.prepare('SELECT coalesce(max(position), 0) AS head FROM events').get() as { head: number | bigint };
+    // `events` is a view over `event_rows` in the current layout; the table itself answers max() from its rowid at once.
+    const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event_rows'").get() ? 'event_rows' : 'events';
+    const row = db.prepare(`SELECT coalesce(max(position), 0) AS head FROM ${table}`).get() as { head: number | bigint };
     return String(row.head);
   } finally {
     db.close();

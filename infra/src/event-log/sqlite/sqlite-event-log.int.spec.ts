@@ -28,6 +28,12 @@ function event(data: unknown): EventData {
   return { id: randomUUID(), type: 'Noted', data };
 }
 
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const all: T[] = [];
+  for await (const item of items) all.push(item);
+  return all;
+}
+
 function containsBytes(path: string, marker: string): boolean {
   return existsSync(path) && readFileSync(path).includes(Buffer.from(marker, 'utf8'));
 }
@@ -115,6 +121,127 @@ describe('sqlite event log on disk', () => {
 
     await expect(attempt).rejects.toMatchObject({ code: 'EVENT_LOG.DUPLICATE_EVENT_ID' });
     expect(await log.headPosition()).toBe(-1n);
+  });
+
+  it('keeps each stream name once, in a numbered streams table, and UUID event ids in 16 bytes; other ids read back as written', async () => {
+    const ids = [randomUUID(), 'not-a-uuid:1', randomUUID().toUpperCase()];
+    await log.append(
+      'memory-t1-a',
+      ids.map((id) => ({ id, type: 'Noted', data: {} })),
+      { expectedRevision: 'no_stream' },
+    );
+    await log.append('memory-t1-b', [event({})], { expectedRevision: 'no_stream' });
+
+    const raw = new Database(path, { readonly: true });
+    try {
+      expect(raw.prepare('SELECT id, name FROM streams ORDER BY id').all()).toEqual([
+        { id: 1, name: 'memory-t1-a' },
+        { id: 2, name: 'memory-t1-b' },
+      ]);
+      const stored = raw.prepare('SELECT stream, typeof(id) AS kind, length(id) AS bytes FROM event_rows ORDER BY position').all();
+      expect(stored).toEqual([
+        { stream: 1, kind: 'blob', bytes: 16 },
+        { stream: 1, kind: 'text', bytes: ids[1].length },
+        { stream: 1, kind: 'text', bytes: 36 },
+        { stream: 2, kind: 'blob', bytes: 16 },
+      ]);
+      // The `events` view shows the file as the adapter reads it.
+      expect(raw.prepare("SELECT id FROM events WHERE stream = 'memory-t1-a' ORDER BY revision").pluck().all()).toEqual(ids);
+    } finally {
+      raw.close();
+    }
+    expect((await collect(log.readStream('memory-t1-a'))).map((e) => e.id)).toEqual(ids);
+    // An id is found again in the form it was written: a retried append is a duplicate, not a second write.
+    const retried = await log.append(
+      'memory-t1-a',
+      ids.map((id) => ({ id, type: 'Noted', data: {} })),
+      { expectedRevision: 'no_stream' },
+    );
+    expect(retried.duplicate).toBe(true);
+  });
+
+  it('deleting the newest stream frees its number: a later stream may take it, and the deleted name reads as empty', async () => {
+    await log.append('memory-t1-a', [event({ n: 1 })], { expectedRevision: 'no_stream' });
+    await log.append('memory-t1-b', [event({ n: 2 })], { expectedRevision: 'no_stream' });
+    await log.deleteStream('memory-t1-b');
+    await log.append('memory-t1-c', [event({ n: 3 })], { expectedRevision: 'no_stream' });
+
+    expect(await collect(log.readStream('memory-t1-b'))).toEqual([]);
+    expect((await collect(log.readStream('memory-t1-c'))).map((e) => e.data)).toEqual([{ n: 3 }]);
+    expect((await collect(log.readAll())).map((e) => [e.streamId, e.position])).toEqual([
+      ['memory-t1-a', 1n],
+      ['memory-t1-c', 3n],
+    ]);
+  });
+
+  describe('a file from before the streams table', () => {
+    /** Writes the old layout by hand: one `events` table keyed by stream names, ids as text. */
+    function legacyFile(userVersion: number) {
+      const raw = new Database(path);
+      raw.pragma('journal_mode = WAL');
+      raw.exec(`
+        CREATE TABLE events (
+          position INTEGER PRIMARY KEY AUTOINCREMENT, stream TEXT NOT NULL, revision INTEGER NOT NULL, id TEXT NOT NULL,
+          type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, created INTEGER NOT NULL,
+          UNIQUE (stream, revision), UNIQUE (stream, id));
+        CREATE TABLE deleted_streams (stream TEXT PRIMARY KEY) WITHOUT ROWID;`);
+      const insert = raw.prepare('INSERT INTO events (stream, revision, id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)');
+      const written = [
+        ['memory-t1-b', 0, randomUUID()],
+        ['memory-t1-a', 0, randomUUID()],
+        ['memory-t1-b', 1, 'legacy-id-1'],
+        ['memory-t1-gone', 0, randomUUID()],
+      ] as const;
+      written.forEach(([stream, revision, id], i) =>
+        insert.run(stream, revision, id, 'Noted', JSON.stringify({ i }), '{}', 1_700_000_000_000 + i),
+      );
+      // The newest stream was hard-deleted: the position counter is past the last event.
+      raw.prepare("DELETE FROM events WHERE stream = 'memory-t1-gone'").run();
+      raw.pragma(`user_version = ${userVersion}`);
+      raw.close();
+      return written.slice(0, 3);
+    }
+
+    it('is converted on open: positions, revisions, ids, data and the position counter are kept, and the old table is gone', async () => {
+      await log.close();
+      rmSync(dir, { recursive: true, force: true });
+      dir = tempDir();
+      path = join(dir, 'events.db');
+      const written = legacyFile(1);
+
+      log = SqliteEventLog.open(path);
+
+      expect((await collect(log.readAll())).map((e) => [e.position, e.streamId, e.revision, e.id, e.data, e.created.getTime()])).toEqual(
+        written.map(([stream, revision, id], i) => [BigInt(i + 1), stream, BigInt(revision), id, { i }, 1_700_000_000_000 + i]),
+      );
+      expect(await log.headPosition()).toBe(4n);
+      expect((await log.append('memory-t1-a', [event({ n: 'next' })], { expectedRevision: 0n })).position).toBe(5n);
+      expect((await collect(log.readStream('memory-t1-b'))).map((e) => e.id)).toEqual([written[0][2], 'legacy-id-1']);
+      expect(log.layoutVersion()).toBe(2);
+      const raw = new Database(path, { readonly: true });
+      try {
+        expect(raw.prepare("SELECT type FROM sqlite_master WHERE name = 'events'").pluck().get()).toBe('view');
+        expect(raw.prepare('SELECT name FROM streams ORDER BY id').pluck().all()).toEqual(['memory-t1-b', 'memory-t1-a']);
+      } finally {
+        raw.close();
+      }
+    });
+
+    it('from before pseudonyms keeps its version until the pseudonym migration, which then writes the current one', async () => {
+      await log.close();
+      rmSync(dir, { recursive: true, force: true });
+      dir = tempDir();
+      path = join(dir, 'events.db');
+      legacyFile(0);
+
+      log = SqliteEventLog.open(path);
+      expect(log.layoutVersion()).toBe(0);
+      expect(await log.migrateLayout(1, () => ({ renames: [['memory-t1-a', 'memory-t1-z']], rewrites: [], forgetDeleted: [] }))).toBe(true);
+
+      expect(log.layoutVersion()).toBe(2);
+      expect((await collect(log.readStream('memory-t1-z'))).map((e) => e.position)).toEqual([2n]);
+      expect(await collect(log.readStream('memory-t1-a'))).toEqual([]);
+    });
   });
 
   it('a subscriber sees an append made through another connection within 250 ms', async () => {

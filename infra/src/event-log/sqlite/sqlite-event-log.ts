@@ -21,7 +21,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '@elma/domain';
-import { openEventLogDatabase } from './schema';
+import { layoutStamp, openEventLogDatabase, readId, storedId } from './schema';
 import { SqliteSubscription, type ScanResult } from './sqlite-subscription';
 
 const PAGE_SIZE = 512;
@@ -31,7 +31,7 @@ interface EventRow {
   position: bigint;
   stream: string;
   revision: bigint;
-  id: string;
+  id: Buffer | string;
   type: string;
   data: string;
   metadata: string;
@@ -44,7 +44,11 @@ interface AllQuery {
   params: unknown[];
 }
 
-const columns = 'position, stream, revision, id, type, data, metadata, created';
+/** A stream's events, read by the stream's number (the name is known). */
+const streamColumns = 'position, ? AS stream, revision, id, type, data, metadata, created';
+/** Events of any stream, with their stream's name: `event_rows` drives the join (in position order). */
+const allColumns = 'e.position, s.name AS stream, e.revision, e.id, e.type, e.data, e.metadata, e.created';
+const allFrom = 'event_rows e CROSS JOIN streams s ON s.id = e.stream';
 
 /** What a layout migration sees of the file. */
 export interface LayoutFile {
@@ -95,20 +99,26 @@ export class SqliteEventLog implements EventLog {
     this.statements = {
       // Older files stored the name itself; both forms are honoured.
       isDeleted: this.db.prepare('SELECT 1 FROM deleted_streams WHERE stream IN (?, ?)').pluck(),
-      last: prepare('SELECT revision, position FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1'),
-      byId: prepare('SELECT revision, position FROM events WHERE stream = ? AND id = ?'),
-      insert: prepare('INSERT INTO events (stream, revision, id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)'),
-      head: prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'").pluck(),
-      streamForwards: prepare(`SELECT ${columns} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`),
-      streamBackwards: prepare(`SELECT ${columns} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`),
+      streamNumber: prepare('SELECT id FROM streams WHERE name = ?').pluck(),
+      newStream: prepare('INSERT INTO streams (name) VALUES (?)'),
+      last: prepare('SELECT revision, position FROM event_rows WHERE stream = ? ORDER BY revision DESC LIMIT 1'),
+      byId: prepare('SELECT revision, position FROM event_rows WHERE stream = ? AND id = ?'),
+      insert: prepare('INSERT INTO event_rows (stream, revision, id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      head: prepare("SELECT seq FROM sqlite_sequence WHERE name = 'event_rows'").pluck(),
+      streamForwards: prepare(`SELECT ${streamColumns} FROM event_rows WHERE stream = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`),
+      streamBackwards: prepare(`SELECT ${streamColumns} FROM event_rows WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`),
       markDeleted: this.db.prepare('INSERT OR IGNORE INTO deleted_streams (stream) VALUES (?)'),
-      deleteEvents: this.db.prepare('DELETE FROM events WHERE stream = ?'),
+      deleteEvents: this.db.prepare('DELETE FROM event_rows WHERE stream = ?'),
+      deleteStream: this.db.prepare('DELETE FROM streams WHERE id = ?'),
     };
     this.appendTransaction = this.db.transaction((requests: AppendRequest[]) => requests.map((request) => this.appendOne(request)));
     this.deleteTransaction = this.db.transaction((names: readonly string[]) => {
       for (const stream of names) {
         this.statements.markDeleted.run(deletedName(stream));
-        this.statements.deleteEvents.run(stream);
+        const number = this.streamNumber(stream);
+        if (number === undefined) continue;
+        this.statements.deleteEvents.run(number);
+        this.statements.deleteStream.run(number);
       }
     });
     // One read transaction so the page and the head come from the same snapshot.
@@ -141,8 +151,11 @@ export class SqliteEventLog implements EventLog {
     } else cursor = from;
     const query = backwards ? this.statements.streamBackwards : this.statements.streamForwards;
     while (remaining > 0) {
+      // Looked up again per page: the stream may be deleted (and its number reused) between pages.
+      const number = this.streamNumber(stream);
+      if (number === undefined) return;
       const limit = Math.min(PAGE_SIZE, remaining);
-      const rows = query.all(stream, cursor, limit) as EventRow[];
+      const rows = query.all(stream, number, cursor, limit) as EventRow[];
       for (const row of rows) yield toRecorded(row);
       if (rows.length < limit) return;
       remaining -= rows.length;
@@ -211,13 +224,18 @@ export class SqliteEventLog implements EventLog {
   /** Read-only views of the file that a layout migration plans from (inside its transaction, or before it). */
   layoutFile(): LayoutFile {
     return {
-      // A range on the (stream, revision) index: the names after the prefix and before its successor.
+      // A range on the names' index: the names after the prefix and before its successor.
       streamNames: (prefix: string) =>
         this.db
-          .prepare('SELECT DISTINCT stream FROM events WHERE stream >= ? AND stream < ?')
+          .prepare('SELECT name FROM streams WHERE name >= ? AND name < ?')
           .pluck()
           .all(prefix, prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)) as string[],
-      readStream: (stream: string) => (this.statements.streamForwards.all(stream, 0n, MAX_INT64) as EventRow[]).map(toRecorded),
+      readStream: (stream: string) => {
+        const number = this.streamNumber(stream);
+        return number === undefined
+          ? []
+          : (this.statements.streamForwards.all(stream, number, 0n, MAX_INT64) as EventRow[]).map(toRecorded);
+      },
       // Files from before the list kept hashes hold plain names.
       plainDeletedNames: () =>
         this.db.prepare("SELECT stream FROM deleted_streams WHERE stream NOT LIKE 'sha256:%'").pluck().all() as string[],
@@ -250,13 +268,13 @@ export class SqliteEventLog implements EventLog {
       if (this.layoutVersion() >= version) return false;
       const file = this.layoutFile();
       const { renames, rewrites, forgetDeleted } = plan(file);
-      const rename = this.db.prepare('UPDATE events SET stream = ? WHERE stream = ?');
+      const rename = this.db.prepare('UPDATE streams SET name = ? WHERE name = ?');
       for (const [from, to] of renames) rename.run(to, from);
-      const rewrite = this.db.prepare('UPDATE events SET data = ? WHERE position = ?');
+      const rewrite = this.db.prepare('UPDATE event_rows SET data = ? WHERE position = ?');
       for (const { position, data } of rewrites) rewrite.run(JSON.stringify(data), position);
       const forget = this.db.prepare('DELETE FROM deleted_streams WHERE stream = ?');
       for (const name of forgetDeleted) forget.run(name);
-      this.db.pragma(`user_version = ${Math.trunc(version)}`);
+      this.db.pragma(`user_version = ${layoutStamp(Math.trunc(version))}`);
       return true;
     });
     const migrated = migrate.immediate();
@@ -272,15 +290,28 @@ export class SqliteEventLog implements EventLog {
 
   private appendOne({ stream, events, expectedRevision }: AppendRequest): AppendResult {
     if (this.statements.isDeleted.get(deletedName(stream), stream)) throw new StreamDeleted(stream);
-    const last = this.statements.last.get(stream) as StoredRef | undefined;
+    const number = this.streamNumber(stream);
+    const last = number === undefined ? undefined : (this.statements.last.get(number) as StoredRef | undefined);
     const current = last?.revision ?? NO_STREAM;
-    const stored = events.map((event) => this.statements.byId.get(stream, event.id) as StoredRef | undefined);
+    const stored = events.map((event) =>
+      number === undefined ? undefined : (this.statements.byId.get(number, storedId(event.id)) as StoredRef | undefined),
+    );
     const plan = planAppend(stream, events, expectedRevision, current, stored);
     if (plan.kind === 'duplicate') return { nextExpectedRevision: plan.revision, position: plan.position, duplicate: true };
-    return this.write(stream, plan.events, current, last?.position ?? -1n);
+    if (plan.events.length === 0) return { nextExpectedRevision: current, position: last?.position ?? -1n, duplicate: false };
+    return this.write(
+      number ?? (this.statements.newStream.run(stream).lastInsertRowid as bigint),
+      plan.events,
+      current,
+      last?.position ?? -1n,
+    );
   }
 
-  private write(stream: string, events: EventData[], current: bigint, lastPosition: bigint): AppendResult {
+  private streamNumber(stream: string): bigint | undefined {
+    return this.statements.streamNumber.get(stream) as bigint | undefined;
+  }
+
+  private write(stream: bigint, events: EventData[], current: bigint, lastPosition: bigint): AppendResult {
     const created = BigInt(Date.now());
     let revision = current;
     let position = lastPosition;
@@ -288,7 +319,8 @@ export class SqliteEventLog implements EventLog {
       revision += 1n;
       const data = JSON.stringify(event.data ?? null);
       const metadata = JSON.stringify(event.metadata ?? {});
-      position = this.statements.insert.run(stream, revision, event.id, event.type, data, metadata, created).lastInsertRowid as bigint;
+      position = this.statements.insert.run(stream, revision, storedId(event.id), event.type, data, metadata, created)
+        .lastInsertRowid as bigint;
     }
     return { nextExpectedRevision: revision, position, duplicate: false };
   }
@@ -314,12 +346,12 @@ export class SqliteEventLog implements EventLog {
     const key = `${direction}:${prefixes.length}:${types.length}`;
     let statement = this.allStatements.get(key);
     if (!statement) {
-      const where = [direction === 'forwards' ? 'position > ?' : 'position < ?'];
-      if (prefixes.length > 0) where.push(`(${prefixes.map(() => 'substr(stream, 1, length(?)) = ?').join(' OR ')})`);
-      if (types.length > 0) where.push(`type IN (${types.map(() => '?').join(', ')})`);
+      const where = [direction === 'forwards' ? 'e.position > ?' : 'e.position < ?'];
+      if (prefixes.length > 0) where.push(`(${prefixes.map(() => 'substr(s.name, 1, length(?)) = ?').join(' OR ')})`);
+      if (types.length > 0) where.push(`e.type IN (${types.map(() => '?').join(', ')})`);
       const order = direction === 'forwards' ? 'ASC' : 'DESC';
       statement = this.db
-        .prepare(`SELECT ${columns} FROM events WHERE ${where.join(' AND ')} ORDER BY position ${order} LIMIT ?`)
+        .prepare(`SELECT ${allColumns} FROM ${allFrom} WHERE ${where.join(' AND ')} ORDER BY e.position ${order} LIMIT ?`)
         .safeIntegers(true);
       this.allStatements.set(key, statement);
     }
@@ -352,7 +384,7 @@ function readPage({ statement, params }: AllQuery, after: bigint, limit: number)
 function toRecorded(row: EventRow): RecordedEvent {
   return {
     streamId: row.stream,
-    id: row.id,
+    id: readId(row.id),
     type: row.type,
     revision: row.revision,
     position: row.position,
