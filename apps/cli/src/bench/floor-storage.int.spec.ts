@@ -1,9 +1,10 @@
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRecord } from '@elma/domain/testing';
-import { HashingEmbedder, SqliteMemoryIndex } from '@elma/infra';
+import { HashingEmbedder, SqliteEventLog, SqliteMemoryIndex } from '@elma/infra';
 import { Floor } from './floor';
 import { measureStorage } from './storage';
 
@@ -34,7 +35,18 @@ describe('the floor and the storage breakdown on real partition files', () => {
       }),
     );
     await index.flush();
-    writeFileSync(join(dataDir, 'events.db'), Buffer.alloc(8192));
+    const log = SqliteEventLog.open(join(dataDir, 'events.db'));
+    await log.append(
+      'events-acme-p1',
+      [0, 1].map((i) => ({ id: randomUUID(), type: 'EventIngested', data: { text: texts[i] } })),
+      {
+        expectedRevision: 'no_stream',
+      },
+    );
+    await log.append('memory-acme-mem-0', [{ id: randomUUID(), type: 'MemoryRecorded', data: { n: 1 }, metadata: { m: 1 } }], {
+      expectedRevision: 'no_stream',
+    });
+    await log.close();
   });
   afterAll(async () => {
     await index?.close();
@@ -57,8 +69,22 @@ describe('the floor and the storage breakdown on real partition files', () => {
   });
 
   it('splits the folder by engine and the partition by table, the parts adding up to the files', () => {
+    // Measured before: a read-only connection in WAL mode may add its -shm and -wal files.
+    const logFiles = ['events.db', 'events.db-wal', 'events.db-shm'].map((f) => join(dataDir, f)).filter((f) => existsSync(f));
+    const logBytes = logFiles.reduce((sum, f) => sum + statSync(f).size, 0);
     const storage = measureStorage(dataDir);
-    expect(storage.files.get('event log')).toBe(8192);
+    expect(storage.files.get('event log')).toBe(logBytes);
+    // The event log by b-tree and by event type: data and metadata as stored (JSON).
+    expect(storage.eventLog?.parts.get('stream names')).toBeGreaterThan(0);
+    expect(storage.eventLog?.parts.get('indexes')).toBeGreaterThan(0);
+    expect(storage.eventLog?.types).toEqual([
+      {
+        type: 'EventIngested',
+        events: 2,
+        bytes: [0, 1].reduce((sum, i) => sum + Buffer.byteLength(JSON.stringify({ text: texts[i] })) + 2, 0),
+      },
+      { type: 'MemoryRecorded', events: 1, bytes: '{"n":1}{"m":1}'.length },
+    ]);
     expect(storage.files.get('vector graphs')).toBe(statSync(join(indexDir, 'tenant-acme.usearch')).size);
     const partitionBytes = [...storage.partitions.values()].reduce((sum, b) => sum + b, 0);
     expect(partitionBytes).toBe(storage.files.get('index partitions'));

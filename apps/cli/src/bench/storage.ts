@@ -59,7 +59,15 @@ export interface StorageBreakdown {
   partitions: Map<PartitionPart, number>;
   /** Bytes of the vector BLOBs and of the JSON records inside the record rows (payload, without page overhead). */
   rowPayload: { vectors: number; records: number };
+  /** The SQLite event log's b-trees and its payload by event type (absent on EventStoreDB). */
+  eventLog?: EventLogMeasure;
   total: number;
+}
+
+/** Where `events.db`'s bytes are: its b-trees by part, and each event type's count and stored data + metadata bytes. */
+export interface EventLogMeasure {
+  parts: Map<'event rows' | 'stream names' | 'indexes' | 'other', number>;
+  types: { type: string; events: number; bytes: number }[];
 }
 
 /** A partition file as measured: its b-trees' page bytes, which of them are indexes, its bytes on disk (with WAL). */
@@ -117,7 +125,43 @@ export function measureStorage(dataDir: string): StorageBreakdown {
         onDisk.reduce((sum, g) => sum + g.bytes, 0),
       );
     });
-  return breakdown(files, partitions);
+  const eventLog = files.some((f) => f.path === 'events.db') ? measureEventLog(join(dataDir, 'events.db')) : undefined;
+  return { ...breakdown(files, partitions), ...(eventLog ? { eventLog } : {}) };
+}
+
+/** `events.db` through `dbstat` and a pass over its rows, on a read-only connection. */
+function measureEventLog(path: string): EventLogMeasure {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    const parts: EventLogMeasure['parts'] = new Map([
+      ['event rows', 0],
+      ['stream names', 0],
+      ['indexes', 0],
+      ['other', 0],
+    ]);
+    for (const { name, bytes } of db.prepare('SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name').all() as {
+      name: string;
+      bytes: number;
+    }[]) {
+      const part =
+        name === 'event_rows'
+          ? 'event rows'
+          : name === 'streams' || name === 'sqlite_autoindex_streams_1'
+            ? 'stream names'
+            : name.startsWith('sqlite_autoindex_')
+              ? 'indexes'
+              : 'other';
+      parts.set(part, parts.get(part)! + bytes);
+    }
+    const types = db
+      .prepare(
+        'SELECT type, count(*) AS events, sum(length(CAST(data AS BLOB)) + length(CAST(metadata AS BLOB))) AS bytes FROM event_rows GROUP BY type ORDER BY bytes DESC',
+      )
+      .all() as EventLogMeasure['types'];
+    return { parts, types };
+  } finally {
+    db.close();
+  }
 }
 
 function measurePartition(path: string, fileBytes: number): PartitionMeasure {

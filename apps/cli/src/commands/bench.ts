@@ -216,6 +216,14 @@ function reportStorage(dataDir: string, events: number, line: Line): void {
   );
   for (const [group, bytes] of storage.files) {
     line(`  ${group}`, per(bytes), '');
+    if (group === 'event log' && storage.eventLog) {
+      for (const [part, partBytes] of storage.eventLog.parts) line(`    ${part}`, per(partBytes), '');
+      line(
+        `    payload (data + metadata) by event type: KB per ingested event (events per ingested event)`,
+        storage.eventLog.types.map((t) => `${t.type} ${per(t.bytes).replace(' KB', '')} (${(t.events / events).toFixed(2)})`).join(', '),
+        '',
+      );
+    }
     if (group !== 'index partitions') continue;
     for (const [part, partBytes] of storage.partitions) line(`    ${part}`, per(partBytes), '');
     line(
