@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,9 +7,10 @@ import { SUBJECT_PSEUDONYM } from '@elma/domain';
 import { loadConfig, SqliteEventLog } from '@elma/infra';
 import { openElma } from './elma';
 import { silentLogger } from '@elma/shared';
+import { killDuring } from '@elma/shared/testing';
 
 const FIXTURE = join(__dirname, '../../../tests/fixtures/pre-pseudonyms');
-const CHILD = new URL('./testing/open.child.ts', import.meta.url).pathname;
+const CHILD = new URL('./testing/open.child.ts', import.meta.url);
 const SUBJECTS = 4_000;
 
 const dirs: string[] = [];
@@ -48,19 +48,6 @@ function rows(dir: string): { position: number; stream: string; id: string }[] {
   }
 }
 
-/** Opens ELMA on the folder in a child process and kills it with SIGKILL `afterMs` after it starts opening; whether it got to open. */
-function openAndKill(dir: string, afterMs: number): Promise<boolean> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, dir], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let output = '';
-  return new Promise((resolve) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (chunk.toString().includes('opening')) setTimeout(() => child.kill('SIGKILL'), afterMs);
-    });
-    child.once('exit', () => resolve(output.includes('opened')));
-  });
-}
-
 /** Where the kill landed: before the vault had pseudonyms, between vault and log, or after the log's transaction. */
 function killedState(dir: string, opened: boolean): string {
   const events = new Database(join(dir, 'events.db'), { readonly: true });
@@ -84,7 +71,7 @@ describe('the pseudonym migration killed with SIGKILL', () => {
       const dir = await bigLegacyFolder();
       const before = rows(dir);
 
-      const opened = await openAndKill(dir, afterMs);
+      const opened = await killDuring(CHILD, [dir], afterMs);
       // Killed before or during the migration, or after it: the same folder either way once opened again.
       if (afterMs === 0) expect(opened).toBe(false);
       console.log(`killed at ${afterMs} ms: ${killedState(dir, opened)}`);

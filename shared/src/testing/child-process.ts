@@ -59,3 +59,24 @@ export async function killChild(child: ChildProcess): Promise<void> {
   child.kill('SIGKILL');
   await exited;
 }
+
+/**
+ * Starts a TypeScript file that prints `started` when it begins the work under test and `finished` when it is done,
+ * kills it with SIGKILL `afterMs` after `started`, and resolves once it is gone: whether it had printed `finished`.
+ */
+export function killDuring(
+  script: URL,
+  args: string[],
+  afterMs: number,
+  markers = { started: 'opening', finished: 'opened' },
+): Promise<boolean> {
+  const child = spawn(process.execPath, ['--import', 'tsx', scriptPath(script), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  return new Promise((resolve) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (chunk.toString().includes(markers.started)) setTimeout(() => child.kill('SIGKILL'), afterMs);
+    });
+    child.once('exit', () => resolve(output.includes(markers.finished)));
+  });
+}

@@ -1,13 +1,14 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { killDuring } from '@elma/shared/testing';
 import { SqliteEventLog } from './sqlite-event-log';
+import { createLegacyEventTables } from './testing/legacy-layout';
 
-const CHILD = new URL('./testing/open-log.child.ts', import.meta.url).pathname;
+const CHILD = new URL('./testing/open-log.child.ts', import.meta.url);
 /** Enough events that the conversion takes seconds, so a kill lands inside it. */
 const EVENTS = 300_000;
 
@@ -23,13 +24,7 @@ function legacyLog(): string {
   const path = join(dir, 'events.db');
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
-  db.exec(`
-    CREATE TABLE events (
-      position INTEGER PRIMARY KEY AUTOINCREMENT, stream TEXT NOT NULL, revision INTEGER NOT NULL, id TEXT NOT NULL,
-      type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, created INTEGER NOT NULL,
-      UNIQUE (stream, revision), UNIQUE (stream, id));
-    CREATE TABLE deleted_streams (stream TEXT PRIMARY KEY) WITHOUT ROWID;`);
-  const insert = db.prepare('INSERT INTO events (stream, revision, id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  const insert = createLegacyEventTables(db);
   const revisions = new Map<string, number>();
   db.transaction(() => {
     for (let i = 0; i < EVENTS; i++) {
@@ -57,19 +52,6 @@ function snapshot(path: string): { events: string; counter: number } {
   }
 }
 
-/** Opens the log in a child process and kills it with SIGKILL `afterMs` after it starts opening; whether it got to open. */
-function openAndKill(path: string, afterMs: number): Promise<boolean> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, path], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let output = '';
-  return new Promise((resolve) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (chunk.toString().includes('opening')) setTimeout(() => child.kill('SIGKILL'), afterMs);
-    });
-    child.once('exit', () => resolve(output.includes('opened')));
-  });
-}
-
 describe('converting the event log to the streams table, killed with SIGKILL', () => {
   it.each([300, 1_500, 60_000])(
     'at %i ms leaves the old layout whole or the new one complete, and the next open serves every event',
@@ -77,7 +59,7 @@ describe('converting the event log to the streams table, killed with SIGKILL', (
       const path = legacyLog();
       const before = snapshot(path);
 
-      const opened = await openAndKill(path, afterMs);
+      const opened = await killDuring(CHILD, [path], afterMs);
       const raw = new Database(path, { readonly: true });
       const kind = raw.prepare("SELECT type FROM sqlite_master WHERE name = 'events'").pluck().get();
       raw.close();

@@ -7,6 +7,7 @@ import type { EventData, SubscriptionItem } from '@elma/domain';
 import { eventLogContract } from '../contract';
 import Database from 'better-sqlite3';
 import { SqliteEventLog } from './sqlite-event-log';
+import { createLegacyEventTables } from './testing/legacy-layout';
 
 function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'elma-event-log-'));
@@ -179,13 +180,7 @@ describe('sqlite event log on disk', () => {
     function legacyFile(userVersion: number) {
       const raw = new Database(path);
       raw.pragma('journal_mode = WAL');
-      raw.exec(`
-        CREATE TABLE events (
-          position INTEGER PRIMARY KEY AUTOINCREMENT, stream TEXT NOT NULL, revision INTEGER NOT NULL, id TEXT NOT NULL,
-          type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, created INTEGER NOT NULL,
-          UNIQUE (stream, revision), UNIQUE (stream, id));
-        CREATE TABLE deleted_streams (stream TEXT PRIMARY KEY) WITHOUT ROWID;`);
-      const insert = raw.prepare('INSERT INTO events (stream, revision, id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)');
+      const insert = createLegacyEventTables(raw);
       const written = [
         ['memory-t1-b', 0, randomUUID()],
         ['memory-t1-a', 0, randomUUID()],
