@@ -200,6 +200,14 @@ export class TransitClient {
     if (response.ok) return json ?? {};
     const errors = Array.isArray(json?.errors) ? json.errors.map(String) : [];
     if (options.batch && response.status === 400 && Array.isArray(json?.data?.batch_results)) return json;
+    // No engine at this path (a wrong ELMA_KMS_MOUNT, or the engine not mounted yet): it says nothing about a key, so
+    // it must not pass for a missing one (a deletion would be recorded as done while the key stays on the server).
+    if (response.status === 404 && errors.some((e) => /no handler for route/i.test(e))) {
+      throw new KmsUnavailable(
+        'failed',
+        `the key-management server has no transit engine at the configured mount (404 on ${opOf(path)}): check ELMA_KMS_MOUNT (a server unsealed a moment ago may still be mounting it)`,
+      );
+    }
     // A key that is not there: 404 on reads, 400 "no existing key named ..." on its configuration, 400 "could not
     // delete key; not found" on a delete that another delete (or the server's own cleanup) finished first.
     if (

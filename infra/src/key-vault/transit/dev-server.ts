@@ -175,6 +175,13 @@ export async function startOpenBaoDevServer(options: OpenBaoDevServerOptions = {
     async unseal() {
       const answer = await api('PUT', 'sys/unseal', { key: unsealKey });
       if (answer.status >= 300 || answer.body?.sealed) throw new Error(`unsealing answered ${answer.status}`);
+      // Unsealed, the server mounts its engines again; until then their paths answer 404 "no handler for route".
+      for (const deadline = Date.now() + 15_000; ;) {
+        const keys = await api('LIST', `${transitMount}/keys`);
+        if (keys.status !== 503 && !(keys.status === 404 && (keys.body?.errors ?? []).some((e) => /no handler/i.test(e)))) return;
+        if (Date.now() > deadline) throw new Error(`OpenBao did not mount ${transitMount} again after unsealing (${keys.status})`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
     },
     async hang() {
       process.kill(child.pid!, 'SIGSTOP');

@@ -24,7 +24,15 @@ const dirs: string[] = [];
 
 /** A vault on the run's server with a local file of its own and a key prefix of its own (tests share the server). */
 function openVault(
-  options: { token?: string; timeoutMs?: number; keyPrefix?: string; address?: string; path?: string; renewToken?: boolean } = {},
+  options: {
+    token?: string;
+    timeoutMs?: number;
+    keyPrefix?: string;
+    address?: string;
+    path?: string;
+    renewToken?: boolean;
+    mount?: string;
+  } = {},
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'elma-transit-'));
   dirs.push(dir);
@@ -35,6 +43,7 @@ function openVault(
     keyPrefix: options.keyPrefix ?? `t${process.pid}x${++prefixes}`,
     timeoutMs: options.timeoutMs ?? 5_000,
     renewToken: options.renewToken,
+    mount: options.mount,
   });
 }
 
@@ -435,6 +444,30 @@ suite('transit key vault on a real OpenBao server', () => {
       await expect(vault.dataKeys('t1', ['m1'], { create: false })).rejects.toMatchObject({ code: 'KEY_VAULT.KEY_SHREDDED' });
       expect(await vault.subjectPseudonyms('t1', ['alice'], { create: false })).toEqual(new Map());
       expect(await vault.subjectsOfPseudonyms('t1', [pseudonym!])).toEqual(new Map());
+    });
+
+    it('no transit engine at the mount: a clear error, and a key deletion is not taken as done (the key stays to be deleted)', async () => {
+      vault = openVault();
+      await vault.dataKeys('t1', ['m1'], { create: true });
+      const name = vault.keyNameOf('t1');
+      // The same file and keys, through a mount path with no engine behind it (a wrong ELMA_KMS_MOUNT): the server
+      // answers 404 "no handler for route", which says nothing about the key.
+      const path = vault['db'].name;
+      await vault.close();
+      const misrouted = openVault({ path, keyPrefix: vault.keyPrefix, mount: 'no-such-transit' });
+      try {
+        await expect(misrouted.destroyTenant('t1')).rejects.toMatchObject({
+          code: 'KEY_VAULT.KMS_UNAVAILABLE',
+          message: expect.stringMatching(/ELMA_KMS_MOUNT/),
+        });
+        expect((await server.api('GET', `transit/keys/${name}`)).status).toBe(200);
+      } finally {
+        await misrouted.close();
+      }
+      // Called again with the right mount, the destruction deletes the key.
+      vault = openVault({ path, keyPrefix: vault.keyPrefix });
+      await vault.destroyTenant('t1');
+      expect((await server.api('GET', `transit/keys/${name}`)).status).toBe(404);
     });
 
     it('hanging: fails within the timeout with a clear error, and serves again when the server answers', async () => {
