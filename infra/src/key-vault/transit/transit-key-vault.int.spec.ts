@@ -319,6 +319,25 @@ suite('transit key vault on a real OpenBao server', () => {
       }
     }, 30_000);
 
+    it('a renewal that fails is tried again before a short-period token dies: sealed over its renewal, the token lives on', async () => {
+      expect((await server.api('PUT', 'sys/policies/acl/elma-kms-all', { policy: transitPolicy('transit', 'retry') })).status).toBeLessThan(
+        300,
+      );
+      const created = await server.api('POST', 'auth/token/create', { policies: ['default', 'elma-kms-all'], period: '6s' });
+      vault = openVault({ token: created.body!.auth!.client_token, keyPrefix: 'retry' });
+      await vault.dataKeys('t1', ['m1'], { create: true });
+
+      // The vault renews at once (a 6-s token is short), then 3 s later: that second renewal meets a sealed server.
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      await server.seal();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await server.unseal();
+      // Past the token's first lifetime: alive only if a renewal after the unseal reached the server.
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+
+      expect((await vault.dataKeys('t1', ['m2'], { create: true })).get('m2')).toHaveLength(32);
+    }, 30_000);
+
     it('a token without the policy gets a clear 403 error that does not contain the token', async () => {
       const token = await tokenWith(['default']);
       vault = openVault({ token });

@@ -21,7 +21,7 @@ export interface TransitKeyVaultOptions extends TransitClientOptions {
   cacheSize?: number;
   /**
    * Renew a renewable token (e.g. a periodic one) at half its remaining lifetime, for as long as the vault is
-   * open. Default true. A failed renewal is tried again 5 s later.
+   * open. Default true. A failed renewal is tried again within a third of the lifetime left, at most 5 s later.
    */
   renewToken?: boolean;
 }
@@ -71,6 +71,8 @@ export class TransitKeyVault implements KeyVault {
   private generation: number;
   private readonly statements;
   private renewal: NodeJS.Timeout | undefined;
+  /** When the token dies unless renewed (ms since the epoch), as last learnt; unknown before the first look. */
+  private tokenExpiresAt: number | undefined;
   private closed = false;
 
   constructor(options: TransitKeyVaultOptions) {
@@ -116,7 +118,11 @@ export class TransitKeyVault implements KeyVault {
     if (options.renewToken ?? true) this.scheduleRenewal(0);
   }
 
-  /** Keeps a renewable token alive: renews at half its remaining lifetime; a token that never expires needs nothing. */
+  /**
+   * Keeps a renewable token alive: renews at half its remaining lifetime; a token that never expires needs
+   * nothing. A failed renewal is tried again within a third of the lifetime left (at most 5 s later), so a
+   * short-period token gets several tries before it dies, even when the first one misses.
+   */
   private scheduleRenewal(delayMs: number): void {
     if (this.closed) return;
     this.renewal = setTimeout(() => {
@@ -126,10 +132,12 @@ export class TransitKeyVault implements KeyVault {
           if (!lease.renewable || lease.ttl <= 0) return;
           // Renew at half the remaining lifetime (the first look only measures it, unless it is already short).
           const ttl = delayMs === 0 && lease.ttl > 10 ? lease.ttl : await this.client.renewToken();
+          this.tokenExpiresAt = Date.now() + ttl * 1000;
           this.scheduleRenewal(Math.max(500, (ttl * 1000) / 2));
         } catch {
           // Down, sealed or refused: try again soon; the calls that need the server report the failure.
-          this.scheduleRenewal(5_000);
+          const left = this.tokenExpiresAt === undefined ? Infinity : this.tokenExpiresAt - Date.now();
+          this.scheduleRenewal(Math.min(5_000, Math.max(250, left / 3)));
         }
       })();
     }, delayMs);
