@@ -26,7 +26,7 @@ const recallTexts = async (token: string, query: string) => {
 const mint = (claims: Partial<Principal>) => t.token({ purposes: ['support'], clearance: 'confidential', ...claims });
 
 beforeAll(async () => {
-  t = await startTestApp({ keep: true });
+  t = await startTestApp();
   tokens.agent = await mint({ sub: 'agent-1', roles: ['agent'] });
   tokens.agent2 = await mint({ sub: 'agent-2', roles: ['agent'] });
   tokens.admin = await mint({ sub: 'admin-1', roles: ['admin'] });

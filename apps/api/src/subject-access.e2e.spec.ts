@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -209,17 +209,21 @@ describe('subject access (GDPR Art. 15/20), end to end on Temporal', () => {
 
     // Outside the data folder: the erasure below byte-scans that folder for the subject's content.
     const folder = mkdtempSync(join(tmpdir(), 'elma-sar-'));
-    const files = { manifest: join(folder, 'm.json'), json: join(folder, 'x.json'), pdf: join(folder, 'x.pdf') };
-    writeFileSync(files.manifest, JSON.stringify(manifest));
-    writeFileSync(files.json, exportJson);
-    writeFileSync(files.pdf, exportPdf);
-    const out: string[] = [];
-    const io = { stdout: { write: (s: string) => out.push(s) }, stderr: { write: (s: string) => out.push(s) } };
-    const jwksUrl = `${t.url}/.well-known/elma-keys`;
-    expect(await verifyCertificateCommand([files.manifest, '--jwks', jwksUrl, '--file', files.json, '--file', files.pdf], io)).toBe(0);
-    expect(out.join('')).toContain(`manifest OK: subject access ${requestId}`);
-    writeFileSync(files.json, Buffer.concat([exportJson, Buffer.from(' ')]));
-    expect(await verifyCertificateCommand([files.manifest, '--jwks', jwksUrl, '--file', files.json], io)).toBe(1);
+    try {
+      const files = { manifest: join(folder, 'm.json'), json: join(folder, 'x.json'), pdf: join(folder, 'x.pdf') };
+      writeFileSync(files.manifest, JSON.stringify(manifest));
+      writeFileSync(files.json, exportJson);
+      writeFileSync(files.pdf, exportPdf);
+      const out: string[] = [];
+      const io = { stdout: { write: (s: string) => out.push(s) }, stderr: { write: (s: string) => out.push(s) } };
+      const jwksUrl = `${t.url}/.well-known/elma-keys`;
+      expect(await verifyCertificateCommand([files.manifest, '--jwks', jwksUrl, '--file', files.json, '--file', files.pdf], io)).toBe(0);
+      expect(out.join('')).toContain(`manifest OK: subject access ${requestId}`);
+      writeFileSync(files.json, Buffer.concat([exportJson, Buffer.from(' ')]));
+      expect(await verifyCertificateCommand([files.manifest, '--jwks', jwksUrl, '--file', files.json], io)).toBe(1);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 
   it('writes audit entries for the request, the production and each download, with no content', async () => {

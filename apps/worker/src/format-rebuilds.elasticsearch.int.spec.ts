@@ -26,13 +26,16 @@ describe.skipIf(!URL)('Elasticsearch mapping versions', () => {
   const address = inject('temporalAddress') ?? process.env.TEMPORAL_ADDRESS;
   const namespace = inject('temporalNamespace') ?? 'default';
   const esNamespace = `fmt${Date.now() % 1_000_000}`;
-  const dir = mkdtempSync(join(tmpdir(), 'elma-format-es-'));
-  const env = { ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir, ELMA_ELASTICSEARCH_URL: URL!, ELMA_ES_NAMESPACE: esNamespace };
+  // Made in beforeAll: a skipped suite is still collected, and must leave no folder behind.
+  let dir: string;
+  let env: Record<string, string>;
   let es: EsClient;
   let connection: Connection;
   let bundle: WorkflowBundle;
 
   beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'elma-format-es-'));
+    env = { ELMA_EMBEDDER: 'hashing', ELMA_DATA_DIR: dir, ELMA_ELASTICSEARCH_URL: URL!, ELMA_ES_NAMESPACE: esNamespace };
     es = new EsClient({ node: URL! });
     const logger = new DefaultLogger('ERROR');
     try {
@@ -47,7 +50,7 @@ describe.skipIf(!URL)('Elasticsearch mapping versions', () => {
     await es?.indices.delete({ index: `${esNamespace}-*`, allow_no_indices: true, ignore_unavailable: true, expand_wildcards: 'all' });
     await es?.close();
     await connection?.close();
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   const concreteIndex = async () => Object.keys(await es.indices.getAlias({ name: `${esNamespace}-acme-memories` }))[0]!;

@@ -1,10 +1,11 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, E5_DENSE_FLOOR, loadConfig } from './config';
 
 const dir = mkdtempSync(join(tmpdir(), 'elma-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const base = { ELMA_DATA_DIR: dir, ELMA_MASTER_KEY: 'k'.repeat(64), ELMA_JWT_SECRET: 's'.repeat(32) };
 
 describe('the embedded index memory budget', () => {

@@ -279,33 +279,32 @@ export class VectorGraph {
   }
 }
 
-/** An empty saved graph per vector length, loaded into a graph to free its memory (see `release`). */
-const emptyGraphs = new Map<number, string>();
-
 /**
  * Frees an index's native memory at once. The binding's objects keep their
  * memory when they are garbage-collected (measured: 30 graphs opened and
  * dropped in turn kept 661 MB of RSS, with or without gc()), so a graph that
  * is replaced or closed is emptied by loading an empty file into it (91 MB).
+ * The empty file is written to a temporary folder and removed at once: a
+ * process killed later leaves nothing behind.
  */
 function release(index: Index, dimensions: number): void {
-  let empty = emptyGraphs.get(dimensions);
+  let folder: string | undefined;
   try {
-    if (!empty || !existsSync(empty)) {
-      empty = join(mkdtempSync(join(tmpdir(), 'elma-graph-')), `empty-${dimensions}.usearch`);
-      new Index({
-        dimensions,
-        metric: MetricKind.Cos,
-        quantization: ScalarKind.F32,
-        connectivity: 2,
-        expansion_add: 2,
-        expansion_search: 2,
-        multi: false,
-      }).save(empty);
-      emptyGraphs.set(dimensions, empty);
-    }
+    folder = mkdtempSync(join(tmpdir(), 'elma-graph-'));
+    const empty = join(folder, `empty-${dimensions}.usearch`);
+    new Index({
+      dimensions,
+      metric: MetricKind.Cos,
+      quantization: ScalarKind.F32,
+      connectivity: 2,
+      expansion_add: 2,
+      expansion_search: 2,
+      multi: false,
+    }).save(empty);
     index.load(empty);
   } catch {
     // Nothing more can be done than to drop the reference; the process stays correct, only larger.
+  } finally {
+    if (folder) rmSync(folder, { recursive: true, force: true });
   }
 }
