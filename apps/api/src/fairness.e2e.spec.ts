@@ -12,8 +12,19 @@ describe('one noisy tenant cannot starve the others', () => {
   const tokens: Record<string, string> = {};
 
   beforeAll(async () => {
-    // Small bounds so a flood fills them: two recalls at once, eight waiting, then shed.
-    t = await startTestApp({ env: { ELMA_MAX_INFLIGHT: '2', ELMA_MAX_QUEUE: '8', ELMA_MAX_QUEUE_WAIT_MS: '3000' } });
+    // Small bounds so a flood fills them: two recalls at once, eight waiting, then shed. Recall rates far above
+    // any flood here, so that the first case stays within them however fast the machine answers: each shed
+    // answer comes back at once and its lane asks again (under the default 50/s, burst 200, a fast run also
+    // met QUOTA.RECALL_RATE). The second case sets its own, lower quotas.
+    t = await startTestApp({
+      env: {
+        ELMA_MAX_INFLIGHT: '2',
+        ELMA_MAX_QUEUE: '8',
+        ELMA_MAX_QUEUE_WAIT_MS: '3000',
+        ELMA_QUOTA_RECALL_PER_SECOND: '100000',
+        ELMA_QUOTA_RECALL_BURST: '1000000',
+      },
+    });
     for (const tenant of ['acme', 'globex']) {
       tokens[tenant] = await t.token({ tenant });
       tokens[`${tenant}:admin`] = await t.token({ tenant, sub: `admin-${tenant}`, roles: ['admin'] });
