@@ -38,7 +38,7 @@ describe('the processor and the views, apart', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('the processor records its decisions in the log and never writes the index; deciding again appends nothing', async () => {
+  it('the processor appends its revisions, not the first versions it extracts, and never writes the index; deciding again appends nothing', async () => {
     const elma = await open();
     await elma.ingest.ingest(who, { events: [fact(0, 'Paris'), fact(1, 'Berlin')] });
     const ingested = await read(elma, streams.eventsOfTenant('acme'));
@@ -53,8 +53,9 @@ describe('the processor and the views, apart', () => {
       ['semantic', 2],
       ['episodic', 2],
     ]);
+    // The four first versions are the extraction rule's function of their events: the log holds the events.
     const memoryEvents = await read(elma, streams.memoriesOfTenant('acme'));
-    expect(memoryEvents).toHaveLength(6);
+    expect(memoryEvents.map((e) => e.metadata.version)).toEqual([2, 2]);
     expect(memoryEvents.every((e) => e.metadata[ORIGIN] === PROCESSOR_ORIGIN)).toBe(true);
     expect(await elma.index.count('acme')).toBe(0);
 
@@ -64,7 +65,7 @@ describe('the processor and the views, apart', () => {
     expect(await elma.log.headPosition()).toBe(head);
   });
 
-  it('a rebuild indexes what the memory events say and appends nothing to the log', async () => {
+  it('a rebuild indexes what the log says (first versions extracted from the events, then the revisions) and appends nothing', async () => {
     const elma = await open();
     await elma.runner.start();
     const written = await elma.ingest.ingest(who, { events: [fact(0, 'Paris'), fact(1, 'Berlin')] });
@@ -74,12 +75,34 @@ describe('the processor and the views, apart', () => {
     const live = await elma.index.get('acme', String(revised.metadata.memoryId));
     expect(live?.record.version).toBe(2);
     const head = await elma.log.headPosition();
+    const ids = written.events.flatMap((e) => [`mem_ep_${e.id}`, `mem_se_${e.id}`]);
+    const before = await Promise.all(ids.map(async (id) => (await elma.index.get('acme', id))?.record));
+    expect(before.map((r) => r?.version)).toEqual([2, 2, 1, 1]);
 
     await elma.views.drop('acme');
     expect(await elma.views.replay('acme')).toMatchObject({ memories: 4 });
 
     expect(await elma.log.headPosition()).toBe(head);
-    expect((await elma.index.get('acme', live!.record.id))?.record).toEqual(live?.record);
+    expect(await Promise.all(ids.map(async (id) => (await elma.index.get('acme', id))?.record))).toEqual(before);
+  });
+
+  it('a record erased on its own (its event kept) is derived again neither by the live pass nor by a rebuild', async () => {
+    const elma = await open();
+    await elma.runner.start();
+    const written = await elma.ingest.ingest(who, { events: [fact(0, 'Paris')] });
+    await elma.runner.waitFor(BigInt(written.position));
+    const [episode, semantic] = [`mem_ep_${written.events[0].id}`, `mem_se_${written.events[0].id}`];
+    // What an erasure does to a record whose event a hold keeps (through a held sibling): purge and shred it alone.
+    await elma.index.purge('acme', [episode]);
+    await elma.vault.shred('acme', [episode]);
+    const ingested = await read(elma, streams.eventsOfTenant('acme'));
+
+    expect([...(await elma.projection.processor.derive('acme', ingested)).records.keys()]).toEqual([semantic]);
+    await elma.views.drop('acme');
+    await elma.views.replay('acme');
+
+    expect(await elma.index.get('acme', episode)).toBeUndefined();
+    expect((await elma.index.get('acme', semantic))?.record.content.text).toBe('cust-1 city: Paris');
   });
 
   it('an episode shares the fate of the fact extracted from it: bounded when a later value takes over, superseded when a higher-trust source wins', async () => {

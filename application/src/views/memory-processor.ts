@@ -1,12 +1,10 @@
 import {
   EventIngested,
-  decide,
-  deriveMemories,
   episodeFollowingFact,
   episodicIdFor,
+  extractedRecords,
   factKey,
   settleConflicts,
-  initialMemoryState,
   type EventLog,
   type MemoryIndex,
   type MemoryRecord,
@@ -33,8 +31,8 @@ export const ORIGIN = 'origin';
 export const PROCESSOR_ORIGIN = 'processor';
 
 /**
- * The pass reads each ingested event's key once, and its own records' new keys
- * not at all: kept in the vault's cache, they would push out the keys of the
+ * The pass reads each ingested event's key once, and the keys of the revisions
+ * it appends not at all: kept in the vault's cache, they would push out the keys of the
  * events queued behind them, and a backlog larger than half the cache would
  * miss on every key. Keys already cached (an event ingested moments ago) are
  * still served from it.
@@ -45,12 +43,14 @@ export const PASS_KEYS = { keep: false } as const;
 export const appendedByProcessor = (event: RecordedEvent): boolean => event.metadata[ORIGIN] === PROCESSOR_ORIGIN;
 
 /**
- * Decides what the log's ingested events mean for memory and
- * records it: each ingested event becomes an episodic memory, and a semantic
- * one when it carries a fact; new facts are settled against the current
- * ones by the resolution rules. Every decision is appended as a `MemoryRecorded` event
- * with a deterministic id, so deciding on the same events again appends
- * nothing new. It never writes the index: the views do.
+ * Decides what the log's ingested events mean for memory: each ingested
+ * event becomes an episodic memory, and a semantic one when it carries a
+ * fact; new facts are settled against the current ones by the resolution
+ * rules. The extracted first versions are a pure function of their event and
+ * are not appended (the log keeps the event: docs/adr/0014); every later
+ * decision (a revision) is appended as a `MemoryRecorded` event with a
+ * deterministic id, so deciding on the same events again appends nothing
+ * new. It never writes the index: the views do.
  */
 export class MemoryProcessor {
   /** New events per subject since its last consolidation trigger (in memory: a restart only delays one). */
@@ -77,9 +77,9 @@ export class MemoryProcessor {
   }
 
   /**
-   * The memories a tenant's ingested events yield, appended to their streams.
-   * The consolidation triggers they call for are returned, not fired: the
-   * caller fires them once the records are in the index.
+   * The memories a tenant's ingested events yield (their first versions, not appended: see
+   * `extractedRecords`). The consolidation triggers they call for are returned, not fired: the caller fires
+   * them once the records are in the index.
    */
   async derive(
     tenant: string,
@@ -91,14 +91,11 @@ export class MemoryProcessor {
     for (const event of await openSkippingErased<EventIngested>(this.deps.sealer, tenant, events, PASS_KEYS)) {
       const parsed = EventIngested.parse(event);
       ingested.push(parsed);
-      for (const command of deriveMemories(parsed)) {
-        for (const recorded of decide(command, initialMemoryState())) derived.set(recorded.record.id, recorded.record);
-      }
+      for (const record of extractedRecords(parsed)) derived.set(record.id, record);
       this.countForConsolidation(tenant, parsed, triggers);
     }
     // A record erased on its own (its event kept, e.g. under a legal hold) must not be derived again.
     if (derived.size > 0) for (const id of await this.deps.sealer.erasedAmong(tenant, [...derived.keys()])) derived.delete(id);
-    if (derived.size > 0) await this.append(tenant, [...derived.values()]);
     return { records: derived, ingested, triggers };
   }
 
@@ -167,7 +164,7 @@ export class MemoryProcessor {
     triggers.push(() => consolidation.trigger(tenant, episodicIdFor(event.eventId), sessionEnd ? 'session_end' : 'events'));
   }
 
-  /** Appends `MemoryRecorded` for each record with deterministic event ids (a replay appends nothing new). */
+  /** Appends `MemoryRecorded` for each revision with deterministic event ids (a replay appends nothing new). */
   private async append(tenant: string, records: MemoryRecord[]): Promise<void> {
     await this.deps.log.appendMany(
       await memoryVersionAppends(this.deps.sealer, tenant, records, { metadata: { [ORIGIN]: PROCESSOR_ORIGIN }, ...PASS_KEYS }),

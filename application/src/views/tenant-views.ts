@@ -23,10 +23,12 @@ export interface RebuildResult {
 
 /**
  * A tenant's views as a whole: rebuilt from the log by the ReindexWorkflow.
- * The rebuild reads the log only: the tenant's memory events, which hold
- * every decision (the processor's and everyone else's), indexed by the same
- * `MemoryViews` as the live pass, so a rebuilt view answers queries exactly
- * as the live one did. Nothing is decided again.
+ * The rebuild reads the log only: the tenant's ingested events (the first
+ * versions of the records extracted from them are the rule's function of
+ * each event) and memory events, which hold every later decision (the
+ * processor's and everyone else's), indexed by the same `MemoryViews` as the
+ * live pass, so a rebuilt view answers queries exactly as the live one did.
+ * Nothing is decided again.
  */
 export class TenantViewsService {
   private readonly views: MemoryViews;
@@ -111,7 +113,6 @@ export class TenantViewsService {
     };
     for await (const event of this.deps.log.readAll({
       ...(after >= 0n ? { fromPosition: after } : {}),
-      // The tenant's whole log is read and counted (the replay's figure), though only memory events are indexed.
       filter: { streamNamePrefix: [streams.eventsOfTenant(tenant), streams.memoriesOfTenant(tenant)] },
     })) {
       page.push(event);

@@ -10,8 +10,9 @@ import {
 } from '@elma/domain';
 import { SqliteEventLog, type LayoutFile } from '@elma/infra';
 import { legalHoldStream, storedHold, type StoredLegalHold } from '@elma/application';
+import { deterministicUuid } from '@elma/shared';
 
-/** The data-folder layout in which subjects are named by pseudonyms only (`FORMAT_VERSIONS.eventLog`). */
+/** The data-folder layout from which subjects are named by pseudonyms only (later layouts: `FORMAT_VERSIONS.eventLog`). */
 export const PSEUDONYM_LAYOUT = 1;
 
 /** Where holds were kept while they named subjects in clear. */
@@ -142,7 +143,11 @@ export async function migrateByCopy(log: EventLog, vault: KeyVault): Promise<Pse
     const version = Number((marker.data as { version?: number }).version);
     // A log laid out by a newer build is refused, not read as this one.
     if (marker.type === LAYOUT_MIGRATED && version > FORMAT_VERSIONS.eventLog) throw new FormatTooNew('eventLog', version, 'event log');
-    if (marker.type === LAYOUT_MIGRATED && version >= PSEUDONYM_LAYOUT) return { streams: 0, holds: 0 };
+    if (marker.type === LAYOUT_MIGRATED && version >= PSEUDONYM_LAYOUT) {
+      // Past the pseudonyms, only the meaning moved on since (see FORMAT_VERSIONS.eventLog): stamp it.
+      if (version < FORMAT_VERSIONS.eventLog) await stampLayout(log);
+      return { streams: 0, holds: 0 };
+    }
   }
   const names = new Set<string>();
   for await (const event of log.readAll({ filter: { streamNamePrefix: [LEGACY_EVENTS_PREFIX, LEGACY_HOLD_PREFIX] } }))
@@ -174,12 +179,16 @@ export async function migrateByCopy(log: EventLog, vault: KeyVault): Promise<Pse
     const tenant = stream.slice(LEGACY_HOLD_PREFIX.length);
     await copy(stream, legalHoldStream(tenant), byStream.get(stream)!, (e) => rewrittenHold(e, pseudonyms.get(tenant)) ?? e.data);
   }
+  await stampLayout(log);
+  return { streams: found.streams.length, holds: found.holds.length };
+}
+
+/** Marks the log as in this build's layout; one fixed event id per version, so a repeated stamp appends nothing. */
+async function stampLayout(log: EventLog): Promise<void> {
+  const version = FORMAT_VERSIONS.eventLog;
   await log.append(
     MIGRATION_STREAM,
-    [{ id: '2b0f9a52-6c1e-4d3b-9a57-0c1d2e3f4a51', type: LAYOUT_MIGRATED, data: { version: PSEUDONYM_LAYOUT } }],
-    {
-      expectedRevision: 'any',
-    },
+    [{ id: deterministicUuid(LAYOUT_MIGRATED, String(version)), type: LAYOUT_MIGRATED, data: { version } }],
+    { expectedRevision: 'any' },
   );
-  return { streams: found.streams.length, holds: found.holds.length };
 }

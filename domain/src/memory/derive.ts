@@ -94,3 +94,18 @@ export function deriveMemories(event: EventIngested): RecordMemory[] {
   }
   return commands;
 }
+
+/**
+ * The first versions of the records an ingested event yields (`deriveMemories`, each new): a pure function
+ * of the stored event under rule `ingest.extract` v1. The log keeps the event, not these versions
+ * (docs/adr/0014-extracted-records-derived-from-their-event.md): the live pass and a rebuild derive them
+ * alike, so the rule's output for an event ingested under it must never change. A different extraction is a
+ * new rule version, chosen per event.
+ */
+export function extractedRecords(event: EventIngested): MemoryRecord[] {
+  return deriveMemories(event).map((command) => command.record);
+}
+
+/** Whether a record is an extracted first version, which the log does not hold (see `extractedRecords`). */
+export const isExtractedFirstVersion = (record: MemoryRecord): boolean =>
+  record.version === 1 && record.provenance.rule === EXTRACTION_RULE;

@@ -7,8 +7,9 @@ import { DomainError } from './errors';
  * as version 0.
  *
  * - `eventLog`: the layout of `events.db` (SQLite `user_version`; 1 = streams
- *   named by subject pseudonyms; 2 = a `streams` table numbering the streams, event ids in 16 bytes) and, on EventStoreDB, the `LayoutMigrated`
- *   marker event.
+ *   named by subject pseudonyms; 2 = a `streams` table numbering the streams, event ids in 16 bytes; 3 = the
+ *   first versions of records extracted from an ingested event are no longer appended, they are derived from
+ *   it: docs/adr/0014) and, on EventStoreDB, the `LayoutMigrated` marker event.
  * - `events`: the sealed envelope of an event's content (`Sealed.v`).
  * - `keyVault`: `keys.db` (SQLite `user_version`; 2 = versioned master, tenant and signing keys, for rotation).
  * - `indexMeta`: the embedded index's `index/meta.db` (checkpoints, quarantine; `user_version`).
@@ -25,7 +26,7 @@ import { DomainError } from './errors';
  * - `subjectExport`: the subject-access export (GDPR Art. 15/20), `SubjectExport.formatVersion`, and its signed manifest.
  */
 export const FORMAT_VERSIONS = {
-  eventLog: 2,
+  eventLog: 3,
   events: 1,
   keyVault: 2,
   indexMeta: 1,

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { FORMAT_VERSIONS } from '@elma/domain';
 
 /**
  * Streams are numbered in the order they are created (`streams`), and events
@@ -56,9 +57,6 @@ SELECT e.position, s.name AS stream, e.revision,
 FROM event_rows e JOIN streams s ON s.id = e.stream;
 `;
 
-/** The `user_version` from which the file has the streams table (`FORMAT_VERSIONS.eventLog`); 1 = pseudonyms only. */
-export const STREAMS_TABLE_LAYOUT = 2;
-
 export function openEventLogDatabase(db: Database.Database): void {
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
@@ -74,14 +72,19 @@ export function openEventLogDatabase(db: Database.Database): void {
     if (legacy) moveToStreamsTable(db);
     db.exec(view);
     // A file whose subjects already carry pseudonyms is now in this build's layout; an older one (0) keeps its
-    // number until the pseudonym migration writes its own (see `layoutStamp`).
-    if ((db.pragma('user_version', { simple: true }) as number) === 1) db.pragma(`user_version = ${STREAMS_TABLE_LAYOUT}`);
+    // number until the pseudonym migration writes its own (see `layoutStamp`). From 2 to 3 only the meaning
+    // changes (extracted first versions are no longer appended: an older build's rebuild would miss them).
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version >= 1 && version < FORMAT_VERSIONS.eventLog) db.pragma(`user_version = ${layoutStamp(version)}`);
   }).immediate();
 }
 
-/** The `user_version` a layout migration to `version` writes: a file past the pseudonym migration has the streams table too. */
+/**
+ * The `user_version` a layout migration to `version` writes: a file past the pseudonym migration is in this
+ * build's layout (`FORMAT_VERSIONS.eventLog`: the streams table, and no appended extracted first versions).
+ */
 export function layoutStamp(version: number): number {
-  return version >= 1 ? Math.max(version, STREAMS_TABLE_LAYOUT) : version;
+  return version >= 1 ? Math.max(version, FORMAT_VERSIONS.eventLog) : version;
 }
 
 /**

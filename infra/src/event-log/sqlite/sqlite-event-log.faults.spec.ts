@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { FORMAT_VERSIONS } from '@elma/domain';
 import { killDuring } from '@elma/shared/testing';
 import { SqliteEventLog } from './sqlite-event-log';
 import { createLegacyEventTables } from './testing/legacy-layout';
@@ -72,7 +73,7 @@ describe('converting the event log to the streams table, killed with SIGKILL', (
       const log = SqliteEventLog.open(path);
       try {
         expect(snapshot(path)).toEqual(before);
-        expect(log.layoutVersion()).toBe(2);
+        expect(log.layoutVersion()).toBe(FORMAT_VERSIONS.eventLog);
         expect(await log.headPosition()).toBe(BigInt(EVENTS));
         const next = await log.append('memory-acme-after', [{ id: randomUUID(), type: 'Noted', data: {} }], {
           expectedRevision: 'no_stream',

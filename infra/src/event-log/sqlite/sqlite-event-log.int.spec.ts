@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { EventData, SubscriptionItem } from '@elma/domain';
+import { FORMAT_VERSIONS, type EventData, type SubscriptionItem } from '@elma/domain';
 import { eventLogContract } from '../contract';
 import Database from 'better-sqlite3';
 import { SqliteEventLog } from './sqlite-event-log';
@@ -212,7 +212,7 @@ describe('sqlite event log on disk', () => {
       expect(await log.headPosition()).toBe(4n);
       expect((await log.append('memory-t1-a', [event({ n: 'next' })], { expectedRevision: 0n })).position).toBe(5n);
       expect((await collect(log.readStream('memory-t1-b'))).map((e) => e.id)).toEqual([written[0][2], 'legacy-id-1']);
-      expect(log.layoutVersion()).toBe(2);
+      expect(log.layoutVersion()).toBe(FORMAT_VERSIONS.eventLog);
       const raw = new Database(path, { readonly: true });
       try {
         expect(raw.prepare("SELECT type FROM sqlite_master WHERE name = 'events'").pluck().get()).toBe('view');
@@ -233,10 +233,23 @@ describe('sqlite event log on disk', () => {
       expect(log.layoutVersion()).toBe(0);
       expect(await log.migrateLayout(1, () => ({ renames: [['memory-t1-a', 'memory-t1-z']], rewrites: [], forgetDeleted: [] }))).toBe(true);
 
-      expect(log.layoutVersion()).toBe(2);
+      expect(log.layoutVersion()).toBe(FORMAT_VERSIONS.eventLog);
       expect((await collect(log.readStream('memory-t1-z'))).map((e) => e.position)).toEqual([2n]);
       expect(await collect(log.readStream('memory-t1-a'))).toEqual([]);
     });
+  });
+
+  it('a file of format 2 (extracted first versions appended) is stamped 3 on open, its events as they were', async () => {
+    await log.append('memory-t1-a', [event({ n: 1 })], { expectedRevision: 'no_stream' });
+    await log.close();
+    const raw = new Database(path);
+    raw.pragma('user_version = 2');
+    raw.close();
+
+    log = SqliteEventLog.open(path);
+
+    expect(log.layoutVersion()).toBe(3);
+    expect((await collect(log.readStream('memory-t1-a'))).map((e) => e.data)).toEqual([{ n: 1 }]);
   });
 
   it('a subscriber sees an append made through another connection within 250 ms', async () => {
