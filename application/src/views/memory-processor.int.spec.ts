@@ -6,6 +6,7 @@ import { streams, type Principal, type RecordedEvent } from '@elma/domain';
 import { loadConfig } from '@elma/infra';
 import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
+import { memoryVersionAppends } from '../memory/memory-events';
 import { ORIGIN, PROCESSOR_ORIGIN } from './memory-processor';
 
 const who: Principal = { tenant: 'acme', sub: 'agent-1', roles: ['agent'], purposes: ['support'], clearance: 'internal' };
@@ -84,6 +85,26 @@ describe('the processor and the views, apart', () => {
 
     expect(await elma.log.headPosition()).toBe(head);
     expect(await Promise.all(ids.map(async (id) => (await elma.index.get('acme', id))?.record))).toEqual(before);
+  });
+
+  it('a log of format 2, whose first versions were appended, is projected and rebuilt to the same records as before', async () => {
+    const elma = await open();
+    const written = await elma.ingest.ingest(who, { events: [fact(0, 'Paris'), fact(1, 'Berlin')] });
+    // What the processor of format 2 appended for these events: their extracted first versions.
+    const { records } = await elma.projection.processor.derive('acme', await read(elma, streams.eventsOfTenant('acme')));
+    await elma.log.appendMany(
+      await memoryVersionAppends(elma.sealer, 'acme', [...records.values()], { metadata: { [ORIGIN]: PROCESSOR_ORIGIN } }),
+    );
+    await elma.runner.start();
+    await elma.runner.waitFor(await elma.log.headPosition());
+    const ids = written.events.flatMap((e) => [`mem_ep_${e.id}`, `mem_se_${e.id}`]);
+    const live = await Promise.all(ids.map(async (id) => (await elma.index.get('acme', id))?.record));
+    expect(live.map((r) => r?.version)).toEqual([2, 2, 1, 1]);
+
+    await elma.views.drop('acme');
+    await elma.views.replay('acme');
+
+    expect(await Promise.all(ids.map(async (id) => (await elma.index.get('acme', id))?.record))).toEqual(live);
   });
 
   it('a record erased on its own (its event kept) is derived again neither by the live pass nor by a rebuild', async () => {
