@@ -126,7 +126,7 @@ describe('the embedded index and its format versions', () => {
     });
   });
 
-  it('rebuilds a graph file of f32 vectors (before the graph recorded its scalar type) as f16 on open, half the vector bytes', async () => {
+  it('rebuilds a graph file of f32 vectors (before the graph recorded its scalar type) as i8 on open, a quarter of the vector bytes', async () => {
     scratch.index = await SqliteMemoryIndex.open({
       dir: scratch.dir,
       dimensions: DIMENSIONS,
@@ -145,12 +145,35 @@ describe('the embedded index and its format versions', () => {
     await scratch.index.close();
     scratch.index = undefined;
     const file = readFileSync(graphFile);
-    expect(file.includes(graphVectorBytes(vector, 'f16')!)).toBe(true);
-    expect(file.includes(graphVectorBytes(vector, 'f32')!)).toBe(false);
-    expect(before - file.byteLength).toBe(2 * 2 * DIMENSIONS);
+    expect(file.includes(graphVectorBytes(vector, 'i8'))).toBe(true);
+    expect(file.includes(graphVectorBytes(vector, 'f32'))).toBe(false);
+    expect(before - file.byteLength).toBe(2 * 3 * DIMENSIONS);
     partition(scratch.dir, (db) =>
-      expect(db.prepare(`SELECT value FROM partition_state WHERE key = 'graph_scalar_bytes'`).pluck().get()).toBe(2),
+      expect(db.prepare(`SELECT value FROM partition_state WHERE key = 'graph_scalar_bytes'`).pluck().get()).toBe(1),
     );
+  });
+
+  it('rebuilds a graph file of f16 vectors (the default before i8) as i8 on open, finding the same nearest memory', async () => {
+    scratch.index = await SqliteMemoryIndex.open({
+      dir: scratch.dir,
+      dimensions: DIMENSIONS,
+      model: MODEL,
+      graph: { quantization: 'f16' },
+    });
+    await scratch.index.upsert(T, memories());
+    await scratch.index.close();
+    const graphFile = join(scratch.dir, `tenant-${T}.usearch`);
+    const before = statSync(graphFile).size;
+
+    scratch.index = await open();
+    const vector = (await scratch.index.get(T, 'zh-invoice'))!.vector!;
+    expect((await searchIds(scratch.index, T, '', vector))[0]).toBe('zh-invoice');
+    await scratch.index.close();
+    scratch.index = undefined;
+    const file = readFileSync(graphFile);
+    expect(file.includes(graphVectorBytes(vector, 'i8'))).toBe(true);
+    expect(file.includes(graphVectorBytes(vector, 'f16'))).toBe(false);
+    expect(before - file.byteLength).toBe(2 * DIMENSIONS);
   });
 
   it('takes a partition from before the vectors marker as format 1: the next vectors format re-embeds it too', async () => {

@@ -241,20 +241,22 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
   }
 
   /**
+   * The graph file holds a vector in its scalar type, the partition's row
+   * quantised: its int8 components (the scale may differ by a bit). With the
+   * default i8 graph the two are the same bytes, looked for once.
+   */
+  storedVectorForms(vector: Float32Array): Buffer[] {
+    const graph = graphVectorBytes(vector, this.options.graph?.quantization ?? DEFAULT_QUANTIZATION);
+    const row = quantise(vector).subarray(QUANTISED_SCALE_BYTES);
+    return graph.equals(row) ? [graph] : [graph, row];
+  }
+
+  /**
    * A quarantined partition cannot be purged record by record, but it must
    * not keep the records' plaintext either: its files are deleted whole (the
    * log rebuilds the rest) and it stays quarantined until that rebuild, so
    * reads keep failing loudly rather than answering from an empty partition.
    */
-  /**
-   * The graph file holds a vector in its scalar type (f16 by default), the
-   * partition's row quantised: its int8 components (the scale may differ by a bit).
-   */
-  storedVectorForms(vector: Float32Array): Buffer[] {
-    const graph = graphVectorBytes(vector, this.options.graph?.quantization ?? DEFAULT_QUANTIZATION);
-    return [...(graph ? [graph] : []), quantise(vector).subarray(QUANTISED_SCALE_BYTES)];
-  }
-
   async purge(tenant: string, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     this.pinned.set(tenant, (this.pinned.get(tenant) ?? 0) + 1);

@@ -552,7 +552,7 @@ export class TenantPartition {
     const first = Math.min(Math.max(GRAPH_DEPTHS[0], Math.ceil((depth * OVERSAMPLING_MARGIN) / this.admittedShare)), GRAPH_DEPTHS[1]);
     for (const k of [first, Math.max(GRAPH_DEPTHS[1], depth * 2, first * 2)]) {
       const matches = this.graph.searchWithCosine(query, k);
-      // Only the filter is checked: the graph's similarities are those of its f16 copy, within about 1e-4 of the rows'.
+      // Only the filter is checked: the graph's similarities are those of the rows' own int8 components (see DEFAULT_QUANTIZATION).
       const allowed = this.policyRows.admit(
         matches.map((m) => m.key),
         filter,
@@ -822,14 +822,8 @@ export class TenantPartition {
         const needles = removed
           .filter((r) => r.vector.byteLength > 0)
           .map((r) => ({ id: String(r.rowid), bytes: graphVectorBytes(this.vectorOf(r.vector), this.graph.quantization) }));
-        // Bytes that cannot be predicted (an i8 graph) cannot be checked: the graph is rebuilt instead.
-        const report = needles.every((n) => n.bytes !== undefined)
-          ? await scanFiles(
-              [this.files.graph],
-              needles.map((n) => ({ id: n.id, bytes: n.bytes! })),
-            )
-          : undefined;
-        if (!report || report.findings.length > 0) {
+        const report = await scanFiles([this.files.graph], needles);
+        if (report.findings.length > 0) {
           this.rebuildGraph();
           this.saveGraph();
         }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { graphVectorBytes, VectorGraph } from './vector-graph';
+import { dequantise, QUANTISED_SCALE_BYTES, quantise } from './vectors';
 import { runChild } from '@elma/shared/testing';
 
 /** A deterministic pseudo-random vector (mulberry32), for graph tests. */
@@ -40,8 +41,8 @@ describe('VectorGraph.scrub', () => {
     );
     soft.remove(gone);
     soft.save(path);
-    // The bytes as the graph holds them (f16 by default), computed as a byte scan computes them.
-    const held = (k: number) => graphVectorBytes(vectors[k - 1], graph.quantization)!;
+    // The bytes as the graph holds them (i8 by default), computed as a byte scan computes them.
+    const held = (k: number) => graphVectorBytes(vectors[k - 1], graph.quantization);
     expect(gone.filter((k) => readFileSync(path).includes(held(k))).length).toBeGreaterThan(0);
 
     graph.scrub(gone);
@@ -62,7 +63,7 @@ describe('graphVectorBytes', () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   // A byte scan that computed other bytes than usearch writes would find nothing, and pass, whatever the file held.
-  it.each(['f32', 'f16'] as const)(
+  it.each(['f32', 'f16', 'i8'] as const)(
     'computes the very bytes a %s graph file holds for each vector, tiny and large components alike',
     (scalar) => {
       const graph = new VectorGraph(64, { quantization: scalar });
@@ -74,10 +75,21 @@ describe('graphVectorBytes', () => {
       const path = join(dir, `${scalar}.usearch`);
       graph.save(path);
       const file = readFileSync(path);
-      expect(vectors.filter((v) => !file.includes(graphVectorBytes(v, scalar)!))).toEqual([]);
+      expect(vectors.filter((v) => !file.includes(graphVectorBytes(v, scalar)))).toEqual([]);
       graph.release();
     },
   );
+
+  // The erasure's byte scan computes an i8 graph's bytes from the row's dequantised vector: they must be the row's own.
+  it('gives, for an i8 graph, the int8 components a row stores, also from the row read back', () => {
+    const vectors = Array.from({ length: 500 }, (_, i) => prngVector(384, i + 1).map((x) => x * [1, 1e-4, 7, 0.05][i % 4]));
+    for (const vector of vectors) {
+      const row = quantise(vector);
+      const components = row.subarray(QUANTISED_SCALE_BYTES);
+      expect(graphVectorBytes(vector, 'i8').equals(components)).toBe(true);
+      expect(graphVectorBytes(dequantise(row, 384), 'i8').equals(components)).toBe(true);
+    }
+  });
 });
 
 describe('VectorGraph files', () => {

@@ -23,15 +23,28 @@ export const QUANTISED_SCALE_BYTES = 4;
  * (the rounding error is at most half a scale step per component).
  */
 export function quantise(vector: Float32Array): Buffer {
+  const { scale, components } = int8Components(vector);
+  const blob = Buffer.alloc(QUANTISED_SCALE_BYTES + vector.length);
+  blob.writeFloatLE(scale, 0);
+  blob.set(new Uint8Array(components.buffer), QUANTISED_SCALE_BYTES);
+  return blob;
+}
+
+/**
+ * A vector's int8 components and their float32 scale (largest magnitude /
+ * 127): each component divided by the scale and rounded; all zero for the
+ * zero vector. What a row stores after its scale, and what an i8 graph holds
+ * (see VectorGraph). Applied to a dequantised row it gives the row's own
+ * components back, so the graph's bytes of a row can be predicted.
+ */
+export function int8Components(vector: Float32Array): { scale: number; components: Int8Array } {
   let largest = 0;
   for (const x of vector) largest = Math.max(largest, Math.abs(x));
   const scale = Math.fround(largest / 127);
-  const blob = Buffer.alloc(QUANTISED_SCALE_BYTES + vector.length);
-  blob.writeFloatLE(scale, 0);
-  if (scale === 0) return blob;
-  const components = new Int8Array(blob.buffer, blob.byteOffset + QUANTISED_SCALE_BYTES, vector.length);
+  const components = new Int8Array(vector.length);
+  if (scale === 0) return { scale, components };
   for (let i = 0; i < vector.length; i++) components[i] = Math.max(-127, Math.min(127, Math.round(vector[i] / scale)));
-  return blob;
+  return { scale, components };
 }
 
 /**
