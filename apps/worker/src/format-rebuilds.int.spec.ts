@@ -94,7 +94,7 @@ describe('index partitions of an older format, rebuilt through ReindexWorkflow',
     expect(elma.formats.rebuild).toEqual(['acme', 'globex']);
 
     const rebuilds = await startFormatRebuilds({ connection, namespace, taskQueue }, elma.formats.rebuild);
-    expect(rebuilds.started).toEqual(['reindex-acme-format-v1', 'reindex-globex-format-v1']);
+    expect(rebuilds.started).toEqual(['acme', 'globex'].map((t) => `reindex-${t}-format-v${FORMAT_VERSIONS.indexRows}`));
     // While the rebuilds run, recall answers (from the old partition, or the one being replayed).
     const during = await recallTexts(elma, 'globex', 'renewal contract');
     expect(Array.isArray(during)).toBe(true);

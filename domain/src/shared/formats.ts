@@ -13,7 +13,8 @@ import { DomainError } from './errors';
  * - `events`: the sealed envelope of an event's content (`Sealed.v`).
  * - `keyVault`: `keys.db` (SQLite `user_version`; 2 = versioned master, tenant and signing keys, for rotation).
  * - `indexMeta`: the embedded index's `index/meta.db` (checkpoints, quarantine; `user_version`).
- * - `indexRows`: a tenant partition `index/tenant-<t>.db` (`user_version`): its rows and their vectors.
+ * - `indexRows`: a tenant partition `index/tenant-<t>.db` (`user_version`): its rows and their vectors (2 = a row's
+ *   JSON record leaves out the fields its columns hold, the tenant and all-zero usage counts).
  * - `vectors`: how a partition's vectors are stored (1 = float32 BLOBs; 2 = int8 and a scale; usearch graph), kept in
  *   `partition_state`.
  * - `tokenisation`: how BM25 terms are cut and stemmed (`documentAnalysisCode`), kept in `partition_state`.
@@ -30,7 +31,7 @@ export const FORMAT_VERSIONS = {
   events: 1,
   keyVault: 2,
   indexMeta: 1,
-  indexRows: 1,
+  indexRows: 2,
   vectors: 2,
   tokenisation: 1,
   certificates: 1,

@@ -44,7 +44,7 @@ export class Floor {
     try {
       this.graph.load(join(options.indexDir, `tenant-${options.tenant}.usearch`));
       this.text = this.db.prepare('SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY bm25(memories_fts) LIMIT ?');
-      this.read = this.db.prepare('SELECT rowid, record FROM memories WHERE rowid IN (SELECT value FROM json_each(?))');
+      this.read = this.db.prepare('SELECT rowid, id, record FROM memories WHERE rowid IN (SELECT value FROM json_each(?))');
     } catch (error) {
       this.close();
       throw error;
@@ -64,8 +64,9 @@ export class Floor {
     const size = this.graph.size();
     const byVector = size === 0 ? [] : Array.from(this.graph.search(vector, Math.min(this.options.depth, size), 1).keys, Number);
     const best = mergeByRank([byText, byVector]).slice(0, this.options.rows);
-    const rows = this.read.all(JSON.stringify(best)) as { rowid: number; record: string }[];
-    const parsed = new Map(rows.map((r) => [r.rowid, JSON.parse(r.record) as { id: string }]));
+    const rows = this.read.all(JSON.stringify(best)) as { rowid: number; id: string; record: string }[];
+    // Parsed as recall parses its rows (the cost belongs to the floor); the id is a column of its own.
+    const parsed = new Map(rows.map((r) => [r.rowid, { ...(JSON.parse(r.record) as object), id: r.id }]));
     return best.flatMap((rowid) => parsed.get(rowid)?.id ?? []);
   }
 

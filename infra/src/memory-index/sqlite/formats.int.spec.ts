@@ -176,6 +176,64 @@ describe('the embedded index and its format versions', () => {
     expect(before - file.byteLength).toBe(2 * DIMENSIONS);
   });
 
+  it('writes rows of format 2 without what their columns hold, and reads them back whole, by id and from a search', async () => {
+    const turn = indexed({
+      id: 'turn',
+      tenant: T,
+      kind: 'episodic',
+      subject: 'alice',
+      session: 'chat-1',
+      text: 'The pallet invoice was paid',
+    });
+    const used = indexed({
+      id: 'used',
+      tenant: T,
+      text: 'A pallet that was recalled before',
+      usage: { retrieved: 3, adopted: 1, lastUsedAt: '2024-02-01T00:00:00.000Z' },
+    });
+    scratch.index = await open();
+    await scratch.index.upsert(T, [turn, used]);
+    const stored = new Map<string, Record<string, unknown>>();
+    partition(scratch.dir, (db) => {
+      for (const row of db.prepare('SELECT id, record FROM memories').all() as { id: string; record: string }[])
+        stored.set(row.id, JSON.parse(row.record) as Record<string, unknown>);
+    });
+    for (const field of ['tenant', 'id', 'version', 'kind', 'status', 'subject', 'session', 'usage'])
+      expect(Object.keys(stored.get('turn')!)).not.toContain(field);
+    // Counts that are not all zero stay in the JSON (the usage table adds to them).
+    expect(stored.get('used')!.usage).toEqual(used.record.usage);
+
+    expect((await scratch.index.get(T, 'turn'))!.record).toEqual(turn.record);
+    expect((await scratch.index.get(T, 'used'))!.record).toEqual(used.record);
+    const hits = await scratch.index.search({
+      tenant: T,
+      text: 'pallet',
+      limit: 10,
+      filter: { statuses: ['active'], maxSensitivity: 'restricted', now: '2025-01-01T00:00:00.000Z' },
+    });
+    expect(new Map(hits.map((h) => [h.record.id, h.record]))).toEqual(
+      new Map([
+        ['turn', turn.record],
+        ['used', used.record],
+      ]),
+    );
+  });
+
+  it('keeps writing whole records into a partition of format 1, which the build before reads, until it is rebuilt', async () => {
+    scratch.index = await open({ ...FORMAT_VERSIONS, indexRows: 1 });
+    await scratch.index.upsert(T, memories().slice(0, 1));
+    await scratch.index.close();
+
+    scratch.index = await open();
+    await scratch.index.upsert(T, memories().slice(1));
+    partition(scratch.dir, (db) => {
+      expect(db.pragma('user_version', { simple: true })).toBe(1);
+      for (const { record } of db.prepare('SELECT record FROM memories').all() as { record: string }[])
+        expect(JSON.parse(record)).toMatchObject({ tenant: T, status: 'active' });
+    });
+    expect((await scratch.index.get(T, 'zh-invoice'))!.record).toEqual(memories()[1].record);
+  });
+
   it('takes a partition from before the vectors marker as format 1: the next vectors format re-embeds it too', async () => {
     scratch.index = await open();
     await scratch.index.upsert(T, memories());

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
-import { RECALLABLE_STATUSES } from '@elma/domain';
+import { FORMAT_VERSIONS, RECALLABLE_STATUSES } from '@elma/domain';
 import { embed, indexed, searchIds } from '../fixtures';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
 import { scratchIndex } from './scratch.testing';
@@ -12,14 +12,14 @@ const filter = { statuses: RECALLABLE_STATUSES, maxSensitivity: 'restricted' as 
 
 /**
  * A partition file written before neighbours and ef_construction 128: no subject or session column, and a
- * graph built with 16. Opening it backfills the columns from the stored records; the graph is rebuilt when
+ * graph built with 16; its rows of format 1 keep whole records. Opening it backfills the columns from the stored records; the graph is rebuilt when
  * it is first loaded (by a vector search).
  */
 describe('a partition from before neighbour smoothing', () => {
   const scratch = scratchIndex('neighbours-migration');
 
   it('gains subject and session from its records, finds neighbours, and rebuilds its graph with the current ef_construction', async () => {
-    scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: 384 });
+    scratch.index = await SqliteMemoryIndex.open({ dir: scratch.dir, dimensions: 384, formats: { ...FORMAT_VERSIONS, indexRows: 1 } });
     const turn = (id: string, minute: number) =>
       indexed({
         id,

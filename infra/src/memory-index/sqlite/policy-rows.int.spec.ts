@@ -18,6 +18,7 @@ function scratchPartition() {
   const dir = mkdtempSync(join(tmpdir(), 'elma-policy-rows-'));
   const files = { db: join(dir, 'tenant.db'), graph: join(dir, 'tenant.usearch') };
   const partition = new TenantPartition(files, {
+    tenant: 'tenant-a',
     dimensions: 384,
     model: 'unnamed',
     persistEveryRows: 1_000,

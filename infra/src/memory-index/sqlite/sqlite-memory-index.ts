@@ -507,6 +507,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     const files = this.files(tenant);
     if (!create && !existsSync(files.db)) return undefined;
     partition = new TenantPartition(files, {
+      tenant,
       dimensions: this.options.dimensions,
       model: this.options.model ?? UNNAMED_MODEL,
       graph: this.options.graph,

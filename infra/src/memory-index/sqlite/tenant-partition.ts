@@ -48,6 +48,8 @@ export interface PartitionFiles {
 }
 
 export interface PartitionOptions {
+  /** The tenant whose partition this is: its records' `tenant`, which slim rows leave out of their JSON. */
+  tenant: string;
   dimensions: number;
   /** The configured embedder model: only its vectors enter the graph and answer the dense route. */
   model: string;
@@ -69,9 +71,30 @@ export interface StoredRow {
   tokens?: number;
 }
 
+/**
+ * The columns a record is read from (`recordOf`): its JSON and the fields
+ * that rows of format 2 keep only in columns of their own.
+ */
+const RECORD_COLUMNS = 'record, id, version, kind, status, subject, session';
+const JOINED_RECORD_COLUMNS = RECORD_COLUMNS.split(', ')
+  .map((column) => `m.${column}`)
+  .join(', ');
+
+interface RecordRow {
+  record: string;
+  id: string;
+  version: number;
+  kind: MemoryRecord['kind'];
+  status: MemoryRecord['status'];
+  subject: string;
+  session: string | null;
+}
+
+/** The rows format from which a row's JSON leaves out what its columns hold (see `rowJson`). */
+const SLIM_ROWS_FORMAT = 2;
+
 /** What a lineage entry is read from: the JSON is taken apart by SQLite, not parsed whole. */
-const LINEAGE_COLUMNS = `rowid, id, kind, owner, project, recorded_at, expires_at, vector_model,
-  json_extract(record, '$.subject') AS subject,
+const LINEAGE_COLUMNS = `rowid, id, kind, owner, project, recorded_at, expires_at, vector_model, subject,
   json_extract(record, '$.provenance.rule') AS rule,
   json_extract(record, '$.provenance.sourceEventIds') AS sources,
   json_extract(record, '$.provenance.parentIds') AS parents`;
@@ -175,6 +198,8 @@ export class TenantPartition {
   private admittedShare = 0.5;
   /** The model whose vectors the partition holds, fixed when it was created (a model change drops and rebuilds it). */
   readonly partitionModel: string = '';
+  /** The rows format the file is stamped with (`user_version`): what its rows are written as (see `rowJson`). */
+  private readonly rowsFormat: number = 0;
 
   constructor(
     private readonly files: PartitionFiles,
@@ -201,6 +226,7 @@ export class TenantPartition {
       migrateTenantSchema(this.db);
       // A new file is written in this build's format; an older one keeps its stamp until a rebuild replaces it (see planFormats).
       if (fresh) this.db.pragma(`user_version = ${Math.trunc(formats.indexRows)}`);
+      this.rowsFormat = this.db.pragma('user_version', { simple: true }) as number;
       this.migrateVectorsFormat(formats.vectors, fresh);
       this.deriveTextIfStale();
       this.db.prepare('INSERT OR IGNORE INTO vector_model (one, model) VALUES (1, ?)').run(options.model);
@@ -277,10 +303,10 @@ export class TenantPartition {
 
   get(id: string): IndexedMemory | undefined {
     const row = this.stmt(
-      `SELECT m.record, m.vector, m.vector_model, u.retrieved, u.adopted, u.last_used_at FROM memories m LEFT JOIN usage u ON u.id = m.id WHERE m.id = ? AND m.tx_to IS NULL`,
-    ).get(id) as ({ record: string; vector: Buffer; vector_model: string | null } & UsageColumns) | undefined;
+      `SELECT ${JOINED_RECORD_COLUMNS}, m.vector, m.vector_model, u.retrieved, u.adopted, u.last_used_at FROM memories m LEFT JOIN usage u ON u.id = m.id WHERE m.id = ? AND m.tx_to IS NULL`,
+    ).get(id) as (RecordRow & { vector: Buffer; vector_model: string | null } & UsageColumns) | undefined;
     if (!row) return undefined;
-    const record = withUsage(parseRecord(row.record), this.withPendingUsage(id, row));
+    const record = withUsage(MemoryRecord.parse(this.recordOf(row)), this.withPendingUsage(id, row));
     return row.vector_model === null ? { record } : { record, vector: this.vectorOf(row.vector), model: row.vector_model };
   }
 
@@ -381,6 +407,49 @@ export class TenantPartition {
     this.pendingUsage.clear();
   }
 
+  /**
+   * The JSON a row stores for its record. Rows of format 2 leave out what the
+   * row's columns hold (id, version, kind, status, subject, session), the
+   * tenant (the partition's own) and usage counts that are all zero (the
+   * usage table keeps the counts since): about 0.2 KB of a 0.75 KB record. A
+   * partition of format 1 keeps whole records until it is rebuilt, so that
+   * the build that wrote it can still read it.
+   */
+  private rowJson(record: MemoryRecord): string {
+    if (this.rowsFormat < SLIM_ROWS_FORMAT) return JSON.stringify(record);
+    const {
+      tenant,
+      id: _id,
+      version: _version,
+      kind: _kind,
+      status: _status,
+      subject: _subject,
+      session: _session,
+      usage,
+      ...rest
+    } = record;
+    return JSON.stringify({
+      ...(tenant === this.options.tenant ? {} : { tenant }),
+      ...(isUnused(usage) ? {} : { usage }),
+      ...rest,
+    });
+  }
+
+  /** A row's record: its columns, then its JSON (which holds them too in rows of format 1), not validated. */
+  private recordOf(row: RecordRow): MemoryRecord {
+    return {
+      tenant: this.options.tenant,
+      id: row.id,
+      version: row.version,
+      kind: row.kind,
+      status: row.status,
+      subject: row.subject,
+      ...(row.session === null ? {} : { session: row.session }),
+      usage: { retrieved: 0, adopted: 0, lastUsedAt: null },
+      ...JSON.parse(row.record),
+    } as MemoryRecord;
+  }
+
   private recordWithUsage(record: MemoryRecord, row: UsageColumns): MemoryRecord {
     return withUsage(record, this.pendingUsage.size === 0 ? row : this.withPendingUsage(record.id, row));
   }
@@ -402,14 +471,11 @@ export class TenantPartition {
 
   /** Up to `limit` records with rowid > `after`, in rowid order. */
   recordsAfter(after: number, limit: number): { rowid: number; record: MemoryRecord }[] {
-    const rows = this.stmt('SELECT rowid, record FROM memories WHERE rowid > ? AND tx_to IS NULL ORDER BY rowid LIMIT ?').all(
+    const rows = this.stmt(`SELECT rowid, ${RECORD_COLUMNS} FROM memories WHERE rowid > ? AND tx_to IS NULL ORDER BY rowid LIMIT ?`).all(
       after,
       limit,
-    ) as {
-      rowid: number;
-      record: string;
-    }[];
-    return rows.map((r) => ({ rowid: r.rowid, record: JSON.parse(r.record) as MemoryRecord }));
+    ) as ({ rowid: number } & RecordRow)[];
+    return rows.map((r) => ({ rowid: r.rowid, record: this.recordOf(r) }));
   }
 
   /** Up to `limit` lineage entries with rowid > `after`; the JSON is taken apart by SQLite, not parsed whole. */
@@ -474,10 +540,10 @@ export class TenantPartition {
 
   currentFacts(factKey: string): MemoryRecord[] {
     return (
-      this.stmt('SELECT record FROM memories WHERE fact_key = ? AND tx_to IS NULL ORDER BY tx_from, rowid').all(factKey) as {
-        record: string;
-      }[]
-    ).map((r) => JSON.parse(r.record) as MemoryRecord);
+      this.stmt(`SELECT ${RECORD_COLUMNS} FROM memories WHERE fact_key = ? AND tx_to IS NULL ORDER BY tx_from, rowid`).all(
+        factKey,
+      ) as RecordRow[]
+    ).map((r) => this.recordOf(r));
   }
 
   allIds(): string[] {
@@ -746,11 +812,10 @@ export class TenantPartition {
 
   rows(rowids: number[]): Map<number, StoredRow> {
     const rows = this.stmt(
-      `SELECT m.rowid AS rowid, m.record, m.vector, m.vector_model, m.tokens, u.retrieved, u.adopted, u.last_used_at
+      `SELECT m.rowid AS rowid, ${JOINED_RECORD_COLUMNS}, m.vector, m.vector_model, m.tokens, u.retrieved, u.adopted, u.last_used_at
        FROM memories m LEFT JOIN usage u ON u.id = m.id WHERE m.rowid IN (SELECT value FROM json_each(?))`,
-    ).all(JSON.stringify(rowids)) as ({
+    ).all(JSON.stringify(rowids)) as (RecordRow & {
       rowid: number;
-      record: string;
       vector: Buffer;
       vector_model: string | null;
       tokens: number | null;
@@ -762,7 +827,7 @@ export class TenantPartition {
         r.rowid,
         {
           rowid: r.rowid,
-          record: this.recordWithUsage(JSON.parse(r.record) as MemoryRecord, r),
+          record: this.recordWithUsage(this.recordOf(r), r),
           // A stale partition's vectors are not comparable with the query's: hits carry none (as on Elasticsearch).
           ...(r.vector_model === this.options.model ? { vector: this.vectorOf(r.vector) } : {}),
           ...(r.tokens !== null ? { tokens: r.tokens } : {}),
@@ -902,7 +967,7 @@ export class TenantPartition {
       record.retention.expiresAt === null ? null : millis(record.retention.expiresAt, 'expiresAt'),
       record.subject,
       record.session ?? null,
-      JSON.stringify(record),
+      this.rowJson(record),
       vector ?? EMPTY_BLOB,
       vector ? this.options.model : null,
       vector ? null : now,
@@ -938,10 +1003,10 @@ export class TenantPartition {
       this.db.exec('DROP TABLE IF EXISTS memories_vocab; DROP TABLE memories_fts;');
       this.db.exec(TENANT_FTS_SCHEMA);
       const insert = this.db.prepare('INSERT INTO memories_fts (rowid, body) VALUES (?, ?)');
-      const page = this.db.prepare('SELECT rowid, record FROM memories WHERE rowid > ? ORDER BY rowid LIMIT 1000');
+      const page = this.db.prepare(`SELECT rowid, ${RECORD_COLUMNS} FROM memories WHERE rowid > ? ORDER BY rowid LIMIT 1000`);
       // Paged: better-sqlite3 allows no write while a statement is still being iterated.
-      for (let after = 0, rows: { rowid: number; record: string }[]; (rows = page.all(after) as typeof rows).length > 0;) {
-        for (const row of rows) insert.run(row.rowid, documentTerms(JSON.parse(row.record) as MemoryRecord, this.options.text).join(' '));
+      for (let after = 0, rows: ({ rowid: number } & RecordRow)[]; (rows = page.all(after) as typeof rows).length > 0;) {
+        for (const row of rows) insert.run(row.rowid, documentTerms(this.recordOf(row), this.options.text).join(' '));
         after = rows[rows.length - 1].rowid;
       }
       this.db.prepare(`INSERT OR REPLACE INTO partition_state (key, value) VALUES ('text_analysis', ?)`).run(code);
@@ -1194,9 +1259,7 @@ function withUsage(record: MemoryRecord, usage: UsageColumns): MemoryRecord {
   };
 }
 
-function parseRecord(json: string): MemoryRecord {
-  return MemoryRecord.parse(JSON.parse(json));
-}
+const isUnused = (usage: MemoryRecord['usage']) => usage.retrieved === 0 && usage.adopted === 0 && usage.lastUsedAt === null;
 
 /** A partition's embedding lag: pending rows, when the oldest became pending (epoch ms), and whether its model is current. */
 export interface PartitionLag {
