@@ -126,55 +126,39 @@ describe('the embedded index and its format versions', () => {
     });
   });
 
-  it('rebuilds a graph file of f32 vectors (before the graph recorded its scalar type) as i8 on open, a quarter of the vector bytes', async () => {
-    scratch.index = await SqliteMemoryIndex.open({
-      dir: scratch.dir,
-      dimensions: DIMENSIONS,
-      model: MODEL,
-      graph: { quantization: 'f32' },
-    });
-    await scratch.index.upsert(T, memories());
-    await scratch.index.close();
-    partition(scratch.dir, (db) => db.prepare(`DELETE FROM partition_state WHERE key = 'graph_scalar_bytes'`).run());
-    const graphFile = join(scratch.dir, `tenant-${T}.usearch`);
-    const before = statSync(graphFile).size;
+  // A graph file of f32 from before the scalar type was recorded (no record: read as f32), and one of f16 (the default before i8).
+  it.each([
+    { scalar: 'f32', bytes: 4, recorded: false },
+    { scalar: 'f16', bytes: 2, recorded: true },
+  ] as const)(
+    'rebuilds a graph file of $scalar vectors (recorded: $recorded) as i8 on open, one byte a component',
+    async ({ scalar, bytes, recorded }) => {
+      scratch.index = await SqliteMemoryIndex.open({
+        dir: scratch.dir,
+        dimensions: DIMENSIONS,
+        model: MODEL,
+        graph: { quantization: scalar },
+      });
+      await scratch.index.upsert(T, memories());
+      await scratch.index.close();
+      if (!recorded) partition(scratch.dir, (db) => db.prepare(`DELETE FROM partition_state WHERE key = 'graph_scalar_bytes'`).run());
+      const graphFile = join(scratch.dir, `tenant-${T}.usearch`);
+      const before = statSync(graphFile).size;
 
-    scratch.index = await open();
-    const vector = (await scratch.index.get(T, 'invoice'))!.vector!;
-    expect((await searchIds(scratch.index, T, '', vector))[0]).toBe('invoice');
-    await scratch.index.close();
-    scratch.index = undefined;
-    const file = readFileSync(graphFile);
-    expect(file.includes(graphVectorBytes(vector, 'i8'))).toBe(true);
-    expect(file.includes(graphVectorBytes(vector, 'f32'))).toBe(false);
-    expect(before - file.byteLength).toBe(2 * 3 * DIMENSIONS);
-    partition(scratch.dir, (db) =>
-      expect(db.prepare(`SELECT value FROM partition_state WHERE key = 'graph_scalar_bytes'`).pluck().get()).toBe(1),
-    );
-  });
-
-  it('rebuilds a graph file of f16 vectors (the default before i8) as i8 on open, finding the same nearest memory', async () => {
-    scratch.index = await SqliteMemoryIndex.open({
-      dir: scratch.dir,
-      dimensions: DIMENSIONS,
-      model: MODEL,
-      graph: { quantization: 'f16' },
-    });
-    await scratch.index.upsert(T, memories());
-    await scratch.index.close();
-    const graphFile = join(scratch.dir, `tenant-${T}.usearch`);
-    const before = statSync(graphFile).size;
-
-    scratch.index = await open();
-    const vector = (await scratch.index.get(T, 'zh-invoice'))!.vector!;
-    expect((await searchIds(scratch.index, T, '', vector))[0]).toBe('zh-invoice');
-    await scratch.index.close();
-    scratch.index = undefined;
-    const file = readFileSync(graphFile);
-    expect(file.includes(graphVectorBytes(vector, 'i8'))).toBe(true);
-    expect(file.includes(graphVectorBytes(vector, 'f16'))).toBe(false);
-    expect(before - file.byteLength).toBe(2 * DIMENSIONS);
-  });
+      scratch.index = await open();
+      const vector = (await scratch.index.get(T, 'invoice'))!.vector!;
+      expect((await searchIds(scratch.index, T, '', vector))[0]).toBe('invoice');
+      await scratch.index.close();
+      scratch.index = undefined;
+      const file = readFileSync(graphFile);
+      expect(file.includes(graphVectorBytes(vector, 'i8'))).toBe(true);
+      expect(file.includes(graphVectorBytes(vector, scalar))).toBe(false);
+      expect(before - file.byteLength).toBe(memories().length * (bytes - 1) * DIMENSIONS);
+      partition(scratch.dir, (db) =>
+        expect(db.prepare(`SELECT value FROM partition_state WHERE key = 'graph_scalar_bytes'`).pluck().get()).toBe(1),
+      );
+    },
+  );
 
   it('writes rows of format 2 without what their columns hold, and reads them back whole, by id and from a search', async () => {
     const turn = indexed({
