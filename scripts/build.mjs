@@ -25,10 +25,15 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The entry points, relative to the repository. */
 const CLI_ENTRY = 'apps/cli/src/main.ts';
+/** The embedded index's worker thread (infra/src/memory-index/thread): started from a file of its own. */
+const INDEX_THREAD_ENTRY = 'infra/src/memory-index/thread/index-thread.ts';
 const WORKFLOWS_ALIAS = '@elma/workflows';
 /** The file names a built worker and the CLI look for beside themselves. */
 export const CLI_FILE = 'elma.mjs';
 export const WORKFLOW_BUNDLE_FILE = 'workflow-bundle.js';
+export const INDEX_THREAD_FILE = 'index-thread.mjs';
+/** Sibling files not copied: the build writes them, or only the sources start them (under tsx). */
+const NOT_COPIED = new Set([WORKFLOW_BUNDLE_FILE, INDEX_THREAD_FILE, 'index-thread-boot.mjs']);
 
 /** `@elma/x` → absolute file, from tsconfig.base.json `paths` (exact keys; the build does not use wildcards). */
 export function workspaceAliases() {
@@ -89,7 +94,7 @@ export async function buildElma({ outdir = join(root, 'dist'), log = (line) => p
 
   const result = await build({
     absWorkingDir: root,
-    entryPoints: { elma: join(root, CLI_ENTRY) },
+    entryPoints: { elma: join(root, CLI_ENTRY), 'index-thread': join(root, INDEX_THREAD_ENTRY) },
     outdir,
     outExtension: { '.js': '.mjs' },
     bundle: true,
@@ -106,8 +111,10 @@ export async function buildElma({ outdir = join(root, 'dist'), log = (line) => p
   });
   // A `require()` in the sources would become esbuild's shim, which throws in an ES module at run time;
   // the sources use createRequire where they need one (apps/api/src/graphql/limits.ts).
-  if (readFileSync(join(outdir, CLI_FILE), 'utf8').includes('__require(')) {
-    throw new Error(`${CLI_FILE} calls require(): use createRequire(import.meta.url) in the sources`);
+  for (const file of [CLI_FILE, INDEX_THREAD_FILE]) {
+    if (readFileSync(join(outdir, file), 'utf8').includes('__require(')) {
+      throw new Error(`${file} calls require(): use createRequire(import.meta.url) in the sources`);
+    }
   }
   // The image installs dependencies only (npm ci --omit=dev): an import of a devDependency, or of a package
   // no manifest names, would fail there at run time, so it fails the build here.
@@ -126,9 +133,9 @@ export async function buildElma({ outdir = join(root, 'dist'), log = (line) => p
 
   const copied = [];
   for (const [file, name] of siblingFiles(bundled)) {
-    // A TypeScript sibling is a path for the sources only (e.g. main.ts spawned under tsx); the workflow bundle
-    // is written below.
-    if (/\.[cm]?tsx?$/.test(name) || name === WORKFLOW_BUNDLE_FILE) continue;
+    // A TypeScript sibling, or the index thread's boot file, is a path for the sources only (e.g. main.ts
+    // spawned under tsx); the workflow bundle and the index thread are written by the build itself.
+    if (/\.[cm]?tsx?$/.test(name) || NOT_COPIED.has(name)) continue;
     if (!existsSync(file)) throw new Error(`${relative(root, file)} is opened beside its module but does not exist`);
     copyFileSync(file, join(outdir, name));
     copied.push(name);
@@ -150,7 +157,7 @@ export async function buildElma({ outdir = join(root, 'dist'), log = (line) => p
   writeFileSync(join(outdir, WORKFLOW_BUNDLE_FILE), code);
 
   log(
-    `[build] ${relative(process.cwd(), outdir) || '.'}: ${CLI_FILE} (${bundled.length} modules), ${WORKFLOW_BUNDLE_FILE}` +
+    `[build] ${relative(process.cwd(), outdir) || '.'}: ${CLI_FILE} (${bundled.length} modules), ${INDEX_THREAD_FILE}, ${WORKFLOW_BUNDLE_FILE}` +
       `${copied.length ? `, ${copied.join(', ')}` : ''} in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`,
   );
   return { outdir, cli: join(outdir, CLI_FILE), workflowBundle: join(outdir, WORKFLOW_BUNDLE_FILE), copied };

@@ -17,7 +17,7 @@ const repo = fileURLToPath(new URL('..', import.meta.url));
 /**
  * `npm run build` as production runs it: the build written into a folder outside the repository, laid out
  * as the Docker image's runtime stage is (package.json, node_modules, dist/), and run with plain node, no
- * tsx: the CLI, `elma start` serving HTTP, and an `elma worker` that takes an erasure to its certificate on
+ * tsx: the CLI, `elma start` serving HTTP (its index in the built index thread), and an `elma worker` that takes an erasure to its certificate on
  * the test run's Temporal server with the prebuilt workflow bundle (its verify step runs the byte-scan child
  * script that the build copies beside elma.mjs).
  */
@@ -50,8 +50,15 @@ describe('the build (node dist/elma.mjs)', () => {
     for (const dir of [...dataDirs, root]) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('writes the CLI, its source map, the workflow bundle and the files the code opens beside itself', () => {
-    expect(readdirSync(dist).sort()).toEqual(['byte-scan-process.mjs', 'elma.mjs', 'elma.mjs.map', 'workflow-bundle.js']);
+  it('writes the CLI, the index thread, their source maps, the workflow bundle and the files the code opens beside itself', () => {
+    expect(readdirSync(dist).sort()).toEqual([
+      'byte-scan-process.mjs',
+      'elma.mjs',
+      'elma.mjs.map',
+      'index-thread.mjs',
+      'index-thread.mjs.map',
+      'workflow-bundle.js',
+    ]);
   });
 
   it('prints the same usage as the sources, and `api` refuses the embedded index as it does from the sources', () => {

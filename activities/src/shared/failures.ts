@@ -2,8 +2,16 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { DomainError } from '@elma/domain';
 import { heartbeating } from './heartbeat';
 
-/** Domain errors that describe a passing state (a lagging projection, a lost optimistic race, a KMS down or sealed): worth a retry. */
-const RETRYABLE: readonly string[] = ['PROJECTION.LAGGING', 'EVENT_LOG.WRONG_EXPECTED_VERSION', 'KEY_VAULT.KMS_UNAVAILABLE'];
+/**
+ * Domain errors that describe a passing state (a lagging projection, a lost optimistic race, a KMS down or sealed, the index
+ * thread started again): worth a retry.
+ */
+const RETRYABLE: readonly string[] = [
+  'PROJECTION.LAGGING',
+  'EVENT_LOG.WRONG_EXPECTED_VERSION',
+  'KEY_VAULT.KMS_UNAVAILABLE',
+  'INDEX.UNAVAILABLE',
+];
 
 /**
  * Runs an activity body (heartbeating while it runs), turning domain errors (bad input, a rule said no) into non-retryable failures

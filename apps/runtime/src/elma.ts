@@ -38,6 +38,7 @@ import {
   sqliteVaultHoldsTenantKeys,
   ElasticsearchMemoryIndex,
   SqliteMemoryIndex,
+  ThreadedMemoryIndex,
   SqliteErasureLedger,
   CertificateSigner,
   SqliteTokenRevocations,
@@ -230,11 +231,13 @@ export async function openElma(
   );
   const embedder = embedderHost.embedder;
   // The index searches only vectors of this model (a partition or index of another model needs a reindex).
-  const { log, checkpoints, compaction, vault, index } = await openEngines(config, embedder, supported).catch(async (error: unknown) => {
-    await embedderHost.close();
-    await ledger.close();
-    throw error;
-  });
+  const { log, checkpoints, compaction, vault, index } = await openEngines(config, embedder, supported, logger).catch(
+    async (error: unknown) => {
+      await embedderHost.close();
+      await ledger.close();
+      throw error;
+    },
+  );
   /** Closes what this open has opened so far, in reverse order (a failed open, or `close`). */
   const closeEngines = async () => {
     await index.close();
@@ -421,6 +424,7 @@ async function openEngines(
   config: ElmaConfig,
   embedder: Pick<Embedder, 'model' | 'dimensions'>,
   formats: FormatVersions,
+  logger: Logger,
 ): Promise<{
   log: EventLog;
   checkpoints: CheckpointStore;
@@ -443,7 +447,7 @@ async function openEngines(
     throw error;
   });
   // An index that cannot be reached must not leave the log's connection holding the process open.
-  const index = await openIndex(config, embedder, formats).catch(async (error: unknown) => {
+  const index = await openIndex(config, embedder, formats, logger).catch(async (error: unknown) => {
     await vault.close();
     await log.close();
     throw error;
@@ -774,6 +778,7 @@ async function openIndex(
   config: ElmaConfig,
   { model, dimensions }: Pick<Embedder, 'model' | 'dimensions'>,
   formats: FormatVersions,
+  logger: Logger,
 ): Promise<ViewIndex> {
   if (config.elasticsearch) {
     return ElasticsearchMemoryIndex.open({
@@ -785,11 +790,10 @@ async function openIndex(
       refresh: config.elasticsearch.refresh,
     });
   }
-  return SqliteMemoryIndex.open({
-    dir: join(config.dataDir, 'index'),
-    dimensions,
-    model,
-    memoryBudgetBytes: config.indexMemoryMb * 1024 * 1024,
-    formats,
+  const options = { dir: join(config.dataDir, 'index'), dimensions, model, memoryBudgetBytes: config.indexMemoryMb * 1024 * 1024, formats };
+  if (!config.indexThread) return SqliteMemoryIndex.open(options);
+  // Calls waiting for it fail with 503 INDEX.UNAVAILABLE; the next call starts it again on the same files.
+  return ThreadedMemoryIndex.open(options, {
+    exited: (exit) => logger.error('index thread exited; it starts again on the next call', exit),
   });
 }

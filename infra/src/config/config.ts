@@ -155,6 +155,11 @@ const Env = z.object({
    */
   ELMA_INDEX_MEMORY_MB: z.coerce.number().int().min(16).default(512),
   /**
+   * Whether the embedded index runs in a worker thread of its own (searches, index writes and graph inserts
+   * on a second core) or in the thread that serves requests.
+   */
+  ELMA_INDEX_THREAD: z.enum(['true', 'false', '1', '0']).default('true'),
+  /**
    * API requests of one class (recall, ingest, other) handled at once; more wait in a short queue.
    * Sized for 2 cores: recall and ingest are CPU-bound in this process, so more in flight only adds latency.
    */
@@ -231,6 +236,8 @@ export interface ElmaConfig {
   retentionSweepMinutes: number;
   /** Memory budget of the embedded index's open tenant partitions, in MiB. */
   indexMemoryMb: number;
+  /** The embedded index runs in a worker thread of its own (ELMA_INDEX_THREAD). */
+  indexThread: boolean;
   consolidation: { everyEvents: number; sweepMinutes: number };
   /** API admission control, per request class (see apps/api/src/http/admission.ts). */
   admission: { maxInflight: number; maxQueue: number; maxQueueWaitMs: number };
@@ -343,6 +350,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     temporal: temporalConfig(e, dataDir),
     retentionSweepMinutes: e.ELMA_RETENTION_SWEEP_MINUTES,
     indexMemoryMb: e.ELMA_INDEX_MEMORY_MB,
+    indexThread: e.ELMA_INDEX_THREAD === 'true' || e.ELMA_INDEX_THREAD === '1',
     consolidation: { everyEvents: e.ELMA_CONSOLIDATE_EVERY_EVENTS, sweepMinutes: e.ELMA_CONSOLIDATION_SWEEP_MINUTES },
     admission: { maxInflight: e.ELMA_MAX_INFLIGHT, maxQueue: e.ELMA_MAX_QUEUE, maxQueueWaitMs: e.ELMA_MAX_QUEUE_WAIT_MS },
     quotas: {

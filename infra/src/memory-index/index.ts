@@ -2,3 +2,4 @@ export { SqliteMemoryIndex, type SqliteMemoryIndexOptions } from './sqlite/sqlit
 export { DEFAULT_EXPANSION_ADD, DEFAULT_EXPANSION_SEARCH, type VectorGraphOptions } from './sqlite/vector-graph';
 export { measureGraphRecall, type GraphRecall } from './sqlite/graph-recall';
 export { ElasticsearchMemoryIndex, type ElasticsearchMemoryIndexOptions } from './elasticsearch/elasticsearch-memory-index';
+export { ThreadedMemoryIndex, IndexThreadExited } from './thread/threaded-memory-index';

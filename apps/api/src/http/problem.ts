@@ -35,6 +35,8 @@ const STATUS: Record<string, number> = {
   'KEY_VAULT.KMS_UNAVAILABLE': 503,
   'PROJECTION.LAGGING': 503,
   'INDEX.PARTITION_CORRUPT': 503,
+  // The embedded index's thread ended under the request; the next request starts it again.
+  'INDEX.UNAVAILABLE': 503,
   'HYGIENE.SECRET_DETECTED': 422,
   'AUTH.TENANT_MISMATCH': 403,
   'AUTH.FORBIDDEN': 403,

@@ -4,7 +4,7 @@ import { availableParallelism, cpus, loadavg, platform, tmpdir, totalmem } from 
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_POLICY, type Embedder, type PolicyDocument, type Principal } from '@elma/domain';
-import { HashingEmbedder, loadConfig, SqliteMemoryIndex, startTemporalDevServer, type ElmaConfig } from '@elma/infra';
+import { HashingEmbedder, loadConfig, SqliteMemoryIndex, startTemporalDevServer, ThreadedMemoryIndex, type ElmaConfig } from '@elma/infra';
 import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
 import { Connection } from '@temporalio/client';
@@ -156,7 +156,7 @@ async function measureSizes(dataDir: string, sizes: number[], line: Line): Promi
       const times = await ingestPlan(elma, random, plan, loaded);
       if (n === 0) reportIngest(line, total, times);
       await reportProjection(elma, target, total, line);
-      reportMemory(elma, line);
+      await reportMemory(elma, line);
     });
     // Measured closed, as it stays on disk: graphs written, WALs checkpointed, no recall's audit entries yet.
     const events = [...loaded.values()].reduce((sum, k) => sum + k, 0);
@@ -235,9 +235,9 @@ function reportStorage(dataDir: string, events: number, line: Line): void {
 }
 
 /** The bench process's resident memory (ELMA, its graphs and page caches, and the bench's own corpus). */
-function reportMemory(elma: Elma, line: Line): void {
+async function reportMemory(elma: Elma, line: Line): Promise<void> {
   const rss = process.memoryUsage().rss / 1024 ** 2;
-  const held = elma.index instanceof SqliteMemoryIndex ? elma.index.memory() : undefined;
+  const held = elma.index instanceof SqliteMemoryIndex || elma.index instanceof ThreadedMemoryIndex ? await elma.index.memory() : undefined;
   line(
     `RSS of the bench process`,
     `${rss.toFixed(0)} MB${held ? `; index partitions ~${(held.bytes / 1024 ** 2).toFixed(0)} MB of a ${(held.budgetBytes / 1024 ** 2).toFixed(0)} MB budget (${held.openPartitions} open, ${held.loadedGraphs} graphs loaded, ${held.evictions} evictions)` : ''}`,

@@ -27,8 +27,8 @@ import {
 import { compileFilter } from './filter-sql';
 import { META_SCHEMA } from './schema';
 import { TenantPartition, currentModelOf, lagRow, pendingRows, type PartitionFiles } from './tenant-partition';
-import { DEFAULT_QUANTIZATION, graphVectorBytes, type VectorGraphOptions } from './vector-graph';
-import { cosine, norm, quantise, QUANTISED_SCALE_BYTES } from './vectors';
+import { DEFAULT_QUANTIZATION, storedVectorForms, type VectorGraphOptions } from './vector-graph';
+import { cosine, norm } from './vectors';
 
 export interface SqliteMemoryIndexOptions {
   /** Folder for `tenant-<tenant>.db`, `tenant-<tenant>.usearch` and `meta.db`; created if missing. */
@@ -240,15 +240,9 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     });
   }
 
-  /**
-   * The graph file holds a vector in its scalar type, the partition's row
-   * quantised: its int8 components (the scale may differ by a bit). With the
-   * default i8 graph the two are the same bytes, looked for once.
-   */
+  /** The graph's and the rows' byte forms of a vector (`storedVectorForms` of vector-graph). */
   storedVectorForms(vector: Float32Array): Buffer[] {
-    const graph = graphVectorBytes(vector, this.options.graph?.quantization ?? DEFAULT_QUANTIZATION);
-    const row = quantise(vector).subarray(QUANTISED_SCALE_BYTES);
-    return graph.equals(row) ? [graph] : [graph, row];
+    return storedVectorForms(vector, this.options.graph?.quantization ?? DEFAULT_QUANTIZATION);
   }
 
   /**

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, renameSync, rmSync, statfsSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { nativeIndex, type NativeIndex } from './usearch-native';
-import { int8Components } from './vectors';
+import { int8Components, quantise, QUANTISED_SCALE_BYTES } from './vectors';
 
 export type GraphScalar = 'f32' | 'f16' | 'i8';
 
@@ -66,6 +66,17 @@ export function graphVectorBytes(vector: Float32Array, scalar: GraphScalar): Buf
   const out = Buffer.alloc(vector.length * 2);
   vector.forEach((x, i) => out.writeUInt16LE(toHalf(x), i * 2));
   return out;
+}
+
+/**
+ * The byte forms in which a partition's files hold `vector`: the graph's, in
+ * its scalar type, and the row's int8 components (its scale may differ by a
+ * bit). With an i8 graph the two are the same bytes, looked for once.
+ */
+export function storedVectorForms(vector: Float32Array, scalar: GraphScalar): Buffer[] {
+  const graph = graphVectorBytes(vector, scalar);
+  const row = quantise(vector).subarray(QUANTISED_SCALE_BYTES);
+  return graph.equals(row) ? [graph] : [graph, row];
 }
 
 const FLOAT = new Float32Array(1);
