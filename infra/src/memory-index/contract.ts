@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -74,6 +77,29 @@ const mem = (overrides: RecordOverrides) => indexed({ tenant: A, ...overrides })
  * The behaviour every MemoryIndex adapter must show. `factory` gives a fresh,
  * empty index per case; records use the hashing embedder (384 dimensions).
  */
+/**
+ * The fixture of an index kept in a folder of its own (a new temporary one per case): `open` opens it there,
+ * again on `reopen` with the options given; `cleanup` closes it and deletes the folder.
+ */
+export function folderFixture(open: (dir: string, options: { model?: string }) => Promise<MemoryIndex>): () => Promise<MemoryIndexFixture> {
+  return async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'elma-memory-index-'));
+    let index = await open(dir, {});
+    return {
+      index,
+      async reopen(options = {}) {
+        await index.close();
+        index = await open(dir, options);
+        return index;
+      },
+      async cleanup() {
+        await index.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  };
+}
+
 export function memoryIndexContract(name: string, factory: () => Promise<MemoryIndexFixture>): void {
   describe(`MemoryIndex contract: ${name}`, () => {
     let fixture: MemoryIndexFixture;

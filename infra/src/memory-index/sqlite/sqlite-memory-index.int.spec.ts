@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { RECALLABLE_STATUSES, type ReadClause } from '@elma/domain';
-import { memoryIndexContract } from '../contract';
+import { folderFixture, memoryIndexContract } from '../contract';
 import { embed, indexed, searchIds } from '../fixtures';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
 import { quantise } from './vectors';
@@ -12,22 +12,10 @@ import { quantise } from './vectors';
 const DIMENSIONS = 384;
 const tempDir = () => mkdtempSync(join(tmpdir(), 'elma-memory-index-'));
 
-memoryIndexContract('SqliteMemoryIndex', async () => {
-  const dir = tempDir();
-  let index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
-  return {
-    index,
-    async reopen(options = {}) {
-      await index.close();
-      index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS, ...options });
-      return index;
-    },
-    async cleanup() {
-      await index.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-});
+memoryIndexContract(
+  'SqliteMemoryIndex',
+  folderFixture((dir, options) => SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS, ...options })),
+);
 
 const T = 'tenant-a';
 const search = (index: SqliteMemoryIndex, text: string, vector?: Float32Array): Promise<string[]> => searchIds(index, T, text, vector);

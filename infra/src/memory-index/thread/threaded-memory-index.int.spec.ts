@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { FormatTooNew, IndexPartitionCorrupt, RECALLABLE_STATUSES } from '@elma/domain';
-import { memoryIndexContract } from '../contract';
+import { folderFixture, memoryIndexContract } from '../contract';
 import { embed, indexed } from '../fixtures';
 import { IndexThreadExited, ThreadedMemoryIndex } from './threaded-memory-index';
 
@@ -13,22 +13,10 @@ const DIMENSIONS = 384;
 const tempDir = () => mkdtempSync(join(tmpdir(), 'elma-threaded-index-'));
 
 // The same contract as the index in this thread (sqlite-memory-index.int.spec.ts), through the thread.
-memoryIndexContract('ThreadedMemoryIndex', async () => {
-  const dir = tempDir();
-  let index = await ThreadedMemoryIndex.open({ dir, dimensions: DIMENSIONS });
-  return {
-    index,
-    async reopen(options = {}) {
-      await index.close();
-      index = await ThreadedMemoryIndex.open({ dir, dimensions: DIMENSIONS, ...options });
-      return index;
-    },
-    async cleanup() {
-      await index.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-});
+memoryIndexContract(
+  'ThreadedMemoryIndex',
+  folderFixture((dir, options) => ThreadedMemoryIndex.open({ dir, dimensions: DIMENSIONS, ...options })),
+);
 
 const T = 'tenant-a';
 const filter = { statuses: RECALLABLE_STATUSES, maxSensitivity: 'restricted' as const, now: '2025-01-01T00:00:00.000Z' };
