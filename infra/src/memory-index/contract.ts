@@ -77,13 +77,16 @@ const mem = (overrides: RecordOverrides) => indexed({ tenant: A, ...overrides })
  * The behaviour every MemoryIndex adapter must show. `factory` gives a fresh,
  * empty index per case; records use the hashing embedder (384 dimensions).
  */
+/** A new, empty temporary folder for an index (the caller deletes it). */
+export const indexFolder = (): string => mkdtempSync(join(tmpdir(), 'elma-memory-index-'));
+
 /**
  * The fixture of an index kept in a folder of its own (a new temporary one per case): `open` opens it there,
  * again on `reopen` with the options given; `cleanup` closes it and deletes the folder.
  */
 export function folderFixture(open: (dir: string, options: { model?: string }) => Promise<MemoryIndex>): () => Promise<MemoryIndexFixture> {
   return async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'elma-memory-index-'));
+    const dir = indexFolder();
     let index = await open(dir, {});
     return {
       index,

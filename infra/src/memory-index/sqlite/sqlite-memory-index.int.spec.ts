@@ -1,16 +1,14 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { RECALLABLE_STATUSES, type ReadClause } from '@elma/domain';
-import { folderFixture, memoryIndexContract } from '../contract';
+import { folderFixture, indexFolder, memoryIndexContract } from '../contract';
 import { embed, indexed, searchIds } from '../fixtures';
 import { SqliteMemoryIndex } from './sqlite-memory-index';
 import { quantise } from './vectors';
 
 const DIMENSIONS = 384;
-const tempDir = () => mkdtempSync(join(tmpdir(), 'elma-memory-index-'));
 
 memoryIndexContract(
   'SqliteMemoryIndex',
@@ -34,7 +32,7 @@ describe('SqliteMemoryIndex on disk', () => {
   });
 
   it('leaves no byte of a purged record in any file, and still searches after reopening', async () => {
-    dir = tempDir();
+    dir = indexFolder();
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
     const marker = 'ZQXMARKER9731';
     const victim = indexed({ id: 'victim', tenant: T, text: `Patient ${marker} was diagnosed with 糖尿病 in March.` });
@@ -73,7 +71,7 @@ describe('SqliteMemoryIndex on disk', () => {
   });
 
   it('upgrades a partition written before the policy columns existed, keeping its filters right', async () => {
-    dir = tempDir();
+    dir = indexFolder();
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
     await index.upsert(T, [
       indexed({ id: 'support-note', tenant: T, text: 'upgrade note about invoices', policy: { purposes: ['support'], project: 'apollo' } }),
@@ -109,7 +107,7 @@ describe('SqliteMemoryIndex on disk', () => {
   });
 
   it('rebuilds a graph file that is missing or older than the rows', async () => {
-    dir = tempDir();
+    dir = indexFolder();
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS, persistEveryRows: 1_000_000 });
     await index.upsert(T, [indexed({ id: 'a', tenant: T, text: 'first memory about invoices' })]);
     await index.close();
@@ -128,7 +126,7 @@ describe('SqliteMemoryIndex on disk', () => {
   });
 
   it('finds the nearest allowed records even when a filter rejects most graph candidates', async () => {
-    dir = tempDir();
+    dir = indexFolder();
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
     const many = Array.from({ length: 2_000 }, (_, i) =>
       indexed({ id: `m-${i}`, tenant: T, text: `shipment delay report ${i}`, status: i % 250 === 0 ? 'active' : 'superseded' }),
@@ -147,7 +145,7 @@ describe('SqliteMemoryIndex on disk', () => {
   });
 
   it('rejects records of another tenant, wrong-sized vectors and unsafe tenant ids', async () => {
-    dir = tempDir();
+    dir = indexFolder();
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
     await expect(index.upsert(T, [indexed({ id: 'x', tenant: 'tenant-b' })])).rejects.toThrow(/another tenant/);
     await expect(index.upsert(T, [{ ...indexed({ id: 'x', tenant: T }), vector: new Float32Array(3) }])).rejects.toThrow(/384/);
@@ -157,7 +155,7 @@ describe('SqliteMemoryIndex on disk', () => {
   });
 
   it('ranks by the rare word of a query whose other words are in most memories, and still answers all-common queries', async () => {
-    dir = tempDir();
+    dir = indexFolder();
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
     const common = Array.from({ length: 1_500 }, (_, i) =>
       indexed({ id: `c-${i}`, tenant: T, text: `weekly status update meeting notes ${i}` }),
@@ -170,7 +168,7 @@ describe('SqliteMemoryIndex on disk', () => {
   });
 
   it('passes over any number of hidden turns to the nearest admitted neighbour', async () => {
-    dir = tempDir();
+    dir = indexFolder();
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
     const at = (minute: number) => new Date(Date.UTC(2024, 0, 1, 10, minute)).toISOString();
     const turn = (id: string, minute: number, sensitivity: 'internal' | 'restricted') =>
@@ -187,7 +185,7 @@ describe('SqliteMemoryIndex on disk', () => {
   });
 
   it('lists all ids in insertion order', async () => {
-    dir = tempDir();
+    dir = indexFolder();
     index = await SqliteMemoryIndex.open({ dir, dimensions: DIMENSIONS });
     await index.upsert(T, [indexed({ id: 'b', tenant: T }), indexed({ id: 'a', tenant: T })]);
     expect(await index.allIds(T)).toEqual(['b', 'a']);

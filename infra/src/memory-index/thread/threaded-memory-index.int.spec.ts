@@ -1,16 +1,14 @@
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { FormatTooNew, IndexPartitionCorrupt, RECALLABLE_STATUSES } from '@elma/domain';
-import { folderFixture, memoryIndexContract } from '../contract';
+import { folderFixture, indexFolder, memoryIndexContract } from '../contract';
 import { embed, indexed } from '../fixtures';
 import { IndexThreadExited, ThreadedMemoryIndex } from './threaded-memory-index';
 
 const DIMENSIONS = 384;
-const tempDir = () => mkdtempSync(join(tmpdir(), 'elma-threaded-index-'));
 
 // The same contract as the index in this thread (sqlite-memory-index.int.spec.ts), through the thread.
 memoryIndexContract(
@@ -32,7 +30,7 @@ describe('ThreadedMemoryIndex, the thread itself', () => {
     return index;
   };
   const folder = () => {
-    const dir = tempDir();
+    const dir = indexFolder();
     dirs.push(dir);
     return dir;
   };
