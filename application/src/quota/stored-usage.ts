@@ -1,5 +1,4 @@
 import type { MemoryIndex, StoredUsage } from '@elma/domain';
-import { contentBytes } from '@elma/domain';
 
 interface Entry {
   usage: StoredUsage;
@@ -14,14 +13,19 @@ interface Entry {
  * every `recountMs` and before a write is refused (at most every
  * `minRecountGapMs`), so erasures, off-boarding and consolidation show up
  * without any of them having to report here, and no refusal rests on a stale count.
+ * The periodic recount runs beside the writes: they go on against the
+ * counters meanwhile (a count of a large tenant takes seconds, which every
+ * write of the tenant would otherwise wait out).
  */
 export class StoredUsageCounter {
   private readonly entries = new Map<string, Entry>();
   private readonly counting = new Map<string, Promise<Entry>>();
+  /** Writes admitted while a count of the tenant runs, which it may not have seen: added to its result. */
+  private readonly admittedWhileCounting = new Map<string, StoredUsage>();
 
   constructor(
     private readonly deps: {
-      index: Pick<MemoryIndex, 'records'>;
+      index: Pick<MemoryIndex, 'storedUsage'>;
       /** Waits until the index has applied what the log holds (bounded), so a count includes the last writes. */
       settle: () => Promise<void>;
       nowMs: () => number;
@@ -30,11 +34,17 @@ export class StoredUsageCounter {
     },
   ) {}
 
-  /** The usage as last counted plus what was admitted since; counts the index first if the count is missing or old. */
+  /**
+   * The usage as last counted plus what was admitted since. The first time,
+   * the index is counted first; when the count is older than `recountMs`, a
+   * new one starts and the usage known now is answered at once.
+   */
   async fresh(tenant: string): Promise<StoredUsage> {
     const entry = this.entries.get(tenant);
-    if (entry && this.deps.nowMs() - entry.countedAtMs < this.deps.recountMs) return entry.usage;
-    return (await this.count(tenant)).usage;
+    if (!entry || entry.countedAtMs === Number.NEGATIVE_INFINITY) return (await this.count(tenant)).usage;
+    // A failed count leaves the counters as they were; the next write past recountMs tries again.
+    if (this.deps.nowMs() - entry.countedAtMs >= this.deps.recountMs) this.count(tenant).catch(() => undefined);
+    return entry.usage;
   }
 
   /** Counts again unless the last count is younger than the minimum gap; answers the usage either way. */
@@ -61,17 +71,20 @@ export class StoredUsageCounter {
    */
   reserve(tenant: string, added: StoredUsage): () => void {
     const entry = this.entries.get(tenant) ?? { usage: { memories: 0, bytes: 0 }, countedAtMs: Number.NEGATIVE_INFINITY };
-    entry.usage = { memories: entry.usage.memories + added.memories, bytes: entry.usage.bytes + added.bytes };
+    entry.usage = plus(entry.usage, added);
     this.entries.set(tenant, entry);
     const countedAtMs = entry.countedAtMs;
+    const counting = this.admittedWhileCounting.get(tenant);
+    if (counting) Object.assign(counting, plus(counting, added));
     let released = false;
     return () => {
       if (released) return;
       released = true;
+      if (counting && this.admittedWhileCounting.get(tenant) === counting) Object.assign(counting, minus(counting, added));
       const now = this.entries.get(tenant);
       // A count made since already saw the write's outcome.
       if (!now || now.countedAtMs !== countedAtMs) return;
-      now.usage = { memories: Math.max(0, now.usage.memories - added.memories), bytes: Math.max(0, now.usage.bytes - added.bytes) };
+      now.usage = minus(now.usage, added);
     };
   }
 
@@ -86,15 +99,26 @@ export class StoredUsageCounter {
   }
 
   private async countIndex(tenant: string): Promise<Entry> {
-    await this.deps.settle().catch(() => undefined);
-    const countedAtMs = this.deps.nowMs();
-    const usage: StoredUsage = { memories: 0, bytes: 0 };
-    for await (const record of this.deps.index.records(tenant)) {
-      usage.memories++;
-      usage.bytes += contentBytes(record.content);
+    // From before the settling: a write admitted then may or may not be in the count, and counting it twice
+    // (until the next count) errs on the side of the quota, where missing it would let a tenant past it.
+    const admitted: StoredUsage = { memories: 0, bytes: 0 };
+    this.admittedWhileCounting.set(tenant, admitted);
+    try {
+      await this.deps.settle().catch(() => undefined);
+      const countedAtMs = this.deps.nowMs();
+      const entry = { usage: plus(await this.deps.index.storedUsage(tenant), admitted), countedAtMs };
+      this.entries.set(tenant, entry);
+      return entry;
+    } finally {
+      this.admittedWhileCounting.delete(tenant);
     }
-    const entry = { usage, countedAtMs };
-    this.entries.set(tenant, entry);
-    return entry;
   }
+}
+
+function plus(a: StoredUsage, b: StoredUsage): StoredUsage {
+  return { memories: a.memories + b.memories, bytes: a.bytes + b.bytes };
+}
+
+function minus(a: StoredUsage, b: StoredUsage): StoredUsage {
+  return { memories: Math.max(0, a.memories - b.memories), bytes: Math.max(0, a.bytes - b.bytes) };
 }

@@ -2,6 +2,7 @@ import { DomainError } from '../shared/errors';
 import type { MemoryKind, MemoryRecord, MemoryStatus, Sensitivity } from '../memory/record';
 import type { ReadClause, ReadExclusions } from '../policy/clause';
 import type { Fusion } from '../recall/fusion';
+import type { StoredUsage } from '../quota/quota';
 
 /**
  * A memory as the index stores it: the record (plaintext, as views must be)
@@ -278,6 +279,14 @@ export interface MemoryIndex {
 
   /** Number of records in the tenant's partition. */
   count(tenant: string): Promise<number>;
+
+  /**
+   * What the tenant's records hold as the storage quotas count it: how many
+   * there are (any status) and their content's bytes (`contentBytes`), the
+   * sum of the same over `records()`. Counted where the records are, without
+   * handing each one over.
+   */
+  storedUsage(tenant: string): Promise<StoredUsage>;
 
   /**
    * Drops the tenant's whole partition (used before a rebuild). Never reads

@@ -23,6 +23,7 @@ import {
   type ReadClause,
   type ReadExclusions,
   type SearchHit,
+  contentBytes,
 } from '@elma/domain';
 import { OWNERS, PROJECTS, PURPOSES, ancestry, defined, readClause, sometimes } from './arbitraries.testing';
 import { embed, indexed, sameVector, type RecordOverrides } from './fixtures';
@@ -807,6 +808,30 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       const none: string[] = [];
       for await (const record of index.records('nobody')) none.push(record.id);
       expect(none).toEqual([]);
+    });
+
+    it('counts what a tenant stores as the sum over its records, without another tenant', async () => {
+      expect(await index.storedUsage(A)).toEqual({ memories: 0, bytes: 0 });
+      const many = Array.from({ length: 1_234 }, (_, i) =>
+        mem({
+          id: `u-${i}`,
+          text: i % 3 === 0 ? `备忘录 ${i}：客户搬到了里昂` : i % 3 === 1 ? `note ${i}` : `"quoted" \\ back\tslash\n\u0001 \u2028 😀 ${i}`,
+        }),
+      );
+      await index.upsert(A, many);
+      await index.upsert(A, [mem({ id: 'u-5', text: 'a longer second version of note 5' })]);
+      await index.upsert(B, [indexed({ id: 'b-1', tenant: B, text: 'other tenant' })]);
+      await index.purge(A, ['u-3']);
+
+      let memories = 0;
+      let bytes = 0;
+      for await (const record of index.records(A)) {
+        memories++;
+        bytes += contentBytes(record.content);
+      }
+      expect(memories).toBe(1_233);
+      expect(await index.storedUsage(A)).toEqual({ memories, bytes });
+      expect(await index.storedUsage('nobody')).toEqual({ memories: 0, bytes: 0 });
     });
 
     it('dropTenant empties that tenant only, and the tenant can be rebuilt', async () => {

@@ -157,6 +157,7 @@ async function measureSizes(dataDir: string, sizes: number[], line: Line): Promi
       if (n === 0) reportIngest(line, total, times);
       await reportProjection(elma, target, total, line);
       await reportMemory(elma, line);
+      await reportStorageCount(elma, target, line);
     });
     // Measured closed, as it stays on disk: graphs written, WALs checkpointed, no recall's audit entries yet.
     const events = [...loaded.values()].reduce((sum, k) => sum + k, 0);
@@ -241,6 +242,17 @@ async function reportMemory(elma: Elma, line: Line): Promise<void> {
   line(
     `RSS of the bench process`,
     `${rss.toFixed(0)} MB${held ? `; index partitions ~${(held.bytes / 1024 ** 2).toFixed(0)} MB of a ${(held.budgetBytes / 1024 ** 2).toFixed(0)} MB budget (${held.openPartitions} open, ${held.loadedGraphs} graphs loaded, ${held.evictions} evictions)` : ''}`,
+    '',
+  );
+}
+
+/** What a storage quota's count of the measured tenant costs (`MemoryIndex.storedUsage`, alone on an idle index). */
+async function reportStorageCount(elma: Elma, tenant: string, line: Line): Promise<void> {
+  const started = performance.now();
+  const usage = await elma.index.storedUsage(tenant);
+  line(
+    `storage quota count of the measured tenant (records, content bytes)`,
+    `${((performance.now() - started) / 1000).toFixed(2)} s for ${fmt(usage.memories)} records, ${(usage.bytes / 1024 ** 2).toFixed(1)} MB; ${loadAverage()}`,
     '',
   );
 }

@@ -16,6 +16,8 @@ import {
   type NeighbourMemory,
   type Neighbours,
   type SearchHit,
+  contentBytes,
+  type StoredUsage,
 } from '@elma/domain';
 import { countTokens } from '@elma/shared';
 import { cosine, norm } from '../sqlite/vectors';
@@ -82,7 +84,7 @@ import {
   type FusedHit,
   type RouteHit,
   type ShardStats,
-  type StoredUsage,
+  type VersionedUsage,
   type StoredVersion,
   type UsageDocument,
 } from './requests';
@@ -402,6 +404,22 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     return total;
   }
 
+  /** Paged like `records()`, reading only each record's content. */
+  async storedUsage(tenant: string): Promise<StoredUsage> {
+    const usage: StoredUsage = { memories: 0, bytes: 0 };
+    const contents = this.paged(
+      this.memoriesOf(tenant),
+      RECORDS_PAGE,
+      ['record.content'],
+      (source: { record: Pick<MemoryRecord, 'content'> }) => source.record.content,
+    );
+    for await (const content of contents) {
+      usage.memories++;
+      usage.bytes += contentBytes(content);
+    }
+    return usage;
+  }
+
   records(tenant: string): AsyncIterable<MemoryRecord> {
     const alias = this.memoriesOf(tenant);
     return this.paged(alias, RECORDS_PAGE, ['record'], (source: { record: MemoryRecord }) => source.record);
@@ -530,7 +548,7 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
         throw new ElasticsearchIndexError(
           `elasticsearch recordUsage on ${usage}: ${pending.length} ids still contended after ${attempt - 1} attempts`,
         );
-      const stored = await this.storedUsage(usage, pending);
+      const stored = await this.versionedUsage(usage, pending);
       const response = await this.call('recordUsage', usage, () =>
         this.client.bulk({
           index: usage,
@@ -550,11 +568,11 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
   }
 
   /** The usage documents of these ids with their sequence numbers, read in real time (`_mget`), not as of the last refresh. */
-  private async storedUsage(usage: string, ids: string[]): Promise<Map<string, StoredUsage>> {
+  private async versionedUsage(usage: string, ids: string[]): Promise<Map<string, VersionedUsage>> {
     const response = await this.call('recordUsage read', usage, () =>
       this.client.mget<UsageDocument>({ index: usage, ids: ids.map(usageDocId) }),
     );
-    const stored = new Map<string, StoredUsage>();
+    const stored = new Map<string, VersionedUsage>();
     for (const doc of response.docs) {
       if ('found' in doc && doc.found && doc._source && doc._seq_no !== undefined && doc._primary_term !== undefined) {
         stored.set(doc._source.id, { doc: doc._source, seqNo: doc._seq_no, primaryTerm: doc._primary_term });

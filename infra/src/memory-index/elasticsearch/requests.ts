@@ -490,7 +490,7 @@ export interface UsageDocument {
 }
 
 /** A usage document as read for an update, with the version it must still have. */
-export interface StoredUsage {
+export interface VersionedUsage {
   doc: UsageDocument;
   seqNo: number;
   primaryTerm: number;
@@ -507,7 +507,7 @@ export function usageOperations(
   ids: readonly string[],
   use: 'retrieved' | 'adopted',
   at: number,
-  stored: ReadonlyMap<string, StoredUsage>,
+  stored: ReadonlyMap<string, VersionedUsage>,
 ): object[] {
   return [...new Set(ids)].flatMap((id): object[] => {
     const _id = usageDocId(id);

@@ -23,6 +23,7 @@ import {
   type MemoryRecord,
   type SearchHit,
   type TextAnalysis,
+  type StoredUsage,
 } from '@elma/domain';
 import { compileFilter } from './filter-sql';
 import { META_SCHEMA } from './schema';
@@ -69,6 +70,8 @@ export const UNNAMED_MODEL = 'unnamed';
 
 /** The longest uses counted by recall wait in memory before they are written. */
 const USAGE_DELAY_MS = 1_000;
+/** Rows a storage count reads before it lets other calls run (about 10 ms of work). */
+const STORED_USAGE_PAGE = 5_000;
 
 /** Default memory budget of the open partitions: 512 MiB. */
 export const DEFAULT_INDEX_MEMORY_BYTES = 512 * 1024 * 1024;
@@ -315,6 +318,21 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
 
   async count(tenant: string): Promise<number> {
     return this.guard(tenant, () => this.partition(tenant, false)?.count() ?? 0);
+  }
+
+  /**
+   * Counted in pages of STORED_USAGE_PAGE rows, letting other calls run between them: a count of a large
+   * tenant takes seconds, which the recalls and writes of every tenant would otherwise wait out.
+   */
+  async storedUsage(tenant: string): Promise<StoredUsage> {
+    const usage: StoredUsage = { memories: 0, bytes: 0 };
+    for (let after = 0; ; await new Promise((resolve) => setImmediate(resolve))) {
+      const page = this.guard(tenant, () => this.partition(tenant, false)?.storedUsageAfter(after, STORED_USAGE_PAGE));
+      if (!page || page.last === null) return usage;
+      usage.memories += page.memories;
+      usage.bytes += page.bytes;
+      after = page.last;
+    }
   }
 
   records(tenant: string): AsyncIterable<MemoryRecord> {

@@ -22,6 +22,7 @@ import {
   type PendingEmbedding,
   type MemoryKind,
   type TextAnalysis,
+  type StoredUsage,
 } from '@elma/domain';
 import type { FilterSql } from './filter-sql';
 import { millis } from './filter-sql';
@@ -467,6 +468,19 @@ export class TenantPartition {
 
   count(): number {
     return (this.stmt('SELECT count(*) AS n FROM memories WHERE tx_to IS NULL').get() as { n: number }).n;
+  }
+
+  /**
+   * The current records with rowid > `after`, at most `limit` of them: how
+   * many, their content's bytes (`contentBytes`: the UTF-8 length of the
+   * content's JSON, which SQLite takes out of the stored record as it was
+   * written) and the last rowid, or null when none is left.
+   */
+  storedUsageAfter(after: number, limit: number): StoredUsage & { last: number | null } {
+    return this.stmt(
+      `SELECT count(*) AS memories, total(length(CAST(json_extract(record, '$.content') AS BLOB))) AS bytes, max(rowid) AS last
+       FROM (SELECT rowid, record FROM memories WHERE rowid > ? AND tx_to IS NULL ORDER BY rowid LIMIT ?)`,
+    ).get(after, limit) as StoredUsage & { last: number | null };
   }
 
   /** Up to `limit` records with rowid > `after`, in rowid order. */

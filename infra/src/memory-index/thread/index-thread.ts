@@ -73,6 +73,7 @@ const INDEX_METHODS = new Set([
   'embeddingLag',
   'tenants',
   'count',
+  'storedUsage',
   'dropTenant',
   'quarantined',
   'memory',

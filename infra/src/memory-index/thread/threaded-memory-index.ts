@@ -15,6 +15,7 @@ import {
   type Neighbours,
   type PendingEmbedding,
   type SearchHit,
+  type StoredUsage,
 } from '@elma/domain';
 import type { SqliteMemoryIndex, SqliteMemoryIndexOptions } from '../sqlite/sqlite-memory-index';
 import { DEFAULT_QUANTIZATION, storedVectorForms } from '../sqlite/vector-graph';
@@ -91,6 +92,10 @@ export class ThreadedMemoryIndex implements MemoryIndex, CheckpointStore {
   /** Computed here: the forms depend on the graph's scalar type only. */
   storedVectorForms(vector: Float32Array): Buffer[] {
     return storedVectorForms(vector, this.options.graph?.quantization ?? DEFAULT_QUANTIZATION);
+  }
+
+  storedUsage(tenant: string): Promise<StoredUsage> {
+    return this.call('storedUsage', tenant);
   }
 
   records(tenant: string): AsyncIterable<MemoryRecord> {
