@@ -70,4 +70,17 @@ describe('StoredUsageCounter on a running embedded ELMA', () => {
     c.usage.reserve(agent.tenant, { memories: 1, bytes: 1 });
     expect(await c.usage.fresh(agent.tenant)).toEqual(await s.elma.index.storedUsage(agent.tenant));
   });
+
+  it('counts ahead the tenants it is given, one after the other, and counts no more once stopped', async () => {
+    await ingest(5, 100);
+    const c = counter();
+    await c.usage.countAhead([agent.tenant, 'nobody']);
+    expect(c.usage.peek(agent.tenant)).toEqual(await s.elma.index.storedUsage(agent.tenant));
+    expect(c.usage.known().map(([tenant]) => tenant)).toEqual([agent.tenant, 'nobody']);
+
+    const stopped = counter();
+    stopped.usage.stop();
+    await stopped.usage.countAhead([agent.tenant]);
+    expect(stopped.usage.known()).toEqual([]);
+  });
 });

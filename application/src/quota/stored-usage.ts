@@ -22,6 +22,7 @@ export class StoredUsageCounter {
   private readonly counting = new Map<string, Promise<Entry>>();
   /** Writes admitted while a count of the tenant runs, which it may not have seen: added to its result. */
   private readonly admittedWhileCounting = new Map<string, StoredUsage>();
+  private stopped = false;
 
   constructor(
     private readonly deps: {
@@ -45,6 +46,25 @@ export class StoredUsageCounter {
     // A failed count leaves the counters as they were; the next write past recountMs tries again.
     if (this.deps.nowMs() - entry.countedAtMs >= this.deps.recountMs) this.count(tenant).catch(() => undefined);
     return entry.usage;
+  }
+
+  /**
+   * Counts each of these tenants not counted yet, one after the other: run in
+   * the background of a start, so that a tenant's first write after a restart
+   * finds its count made (or under way) rather than waiting for all of it.
+   * A count that fails is left to the tenant's first write; `stop` ends it.
+   */
+  async countAhead(tenants: readonly string[]): Promise<void> {
+    for (const tenant of tenants) {
+      if (this.stopped) return;
+      if ((this.entries.get(tenant)?.countedAtMs ?? Number.NEGATIVE_INFINITY) > Number.NEGATIVE_INFINITY) continue;
+      await this.count(tenant).catch(() => undefined);
+    }
+  }
+
+  /** Ends `countAhead` after the count under way (the index is about to close). */
+  stop(): void {
+    this.stopped = true;
   }
 
   /** Counts again unless the last count is younger than the minimum gap; answers the usage either way. */

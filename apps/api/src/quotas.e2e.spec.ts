@@ -226,6 +226,13 @@ describe('tenant quotas', () => {
     await t.app.close();
     await t.elma.close();
     t = await startTestApp({ dataDir });
+    // Counted in the background of the start, before any write: a tenant's first write does not wait for its count.
+    const stored = async (tenant: string) => {
+      const text = await (await fetch(`${t.url}/metrics`)).text();
+      return Number(new RegExp(`^elma_quota_stored_memories\\{tenant="${tenant}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
+    };
+    await expect.poll(() => stored('initech'), { timeout: 10_000 }).toBe(4);
+    await expect.poll(() => stored('globex'), { timeout: 10_000 }).toBeGreaterThan(0);
     expect((await send('initech:agent', 'POST', '/v1/events', chatEvent('cust-s', 'eight'))).status).toBe(429);
     expect((await send('globex:agent', 'POST', '/v1/events', chatEvent('cust-s', 'eight'))).status).toBe(202);
   });
