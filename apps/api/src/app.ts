@@ -212,9 +212,10 @@ export async function createApi(elma: Elma, options: ApiOptions = {}): Promise<N
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json' });
   await app.init();
   // Each tenant's first count, ahead of its first write after this start (a count of 100,000 records takes ~0.4 s).
-  void elma.index.tenants().then(
-    (tenants) => usage.countAhead(tenants),
-    () => undefined,
-  );
+  // After the projection has caught up with the log (an index being rebuilt lists its tenants only then).
+  void (async () => {
+    if (elma.runner.running) await elma.runner.waitFor(await elma.log.headPosition(), 60_000);
+    await usage.countAhead(await elma.index.tenants());
+  })().catch(() => undefined);
   return app;
 }
