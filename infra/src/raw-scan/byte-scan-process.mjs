@@ -11,159 +11,203 @@
  * the production image.
  *
  * Protocol: one JSON request on stdin,
- *   { paths: string[], needles: { id, bytes (base64) }[], chunkBytes }
- * one JSON report on stdout, { files, bytes, paths, findings, tooShort }
- * (see ScanReport in byte-scan.ts). Nothing else is written: the needles are
- * erased content and must not reach a log.
+ *   { segments: { path, start, end }[], needles: { id, bytes (base64) }[], chunkBytes }
+ * where a segment is the part of a file from byte `start` up to `end` (null:
+ * to the end of the file, however long it has grown); an occurrence belongs
+ * to the segment it starts in, so a segment reads on past `end` by the
+ * longest needle's length. One JSON reply on stdout,
+ *   { scanned: (number | null)[], findings: { segment, slot, needleId, offset }[], tooShort }
+ * with the bytes scanned of each segment (null: the file could not be
+ * opened) and each needle's (its slot: the same id may have several byte
+ * forms) first occurrence per segment. byte-scan.ts merges the replies of
+ * several such processes into one ScanReport. Nothing else is written: the
+ * needles are erased content and must not reach a log.
  */
 import { open } from 'node:fs/promises';
 
-/*
- * 2^20 bits (128 KiB, fits in L2) keep false positives near 0.2% even with
- * thousands of needles, so the Map is touched on few positions.
- */
-const FILTER_BITS = 20;
 /** The index works on 8-byte windows (two int32 words); shorter needles are not searched. */
 const ANCHOR_BYTES = 8;
-/** How far into a needle to look for its anchor; bounds indexing cost for long plaintexts. */
+/** How far into a needle to look for its anchors; bounds indexing cost for long plaintexts. */
 const ANCHOR_SEARCH = 1024;
+/**
+ * The scan looks at every STRIDE-th position of a file only, and indexes
+ * STRIDE consecutive windows of each needle, so that one of them starts at a
+ * looked-at position whatever the needle's offset. The stride is the largest
+ * that every needle allows (its length less 7, and the run of varied windows
+ * it has), at most this: 16 windows per needle keep the index small.
+ */
+const MAX_STRIDE = 16;
+/** A window with fewer distinct bytes (zero runs, padding) would match too often in SQLite pages. */
+const VARIED = 4;
 
 /** Hash of the 8 bytes `high`..`low` read as two big-endian int32 words. */
 const anchorHash = (high, low) => Math.imul(high ^ Math.imul(low, 0x85ebca6b), 0x9e3779b1);
-const filterSlot = (hash) => hash >>> (32 - FILTER_BITS);
 /** Map keys kept within small-integer range, which V8 hashes fastest. */
 const mapKey = (hash) => hash >>> 2;
 
-/*
- * A needle is indexed by its most varied 8-byte window rather than its first
- * 8 bytes. Vectors of sparse embeddings often start with zero floats and
- * SQLite files are full of zeroed pages, so a first-bytes index can match at
- * nearly every position and turn the pass into a full compare per byte.
- */
-function chooseAnchor(bytes) {
+/** Distinct bytes in each 8-byte window of `bytes` starting within ANCHOR_SEARCH + MAX_STRIDE. */
+function varieties(bytes) {
   const seenAt = new Int32Array(256).fill(-1);
-  const lastStart = Math.min(bytes.length - ANCHOR_BYTES, ANCHOR_SEARCH);
-  let best = 0;
-  let bestDistinct = 0;
-  for (let start = 0; start <= lastStart; start++) {
-    let distinct = 0;
+  const windows = Math.min(bytes.length - ANCHOR_BYTES, ANCHOR_SEARCH + MAX_STRIDE) + 1;
+  const distinct = new Uint8Array(windows);
+  for (let start = 0; start < windows; start++) {
     for (let j = start; j < start + ANCHOR_BYTES; j++) {
       if (seenAt[bytes[j]] !== start) {
         seenAt[bytes[j]] = start;
-        distinct += 1;
+        distinct[start] += 1;
       }
     }
-    if (distinct > bestDistinct) {
+  }
+  return distinct;
+}
+
+/** The stride a needle allows: its longest run of varied windows (at least 1), at most MAX_STRIDE. */
+function strideAllowed(distinct) {
+  let longest = 0;
+  let run = 0;
+  for (const count of distinct) {
+    run = count >= VARIED ? run + 1 : 0;
+    longest = Math.max(longest, run);
+  }
+  return Math.max(1, Math.min(longest, MAX_STRIDE));
+}
+
+/*
+ * A needle is indexed by its most varied run of `stride` windows (the one
+ * whose least varied window is the most varied), not by its first bytes.
+ * Vectors of sparse embeddings often start with zero floats and SQLite files
+ * are full of zeroed pages, so a first-bytes index can match at nearly every
+ * position and turn the pass into a full compare per byte.
+ */
+function chooseAnchor(distinct, stride) {
+  let best = 0;
+  let bestLeast = -1;
+  for (let start = 0; start + stride <= distinct.length; start++) {
+    let least = ANCHOR_BYTES;
+    for (let j = start; j < start + stride; j++) least = Math.min(least, distinct[j]);
+    if (least > bestLeast) {
       best = start;
-      bestDistinct = distinct;
-      if (distinct === ANCHOR_BYTES) break;
+      bestLeast = least;
+      if (least === ANCHOR_BYTES) break;
     }
   }
   return best;
 }
 
 function indexNeedles(needles) {
-  const filter = new Uint32Array((1 << FILTER_BITS) / 32);
-  const byAnchor = new Map();
   const tooShort = new Set();
   const seen = new Set();
-  let count = 0;
-  let longest = 0;
-
+  const searched = [];
   for (const needle of needles) {
-    const bytes = needle.bytes;
-    if (bytes.length < ANCHOR_BYTES) {
+    if (needle.bytes.length < ANCHOR_BYTES) {
       tooShort.add(needle.id);
       continue;
     }
     // The same needle given twice would otherwise be reported twice per file.
-    const key = `${needle.id}\u0000${bytes.toString('latin1')}`;
+    const key = `${needle.id}\u0000${needle.bytes.toString('latin1')}`;
     if (seen.has(key)) continue;
     seen.add(key);
+    searched.push({ ...needle, distinct: varieties(needle.bytes) });
+  }
+  const stride = searched.reduce((least, needle) => Math.min(least, strideAllowed(needle.distinct)), MAX_STRIDE);
 
-    const anchor = chooseAnchor(bytes);
-    const hash = anchorHash(bytes.readInt32BE(anchor), bytes.readInt32BE(anchor + 4));
-    const slot = filterSlot(hash);
-    filter[slot >>> 5] |= 1 << (slot & 31);
-    let list = byAnchor.get(mapKey(hash));
-    if (!list) byAnchor.set(mapKey(hash), (list = []));
-    list.push({ id: needle.id, bytes, anchor, slot: count++ });
+  // About 64 filter bits per indexed window (2^20 to 2^24): few false positives, so the Map is touched on few positions.
+  const filterBits = Math.min(24, Math.max(20, Math.ceil(Math.log2(Math.max(1, searched.length * stride) * 64))));
+  const filter = new Uint32Array((1 << filterBits) / 32);
+  const byAnchor = new Map();
+  const ids = []; // by slot
+  let longest = 0;
+  for (const [slot, { id, bytes, distinct }] of searched.entries()) {
+    const anchor = chooseAnchor(distinct, stride);
+    for (let offset = anchor; offset < anchor + stride; offset++) {
+      const hash = anchorHash(bytes.readInt32BE(offset), bytes.readInt32BE(offset + 4));
+      const bit = hash >>> (32 - filterBits);
+      filter[bit >>> 5] |= 1 << (bit & 31);
+      let list = byAnchor.get(mapKey(hash));
+      if (!list) byAnchor.set(mapKey(hash), (list = []));
+      list.push({ bytes, offset, slot });
+    }
+    ids.push(id);
     longest = Math.max(longest, bytes.length);
   }
-  return { index: { filter, byAnchor, count, overlap: Math.max(0, longest - 1) }, tooShort: [...tooShort] };
+  return {
+    index: { filter, filterShift: 32 - filterBits, byAnchor, ids, count: searched.length, stride, overlap: Math.max(0, longest - 1) },
+    tooShort: [...tooShort],
+  };
 }
 
-/** Returns the number of bytes scanned, or undefined if the file could not be opened. */
-async function scanFile(path, index, buffer, chunkBytes, findings) {
-  const handle = await open(path, 'r').catch(() => undefined);
+/**
+ * Returns the number of bytes of the segment scanned, or undefined if the
+ * file could not be opened.
+ */
+async function scanSegment(segment, index, buffer, chunkBytes, report, segmentNo) {
+  const handle = await open(segment.path, 'r').catch(() => undefined);
   if (!handle) return undefined;
-  const inFile = [];
+  const { start } = segment;
+  const end = segment.end ?? Infinity;
   try {
-    const found = new Uint8Array(index.count);
+    // Each needle's first occurrence in the segment (a file offset), -1 while none.
+    const first = new Float64Array(index.count).fill(-1);
     let kept = 0; // bytes carried over at the start of `buffer` from the previous chunk
-    let total = 0; // file offset of the end of the bytes in `buffer`
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, kept, chunkBytes, null);
+    let total = start; // file offset of the end of the bytes in `buffer`
+    // Past `end`, read only as far as an occurrence starting before it can reach.
+    while (total < end + index.overlap) {
+      const want = Math.min(chunkBytes, end + index.overlap - total);
+      const { bytesRead } = await handle.read(buffer, kept, want, total);
       // The kept bytes were searched with the previous chunk; nothing new at the end of the file.
       if (bytesRead === 0) break;
-      const end = kept + bytesRead;
+      const filled = kept + bytesRead;
       total += bytesRead;
-      if (end >= ANCHOR_BYTES && index.count > 0) {
-        searchChunk(buffer, end, total - end, path, index, found, inFile);
-      }
-      /*
-       * Keep the last `overlap` bytes, so every occurrence lies whole inside
-       * some buffer. Occurrences of one needle are met in file order (its
-       * anchor sits at a fixed offset), so the first one recorded is the
-       * first in the file; `found` drops the ones seen again in the overlap.
-       */
-      kept = Math.min(index.overlap, end);
-      buffer.copy(buffer, 0, end - kept, end);
+      if (filled >= ANCHOR_BYTES && index.count > 0) searchChunk(buffer, filled, total - filled, end, index, first);
+      // Keep the last `overlap` bytes, so every occurrence lies whole inside some buffer.
+      kept = Math.min(index.overlap, filled);
+      buffer.copy(buffer, 0, filled - kept, filled);
     }
-    // Needles are met in anchor order, not start order; report in file order.
-    inFile.sort((a, b) => a.offset - b.offset);
-    findings.push(...inFile);
-    return total;
+    first.forEach((offset, slot) => {
+      if (offset >= 0) report.findings.push({ segment: segmentNo, slot, needleId: index.ids[slot], offset });
+    });
+    return Math.min(total, end) - start;
   } finally {
     await handle.close();
   }
 }
 
-function searchChunk(buffer, end, fileOffset, path, index, found, findings) {
-  const { filter, byAnchor } = index;
-  const last = end - ANCHOR_BYTES;
-  // Rolling big-endian words of buffer[i..i+3] and buffer[i+4..i+7], as readInt32BE gives them in indexNeedles.
-  let high = (buffer[0] << 16) | (buffer[1] << 8) | buffer[2];
-  let low = (buffer[3] << 24) | (buffer[4] << 16) | (buffer[5] << 8) | buffer[6];
-  for (let i = 0; i <= last; i++) {
-    high = (high << 8) | (low >>> 24);
-    low = (low << 8) | buffer[i + 7];
+/**
+ * Looks at every `stride`-th position of the buffer. An occurrence lying
+ * whole in the buffer has one of its needle's indexed windows at such a
+ * position, so it is found; one of a needle met again (in the overlap, or
+ * repeated) is compared only if it starts before the first one found, which
+ * can happen within a stride. Records first occurrences starting before `end`.
+ */
+function searchChunk(buffer, filled, fileOffset, end, index, first) {
+  const { filter, filterShift, byAnchor, stride } = index;
+  const last = filled - ANCHOR_BYTES;
+  for (let i = 0; i <= last; i += stride) {
+    const high = (buffer[i] << 24) | (buffer[i + 1] << 16) | (buffer[i + 2] << 8) | buffer[i + 3];
+    const low = (buffer[i + 4] << 24) | (buffer[i + 5] << 16) | (buffer[i + 6] << 8) | buffer[i + 7];
     const hash = anchorHash(high, low);
-    const slot = filterSlot(hash);
-    if ((filter[slot >>> 5] & (1 << (slot & 31))) === 0) continue;
+    const bit = hash >>> filterShift;
+    if ((filter[bit >>> 5] & (1 << (bit & 31))) === 0) continue;
     const candidates = byAnchor.get(mapKey(hash));
     if (!candidates) continue;
-    for (const needle of candidates) {
-      const start = i - needle.anchor;
-      const length = needle.bytes.length;
-      if (found[needle.slot] || start < 0 || start + length > end) continue;
-      if (buffer.compare(needle.bytes, 0, length, start, start + length) !== 0) continue;
-      found[needle.slot] = 1;
-      findings.push({ needleId: needle.id, path, offset: fileOffset + start });
+    for (const { bytes, offset, slot } of candidates) {
+      const start = i - offset;
+      const at = fileOffset + start;
+      if (start < 0 || start + bytes.length > filled || at >= end) continue;
+      if (first[slot] >= 0 && at >= first[slot]) continue;
+      if (buffer.compare(bytes, 0, bytes.length, start, start + bytes.length) !== 0) continue;
+      first[slot] = at;
     }
   }
 }
 
-async function scanFiles(paths, needles, chunkBytes) {
+async function scanSegments(segments, needles, chunkBytes) {
   const { index, tooShort } = indexNeedles(needles);
-  const report = { files: 0, bytes: 0, paths: [], findings: [], tooShort };
+  const report = { scanned: [], findings: [], tooShort };
   const buffer = Buffer.allocUnsafe(index.overlap + chunkBytes);
-  for (const path of paths) {
-    const scanned = await scanFile(path, index, buffer, chunkBytes, report.findings);
-    if (scanned === undefined) continue;
-    report.files += 1;
-    report.bytes += scanned;
-    report.paths.push(path);
+  for (const [segmentNo, segment] of segments.entries()) {
+    const scanned = await scanSegment(segment, index, buffer, chunkBytes, report, segmentNo);
+    report.scanned.push(scanned ?? null);
   }
   return report;
 }
@@ -176,5 +220,5 @@ async function readStdin() {
 
 const request = JSON.parse(await readStdin());
 const needles = request.needles.map((n) => ({ id: n.id, bytes: Buffer.from(n.bytes, 'base64') }));
-const report = await scanFiles(request.paths, needles, request.chunkBytes);
+const report = await scanSegments(request.segments, needles, request.chunkBytes);
 process.stdout.write(JSON.stringify(report));

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CHUNK_BYTES, listFiles, MIN_NEEDLE_BYTES, scanFiles, type Needle } from './byte-scan';
+import { CHUNK_BYTES, listFiles, MIN_NEEDLE_BYTES, planShares, scanFiles, type Needle } from './byte-scan';
 
 const utf8 = (text: string) => new Uint8Array(Buffer.from(text, 'utf8'));
 const needle = (id: string, text: string): Needle => ({ id, bytes: utf8(text) });
@@ -146,6 +146,100 @@ describe('scanning files for erased bytes', () => {
     const report = await scanFiles([gone, kept], [needle('m1', 'and secret')]);
 
     expect(report).toMatchObject({ files: 1, paths: [kept], findings: [{ needleId: 'm1', path: kept, offset: 12 }] });
+  });
+});
+
+describe('sharing a scan among processes', () => {
+  it('cuts the files into shares of about equal bytes, each file covered once and its last segment open-ended', () => {
+    const shares = planShares(['a', 'b', 'c'], [100, 500, 0], 3);
+
+    expect(shares).toEqual([
+      [
+        { path: 'a', start: 0, end: null },
+        { path: 'b', start: 0, end: 100 },
+      ],
+      [{ path: 'b', start: 100, end: 300 }],
+      [
+        { path: 'b', start: 300, end: null },
+        { path: 'c', start: 0, end: null },
+      ],
+    ]);
+    expect(planShares(['a'], [0], 2)).toEqual([[{ path: 'a', start: 0, end: null }]]);
+  });
+
+  it('finds a needle cut in two by a segment boundary once, at its first offset in the file', async () => {
+    const text = 'a sentence the erasure must not leave behind';
+    const content = filler(30_000);
+    content.set(utf8(text), 9_990); // across the first cut of three shares of 10,000 bytes
+    content.set(utf8(text), 25_000); // again, in the last segment
+    const path = await file('split.sqlite', content);
+    const other = await file('other.sqlite-wal', utf8(text));
+
+    const report = await scanFiles([path, other], [needle('m1', text)], { processes: 3, minShareBytes: 1 });
+
+    expect(report.findings).toEqual([
+      { needleId: 'm1', path, offset: 9_990 },
+      { needleId: 'm1', path: other, offset: 0 },
+    ]);
+    expect(report).toMatchObject({ files: 2, bytes: content.length + text.length, paths: [path, other] });
+  });
+
+  it.each([
+    ['long needles only (the widest stride)', 24],
+    ['one needle of 8 bytes among them (stride 1)', 8],
+  ])('finds each needle at its first offset in each file, in one process or several: %s', async (_, shortest) => {
+    const lengths = [shortest, ...Array.from({ length: 39 }, (_, i) => 24 + i * 7)];
+    const needles: Needle[] = lengths.map((length, i) => ({ id: `m${i % 20}`, bytes: new Uint8Array(randomBytes(length)) }));
+    const contents = [70_000, 3, 0, 41_000, 9_999].map((length, f) => {
+      const content = Buffer.from(randomBytes(length));
+      for (let planted = 0; planted < 12 && length > 400; planted++) {
+        const bytes = needles[(f * 13 + planted * 7) % needles.length].bytes;
+        content.set(bytes, (planted * 5_881 + f * 977) % (length - bytes.length));
+      }
+      return content;
+    });
+    const paths = [...(await Promise.all(contents.map((content, f) => file(`f${f}.bin`, content)))), join(dir, 'vanished.bin')];
+    // What Buffer.indexOf finds: each needle form's first occurrence per file.
+    const expected = contents.flatMap((content, f) =>
+      needles
+        .map((n) => ({ needleId: n.id, path: paths[f], offset: content.indexOf(n.bytes) }))
+        .filter((finding) => finding.offset >= 0)
+        .sort((a, b) => a.offset - b.offset),
+    );
+    expect(expected.length).toBeGreaterThan(20);
+
+    for (const processes of [1, 2, 3]) {
+      const report = await scanFiles(paths, needles, { processes, minShareBytes: 1 });
+      expect(report.findings).toEqual(expected);
+      expect(report).toMatchObject({ files: 5, bytes: 70_000 + 3 + 41_000 + 9_999, paths: paths.slice(0, 5) });
+    }
+  });
+
+  it('finds a needle at every offset modulo the stride, and a repeated one at its first', async () => {
+    const text = 'a long enough sentence to be searched with the widest stride';
+    const periodic = 'abcde'.repeat(6);
+    const files = await Promise.all(
+      Array.from({ length: 17 }, (_, shift) =>
+        file(`shift${shift}.bin`, filler(1000 + shift), utf8(text), filler(50), utf8(`${periodic}abcde`)),
+      ),
+    );
+
+    const report = await scanFiles(files, [needle('m1', text), needle('m2', periodic)]);
+
+    expect(report.findings).toEqual(
+      files.flatMap((path, shift) => [
+        { needleId: 'm1', path, offset: 1000 + shift },
+        { needleId: 'm2', path, offset: 1000 + shift + text.length + 50 },
+      ]),
+    );
+  });
+
+  it('keeps small scans in one process', async () => {
+    const path = await file('small.bin', filler(1000), utf8('only one process for this'));
+
+    const report = await scanFiles([path], [needle('m1', 'only one process for this')], { processes: 4 });
+
+    expect(report.findings).toEqual([{ needleId: 'm1', path, offset: 1000 }]);
   });
 });
 

@@ -4,7 +4,17 @@ import { availableParallelism, cpus, loadavg, platform, tmpdir, totalmem } from 
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_POLICY, type Embedder, type PolicyDocument, type Principal } from '@elma/domain';
-import { HashingEmbedder, loadConfig, SqliteMemoryIndex, startTemporalDevServer, ThreadedMemoryIndex, type ElmaConfig } from '@elma/infra';
+import {
+  defaultScanProcesses,
+  HashingEmbedder,
+  listFiles,
+  loadConfig,
+  scanFiles,
+  SqliteMemoryIndex,
+  startTemporalDevServer,
+  ThreadedMemoryIndex,
+  type ElmaConfig,
+} from '@elma/infra';
 import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
 import { Connection } from '@temporalio/client';
@@ -419,12 +429,13 @@ async function measureErasure(
       const ms = performance.now() - start;
       times.push(ms);
       if (result.erased !== size) throw new Error(`erasure of ${size} erased ${result.erased}`);
-      const target = size === 1000 ? '< 10 s' : '';
+      // Issue 18: a 1,000-record closure in < 10 s in a 100,000 tenant, < 20 s in a 1,000,000 tenant.
+      const limit = background >= 1_000_000 ? 20_000 : 10_000;
       line(
         `erasure, ${fmt(size)}-record closure (request -> signed certificate)`,
         `${(ms / 1000).toFixed(2)} s`,
-        target,
-        size === 1000 ? ms < 10_000 : undefined,
+        size === 1000 ? `< ${limit / 1000} s` : '',
+        size === 1000 ? ms < limit : undefined,
       );
       const progress = await erasureProgress({ connection, taskQueue }, tenant, requestId);
       // Every step in workflow order, so a before/after comparison sees where the time moved.
@@ -432,6 +443,7 @@ async function measureErasure(
       line(`  per step`, steps.map((s) => `${s.step} ${(s.ms / 1000).toFixed(2)} s`).join(', '), '');
     }
     reportErasureGrowth(line, closures, times);
+    await compareScanProcesses(line, dataDir);
   } finally {
     await worker.shutdown();
     await running.catch(() => undefined);
@@ -440,6 +452,34 @@ async function measureErasure(
     await temporal.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The verification's byte scan over the whole data folder, read by one
+ * process and shared among the default number, side by side and in
+ * alternating order (1, n, n, 1), so the page cache favours neither.
+ */
+async function compareScanProcesses(line: Line, dataDir: string): Promise<void> {
+  const paths = await listFiles([dataDir]);
+  const random = prng(7);
+  const needles = Array.from({ length: 2000 }, (_, i) => ({
+    id: `n${i}`,
+    bytes: Uint8Array.from({ length: 48 }, () => Math.floor(random() * 256)),
+  }));
+  const shared = defaultScanProcesses();
+  const ms = { alone: 0, shared: 0 };
+  let bytes = 0;
+  for (const run of ['alone', 'shared', 'shared', 'alone'] as const) {
+    const start = performance.now();
+    bytes = (await scanFiles(paths, needles, { processes: run === 'alone' ? 1 : shared, minShareBytes: 1 })).bytes;
+    ms[run] += (performance.now() - start) / 2;
+  }
+  const { alone: one, shared: many } = ms;
+  line(
+    `byte scan of the data folder (${(bytes / 1e9).toFixed(2)} GB, ${fmt(paths.length)} files, 2,000 needles)`,
+    `1 process ${(one / 1000).toFixed(2)} s, ${shared} processes ${(many / 1000).toFixed(2)} s (${(one / many).toFixed(2)}x faster)`,
+    '',
+  );
 }
 
 /** `size` chat turns of one subject, the closure its erasure will have. */
