@@ -114,6 +114,6 @@ export async function keepsPseudonym(
   if (held > 0) return true;
   const holds = await deps.holds.list(tenant, { fresh: true });
   if (holds.some((hold) => hold.scope.subjects?.includes(scope.subject))) return true;
-  for await (const entry of deps.index.lineage(tenant)) if (inScope(entry, scope)) return true;
-  return false;
+  // Looked up by subject and owner (what `inScope` tests), not read from the tenant's whole lineage.
+  return (await deps.index.lineageOf(tenant, { subjects: [scope.subject] })).some((entry) => inScope(entry, scope));
 }
