@@ -100,7 +100,8 @@ export async function scanFiles(paths: string[], needles: Needle[], options: Sca
   const total = sizes.reduce((sum, size) => sum + size, 0);
   const worthIt = Math.floor(total / (options.minShareBytes ?? MIN_SHARE_BYTES));
   const processes = Math.max(1, Math.min(options.processes ?? defaultScanProcesses(), worthIt));
-  const shares = planShares(paths, sizes, processes);
+  // No file still gets one process: it says which needles are too short to search.
+  const shares = paths.length > 0 ? planShares(paths, sizes, processes) : [[]];
   const encoded = needles.map((n) => ({
     id: n.id,
     bytes: Buffer.from(n.bytes.buffer, n.bytes.byteOffset, n.bytes.byteLength).toString('base64'),

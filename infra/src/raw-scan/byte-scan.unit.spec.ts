@@ -118,6 +118,7 @@ describe('scanning files for erased bytes', () => {
     expect(utf8('tea tea').length).toBeLessThan(MIN_NEEDLE_BYTES);
     expect(report.findings).toEqual([]);
     expect(report.tooShort.sort()).toEqual(['m1', 'm2']);
+    expect(await scanFiles([], [needle('m1', 'tea')])).toEqual({ files: 0, bytes: 0, paths: [], findings: [], tooShort: ['m1'] });
   });
 
   it('finds Chinese plaintext by its UTF-8 bytes', async () => {
