@@ -8,7 +8,13 @@ import { createSubjectAccessActivities, type SubjectAccessActivities, type Subje
 
 export type { TenantViews } from './reindex/types';
 export { createReindexActivities, type ReindexActivities } from './reindex/activities';
-export { createErasureActivities, type ErasureActivities, type ErasureActivityDeps, type Attempted } from './erasure/activities';
+export {
+  createErasureActivities,
+  ERASURE_STEP_OF_ACTIVITY,
+  type ErasureActivities,
+  type ErasureActivityDeps,
+  type Attempted,
+} from './erasure/activities';
 export { createConsolidationActivities, type ConsolidationActivities } from './consolidation/activities';
 export { withDomainFailures } from './shared/failures';
 export { createOffboardingActivities, type OffboardingActivities } from './offboarding/activities';

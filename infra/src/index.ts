@@ -19,3 +19,4 @@ export * from './mem0';
 export * from './langgraph';
 export { renderSubjectExportPdf } from './subject-access/pdf';
 export * from './tools';
+export * from './telemetry';

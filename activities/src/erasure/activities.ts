@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { CertifyOutcome, ErasureCertification, ErasureRequests, ErasureSteps, EraseSet, StepAttempt } from '@elma/application';
-import type { Verification } from '@elma/domain';
+import type { ErasureStep, Verification } from '@elma/domain';
 import { withDomainFailures } from '../shared/failures';
 
 /** What the erasure activities call: the workflow's steps, its end, and the retention sweep's requests. */
@@ -50,6 +50,22 @@ export function createErasureActivities(deps: { erasure: ErasureActivityDeps }) 
 }
 
 export type ErasureActivities = ReturnType<typeof createErasureActivities>;
+
+/** The erasure step each step activity runs, by activity type: what step metrics and traces are labelled with. */
+export const ERASURE_STEP_OF_ACTIVITY = {
+  erasureAuthorize: 'authorize',
+  erasureLocate: 'locate',
+  erasureClosure: 'closure',
+  erasureLegalHoldCheck: 'legal_hold',
+  erasureRecordApproval: 'approval',
+  erasurePurgeIndex: 'purge_index',
+  erasurePurgeCaches: 'purge_caches',
+  erasureShredKeys: 'shred_keys',
+  erasureDeleteStreams: 'delete_streams',
+  erasureWriteTombstones: 'tombstones',
+  erasureVerify: 'verify',
+  erasureCertify: 'certify',
+} as const satisfies Partial<Record<keyof ErasureActivities, ErasureStep>>;
 
 /** A step's result with the attempt it succeeded on, which the workflow shows in its progress. */
 export interface Attempted<T> {

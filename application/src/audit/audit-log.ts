@@ -34,6 +34,8 @@ export interface AuditLogDeps {
    * evaluation option; never set for a deployment.
    */
   discard?: boolean;
+  /** Told each stored batch: how long its append took (retries included) and how many entries it held. Ids-free by construction. */
+  appended?: (seconds: number, entries: number) => void;
 }
 
 export const sha256Hex = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
@@ -155,7 +157,9 @@ export class AuditLog {
       while (chain.queue.length > 0) {
         const batch = chain.queue.splice(0, MAX_BATCH);
         try {
+          const started = performance.now();
           const entries = await this.appendBatch(tenant, chain, batch);
+          this.deps.appended?.((performance.now() - started) / 1000, entries.length);
           batch.forEach((pending, i) => pending.resolve(entries[i]));
         } catch (error) {
           batch.forEach((pending) => pending.reject(error));

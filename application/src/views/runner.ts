@@ -41,6 +41,9 @@ export class PositionNotWritten extends DomainError {
 
 const STORAGE_FULL = new StorageFull().code;
 
+/** The projection lag counts this many events at most: beyond it the views are far behind anyway. */
+export const LAG_COUNT_CAP = 10_000;
+
 /** How often a checkpoint that only skipped filtered-out events is written. */
 const IDLE_SAVE_INTERVAL_MS = 1_000;
 
@@ -134,6 +137,26 @@ export class ProjectionRunner {
   status(): { position: string; error?: string } {
     const error = this.lastError ?? this.readError;
     return { position: this.position.toString(), ...(error ? { error } : {}) };
+  }
+
+  /**
+   * How far the views are behind the log: the events of the projection's
+   * streams after the checkpoint (counted up to `cap`, so a long backlog costs
+   * one bounded read) and the age of the oldest of them, 0 when caught up.
+   * Counts and times only.
+   */
+  async lag(nowMs: number, cap = LAG_COUNT_CAP): Promise<{ events: number; seconds: number }> {
+    let events = 0;
+    let oldest: Date | undefined;
+    for await (const event of this.deps.log.readAll({
+      fromPosition: this.position >= 0n ? this.position : 'start',
+      maxCount: cap,
+      filter: { streamNamePrefix: VIEW_SOURCE_PREFIXES },
+    })) {
+      oldest ??= event.created;
+      events += 1;
+    }
+    return { events, seconds: oldest ? Math.max(0, (nowMs - oldest.getTime()) / 1000) : 0 };
   }
 
   /**

@@ -13,6 +13,7 @@ import { MemoryResolver } from './graphql/memory.resolver';
 import { AuthGuard } from './http/auth.guard';
 import { registerAdmission } from './http/admission';
 import { registerMetrics } from './http/metrics';
+import { registerRequestTelemetry } from './http/request-telemetry';
 import { quotaGovernance, quotaIngest, quotaMemories, quotaRecall, tenantAdmission } from './http/quotas';
 import { ProblemFilter, onClientError, sendProblem } from './http/problem.filter';
 import type { Problem } from './http/problem';
@@ -172,7 +173,12 @@ export async function createApi(elma: Elma, options: ApiOptions = {}): Promise<N
   const quotas = new TenantQuotas({ policies: elma.policies, platform, usage, nowMs: () => performance.now() });
   // Before any route exists, so the hook runs first for every route Nest adds.
   const { gates, active } = registerAdmission(fastify, elma.config.admission, tenantAdmission(verifier, quotas));
-  registerMetrics(fastify, { gates, active, quotas, usage });
+  registerRequestTelemetry(fastify, {
+    metrics: elma.metrics,
+    accessLog: elma.config.telemetry.accessLog ? elma.logger : undefined,
+    callerPseudonym: elma.callerPseudonym,
+  });
+  registerMetrics(fastify, { elma, gates, active, quotas, usage, erasuresByStatus: options.erasures?.countByStatus });
   fastify.addHook('onClose', async () => usage.stop());
   // GraphQL-over-HTTP: a client that accepts the GraphQL media type gets it (and its statuses, see graphql/errors.ts).
   fastify.addHook('onSend', async (request, reply, payload) => {

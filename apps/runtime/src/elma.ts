@@ -45,6 +45,7 @@ import {
   volumeHealth,
   rawStoreScan,
   renderSubjectExportPdf,
+  ElmaMetrics,
 } from '@elma/infra';
 import {
   IngestService,
@@ -140,6 +141,10 @@ export interface Elma {
   policies: PolicyStore;
   holds: LegalHolds;
   audit: AuditLog;
+  /** This process's Prometheus metrics (served at the API's /metrics; `ELMA_WORKER_METRICS_PORT` for a lone worker). */
+  metrics: ElmaMetrics;
+  /** The caller of a request as the access log names it: a keyed hash of tenant and token subject, never the subject. */
+  callerPseudonym(tenant: string, subject: string): string;
   governance: GovernanceService;
   ingest: IngestService;
   memories: MemoryService;
@@ -278,7 +283,21 @@ export async function openElma(
     ? new CertificateSigner({ keyring: () => keyVault.signingKeyring() })
     : new CertificateSigner({ masterKey: config.masterKey });
   const auditSubject = (tenant: string, subject: string) => `sfp_${fingerprints.subject(tenant, subject)}`;
-  const audit = new AuditLog({ log, clock, pseudonymize: auditSubject, discard: ablations.audit === false });
+  const metrics = new ElmaMetrics();
+  const audit = new AuditLog({
+    log,
+    clock,
+    pseudonymize: auditSubject,
+    discard: ablations.audit === false,
+    appended: (seconds, entries) => {
+      metrics.auditAppend.observe(seconds);
+      metrics.auditEntries.inc(entries);
+    },
+  });
+  // The caller of a request as the access log names it: a keyed hash of tenant and token subject, with a key of
+  // its own (never the subject, and not the audit trail's fingerprint, so the two cannot be joined by value).
+  const callerKey = Buffer.from(keyedFingerprint(root, 'elma.access-log.v1'), 'hex');
+  const callerPseudonym = (tenant: string, subject: string) => `cpn_${keyedFingerprint(callerKey, tenant, subject).slice(0, 20)}`;
   const subjectAccess = new SubjectAccessService({
     log,
     sealer,
@@ -343,6 +362,8 @@ export async function openElma(
     policies,
     holds,
     audit,
+    metrics,
+    callerPseudonym,
     governance: new GovernanceService({ policies, holds, audit }),
     ingest: new IngestService({ log, sealer, clock, fingerprintKey, eventIdKey, writes, policies, audit, erased, vault }),
     memories,

@@ -36,16 +36,23 @@ export function workerDeps(
 export function configuredWorkerOptions(
   config: ElmaConfig,
   address: string,
-): Pick<ElmaWorkerOptions, 'address' | 'tls' | 'namespace' | 'taskQueue'> {
-  return { address, tls: config.temporal.tls, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
+): Pick<ElmaWorkerOptions, 'address' | 'tls' | 'namespace' | 'taskQueue' | 'metricsListen'> {
+  const metricsPort = config.telemetry.workerMetricsPort;
+  return {
+    address,
+    tls: config.temporal.tls,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    ...(metricsPort !== undefined ? { metricsListen: { host: config.host, port: metricsPort } } : {}),
+  };
 }
 
-/** A worker (both task queues) whose activities run on `elma`. */
+/** A worker (both task queues) whose activities run on `elma`, recording into its metrics. */
 export function createWorkerFor(
-  elma: Pick<Elma, 'views' | 'erasure' | 'consolidation'> & Partial<Pick<Elma, 'offboarding' | 'subjectAccess'>>,
+  elma: Pick<Elma, 'views' | 'erasure' | 'consolidation'> & Partial<Pick<Elma, 'offboarding' | 'subjectAccess' | 'metrics'>>,
   options: Omit<ElmaWorkerOptions, 'deps'>,
 ): Promise<ElmaWorker> {
-  return createElmaWorker({ ...options, deps: workerDeps(elma) });
+  return createElmaWorker({ ...(elma.metrics ? { metrics: elma.metrics } : {}), ...options, deps: workerDeps(elma) });
 }
 
 export interface TemporalWiring {

@@ -8,7 +8,7 @@ import {
   WorkflowNotFoundError,
   isGrpcServiceError,
 } from '@temporalio/client';
-import type { ErasureProgress, ErasureReason } from '@elma/domain';
+import { ErasureStatus, type ErasureProgress, type ErasureReason } from '@elma/domain';
 import { TemporalUnavailable, type TemporalTls } from '@elma/infra';
 import {
   ELMA_TASK_QUEUE,
@@ -266,7 +266,26 @@ export function temporalErasureWorkflows(options: ElmaClientOptions & { connecti
     progress: (tenant: string, requestId: string) => bounded(() => erasureProgress(options, tenant, requestId)),
     approve: (tenant: string, requestId: string, approvedBy: string) =>
       bounded(() => approveErasure(options, tenant, requestId, approvedBy)),
+    countByStatus: () => bounded(() => countErasures(options)),
   };
+}
+
+/**
+ * Erasure workflows of this task queue by status (the `ElmaStatus` search attribute the workflow keeps up to
+ * date), every status listed, 0 included: one count per status, as Temporal's visibility holds them.
+ */
+export async function countErasures(options: ElmaClientOptions): Promise<Record<ErasureStatus, number>> {
+  const taskQueue = options.taskQueue ?? ELMA_TASK_QUEUE;
+  return withClient(options, async (client) => {
+    const counts = await Promise.all(
+      ErasureStatus.options.map(async (status) => {
+        // Both values are ELMA's own (the configured queue, an enum): quoted, never a caller's text.
+        const query = `WorkflowType = 'erasureWorkflow' AND TaskQueue = '${taskQueue.replaceAll("'", '')}' AND ElmaStatus = '${status}'`;
+        return [status, (await client.workflow.count(query)).count] as const;
+      }),
+    );
+    return Object.fromEntries(counts) as Record<ErasureStatus, number>;
+  });
 }
 
 /**

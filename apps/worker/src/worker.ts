@@ -12,7 +12,8 @@ import {
 } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '@elma/activities';
 import { ELMA_TASK_QUEUE, consolidationTaskQueue } from '@elma/workflows';
-import type { TemporalTls } from '@elma/infra';
+import { serveMetrics, type ElmaMetrics, type TemporalTls } from '@elma/infra';
+import { erasureStepTiming } from './telemetry';
 
 /**
  * Absolute path of the workflows entry (`workflows/src/index.ts`), resolved through the workspace link.
@@ -43,6 +44,10 @@ export interface ElmaWorkerOptions {
    * runs from the build output, and bundles the sources on creation (seconds) otherwise.
    */
   workflowBundle?: WorkflowBundleOption;
+  /** The process's metrics: erasure step durations are recorded into them. */
+  metrics?: ElmaMetrics;
+  /** Also serve `GET /metrics` (of `metrics`) here while the worker runs (ELMA_WORKER_METRICS_PORT). */
+  metricsListen?: { host: string; port: number };
 }
 
 export interface ElmaWorker {
@@ -67,13 +72,15 @@ export async function bundleElmaWorkflows(options: { logger?: Logger } = {}): Pr
 export async function createElmaWorker(options: ElmaWorkerOptions): Promise<ElmaWorker> {
   const connection = await NativeConnection.connect({ address: options.address, ...(options.tls ? { tls: options.tls } : {}) });
   const workers: Worker[] = [];
+  let metricsServer: { close(): Promise<void> } | undefined;
   try {
     const taskQueue = options.taskQueue ?? ELMA_TASK_QUEUE;
     // One bundle for both workers (bundling takes seconds).
     const workflowBundle =
       options.workflowBundle ?? prebuiltWorkflowBundle() ?? (await bundleElmaWorkflows({ logger: Runtime.instance().logger }));
     const activities = createActivities(options.deps);
-    const common = { connection, namespace: options.namespace ?? 'default', workflowBundle, activities };
+    const interceptors = { activity: options.metrics ? [erasureStepTiming(options.metrics)] : [] };
+    const common = { connection, namespace: options.namespace ?? 'default', workflowBundle, activities, interceptors };
     workers.push(await Worker.create({ ...common, taskQueue }));
     workers.push(
       await Worker.create({
@@ -83,6 +90,7 @@ export async function createElmaWorker(options: ElmaWorkerOptions): Promise<Elma
         maxConcurrentWorkflowTaskExecutions: 2,
       }),
     );
+    if (options.metrics && options.metricsListen) metricsServer = await serveMetrics(options.metrics.registry, options.metricsListen);
   } catch (err) {
     await Promise.all(workers.map((worker) => runUnderShutdown(worker)));
     await connection.close();
@@ -113,6 +121,7 @@ export async function createElmaWorker(options: ElmaWorkerOptions): Promise<Elma
           await Promise.all(workers.map((worker) => runUnderShutdown(worker)));
         }
         await connection.close();
+        await metricsServer?.close();
       })();
       return closed;
     },

@@ -126,6 +126,17 @@ const Env = z.object({
   /** Share of the better neighbouring turn's score a memory gains in recall (neighbour smoothing); 0 turns it off. */
   ELMA_SMOOTHING: z.coerce.number().min(0).max(1).default(DEFAULT_SMOOTHING_FACTOR),
   ELMA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** One `request` line per API request at info level (ids, route template, status, duration, tenant, caller pseudonym). */
+  ELMA_ACCESS_LOG: z.enum(['true', 'false', '1', '0']).default('true'),
+  /** A worker serves GET /metrics on this port too (for `elma worker`, which has no API); unset: none. */
+  ELMA_WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** OTLP/HTTP traces endpoint (e.g. `http://collector:4318/v1/traces`); unset: tracing off and no OpenTelemetry SDK loaded. */
+  ELMA_OTEL_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  /** `service.name` of the spans this process exports. */
+  ELMA_OTEL_SERVICE_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, dots, dashes and underscores')
+    .default('elma'),
   TEMPORAL_ADDRESS: z.string().optional(),
   TEMPORAL_NAMESPACE: z.string().default('default'),
   /** Task queue of ELMA's workflows and activities. */
@@ -232,6 +243,8 @@ export interface ElmaConfig {
   /** Subject-access exports: how long one stays downloadable (ELMA_SUBJECT_ACCESS_TTL). */
   subjectAccess: { ttlSeconds: number };
   logLevel: z.infer<typeof Env>['ELMA_LOG_LEVEL'];
+  /** Operators' telemetry: the access log, a lone worker's /metrics port, OpenTelemetry traces (off unless an endpoint is set). */
+  telemetry: { accessLog: boolean; workerMetricsPort?: number; otel?: { endpoint: string; serviceName: string } };
   temporal: { address?: string; namespace: string; taskQueue: string; port: number; uiPort: number; dbFile: string; tls?: TemporalTls };
   retentionSweepMinutes: number;
   /** Memory budget of the embedded index's open tenant partitions, in MiB. */
@@ -347,6 +360,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     recall: { fusion: fusionConfig(e), smoothing: e.ELMA_SMOOTHING },
     subjectAccess: { ttlSeconds: subjectAccessTtl },
     logLevel: e.ELMA_LOG_LEVEL,
+    telemetry: {
+      accessLog: e.ELMA_ACCESS_LOG === 'true' || e.ELMA_ACCESS_LOG === '1',
+      ...(e.ELMA_WORKER_METRICS_PORT !== undefined ? { workerMetricsPort: e.ELMA_WORKER_METRICS_PORT } : {}),
+      ...(e.ELMA_OTEL_ENDPOINT ? { otel: { endpoint: e.ELMA_OTEL_ENDPOINT, serviceName: e.ELMA_OTEL_SERVICE_NAME } } : {}),
+    },
     temporal: temporalConfig(e, dataDir),
     retentionSweepMinutes: e.ELMA_RETENTION_SWEEP_MINUTES,
     indexMemoryMb: e.ELMA_INDEX_MEMORY_MB,

@@ -21,6 +21,8 @@ export interface ErasureWorkflows {
   /** Undefined when Temporal has no such workflow. */
   progress(tenant: string, requestId: string): Promise<ErasureProgress | undefined>;
   approve(tenant: string, requestId: string, approvedBy: string): Promise<void>;
+  /** Erasure workflows by status (every status, 0 included), for /metrics. */
+  countByStatus?(): Promise<Record<string, number>>;
 }
 
 export { TemporalUnavailable };
