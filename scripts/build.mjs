@@ -17,6 +17,7 @@
 // The workspace aliases come from tsconfig.base.json `paths`: a new package needs no change here.
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
@@ -31,9 +32,11 @@ const WORKFLOWS_ALIAS = '@elma/workflows';
 /** The file names a built worker and the CLI look for beside themselves. */
 export const CLI_FILE = 'elma.mjs';
 export const WORKFLOW_BUNDLE_FILE = 'workflow-bundle.js';
+/** The workflows with OpenTelemetry's workflow interceptors (apps/worker/src/worker.ts loads it when traces are on). */
+const TRACED_WORKFLOW_BUNDLE_FILE = 'workflow-bundle-traced.js';
 export const INDEX_THREAD_FILE = 'index-thread.mjs';
 /** Sibling files not copied: the build writes them, or only the sources start them (under tsx). */
-const NOT_COPIED = new Set([WORKFLOW_BUNDLE_FILE, INDEX_THREAD_FILE, 'index-thread-boot.mjs']);
+const NOT_COPIED = new Set([WORKFLOW_BUNDLE_FILE, TRACED_WORKFLOW_BUNDLE_FILE, INDEX_THREAD_FILE, 'index-thread-boot.mjs']);
 
 /** `@elma/x` → absolute file, from tsconfig.base.json `paths` (exact keys; the build does not use wildcards). */
 export function workspaceAliases() {
@@ -155,6 +158,15 @@ export async function buildElma({ outdir = join(root, 'dist'), log = (line) => p
   };
   const { code } = await bundleWorkflowCode({ workflowsPath, logger: quiet });
   writeFileSync(join(outdir, WORKFLOW_BUNDLE_FILE), code);
+  // The same with OpenTelemetry's workflow interceptors, used only when traces are on (ELMA_OTEL_ENDPOINT).
+  const traced = await bundleWorkflowCode({
+    workflowsPath,
+    logger: quiet,
+    workflowInterceptorModules: [
+      createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
+    ],
+  });
+  writeFileSync(join(outdir, TRACED_WORKFLOW_BUNDLE_FILE), traced.code);
 
   log(
     `[build] ${relative(process.cwd(), outdir) || '.'}: ${CLI_FILE} (${bundled.length} modules), ${INDEX_THREAD_FILE}, ${WORKFLOW_BUNDLE_FILE}` +

@@ -7,13 +7,14 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { StoredUsageCounter, TenantQuotas } from '@elma/application';
-import { TokenVerifier } from '@elma/infra';
+import { TokenVerifier, activeTracing } from '@elma/infra';
 import type { Elma } from '@elma/runtime';
 import { MemoryResolver } from './graphql/memory.resolver';
 import { AuthGuard } from './http/auth.guard';
 import { registerAdmission } from './http/admission';
 import { registerMetrics } from './http/metrics';
 import { registerRequestTelemetry } from './http/request-telemetry';
+import { registerRequestSpans, tracedService } from './http/request-spans';
 import { quotaGovernance, quotaIngest, quotaMemories, quotaRecall, tenantAdmission } from './http/quotas';
 import { ProblemFilter, onClientError, sendProblem } from './http/problem.filter';
 import type { Problem } from './http/problem';
@@ -99,16 +100,30 @@ class ApiModule {
         { provide: REVIEWS, useValue: elma.reviews },
         { provide: HEALTH, useValue: { health: () => elma.health() } satisfies HealthCheck },
         { provide: TOKEN_VERIFIER, useValue: shared.verifier },
-        { provide: ERASURE_DESK, useValue: new ErasureDesk(elma.erasure.requests, elma.signer, options.erasures) },
+        {
+          provide: ERASURE_DESK,
+          useValue: new ErasureDesk(
+            tracedService(activeTracing(), 'erasure_requests', elma.erasure.requests),
+            elma.signer,
+            options.erasures,
+          ),
+        },
         { provide: OFFBOARDING_DESK, useValue: new OffboardingDesk(elma.offboarding.requests, options.offboarding) },
         { provide: TENANT_CLOSURES, useValue: elma.offboarding.closures },
         { provide: SUBJECT_ACCESS_DESK, useValue: new SubjectAccessDesk(elma.subjectAccess, options.subjectAccess) },
         AuthGuard,
         MemoryResolver,
         ErasureResolver,
-      ],
+      ].map(tracedProvider),
     };
   }
+}
+
+/** With traces on, each service a controller calls is a span per call (`ingest.ingest`, `erasure_desk.create`). */
+function tracedProvider<P>(provider: P): P {
+  const { provide, useValue } = provider as { provide?: unknown; useValue?: unknown };
+  if (typeof provide !== 'symbol' || !useValue || typeof useValue !== 'object') return provider;
+  return { ...provider, useValue: tracedService(activeTracing(), (provide.description ?? 'service').toLowerCase(), useValue) };
 }
 
 let overrideWarningSilenced = false;
@@ -173,6 +188,7 @@ export async function createApi(elma: Elma, options: ApiOptions = {}): Promise<N
   const quotas = new TenantQuotas({ policies: elma.policies, platform, usage, nowMs: () => performance.now() });
   // Before any route exists, so the hook runs first for every route Nest adds.
   const { gates, active } = registerAdmission(fastify, elma.config.admission, tenantAdmission(verifier, quotas));
+  registerRequestSpans(fastify, activeTracing());
   registerRequestTelemetry(fastify, {
     metrics: elma.metrics,
     accessLog: elma.config.telemetry.accessLog ? elma.logger : undefined,

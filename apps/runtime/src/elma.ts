@@ -46,6 +46,8 @@ import {
   rawStoreScan,
   renderSubjectExportPdf,
   ElmaMetrics,
+  startTracing,
+  activeTracing,
 } from '@elma/infra';
 import {
   IngestService,
@@ -213,6 +215,8 @@ export async function openElma(
   } = {},
 ): Promise<Elma> {
   const clock = options.clock ?? systemClock;
+  // Traces only when an endpoint is configured: startTracing is where any OpenTelemetry SDK module is loaded.
+  if (config.telemetry.otel) await startTracing(config.telemetry.otel);
   const ids = options.ids ?? uuidSource;
   const logger = options.logger ?? createLogger(config.logLevel);
   const supported = options.formats ?? FORMAT_VERSIONS;
@@ -436,6 +440,10 @@ export async function openElma(
       revocations.close();
       await runner.stop();
       await closeEngines();
+      // Spans still batched go out before the process ends.
+      await activeTracing()
+        ?.flush()
+        .catch(() => undefined);
     },
   };
 }

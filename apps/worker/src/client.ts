@@ -9,7 +9,7 @@ import {
   isGrpcServiceError,
 } from '@temporalio/client';
 import { ErasureStatus, type ErasureProgress, type ErasureReason } from '@elma/domain';
-import { TemporalUnavailable, type TemporalTls } from '@elma/infra';
+import { TemporalUnavailable, activeTracing, type TemporalTls } from '@elma/infra';
 import {
   ELMA_TASK_QUEUE,
   consolidationTaskQueue,
@@ -81,7 +81,9 @@ async function withClient<T>(options: ElmaClientOptions, use: (client: Client) =
   const connection =
     options.connection ?? (await Connection.connect({ address: options.address, ...(options.tls ? { tls: options.tls } : {}) }));
   try {
-    return await use(new Client({ connection, namespace: options.namespace ?? 'default' }));
+    // With traces on, starts, signals and queries are spans whose context reaches the workflow in its headers.
+    const interceptors = { workflow: activeTracing()?.clientInterceptors ?? [] };
+    return await use(new Client({ connection, namespace: options.namespace ?? 'default', interceptors }));
   } finally {
     if (!options.connection) await connection.close();
   }

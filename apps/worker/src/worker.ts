@@ -12,7 +12,7 @@ import {
 } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '@elma/activities';
 import { ELMA_TASK_QUEUE, consolidationTaskQueue } from '@elma/workflows';
-import { serveMetrics, type ElmaMetrics, type TemporalTls } from '@elma/infra';
+import { activeTracing, serveMetrics, type ElmaMetrics, type TemporalTls } from '@elma/infra';
 import { erasureStepTiming } from './telemetry';
 
 /**
@@ -26,7 +26,9 @@ export const elmaWorkflowsPath = (): string => createRequire(import.meta.url).re
  * output (dist/elma.mjs, with workflow-bundle.js beside it); undefined when it runs from the sources.
  */
 export function prebuiltWorkflowBundle(): { codePath: string } | undefined {
-  const codePath = fileURLToPath(new URL('./workflow-bundle.js', import.meta.url));
+  // With traces on, the bundle that has OpenTelemetry's workflow interceptors (scripts/build.mjs writes both).
+  const file = activeTracing() ? './workflow-bundle-traced.js' : './workflow-bundle.js';
+  const codePath = fileURLToPath(new URL(file, import.meta.url));
   return existsSync(codePath) ? { codePath } : undefined;
 }
 
@@ -59,7 +61,9 @@ export interface ElmaWorker {
 
 /** Bundles the workflows once, e.g. to share across several workers in tests; `logger` receives webpack's report. */
 export async function bundleElmaWorkflows(options: { logger?: Logger } = {}): Promise<WorkflowBundle> {
-  return bundleWorkflowCode({ workflowsPath: elmaWorkflowsPath(), logger: options.logger });
+  // Made while traces are on, the bundle carries the workflow spans' interceptors (never loaded otherwise).
+  const workflowInterceptorModules = activeTracing()?.workflowInterceptorModules;
+  return bundleWorkflowCode({ workflowsPath: elmaWorkflowsPath(), logger: options.logger, workflowInterceptorModules });
 }
 
 /**
@@ -79,8 +83,18 @@ export async function createElmaWorker(options: ElmaWorkerOptions): Promise<Elma
     const workflowBundle =
       options.workflowBundle ?? prebuiltWorkflowBundle() ?? (await bundleElmaWorkflows({ logger: Runtime.instance().logger }));
     const activities = createActivities(options.deps);
-    const interceptors = { activity: options.metrics ? [erasureStepTiming(options.metrics)] : [] };
-    const common = { connection, namespace: options.namespace ?? 'default', workflowBundle, activities, interceptors };
+    const tracing = activeTracing();
+    const interceptors = {
+      activity: [...(tracing?.activityInterceptors ?? []), ...(options.metrics ? [erasureStepTiming(options.metrics)] : [])],
+    };
+    const common = {
+      connection,
+      namespace: options.namespace ?? 'default',
+      workflowBundle,
+      activities,
+      interceptors,
+      ...(tracing ? { sinks: tracing.sinks } : {}),
+    };
     workers.push(await Worker.create({ ...common, taskQueue }));
     workers.push(
       await Worker.create({
