@@ -79,8 +79,9 @@ class Elma:
         """Records one event about ``subject`` (what was said or done, ``occurred_at`` now unless given).
 
         ELMA derives an episodic memory from it (``mem_ep_<event id>``), and a semantic one from a ``fact``
-        (``mem_se_<event id>``). Sending the same ``external_id`` or ``idempotency_key`` again is a no-op
-        answered with ``duplicate: True``.
+        (``mem_se_<event id>``). Sending the same event again (same ``external_id`` or ``idempotency_key``, and the
+        same content and ``occurred_at``: give it, the default is the time of the call) is a no-op answered with
+        ``duplicate: True``; the same key with other content is ``409 MEMORY.ALREADY_RECORDED``.
         """
         content: t.MemoryContent = {"text": text}
         if fact is not None:
