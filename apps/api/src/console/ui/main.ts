@@ -137,7 +137,14 @@ function render(): void {
 }
 
 function renderSignIn(main: HTMLElement): void {
-  const token = h('textarea', { id: 'token', 'data-testid': 'token', autocomplete: 'off', spellcheck: 'false' }) as HTMLTextAreaElement;
+  // Masked like a password: a token on screen is a token in every screenshot and over every shoulder.
+  const token = h('input', {
+    id: 'token',
+    type: 'password',
+    'data-testid': 'token',
+    autocomplete: 'off',
+    spellcheck: 'false',
+  }) as HTMLInputElement;
   const status = h('div', {}, signInProblem && problemBox(signInProblem));
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -206,7 +213,9 @@ function renderList(main: HTMLElement): void {
       );
     } catch (error) {
       const problem = asProblem(error);
-      if (problem.status === 404) show(body, h('div', { class: 'notice', 'data-testid': 'list-unavailable' }, t('listUnavailable')));
+      // An ELMA without the listing answers GET /v1/erasures with 404 or 405 (the path takes POST only).
+      if (problem.code === 'ROUTE.NOT_FOUND' || problem.code === 'ROUTE.METHOD_NOT_ALLOWED')
+        show(body, h('div', { class: 'notice', 'data-testid': 'list-unavailable' }, t('listUnavailable')));
       else handle(error, body);
     }
   };
@@ -413,7 +422,8 @@ function renderErasure(main: HTMLElement, id: string): void {
         h('dd', {}, texts().reasons[p.reason] ?? p.reason),
         h('dt', {}, t('closureSize')),
         h('dd', { 'data-testid': 'closure-size' }, p.closureSize ?? t('nobody')),
-        p.approvalDeadline && [h('dt', {}, t('approvalDeadline')), h('dd', {}, when(p.approvalDeadline))],
+        p.status === 'awaiting_approval' &&
+          p.approvalDeadline && [h('dt', {}, t('approvalDeadline')), h('dd', {}, when(p.approvalDeadline))],
         p.approvedBy && [h('dt', {}, t('approvedBy')), h('dd', { 'data-testid': 'approved-by' }, p.approvedBy)],
         p.blockedByLegalHold.length > 0 && [h('dt', {}, t('legalHold')), h('dd', { class: 'mono' }, p.blockedByLegalHold.join(', '))],
         p.failure && [h('dt', {}, t('failure', { code: p.failure.code })), h('dd', {}, p.failure.message)],
@@ -485,7 +495,7 @@ function renderErasure(main: HTMLElement, id: string): void {
     const c = signed.certificate;
     const v = c.verification;
     const probe = (name: string, r: { checked: number; failed: number }) =>
-      h('li', {}, `${name}: ${r.checked} / ${r.failed === 0 ? t('passed') : `${r.failed} ${t('failed')}`}`);
+      h('li', {}, t('probe', { name, checked: r.checked, result: r.failed === 0 ? t('passed') : `${r.failed} ${t('failed')}` }));
     certificateCard.hidden = false;
     show(
       certificateCard,
