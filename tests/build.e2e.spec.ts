@@ -53,6 +53,9 @@ describe('the build (node dist/elma.mjs)', () => {
   it('writes the CLI, the index thread, their source maps, the workflow bundle and the files the code opens beside itself', () => {
     expect(readdirSync(dist).sort()).toEqual([
       'byte-scan-process.mjs',
+      'console.css',
+      'console.html',
+      'console.js',
       'elma.mjs',
       'elma.mjs.map',
       'index-thread.mjs',
@@ -102,6 +105,11 @@ describe('the build (node dist/elma.mjs)', () => {
       // Nest's Swagger UI and GraphiQL assets come from node_modules, resolved from the build.
       expect((await fetch(`${api}/docs/openapi.json`)).status).toBe(200);
       expect((await fetch(`${api}/graphiql`)).status).toBe(200);
+      // The console's page and the script the build compiled (no esbuild at run time).
+      expect((await fetch(`${api}/console/`)).status).toBe(200);
+      const script = await fetch(`${api}/console/console.js`);
+      expect(script.status).toBe(200);
+      expect(await script.text()).toContain('/v1/certificates/verify');
     });
   });
 

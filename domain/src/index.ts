@@ -41,6 +41,7 @@ export * from './policy/evaluate';
 export * from './policy/compile';
 export * from './audit/audit';
 export * from './hygiene';
+export * from './certificate/verification';
 export * from './erasure';
 export * from './offboarding';
 export * from './consolidation';

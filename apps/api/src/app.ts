@@ -34,6 +34,7 @@ import {
   RECALL,
   REVIEWS,
   SUBJECT_ACCESS_DESK,
+  CERTIFICATE_DESK,
   TENANT_CLOSURES,
   TOKEN_VERIFIER,
   type HealthCheck,
@@ -52,6 +53,12 @@ import { HealthController } from './rest/health.controller';
 import { MemoriesController } from './rest/memories.controller';
 import { RecallController } from './rest/recall.controller';
 import { ReviewsController } from './rest/reviews.controller';
+import { CertificatesController } from './rest/certificates.controller';
+import { SessionController } from './rest/session.controller';
+import { CertificateDesk } from './certificate/certificate-desk';
+import { registerCertificateUploads } from './certificate/uploads';
+import { consoleAssets } from './console/assets';
+import { registerConsole } from './console/console';
 
 /** Requests above this are refused with 413 before any handler runs. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -87,6 +94,8 @@ class ApiModule {
         HealthController,
         KeysController,
         ReviewsController,
+        CertificatesController,
+        SessionController,
       ],
       providers: [
         // One token per service; the verifier is built once per API (it caches the identity provider's keys).
@@ -111,6 +120,7 @@ class ApiModule {
         { provide: OFFBOARDING_DESK, useValue: new OffboardingDesk(elma.offboarding.requests, options.offboarding) },
         { provide: TENANT_CLOSURES, useValue: elma.offboarding.closures },
         { provide: SUBJECT_ACCESS_DESK, useValue: new SubjectAccessDesk(elma.subjectAccess, options.subjectAccess) },
+        { provide: CERTIFICATE_DESK, useValue: new CertificateDesk(elma.signer) },
         AuthGuard,
         MemoryResolver,
         ErasureResolver,
@@ -154,7 +164,7 @@ export interface ApiOptions {
   subjectAccess?: SubjectAccessWorkflows;
 }
 
-/** Builds the HTTP app (REST under /v1, GraphQL at /graphql, OpenAPI at /docs) on a process's ELMA services. */
+/** Builds the HTTP app (REST under /v1, GraphQL at /graphql, OpenAPI at /docs, the console at /console) on a process's ELMA services. */
 export async function createApi(elma: Elma, options: ApiOptions = {}): Promise<NestFastifyApplication> {
   const logServerError = serverErrorLog(elma.logger);
   const onServerError = (error: unknown, requestId: string, problem: Problem) => logServerError(problem, { requestId, ...causeOf(error) });
@@ -208,6 +218,9 @@ export async function createApi(elma: Elma, options: ApiOptions = {}): Promise<N
     return payload;
   });
   if (elma.config.graphql.explorer) registerExplorer(fastify);
+  // The compliance console (/console) and the one route that takes a certificate file's bytes.
+  registerConsole(fastify, await consoleAssets());
+  registerCertificateUploads(fastify);
   const app = await NestFactory.create<NestFastifyApplication>(ApiModule.with(elma, options, { verifier, quotas }), adapter, {
     logger: false,
   });

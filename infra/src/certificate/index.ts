@@ -9,3 +9,4 @@ export {
 export { verifySignedDocument, type DocumentVerification, type SignedDocumentType } from './documents';
 export { verifySignedOffboardingCertificate, type OffboardingVerification } from './offboarding';
 export { renderCertificatePdf } from './pdf';
+export { checkCertificateFile, checkCertificateDocument, certifiedSummary, type CertificateFileCheck } from './file';

@@ -68,3 +68,5 @@ export type Keys = Pick<KeyService, 'revokeToken' | 'rotateTenantKey' | 'rotatio
 /** Review flags: listed and resolved by the review roles. */
 export const REVIEWS = Symbol('REVIEWS');
 export type Reviews = Pick<ReviewFlags, 'list' | 'resolve'>;
+/** Verifies uploaded certificates against this ELMA's signing keys (POST /v1/certificates/verify). */
+export const CERTIFICATE_DESK = Symbol('CERTIFICATE_DESK');

@@ -231,6 +231,7 @@ function runningBanner(config: ElmaConfig, mode: { worker: boolean }, temporal: 
     `  API        ${api}/v1`,
     `  GraphQL    ${api}/graphql${config.graphql.explorer ? `  (GraphiQL ${api}/graphiql)` : ''}`,
     `  OpenAPI    ${api}/docs`,
+    `  Console    ${api}/console  (erasures and certificates; sign in with a token)`,
     `  Health     ${api}/health`,
     `  Temporal   ${temporal.address}${temporal.devServer?.uiUrl ? `  (Web UI ${temporal.devServer.uiUrl})` : ''}`,
     `  Embedder   ${embedderModel}${config.embedder.kind === 'hashing' ? '  (lexical, no model: ELMA_EMBEDDER=hashing)' : ''}`,

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { FORMAT_VERSIONS } from '@elma/domain';
-import { verifySignedDocument } from '@elma/infra';
+import { checkCertificateFile } from '@elma/infra';
 
 const USAGE = 'usage: elma verify-certificate <file> [--jwks <url-or-file>] [--file <export.json|export.pdf>]...\n';
 const FETCH_TIMEOUT_MS = 10_000;
@@ -41,9 +40,9 @@ export async function verifyCertificateCommand(
     return 2;
   }
 
-  let certificate: unknown;
+  let certificate: Buffer;
   try {
-    certificate = await readJsonFile(file);
+    certificate = await readFile(file);
   } catch (error) {
     io.stderr.write(`cannot read certificate ${file}: ${messageOf(error)}\n`);
     return 2;
@@ -57,16 +56,21 @@ export async function verifyCertificateCommand(
     return 2;
   }
 
-  // A certificate of a newer format (its `version`, inside the signed body) is not judged by this build's rules.
-  const version = (certificate as { certificate?: { version?: unknown } } | null)?.certificate?.version;
-  if (typeof version === 'number' && version > FORMAT_VERSIONS.certificates) {
-    io.stderr.write(
-      `certificate format version ${version} is newer than this elma reads (${FORMAT_VERSIONS.certificates}): verify it with a newer elma\n`,
-    );
-    return 2;
+  const check = checkCertificateFile(certificate, jwks);
+  switch (check.outcome) {
+    case 'unreadable':
+      io.stderr.write(`cannot read certificate ${file}: not valid JSON\n`);
+      return 2;
+    case 'pdf_unsupported':
+      io.stderr.write(`cannot read certificate ${file}: this elma verifies the signed JSON certificate only, not a PDF\n`);
+      return 2;
+    case 'too_new':
+      io.stderr.write(
+        `certificate format version ${check.version} is newer than this elma reads (${check.supported}): verify it with a newer elma\n`,
+      );
+      return 2;
   }
-
-  const result = verifySignedDocument(certificate, jwks);
+  const result = check.verification;
   if (!result.ok) {
     io.stderr.write(`certificate INVALID: ${result.reason}\n`);
     return 1;

@@ -1,0 +1,2 @@
+export declare const CONSOLE_SCRIPT: string;
+export declare function bundleConsole(options?: { outfile?: string }): Promise<string>;

@@ -1,0 +1,234 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { verifySignedCertificate } from '@elma/infra';
+import { callApi, changePolicy, chatEvent, recordingLogger, startTestApp, type TestApp } from '../testing';
+import { openConsoleBrowser, screenshot, type ConsoleBrowser } from './testing/browser';
+
+/**
+ * The compliance console in a real Chromium against a real ELMA (real HTTP, SQLite files, the run's Temporal
+ * dev server): a compliance officer requests an erasure above the approval threshold, a dpo in another
+ * browser approves it, the requester follows the steps to the certificate, downloads it as JSON and PDF, and
+ * verifies the download and a tampered copy. Screenshots go to artifacts/console/.
+ */
+
+let t: TestApp;
+const log = recordingLogger();
+const tokens: Record<string, string> = {};
+const browsers: ConsoleBrowser[] = [];
+const files = mkdtempSync(join(tmpdir(), 'elma-console-files-'));
+/** Waits for UI states are bounds on a slow machine, not assertions on time. */
+const LONG = { timeout: 120_000 };
+
+async function browser(locale?: string): Promise<ConsoleBrowser> {
+  const opened = await openConsoleBrowser({ locale });
+  browsers.push(opened);
+  return opened;
+}
+
+async function signIn(page: Page, token: string): Promise<void> {
+  await page.goto(`${t.url}/console`);
+  await page.getByTestId('token').fill(token);
+  await page.getByTestId('sign-in-submit').click();
+}
+
+beforeAll(async () => {
+  t = await startTestApp({ temporal: {}, logger: log.logger });
+  const mint = (sub: string, roles: string[], tenant = 'acme') =>
+    t.token({ tenant, sub, roles, purposes: ['support'], clearance: 'restricted' });
+  tokens.admin = await mint('admin-1', ['admin']);
+  tokens.agent = await mint('agent-1', ['agent']);
+  // The requester may approve erasures too: four eyes still keeps them from approving their own.
+  tokens.requester = await mint('comp-1', ['compliance', 'dpo']);
+  tokens.approver = await mint('dpo-2', ['dpo']);
+  tokens.otherTenant = await mint('comp-9', ['compliance', 'dpo'], 'globex');
+  // Any closure of two or more records waits for a second pair of eyes.
+  await changePolicy(t.url, tokens.admin, (policy) => (policy.erasure = { approvalThreshold: 1, approvalTimeoutHours: 1 }));
+  const ingest = await callApi(t.url, tokens.agent, 'POST', '/v1/events', {
+    events: [
+      chatEvent('cust-wang', '王小明希望在下周三之前确认合同续约的报价。'),
+      chatEvent('cust-wang', 'Wang Xiaoming prefers calls after 3 pm about the renewal quote.'),
+    ],
+  });
+  expect(ingest.status, ingest.text).toBe(202);
+  await t.elma.runner.waitFor(await t.elma.log.headPosition());
+}, 180_000);
+
+afterAll(async () => {
+  for (const b of browsers) await b.close().catch(() => undefined);
+  await t?.close();
+  rmSync(files, { recursive: true, force: true });
+});
+
+describe('the compliance console in a real browser', () => {
+  let requester: ConsoleBrowser;
+  let requestId: string;
+  let certificateFile: string;
+
+  it('a wrong token is refused with the problem the API sent, and nothing is kept', async () => {
+    requester = await browser();
+    const { page } = requester;
+    await page.goto(`${t.url}/console`);
+    await page.getByTestId('sign-in').waitFor();
+    await screenshot(page, 'sign-in');
+    await page.getByTestId('token').fill(`${tokens.requester.slice(0, -6)}AAAAAA`);
+    await page.getByTestId('sign-in-submit').click();
+    const problem = page.getByTestId('problem');
+    await problem.waitFor();
+    expect(await page.getByTestId('problem-code').textContent()).toContain('AUTH.TOKEN_INVALID');
+    expect(await problem.textContent()).toContain('This token is not valid here');
+    expect(await page.evaluate(() => sessionStorage.getItem('elma.console.token'))).toBeNull();
+    await screenshot(page, 'sign-in-wrong-token');
+  });
+
+  it('compliance requests an erasure of a subject; above the threshold it waits for approval, and its requester cannot approve it', async () => {
+    const { page } = requester;
+    await page.getByTestId('token').fill(tokens.requester);
+    await page.getByTestId('sign-in-submit').click();
+    expect(await page.getByTestId('who').textContent()).toContain('comp-1');
+    await page.getByTestId('tab-request').click();
+    await page.getByTestId('scope-type').selectOption('subject');
+    await page.getByTestId('subject').fill('cust-wang');
+    await page.getByTestId('reason').selectOption('subject_request');
+    await page.getByTestId('request-submit').click();
+    await page.getByTestId('status').filter({ hasText: 'awaiting approval' }).waitFor(LONG);
+    requestId = (await page.getByTestId('progress').locator('h2').textContent())!.replace('Erasure ', '').trim();
+    expect(requestId).toMatch(/^era_/);
+    expect(Number(await page.getByTestId('closure-size').textContent())).toBeGreaterThan(1);
+    // The steps so far, each with its time and attempts; approval is the current one.
+    expect(await page.locator('[data-testid=step][data-state=done]').count()).toBe(4);
+    expect(await page.locator('[data-step=approval]').getAttribute('data-state')).toBe('current');
+    await screenshot(page, 'progress-awaiting-approval');
+
+    await page.getByTestId('approve').click();
+    await page.getByTestId('problem-code').filter({ hasText: 'ERASURE.SELF_APPROVAL' }).waitFor();
+    expect(await page.getByTestId('problem').textContent()).toContain('another dpo must approve it');
+    await screenshot(page, 'approve-own-refused');
+  });
+
+  it('lists the request, or says clearly that this ELMA cannot list erasures', async () => {
+    const { page } = requester;
+    await page.getByTestId('tab-list').click();
+    const row = page.getByTestId('erasure-row').filter({ hasText: requestId });
+    const unavailable = page.getByTestId('list-unavailable');
+    await row.or(unavailable).first().waitFor(LONG);
+    if (await unavailable.isVisible()) expect(await unavailable.textContent()).toContain('GET /v1/erasures is not available');
+    else expect(await row.textContent()).toContain('awaiting approval');
+    await screenshot(page, 'list');
+  });
+
+  it('a dpo in a second browser approves it, and the requester watches it reach its certificate', async () => {
+    const approver = await browser();
+    await signIn(approver.page, tokens.approver);
+    await approver.page.getByTestId('open-id').fill(requestId);
+    await approver.page.getByTestId('open-submit').click();
+    await approver.page.getByTestId('approve').click();
+    await approver.page.getByTestId('approved').waitFor();
+    await approver.close();
+
+    const { page } = requester;
+    await page.getByTestId('open-id').fill(requestId);
+    await page.getByTestId('open-submit').click();
+    await page.getByTestId('status').filter({ hasText: 'certified' }).waitFor(LONG);
+    await page.getByTestId('certificate').waitFor(LONG);
+    expect(await page.getByTestId('approved-by').textContent()).toBe('dpo-2');
+    expect(await page.locator('[data-testid=step][data-state=done]').count()).toBe(12);
+    for (const attempts of await page.getByTestId('attempts').allTextContents()) expect(Number(attempts)).toBeGreaterThanOrEqual(0);
+    expect(await page.getByTestId('cert-requested-by').textContent()).toBe('comp-1');
+    expect(await page.getByTestId('cert-approved-by').textContent()).toBe('dpo-2');
+    await screenshot(page, 'progress-certified');
+    await page.getByTestId('certificate').scrollIntoViewIfNeeded();
+    await screenshot(page, 'certificate');
+  });
+
+  it('downloads the certificate as JSON and as PDF through blob links, never a URL with the token', async () => {
+    const { page } = requester;
+    const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('download-json').click()]);
+    expect(json.url()).toMatch(/^blob:/);
+    certificateFile = join(files, json.suggestedFilename());
+    await json.saveAs(certificateFile);
+    const signed = JSON.parse(readFileSync(certificateFile, 'utf8'));
+    expect(signed.certificate.requestId).toBe(requestId);
+    expect(verifySignedCertificate(signed, t.elma.signer.jwks()).ok).toBe(true);
+
+    const [pdf] = await Promise.all([page.waitForEvent('download'), page.getByTestId('download-pdf').click()]);
+    expect(pdf.url()).toMatch(/^blob:/);
+    const pdfFile = join(files, pdf.suggestedFilename());
+    await pdf.saveAs(pdfFile);
+    expect(readFileSync(pdfFile).subarray(0, 5).toString()).toBe('%PDF-');
+    expect(pdf.suggestedFilename()).toBe(`erasure-${requestId}.pdf`);
+  });
+
+  it('verifies the downloaded certificate as valid, and a tampered copy as not valid, saying why', async () => {
+    const { page } = requester;
+    await page.getByTestId('tab-verify').click();
+    await page.getByTestId('certificate-file').setInputFiles(certificateFile);
+    await page.getByTestId('verify-submit').click();
+    await page.getByTestId('verdict-valid').waitFor();
+    expect(await page.getByTestId('verdict-request').textContent()).toBe(requestId);
+    await screenshot(page, 'verify-valid');
+
+    const tampered = JSON.parse(readFileSync(certificateFile, 'utf8'));
+    tampered.certificate.request.approvedBy = 'comp-1';
+    const tamperedFile = join(files, 'tampered.json');
+    writeFileSync(tamperedFile, JSON.stringify(tampered, null, 2));
+    await page.getByTestId('certificate-file').setInputFiles(tamperedFile);
+    await page.getByTestId('verify-submit').click();
+    await page.getByTestId('verdict-invalid').waitFor();
+    expect(await page.getByTestId('verdict-reason').textContent()).toMatch(/signature/);
+    expect(await page.getByTestId('verify-result').textContent()).not.toContain(requestId);
+    await screenshot(page, 'verify-tampered');
+  });
+
+  it('shows the console in Chinese, with the Chinese text rendered', async () => {
+    const { page } = requester;
+    await page.getByTestId('language').click();
+    expect(await page.locator('header h1').textContent()).toBe('ELMA 合规控制台');
+    expect(await page.getByTestId('verdict-invalid').count()).toBe(0);
+    await page.getByTestId('tab-list').click();
+    await page.getByTestId('open-id').fill(requestId);
+    await page.getByTestId('open-submit').click();
+    await page.getByTestId('status').filter({ hasText: '已认证' }).waitFor(LONG);
+    await page.getByTestId('certificate').waitFor(LONG);
+    expect(await page.locator('html').getAttribute('lang')).toBe('zh-CN');
+    await screenshot(page, 'certificate-zh');
+    await page.getByTestId('language').click();
+  });
+
+  it('does not reveal the erasure to another tenant', async () => {
+    const other = await browser();
+    await signIn(other.page, tokens.otherTenant);
+    await other.page.getByTestId('who').waitFor();
+    const unavailable = other.page.getByTestId('list-unavailable');
+    const empty = other.page.getByTestId('erasure-list').filter({ hasText: 'No erasure requests to show.' });
+    await unavailable.or(empty).first().waitFor(LONG);
+    expect(await other.page.getByTestId('erasure-row').count()).toBe(0);
+    await other.page.getByTestId('open-id').fill(requestId);
+    await other.page.getByTestId('open-submit').click();
+    await other.page.getByTestId('problem-code').filter({ hasText: 'ERASURE.NOT_FOUND' }).waitFor();
+    expect(await other.page.getByTestId('closure-size').count()).toBe(0);
+    expect(await other.page.getByTestId('certificate').isVisible()).toBe(false);
+    await screenshot(other.page, 'other-tenant');
+  });
+
+  it('signing out forgets the token; no token was ever in a URL, in storage beyond the tab, in a log line, or broke the page policy', async () => {
+    const { page } = requester;
+    expect(await page.evaluate(() => sessionStorage.getItem('elma.console.token'))).toBe(tokens.requester);
+    expect(await page.evaluate(() => JSON.stringify(localStorage))).not.toContain(tokens.requester);
+    await page.getByTestId('sign-out').click();
+    await page.getByTestId('sign-in').waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('elma.console.token'))).toBeNull();
+    expect(await page.evaluate(() => document.cookie)).toBe('');
+
+    const all = Object.values(tokens);
+    for (const b of browsers) {
+      for (const url of b.requestedUrls) for (const token of all) expect(url).not.toContain(token.slice(-40));
+      expect(b.pageErrors).toEqual([]);
+    }
+    const logged = JSON.stringify(log.lines);
+    for (const token of all) expect(logged).not.toContain(token.slice(-40));
+    expect(logged).not.toContain('cust-wang');
+  });
+});
