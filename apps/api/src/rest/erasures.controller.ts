@@ -53,7 +53,7 @@ export class ErasuresController {
     "A page of the tenant's erasures, in the order they were requested, each with its live progress: all of them for the roles compliance, dpo and auditor, the caller's own requests otherwise.",
     PageSchema(ErasureProgressSchema),
   )
-  @ApiProblems(400)
+  @ApiProblems(400, 403)
   list(@Caller() caller: Principal, @Query() query: unknown) {
     return this.desk.list(caller, query);
   }

@@ -63,7 +63,7 @@ export class MemoriesController {
     "A page of the memories the caller may read (as GET /v1/memories/{id} would return each), first recorded first; working memories only the caller's own or those of `session`.",
     PageSchema(Memory),
   )
-  @ApiProblems(400)
+  @ApiProblems(400, 403, 410)
   async list(@Caller() caller: Principal, @RequestId() requestId: string, @Query() query: unknown) {
     const page = await this.memories.list(caller, query, requestId);
     return { items: page.items.map(withoutAncestry), nextCursor: page.nextCursor };
@@ -77,7 +77,7 @@ export class MemoriesController {
     required: ['items'],
     properties: { items: { type: 'array', items: Memory } },
   })
-  @ApiProblems(400, 404)
+  @ApiProblems(400, 403, 404, 410)
   async versions(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Query() query: unknown) {
     const { items } = await this.memories.versions(caller, id, query, requestId);
     return { items: items.map(withoutAncestry) };
