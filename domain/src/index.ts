@@ -1,4 +1,5 @@
 export * from './shared/errors';
+export * from './shared/paging';
 export * from './shared/formats';
 export * from './shared/clock';
 export * from './shared/zod';
@@ -30,6 +31,7 @@ export * from './recall/smoothing';
 export * from './recall/packing';
 export * from './memory-index/filter';
 export * from './memory/write';
+export * from './memory/listing';
 export * from './policy/clause';
 export * from './legal-hold/legal-hold';
 export * from './legal-hold/decider';

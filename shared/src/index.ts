@@ -3,3 +3,4 @@ export * from './logger';
 export * from './token-counter';
 export * from './storage-full';
 export * from './crypto';
+export * from './page-cursor';

@@ -1,6 +1,14 @@
 import {
   CreateErasureRequest,
   DomainError,
+  ERASURE_EVENT_TYPES,
+  ErasureListPosition,
+  ErasureListQuery,
+  ErasureRequestRecord,
+  parseQueryOrThrow,
+  streams,
+  type ErasureProgress,
+  type Page,
   ErasureNotFound,
   isHeld,
   parseOrThrow,
@@ -15,11 +23,12 @@ import {
   type Requester,
   type SignedCertificate,
 } from '@elma/domain';
+import type { PageCursors } from '@elma/shared';
 import type { AuditLog } from '../audit/audit-log';
 import type { LegalHolds } from '../governance/legal-holds';
 import { RETENTION_ACTOR, heldView, isExpired } from './erasure-common';
 import { ErasureOutbox, type ErasureStart } from './erasure-outbox';
-import type { Erasure, ErasureRequestRecord, ErasureStore } from './erasure-store';
+import type { Erasure, ErasureStore } from './erasure-store';
 import type { ErasureFingerprints } from './fingerprints';
 
 /** Roles that may request any erasure (the tenant policy's `erase` rules decide the rest). */
@@ -51,6 +60,7 @@ export class ErasureRequests {
       fingerprints: ErasureFingerprints;
       clock: Clock;
       ids: IdSource;
+      cursors: PageCursors;
     },
   ) {
     this.outbox = new ErasureOutbox({ log: deps.log });
@@ -149,6 +159,53 @@ export class ErasureRequests {
       throw new ErasureNotFound(requestId);
     }
     return erasure;
+  }
+
+  /**
+   * `GET /v1/erasures`: a page of the tenant's erasures the caller may follow
+   * (every one for the reader roles, otherwise those the caller requested,
+   * such as a data subject's own), in the order they were requested, each as
+   * `progressOf` tells it (live, from the workflow), with `status` applied
+   * before the page is cut. The cursor is the log position of the last
+   * request listed, bound to the tenant, the caller and the filter.
+   */
+  async list(
+    principal: Principal,
+    input: unknown,
+    progressOf: (requestId: string) => Promise<ErasureProgress>,
+  ): Promise<Page<ErasureProgress>> {
+    const query = parseQueryOrThrow(ErasureListQuery, input);
+    const scope = ['erasures', principal.tenant, principal.sub, query.status ?? ''];
+    const start =
+      query.cursor === undefined
+        ? undefined
+        : BigInt(this.deps.cursors.open(scope, query.cursor, (v) => ErasureListPosition.safeParse(v).data).position);
+    const readsAll = principal.roles.some((r) => READER_ROLES.includes(r));
+    const listed: { progress: ErasureProgress; position: bigint }[] = [];
+    let batch: { requestId: string; position: bigint }[] = [];
+    // Progress is asked for a batch at a time (one query of its workflow each), until a page and one more are found.
+    const flush = async () => {
+      const progress = await Promise.all(batch.map((r) => progressOf(r.requestId)));
+      progress.forEach((p, i) => {
+        if (query.status === undefined || p.status === query.status) listed.push({ progress: p, position: batch[i].position });
+      });
+      batch = [];
+    };
+    for await (const event of this.deps.log.readAll({
+      fromPosition: start ?? 'start',
+      filter: { streamNamePrefix: [streams.erasure(principal.tenant, '')], eventType: [ERASURE_EVENT_TYPES.requested] },
+    })) {
+      const request = ErasureRequestRecord.safeParse(event.data).data;
+      if (!request || request.tenant !== principal.tenant || (!readsAll && request.requestedBy.sub !== principal.sub)) continue;
+      batch.push({ requestId: request.requestId, position: event.position });
+      if (listed.length + batch.length > query.limit) await flush();
+      if (listed.length > query.limit) break;
+    }
+    await flush();
+    const page = listed.slice(0, query.limit);
+    const nextCursor =
+      listed.length > query.limit ? this.deps.cursors.seal(scope, { position: page[page.length - 1].position.toString() }) : null;
+    return { items: page.map((l) => l.progress), nextCursor };
   }
 
   async certificate(principal: Principal, requestId: string): Promise<SignedCertificate | undefined> {

@@ -41,8 +41,17 @@ import {
   subjectOf,
   visibleInSession,
   type LegalHold,
+  DEFAULT_LISTED_STATUSES,
+  ListPosition,
+  MemoryListQuery,
+  MemoryVersionsQuery,
+  compileRead,
+  listPositionOf,
+  parseQueryOrThrow,
+  type IndexFilter,
+  type Page,
 } from '@elma/domain';
-import { keyedFingerprint, keyedUuid } from '@elma/shared';
+import { keyedFingerprint, keyedUuid, type PageCursors } from '@elma/shared';
 import type { AuditLog } from '../audit/audit-log';
 import type { ErasureGuard } from '../erasure/guard';
 import type { LegalHolds } from '../governance/legal-holds';
@@ -99,6 +108,7 @@ export class MemoryService {
       audit: AuditLog;
       fingerprintKey: Uint8Array;
       erased: ErasureGuard;
+      cursors: PageCursors;
     },
   ) {}
 
@@ -389,6 +399,107 @@ export class MemoryService {
     });
     if (!allowed) throw new MemoryNotFound(id);
     return found!.record;
+  }
+
+  /**
+   * `GET /v1/memories`: a page of the records the caller may read, first
+   * recorded first, under exactly the rules of a read by id (`readable`).
+   * Those rules are compiled into the index query (the caller's read policy
+   * for each of their purposes, clearance, legal holds, expiry, and working
+   * memories only to their owner or in the session named), so a record the
+   * caller may not see never takes a place in a page; every record is
+   * checked again here all the same, and should one fail, the page is filled
+   * from further on. The cursor is bound to the tenant, the caller and the
+   * filters. Audited as one read of the ids listed.
+   */
+  async list(principal: Principal, input: unknown, requestId = 'internal'): Promise<Page<MemoryRecord>> {
+    const query = parseQueryOrThrow(MemoryListQuery, input);
+    const tenant = principal.tenant;
+    const scope = [
+      'memories',
+      tenant,
+      principal.sub,
+      query.subject ?? '',
+      query.kind ?? '',
+      query.status ?? '',
+      query.purpose ?? '',
+      query.session ?? '',
+    ];
+    const start =
+      query.cursor === undefined ? undefined : this.deps.cursors.open(scope, query.cursor, (v) => ListPosition.safeParse(v).data);
+    const last = this.deps.writes.lastWrite(principal);
+    if (last !== undefined) await this.deps.runner.waitFor(last);
+    const context = {
+      policy: await this.deps.policies.get(tenant),
+      holds: await this.deps.holds.list(tenant),
+      now: this.deps.clock.now().toISOString(),
+      purposes: query.purpose ? principal.purposes.filter((p) => p === query.purpose) : principal.purposes,
+      session: query.session,
+    };
+    const filter: IndexFilter = {
+      statuses: query.status ? [query.status] : DEFAULT_LISTED_STATUSES,
+      ...(query.kind ? { kinds: [query.kind] } : {}),
+      maxSensitivity: principal.clearance,
+      now: context.now,
+      // Any one of the caller's purposes admits a record, as for a read by id.
+      clauses: context.purposes.flatMap((purpose) => compileRead(context.policy, subjectOf(principal), { purpose, now: context.now })),
+      ...(principal.roles.includes(ROLES.legal) ? {} : { exclude: await this.deps.holds.exclusions(tenant) }),
+    };
+    const items: MemoryRecord[] = [];
+    // One record more than the page, to know whether another page follows.
+    for (let after = start; items.length <= query.limit;) {
+      const wanted = query.limit + 1 - items.length;
+      const batch = await this.deps.index.list({
+        tenant,
+        filter,
+        ...(query.subject !== undefined ? { subject: query.subject } : {}),
+        working: { owner: principal.sub, ...(query.session !== undefined ? { session: query.session } : {}) },
+        ...(after ? { after } : {}),
+        limit: wanted,
+      });
+      items.push(...batch.filter((record) => record.tenant === tenant && this.readable(principal, record, context).allowed));
+      if (batch.length < wanted) break;
+      after = listPositionOf(batch[batch.length - 1]);
+    }
+    const page = items.slice(0, query.limit);
+    await this.deps.audit.record({
+      tenant,
+      actor: principal.sub,
+      subject: null,
+      operation: 'read',
+      resourceIds: page.map((r) => r.id),
+      decision: { effect: 'allow', rule: 'list' },
+      requestId,
+    });
+    const nextCursor = items.length > query.limit ? this.deps.cursors.seal(scope, listPositionOf(page[page.length - 1])) : null;
+    return { items: page, nextCursor };
+  }
+
+  /**
+   * `GET /v1/memories/{id}/versions`: the versions of a record the caller may
+   * read by id (else "not found", as `get` answers), oldest first. Each
+   * earlier version is shown only if the caller may read it as it was (its
+   * own sensitivity, purposes, owner and status), so a version the caller
+   * may not see is left out. Audited as the read by id is.
+   */
+  async versions(principal: Principal, id: string, input: unknown = {}, requestId = 'internal'): Promise<{ items: MemoryRecord[] }> {
+    const query = parseQueryOrThrow(MemoryVersionsQuery, input);
+    const current = await this.get(principal, id, { ...query, requestId });
+    const tenant = principal.tenant;
+    const context = {
+      policy: await this.deps.policies.get(tenant),
+      holds: await this.deps.holds.list(tenant),
+      now: this.deps.clock.now().toISOString(),
+      purposes: query.purpose ? principal.purposes.filter((p) => p === query.purpose) : principal.purposes,
+      session: query.session,
+    };
+    const versions = await this.deps.index.versions(tenant, id);
+    const items = versions.filter(
+      (record) =>
+        record.version === current.version || (record.version < current.version && this.readable(principal, record, context).allowed),
+    );
+    // The current version is the one `get` just returned, should the index have moved on meanwhile.
+    return { items: items.map((record) => (record.version === current.version ? current : record)) };
   }
 
   /** Those of `records` the caller may read, for one of the token's purposes, in order. */

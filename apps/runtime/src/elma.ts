@@ -86,7 +86,7 @@ import {
   ReviewDetector,
   type RecallAblations,
 } from '@elma/application';
-import { eventIdKeyOf, keyedFingerprint, createLogger, type Logger } from '@elma/shared';
+import { eventIdKeyOf, keyedFingerprint, createLogger, PageCursors, type Logger } from '@elma/shared';
 import { migrateToPseudonyms } from './pseudonym-migration';
 import { checkDataFolder, checkElasticsearchFormats, stampUnchangedFormats } from './data-folder-formats';
 
@@ -276,6 +276,7 @@ export async function openElma(
   // change; with the keys in a KMS they derive from the master key, as before rotation existed.
   const root = keyVault ? keyVault.derivationRoot() : config.masterKey;
   const fingerprintKey = Buffer.from(keyedFingerprint(root, 'elma.idempotency.v1'), 'hex');
+  const cursors = new PageCursors(Buffer.from(keyedFingerprint(root, 'elma.page-cursor.v1'), 'hex'));
   const eventIdKey = eventIdKeyOf(root);
   const fingerprints = new ErasureFingerprints(Buffer.from(keyedFingerprint(root, 'elma.erasure.v1'), 'hex'));
   const tombstones = new Tombstones({ log });
@@ -330,7 +331,21 @@ export async function openElma(
   });
   const reviews = new ReviewFlags({ log, audit, clock, ids, fingerprintKey });
   projection.setReviewDetector(new ReviewDetector({ flags: reviews, policies }));
-  const memories = new MemoryService({ log, index, sealer, clock, ids, runner, writes, policies, holds, audit, fingerprintKey, erased });
+  const memories = new MemoryService({
+    log,
+    index,
+    sealer,
+    clock,
+    ids,
+    runner,
+    writes,
+    policies,
+    holds,
+    audit,
+    fingerprintKey,
+    erased,
+    cursors,
+  });
   const closures = new TenantClosures({ log });
   const reapply = new ErasureLedgerReapply({
     ledger,
@@ -390,6 +405,7 @@ export async function openElma(
       ids,
       compaction,
       subjectExports: subjectAccess,
+      cursors,
     }),
     subjectAccess,
     signer,
@@ -620,6 +636,7 @@ interface ErasureDeps {
   ids: IdSource;
   compaction: EventStoreDbScavenger | undefined;
   subjectExports: SubjectAccessService;
+  cursors: PageCursors;
 }
 
 function createErasures(config: ElmaConfig, { compaction, reapply, subjectExports, ...deps }: ErasureDeps): Erasures {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DomainError } from '../shared/errors';
+import { PageQuery } from '../shared/paging';
 
 /**
  * Erasure (docs/architecture.md#erasure; paper, sections 5.4 'Forgetting and deletion' and 6.2 'Completeness of the deletion closure'). An erasure request names a scope;
@@ -108,6 +109,14 @@ export interface ErasureProgress {
   failure?: { code: string; message: string };
   certificateAvailable: boolean;
 }
+
+/** `GET /v1/erasures`: the tenant's erasures the caller may follow, in the order they were requested, by status. */
+export const ErasureListQuery = PageQuery.extend({ status: ErasureStatus.optional() });
+export type ErasureListQuery = z.infer<typeof ErasureListQuery>;
+
+/** Where an erasure listing is: after the request recorded at this event-log position (a decimal string). */
+export const ErasureListPosition = z.strictObject({ position: z.string().regex(/^[0-9]{1,20}$/) });
+export type ErasureListPosition = z.infer<typeof ErasureListPosition>;
 
 export class ErasureNotFound extends DomainError {
   constructor(id: string) {

@@ -1,6 +1,7 @@
 import { SENSITIVITY_RANK, type MemoryRecord } from '../memory/record';
 import { isExcluded, matchesClauses } from '../policy/compile';
-import type { IndexFilter } from './port';
+import { compareListed } from '../memory/listing';
+import type { IndexFilter, ListQuery } from './port';
 
 /**
  * The in-memory twin of the filter an index adapter pushes into its query.
@@ -22,4 +23,18 @@ export function matchesFilter(record: MemoryRecord, filter: IndexFilter): boolea
   if (isExcluded(record, filter.exclude)) return false;
   if (filter.clauses && !matchesClauses(record, filter.clauses)) return false;
   return true;
+}
+
+/** The in-memory twin of `MemoryIndex.list`'s admission: the filter, the subject, the working-memory rule and the position. */
+export function matchesListing(record: MemoryRecord, query: Omit<ListQuery, 'tenant' | 'limit'>): boolean {
+  if (!matchesFilter(record, query.filter)) return false;
+  if (query.subject !== undefined && record.subject !== query.subject) return false;
+  if (
+    query.working &&
+    record.kind === 'working' &&
+    record.policy.owner !== query.working.owner &&
+    (query.working.session === undefined || record.session !== query.working.session)
+  )
+    return false;
+  return query.after === undefined || compareListed(query.after, record) < 0;
 }

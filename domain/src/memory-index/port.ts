@@ -3,6 +3,7 @@ import type { MemoryKind, MemoryRecord, MemoryStatus, Sensitivity } from '../mem
 import type { ReadClause, ReadExclusions } from '../policy/clause';
 import type { Fusion } from '../recall/fusion';
 import type { StoredUsage } from '../quota/quota';
+import type { ListPosition } from '../memory/listing';
 
 /**
  * A memory as the index stores it: the record (plaintext, as views must be)
@@ -91,6 +92,28 @@ export interface HybridQuery {
    * returned. An adapter may rank on row ids and read only the records it returns. Absent: no smoothing.
    */
   smoothing?: { factor: number; pool: number };
+}
+
+/**
+ * A page of a tenant's records in listing order (`compareListed`: first
+ * recorded first, then by id), as `MemoryIndex.list` reads it.
+ */
+export interface ListQuery {
+  tenant: string;
+  /** Applied inside the query, exactly as `search` applies it: a record outside it is never read. */
+  filter: IndexFilter;
+  /** Only records about this data subject. */
+  subject?: string;
+  /**
+   * Working memories are admitted only when `owner` owns them or, with a
+   * `session`, when they belong to that session. Absent: no such restriction
+   * (internal callers only).
+   */
+  working?: { owner: string; session?: string };
+  /** Only records after this one in listing order; absent: from the first. */
+  after?: ListPosition;
+  /** At most this many records. */
+  limit: number;
 }
 
 export interface SearchHit {
@@ -196,6 +219,22 @@ export interface MemoryIndex {
    * episodic, are left out.
    */
   neighbours(tenant: string, ids: string[], filter: IndexFilter): Promise<Neighbours[]>;
+
+  /**
+   * Up to `limit` records the query admits, after `after`, in listing order
+   * (recordedAt, then id). The filter is applied before the limit, so a page
+   * is short only at the end of the listing: a record the caller may not see
+   * never takes a place in it. Current versions, unless the filter's
+   * `knownAsOf` asks for the versions current then.
+   */
+  list(query: ListQuery): Promise<MemoryRecord[]>;
+
+  /**
+   * Every stored version of the record with this id in the tenant's
+   * partition, oldest first (by version), whatever their status: the current
+   * one and those it replaced. Empty for an unknown or purged id.
+   */
+  versions(tenant: string, id: string): Promise<MemoryRecord[]>;
 
   /**
    * Physically removes the records, every version: rows, FTS entries and

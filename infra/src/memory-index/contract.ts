@@ -4,8 +4,11 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  compareListed,
   entityToken,
+  listPositionOf,
   matchesFilter,
+  matchesListing,
   procedureKey,
   smoothedSearch,
   type EntityRef,
@@ -19,6 +22,8 @@ import {
   type IndexFilter,
   type LineageEntry,
   type Leftovers,
+  type ListPosition,
+  type ListQuery,
   type MemoryIndex,
   type ReadClause,
   type ReadExclusions,
@@ -775,6 +780,123 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       expect(entry).toEqual(listed.find((e) => e.id === 'summary'));
     });
 
+    describe('list', () => {
+      /** Pages through `list` with `limit` records a page, as a caller with a cursor would; returns each page's ids. */
+      const pages = async (query: Omit<ListQuery, 'after' | 'limit'>, limit: number): Promise<string[][]> => {
+        const out: string[][] = [];
+        for (let after: ListPosition | undefined; ;) {
+          const page = await index.list({ ...query, limit, ...(after ? { after } : {}) });
+          if (page.length > 0) out.push(page.map((r) => r.id));
+          if (page.length < limit) return out;
+          after = listPositionOf(page[page.length - 1]);
+        }
+      };
+
+      it('pages through exactly the records the in-memory twin admits, in listing order, every page full but the last', async () => {
+        await fc.assert(
+          fc.asyncProperty(
+            fc.array(listedRecord, { minLength: 30, maxLength: 30 }),
+            readClauses,
+            readExclusions,
+            sometimes(fc.constantFrom('s-1', 's-2')),
+            sometimes(
+              fc.record({ owner: fc.constantFrom(...OWNERS), session: sometimes(fc.constantFrom('chat-1', 'chat-2')) }).map(defined),
+            ),
+            fc.integer({ min: 1, max: 7 }),
+            async (records, clauses, exclude, subject, working, limit) => {
+              await index.dropTenant(A);
+              const memories = records.map((r, i) => mem({ ...r, id: `r-${String(i).padStart(2, '0')}`, text: `listed note ${i}` }));
+              await index.upsert(A, memories);
+              await index.upsert(B, [indexed({ tenant: B, id: 'b-0', text: 'other tenant', recordedAt: '2024-01-01T00:00:00.000Z' })]);
+              const filter: IndexFilter = {
+                ...openFilter,
+                statuses: MemoryStatus.options,
+                ...(clauses && { clauses }),
+                ...(exclude && { exclude }),
+              };
+              const query = { tenant: A, filter, ...(subject && { subject }), ...(working && { working }) };
+
+              const expected = memories
+                .map((m) => m.record)
+                .filter((r) => matchesListing(r, query))
+                .sort((a, b) => compareListed(listPositionOf(a), listPositionOf(b)))
+                .map((r) => r.id);
+              const listed = await pages(query, limit);
+              expect(listed.flat()).toEqual(expected);
+              // Hidden records take no place: only the last page may be short.
+              expect(listed.slice(0, -1).every((page) => page.length === limit)).toBe(true);
+            },
+          ),
+          { numRuns: 15 },
+        );
+      });
+
+      it('lists current versions with their usage, Chinese and English alike, one tenant only', async () => {
+        const v1 = mem({ id: 'policy', text: '退款政策：30天内可退款', recordedAt: '2024-03-01T00:00:00.000Z' });
+        await index.upsert(A, [
+          v1,
+          mem({ id: 'later', text: 'refunds need a receipt', recordedAt: '2024-03-02T00:00:00.000Z' }),
+          mem({ id: 'draft', text: 'a candidate', status: 'candidate', recordedAt: '2024-02-01T00:00:00.000Z' }),
+        ]);
+        await index.upsert(A, [
+          {
+            ...v1,
+            record: { ...v1.record, version: 2, revisedAt: '2024-05-01T00:00:00.000Z', content: { text: '退款政策：14天内可退款' } },
+          },
+        ]);
+        await index.upsert(B, [indexed({ tenant: B, id: 'b-canary', text: 'CANARY 并购计划', recordedAt: '2024-01-01T00:00:00.000Z' })]);
+        await index.recordUsage(A, ['later'], 'adopted', '2024-06-01T00:00:00.000Z');
+
+        const listed = await index.list({ tenant: A, filter: openFilter, limit: 10 });
+        // A new version keeps the record's place (first recorded), and only the current one is listed.
+        expect(listed.map((r) => [r.id, r.version])).toEqual([
+          ['policy', 2],
+          ['later', 1],
+        ]);
+        expect(listed[0].content.text).toBe('退款政策：14天内可退款');
+        expect(listed[1].usage.adopted).toBe(1);
+        expect(await index.list({ tenant: A, filter: { ...openFilter, statuses: ['candidate'] }, limit: 10 })).toMatchObject([
+          { id: 'draft' },
+        ]);
+        expect(await index.list({ tenant: A, filter: { ...openFilter, clauses: [] }, limit: 10 })).toEqual([]);
+        expect(await index.list({ tenant: A, filter: openFilter, limit: 0 })).toEqual([]);
+        expect(await index.list({ tenant: 'nobody', filter: openFilter, limit: 10 })).toEqual([]);
+        // A position past every record lists nothing; one whose id is longer than any record can have is a position all the same.
+        const after = (recordedAt: string, id: string) =>
+          index.list({ tenant: A, filter: openFilter, limit: 10, after: { recordedAt, id } });
+        expect(await after('2030-01-01T00:00:00.000Z', 'x')).toEqual([]);
+        expect((await after('2024-03-01T00:00:00.000Z', 'x'.repeat(40_000))).map((r) => r.id)).toEqual(['later']);
+        expect((await after('2024-03-01T02:00:00.000+02:00', 'policy')).map((r) => r.id)).toEqual(['later']);
+      });
+
+      it('keeps every version of a record, oldest first, until it is purged', async () => {
+        const v1 = mem({ id: 'fact', text: 'the depot opens at 8', recordedAt: '2024-03-01T00:00:00.000Z' });
+        const v2 = { ...v1, record: { ...v1.record, version: 2, status: 'superseded' as const, revisedAt: '2024-04-01T00:00:00.000Z' } };
+        const v3 = {
+          ...v1,
+          record: { ...v1.record, version: 3, revisedAt: '2024-05-01T00:00:00.000Z', content: { text: '仓库九点开门' } },
+        };
+        await index.upsert(A, [v1]);
+        await index.upsert(A, [v2, v3]);
+        await index.upsert(A, [v1]); // a replay behind the index changes nothing
+        await index.upsert(B, [indexed({ tenant: B, id: 'fact', text: 'other tenant' })]);
+
+        const versions = await index.versions(A, 'fact');
+        expect(versions.map((r) => [r.version, r.status])).toEqual([
+          [1, 'active'],
+          [2, 'superseded'],
+          [3, 'active'],
+        ]);
+        expect(versions[2].content.text).toBe('仓库九点开门');
+        expect(versions.every((r) => r.tenant === A)).toBe(true);
+        expect(await index.versions(A, 'unknown')).toEqual([]);
+        expect(await index.versions(A, 'x'.repeat(40_000))).toEqual([]);
+        await index.purge(A, ['fact']);
+        expect(await index.versions(A, 'fact')).toEqual([]);
+        expect(await index.versions(B, 'fact')).toHaveLength(1);
+      });
+    });
+
     it('lists every record of one tenant, any status, in insertion order, across batches', async () => {
       const many = Array.from({ length: 2_345 }, (_, i) => mem({ id: `r-${i}`, text: `note ${i}` }));
       many[7] = { ...many[7], record: { ...many[7].record, status: 'superseded' } };
@@ -892,6 +1014,22 @@ const policyRecord: fc.Arbitrary<RecordOverrides> = fc
     retention: { class: retention, expiresAt: null },
     provenance: { sourceEventIds: ['evt-1'], parentIds, ...(ancestry ? { ancestry } : {}), rule: 'test', ruleVersion: '1' },
   }));
+
+/** A policy record placed for listing: a subject, maybe a session, and a recording time that often ties with another's. */
+const listedRecord: fc.Arbitrary<RecordOverrides> = fc
+  .record({
+    policy: policyRecord,
+    subject: fc.constantFrom('s-1', 's-2'),
+    session: sometimes(fc.constantFrom('chat-1', 'chat-2')),
+    day: fc.integer({ min: 0, max: 4 }),
+    offset: fc.boolean(),
+  })
+  .map(({ policy, subject, session, day, offset }) => {
+    const ms = Date.parse('2024-01-01T00:00:00.000Z') + day * 86_400_000;
+    // Either spelling of the same instant: the engines order instants, not strings.
+    const recordedAt = offset ? `${new Date(ms + 2 * 3_600_000).toISOString().slice(0, 19)}+02:00` : new Date(ms).toISOString();
+    return { ...policy, subject, recordedAt, ...(session && { session }) };
+  });
 
 const readClauses: fc.Arbitrary<ReadClause[] | undefined> = sometimes(fc.array(readClause(someOf), { maxLength: 4 }));
 

@@ -5,6 +5,7 @@ import {
   ErasureSelfApproval,
   type ErasureProgress,
   type ErasureReason,
+  type Page,
   type Principal,
   type SignedCertificate,
 } from '@elma/domain';
@@ -75,6 +76,11 @@ export class ErasureDesk {
       blockedByLegalHold: certified?.certificate.legalHoldExceptions.map((e) => e.recordId) ?? [],
       certificateAvailable: certified !== undefined,
     };
+  }
+
+  /** The erasures the caller may follow, a page at a time, each with its progress as `progress` gives it. */
+  list(caller: Principal, query: unknown): Promise<Page<ErasureProgress>> {
+    return this.erasure.list(caller, query, (requestId) => this.progress(caller, requestId));
   }
 
   /** Role `dpo`, someone other than the requester, and only while the workflow waits for it. */

@@ -1,11 +1,11 @@
 import { Inject, UseGuards } from '@nestjs/common';
-import { Args, ID, Mutation, Query, Resolver } from '@nestjs/graphql';
+import { Args, ID, Int, Mutation, Query, Resolver } from '@nestjs/graphql';
 import type { Principal } from '@elma/domain';
 import { ErasureDesk } from '../erasure/erasure-desk';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ERASURE_DESK } from '../http/tokens';
 import { ParamTypes } from './param-types';
-import { ErasureRequestInput, ErasureType } from './types';
+import { ErasurePageType, ErasureRequestInput, ErasureType } from './types';
 import { withoutNulls } from './without-nulls';
 
 /** The erasure endpoints, as GraphQL. The certificate is the signed JSON document as a string. */
@@ -18,6 +18,17 @@ export class ErasureResolver {
   @ParamTypes(Object, String)
   erasure(@Caller() caller: Principal, @Args('id', { type: () => ID }) id: string) {
     return this.desk.progress(caller, id);
+  }
+
+  @Query(() => ErasurePageType, { description: 'The erasures the caller may follow, a page at a time, as GET /v1/erasures lists them.' })
+  @ParamTypes(Object, String, String, Number)
+  erasures(
+    @Caller() caller: Principal,
+    @Args('status', { type: () => String, nullable: true }) status: string | null,
+    @Args('cursor', { type: () => String, nullable: true }) cursor: string | null,
+    @Args('limit', { type: () => Int, nullable: true }) limit: number | null,
+  ) {
+    return this.desk.list(caller, withoutNulls({ status, cursor, limit }));
   }
 
   @Query(() => String)

@@ -1,5 +1,5 @@
 import { Inject, UseGuards } from '@nestjs/common';
-import { Args, ID, Mutation, Query, Resolver } from '@nestjs/graphql';
+import { Args, ID, Int, Mutation, Query, Resolver } from '@nestjs/graphql';
 import {
   IngestRequest,
   PromoteMemoryRequest,
@@ -18,6 +18,7 @@ import {
   EventInput,
   IngestResultType,
   MemoryInput,
+  MemoryPageType,
   MemoryType,
   PromoteInput,
   RecallInput,
@@ -55,6 +56,40 @@ export class MemoryResolver {
     session: string | null,
   ): Promise<MemoryType> {
     return toGraphql(await this.memories.get(caller, id, { requestId, session: session ?? undefined }));
+  }
+
+  @Query(() => MemoryPageType, {
+    name: 'memories',
+    description: 'The memories the caller may read, a page at a time, as GET /v1/memories lists them.',
+  })
+  @ParamTypes(Object, String, String, String, String, String, String, String, Number)
+  async listMemories(
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Args('subject', { type: () => String, nullable: true }) subject: string | null,
+    @Args('kind', { type: () => String, nullable: true }) kind: string | null,
+    @Args('status', { type: () => String, nullable: true }) status: string | null,
+    @Args('purpose', { type: () => String, nullable: true }) purpose: string | null,
+    @Args('session', { type: () => String, nullable: true }) session: string | null,
+    @Args('cursor', { type: () => String, nullable: true }) cursor: string | null,
+    @Args('limit', { type: () => Int, nullable: true }) limit: number | null,
+  ): Promise<MemoryPageType> {
+    const query = withoutNulls({ subject, kind, status, purpose, session, cursor, limit });
+    const page = await this.memories.list(caller, query, requestId);
+    return { items: page.items.map(toGraphql), nextCursor: page.nextCursor };
+  }
+
+  @Query(() => [MemoryType], { description: 'Every version of a memory the caller may read, oldest first.' })
+  @ParamTypes(Object, String, String, String, String)
+  async memoryVersions(
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Args('id', { type: () => ID }) id: string,
+    @Args('purpose', { type: () => String, nullable: true }) purpose: string | null,
+    @Args('session', { type: () => String, nullable: true }) session: string | null,
+  ): Promise<MemoryType[]> {
+    const { items } = await this.memories.versions(caller, id, withoutNulls({ purpose, session }), requestId);
+    return items.map(toGraphql);
   }
 
   @Query(() => RecallResultType)

@@ -71,6 +71,13 @@ export class MemoryType {
   @Field(() => ProvenanceType) provenance!: ProvenanceType;
 }
 
+/** A page of `memories`: `nextCursor` (null on the last page) is passed as `cursor` for the next one. */
+@ObjectType('MemoryPage')
+export class MemoryPageType {
+  @Field(() => [MemoryType]) items!: MemoryType[];
+  @Field(() => String, { nullable: true }) nextCursor!: string | null;
+}
+
 @ObjectType('Citation')
 export class CitationType {
   @Field(() => ID) id!: string;
@@ -267,6 +274,13 @@ export class ErasureType {
   @Field(() => String, { nullable: true }) approvedBy?: string;
   @Field(() => ErasureFailureType, { nullable: true }) failure?: ErasureFailureType;
   @Field(() => Boolean) certificateAvailable!: boolean;
+}
+
+/** A page of `erasures`, as `GET /v1/erasures` answers. */
+@ObjectType('ErasurePage')
+export class ErasurePageType {
+  @Field(() => [ErasureType]) items!: ErasureType[];
+  @Field(() => String, { nullable: true }) nextCursor!: string | null;
 }
 
 /** The scope of `requestErasure`: `type` picks which of the other fields apply (as in REST). */

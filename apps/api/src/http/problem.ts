@@ -9,6 +9,9 @@ const STATUS: Record<string, number> = {
   'REQUEST.PAYLOAD_TOO_LARGE': 413,
   'REQUEST.UNSUPPORTED_MEDIA_TYPE': 415,
   'REQUEST.MALFORMED': 400,
+  // A listing's query string: part of the address, so a malformed one is a bad request (400) rather than a body that fails its schema (422).
+  'REQUEST.INVALID_QUERY': 400,
+  'REQUEST.INVALID_CURSOR': 400,
   'REQUEST.TIMEOUT': 408,
   'REQUEST.URI_TOO_LONG': 414,
   'REQUEST.HEADERS_TOO_LARGE': 431,

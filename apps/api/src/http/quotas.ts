@@ -37,6 +37,8 @@ export function quotaIngest(ingest: Ingest, quotas: TenantQuotas): Ingest {
 export function quotaMemories(memories: Memories, quotas: TenantQuotas): Memories {
   return {
     get: (...args) => memories.get(...args),
+    list: (...args) => memories.list(...args),
+    versions: (...args) => memories.versions(...args),
     promote: (...args) => memories.promote(...args),
     async write(principal: Principal, body: unknown, requestId?: string) {
       const admitted = await quotas.admitWrite(principal.tenant, contentsOf(body), { rate: null });

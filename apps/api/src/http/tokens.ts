@@ -20,9 +20,9 @@ import type { EngineHealth } from '@elma/runtime';
 export const INGEST = Symbol('INGEST');
 export type Ingest = Pick<IngestService, 'ingest'>;
 
-/** Writes, reads and promotes memories. */
+/** Writes, reads, lists and promotes memories. */
 export const MEMORIES = Symbol('MEMORIES');
-export type Memories = Pick<MemoryService, 'write' | 'get' | 'promote'>;
+export type Memories = Pick<MemoryService, 'write' | 'get' | 'promote' | 'list' | 'versions'>;
 
 /** Settles a contradicted fact. */
 export const ADJUDICATION = Symbol('ADJUDICATION');

@@ -1,11 +1,22 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { CreateErasureRequest, SignedCertificate, type Principal } from '@elma/domain';
+import { CreateErasureRequest, ErasureListQuery, SignedCertificate, type Principal } from '@elma/domain';
 import { ErasureDesk } from '../erasure/erasure-desk';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ERASURE_DESK } from '../http/tokens';
-import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, ErasureProgressSchema, jsonSchema, linksFrom } from './openapi';
+import {
+  ApiAuthenticated,
+  ApiId,
+  ApiJsonBody,
+  ApiOk,
+  ApiProblems,
+  ApiQueryOf,
+  ErasureProgressSchema,
+  jsonSchema,
+  linksFrom,
+  PageSchema,
+} from './openapi';
 
 const requested = linksFrom('$response.body#/requestId', {
   ErasureProgress: ['get', '/v1/erasures/{id}'],
@@ -33,6 +44,18 @@ export class ErasuresController {
   @ApiProblems(403, 409)
   create(@Caller() caller: Principal, @RequestId() requestId: string, @Body() body: unknown) {
     return this.desk.create(caller, body, requestId);
+  }
+
+  @Get()
+  @ApiQueryOf(ErasureListQuery)
+  @ApiOk(
+    200,
+    "A page of the tenant's erasures, in the order they were requested, each with its live progress: all of them for the roles compliance, dpo and auditor, the caller's own requests otherwise.",
+    PageSchema(ErasureProgressSchema),
+  )
+  @ApiProblems(400, 403)
+  list(@Caller() caller: Principal, @Query() query: unknown) {
+    return this.desk.list(caller, query);
   }
 
   @Get(':id')

@@ -1,11 +1,30 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiQuery, ApiTags } from '@nestjs/swagger';
-import { MemoryRecord, PromoteMemoryRequest, WriteMemoryRequest, withoutAncestry, type Principal } from '@elma/domain';
+import {
+  MemoryListQuery,
+  MemoryRecord,
+  MemoryVersionsQuery,
+  PromoteMemoryRequest,
+  WriteMemoryRequest,
+  withoutAncestry,
+  type Principal,
+} from '@elma/domain';
 import { AdjudicateRequest } from '@elma/application';
 import { AuthGuard, Caller, RequestId } from '../http/auth.guard';
 import { ADJUDICATION, MEMORIES, type Adjudicator, type Memories } from '../http/tokens';
 import { ZodBody } from '../http/zod-body';
-import { ApiAuthenticated, ApiId, ApiJsonBody, ApiOk, ApiProblems, jsonSchema, linksFrom, WriteResultSchema } from './openapi';
+import {
+  ApiAuthenticated,
+  ApiId,
+  ApiJsonBody,
+  ApiOk,
+  ApiProblems,
+  ApiQueryOf,
+  jsonSchema,
+  linksFrom,
+  PageSchema,
+  WriteResultSchema,
+} from './openapi';
 
 const Memory = jsonSchema(MemoryRecord, 'output');
 const written = linksFrom('$response.body#/memory/id', {
@@ -35,6 +54,33 @@ export class MemoriesController {
   ) {
     const result = await this.memories.write(caller, body, requestId);
     return { ...result, memory: withoutAncestry(result.memory) };
+  }
+
+  @Get()
+  @ApiQueryOf(MemoryListQuery)
+  @ApiOk(
+    200,
+    "A page of the memories the caller may read (as GET /v1/memories/{id} would return each), first recorded first; working memories only the caller's own or those of `session`.",
+    PageSchema(Memory),
+  )
+  @ApiProblems(400, 403, 410)
+  async list(@Caller() caller: Principal, @RequestId() requestId: string, @Query() query: unknown) {
+    const page = await this.memories.list(caller, query, requestId);
+    return { items: page.items.map(withoutAncestry), nextCursor: page.nextCursor };
+  }
+
+  @Get(':id/versions')
+  @ApiId('The memory.')
+  @ApiQueryOf(MemoryVersionsQuery)
+  @ApiOk(200, 'Every version of the memory the caller may read, oldest first (404 when the caller may not read the memory).', {
+    type: 'object',
+    required: ['items'],
+    properties: { items: { type: 'array', items: Memory } },
+  })
+  @ApiProblems(400, 403, 404, 410)
+  async versions(@Caller() caller: Principal, @RequestId() requestId: string, @Param('id') id: string, @Query() query: unknown) {
+    const { items } = await this.memories.versions(caller, id, query, requestId);
+    return { items: items.map(withoutAncestry) };
   }
 
   @Post(':id/adjudicate')

@@ -56,7 +56,7 @@ export const ProblemDetails: SchemaObject = {
 
 /** What each error status means across the API; the `code` says which case it is. */
 const PROBLEMS: Record<number, string> = {
-  400: 'The body is not valid JSON (`REQUEST.MALFORMED_JSON`).',
+  400: "The body is not valid JSON (`REQUEST.MALFORMED_JSON`), or a listing's query string or cursor is not valid (`REQUEST.INVALID_QUERY`, `REQUEST.INVALID_CURSOR`).",
   401: 'No valid bearer token: missing, malformed, badly signed or expired (`AUTH.UNAUTHENTICATED`).',
   403: "The caller's roles, purposes or clearance do not allow this (`AUTH.FORBIDDEN`, `POLICY.DENIED`, …), or a body names another tenant.",
   404: 'No such resource, or one the caller may not see: both are answered alike.',
@@ -267,6 +267,18 @@ export const ErasureProgressSchema: SchemaObject = {
     certificateAvailable: { type: 'boolean' },
   },
 };
+
+/** A page of a listing: `items`, and `nextCursor` to pass as `cursor` for the next page (null on the last). */
+export function PageSchema(item: SchemaObject): SchemaObject {
+  return {
+    type: 'object',
+    required: ['items', 'nextCursor'],
+    properties: {
+      items: { type: 'array', items: item },
+      nextCursor: { type: 'string', nullable: true, description: 'Pass as `cursor` for the next page; null on the last page.' },
+    },
+  };
+}
 
 /** One query parameter for each field of a query schema. */
 export function ApiQueryOf(schema: z.ZodObject): MethodDecorator {

@@ -12,6 +12,7 @@ import {
   type IndexedMemory,
   type Leftovers,
   type LineageEntry,
+  type ListQuery,
   type MemoryIndex,
   type NeighbourMemory,
   type Neighbours,
@@ -61,6 +62,8 @@ import {
   vectorVersionsQuery,
   type NeighbourSource,
   getQuery,
+  historyQuery,
+  listQuery,
   leasesPast,
   lineageEntryOf,
   maxSeqNos,
@@ -504,6 +507,33 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
       if (hits.length < size) return;
       after = hits[hits.length - 1].sort;
     }
+  }
+
+  async list(query: ListQuery): Promise<MemoryRecord[]> {
+    const alias = this.memoriesOf(query.tenant);
+    const body = query.limit > 0 ? listQuery(query) : undefined;
+    if (!body) return [];
+    const docs = (await this.searchHits<{ id: string; record: MemoryRecord }>(alias, body, 'list')).map((h) => h._source!);
+    const usage = await this.usageOf(
+      query.tenant,
+      docs.map((d) => d.id),
+    );
+    return docs.map((d) => withUsage(d.record, usage.get(d.id)));
+  }
+
+  async versions(tenant: string, id: string): Promise<MemoryRecord[]> {
+    const alias = this.memoriesOf(tenant);
+    if (!storableId(id)) return [];
+    const records: MemoryRecord[] = [];
+    for (let after: unknown[] | undefined; ;) {
+      const hits = await this.searchHits<{ id: string; record: MemoryRecord }>(alias, historyQuery(id, MAX_PAGE, after), 'versions');
+      records.push(...hits.map((h) => h._source!.record));
+      if (hits.length < MAX_PAGE) break;
+      after = hits[hits.length - 1].sort;
+    }
+    if (records.length === 0) return [];
+    const usage = (await this.usageOf(tenant, [id])).get(id);
+    return records.map((record) => withUsage(record, usage));
   }
 
   async currentFacts(tenant: string, factKey: string): Promise<MemoryRecord[]> {

@@ -19,6 +19,7 @@ import {
   type IndexFilter,
   type IndexedMemory,
   type LineageEntry,
+  type ListQuery,
   type MemoryKind,
   type MemoryRecord,
 } from '@elma/domain';
@@ -288,6 +289,42 @@ export function lineageEntryOf(source: LineageSource): LineageEntry {
     expiresAt: source.expires_at === null || source.expires_at === undefined ? null : new Date(source.expires_at).toISOString(),
     ...(source.project !== null && source.project !== undefined ? { project: source.project } : {}),
     ...(source.vector_model !== undefined ? { vectorModel: source.vector_model } : {}),
+  };
+}
+
+/**
+ * One page of `MemoryIndex.list`: the compiled filter and the listing's own conditions in filter context,
+ * sorted by first recording then id (the twin of the SQLite target's memories_listing order), resuming
+ * `search_after` the position given. Undefined when the filter admits nothing.
+ */
+export function listQuery(query: Omit<ListQuery, 'tenant'>) {
+  const compiled = compileFilterDsl(query.filter);
+  if (compiled === undefined) return undefined;
+  const filter: EsQuery[] = [compiled];
+  if (query.subject !== undefined) filter.push({ term: { subject: query.subject } });
+  if (query.working) {
+    const { owner, session } = query.working;
+    const should: EsQuery[] = [{ bool: { must_not: [{ term: { kind: 'working' } }] } }, { term: { owner } }];
+    if (session !== undefined) should.push({ term: { session } });
+    filter.push({ bool: { should, minimum_should_match: 1 } });
+  }
+  return {
+    query: { bool: { filter } },
+    _source: ['id', 'record'],
+    sort: [{ recorded_at: 'asc' as const }, { id: 'asc' as const }],
+    size: query.limit,
+    ...(query.after ? { search_after: [millis(query.after.recordedAt, 'after.recordedAt'), query.after.id] } : {}),
+  };
+}
+
+/** Every stored version of one record, oldest first, a page at a time. */
+export function historyQuery(id: string, size: number, after?: unknown[]) {
+  return {
+    query: { bool: { filter: [{ term: { id } }] } },
+    _source: ['id', 'record'],
+    sort: [{ version: 'asc' as const }],
+    size,
+    ...(after ? { search_after: after } : {}),
   };
 }
 

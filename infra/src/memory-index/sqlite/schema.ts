@@ -204,6 +204,8 @@ export function migrateTenantSchema(db: Database.Database): void {
     -- An erasure locates a subject's records (as subject or as owner) with a seek, not a scan (lineageOf).
     CREATE INDEX IF NOT EXISTS memories_by_subject ON memories (subject) WHERE tx_to IS NULL;
     CREATE INDEX IF NOT EXISTS memories_by_owner ON memories (owner) WHERE tx_to IS NULL;
+    -- Listings page through current records by the time they were first recorded, then id (list()).
+    CREATE INDEX IF NOT EXISTS memories_listing ON memories (recorded_at, id) WHERE tx_to IS NULL;
   `);
   if (!db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_inputs'`).get()) {
     db.transaction(() => {

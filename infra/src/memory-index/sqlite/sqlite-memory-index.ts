@@ -20,6 +20,7 @@ import {
   type Neighbours,
   type MemoryIndex,
   type LineageEntry,
+  type ListQuery,
   type MemoryRecord,
   type SearchHit,
   type TextAnalysis,
@@ -241,6 +242,19 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
         return { id, ...(before ? { previous: before } : {}), ...(after ? { next: after } : {}) };
       });
     });
+  }
+
+  async list(query: ListQuery): Promise<MemoryRecord[]> {
+    return this.guard(query.tenant, () => {
+      const partition = this.partition(query.tenant, false);
+      const where = compileFilter(query.filter);
+      if (!partition || !where || query.limit <= 0) return [];
+      return partition.list(where, query);
+    });
+  }
+
+  async versions(tenant: string, id: string): Promise<MemoryRecord[]> {
+    return this.guard(tenant, () => this.partition(tenant, false)?.versions(id) ?? []);
   }
 
   /** The graph's and the rows' byte forms of a vector (`storedVectorForms` of vector-graph). */

@@ -19,6 +19,7 @@ import {
   type IndexedMemory,
   type Leftovers,
   type LineageEntry,
+  type ListQuery,
   type PendingEmbedding,
   type MemoryKind,
   type TextAnalysis,
@@ -550,6 +551,43 @@ export class TenantPartition {
         ...(r.vector_model !== null ? { vectorModel: r.vector_model } : {}),
       },
     }));
+  }
+
+  /**
+   * A page in listing order (recorded_at, then id) of the rows `sql` (the compiled filter) admits, with the
+   * subject, working-memory and position conditions of `MemoryIndex.list`; read through memories_listing.
+   */
+  list(sql: FilterSql, query: Omit<ListQuery, 'tenant' | 'filter'>): MemoryRecord[] {
+    const where = [sql.where];
+    const params: (string | number)[] = [...sql.params];
+    if (query.subject !== undefined) {
+      where.push('m.subject = ?');
+      params.push(query.subject);
+    }
+    if (query.working) {
+      const { owner, session } = query.working;
+      where.push(`(m.kind <> 'working' OR m.owner = ?${session === undefined ? '' : ' OR m.session = ?'})`);
+      params.push(owner, ...(session === undefined ? [] : [session]));
+    }
+    if (query.after) {
+      const at = millis(query.after.recordedAt, 'after.recordedAt');
+      where.push('(m.recorded_at > ? OR (m.recorded_at = ? AND m.id > ?))');
+      params.push(at, at, query.after.id);
+    }
+    const rows = this.stmt(
+      `SELECT ${JOINED_RECORD_COLUMNS}, u.retrieved, u.adopted, u.last_used_at FROM memories m LEFT JOIN usage u ON u.id = m.id
+       WHERE ${where.join(' AND ')} ORDER BY m.recorded_at, m.id LIMIT ?`,
+    ).all(...params, query.limit) as (RecordRow & UsageColumns)[];
+    return rows.map((r) => this.recordWithUsage(this.recordOf(r), r));
+  }
+
+  /** Every stored version of a record, oldest first. */
+  versions(id: string): MemoryRecord[] {
+    const rows = this.stmt(
+      `SELECT ${JOINED_RECORD_COLUMNS}, u.retrieved, u.adopted, u.last_used_at FROM memories m LEFT JOIN usage u ON u.id = m.id
+       WHERE m.id = ? ORDER BY m.version`,
+    ).all(id) as (RecordRow & UsageColumns)[];
+    return rows.map((r) => this.recordWithUsage(this.recordOf(r), r));
   }
 
   currentFacts(factKey: string): MemoryRecord[] {

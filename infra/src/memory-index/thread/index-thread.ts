@@ -63,6 +63,8 @@ const INDEX_METHODS = new Set([
   'get',
   'search',
   'neighbours',
+  'list',
+  'versions',
   'purge',
   'lineageOf',
   'leftovers',

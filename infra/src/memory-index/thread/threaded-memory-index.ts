@@ -10,6 +10,7 @@ import {
   type IndexedMemory,
   type Leftovers,
   type LineageEntry,
+  type ListQuery,
   type MemoryIndex,
   type MemoryRecord,
   type Neighbours,
@@ -104,6 +105,14 @@ export class ThreadedMemoryIndex implements MemoryIndex, CheckpointStore {
 
   lineage(tenant: string): AsyncIterable<LineageEntry> {
     return this.iterate<LineageEntry>('lineage', tenant);
+  }
+
+  list(query: ListQuery): Promise<MemoryRecord[]> {
+    return this.call('list', query);
+  }
+
+  versions(tenant: string, id: string): Promise<MemoryRecord[]> {
+    return this.call('versions', tenant, id);
   }
 
   lineageOf(tenant: string, match: { ids?: readonly string[]; subjects?: readonly string[] }): Promise<LineageEntry[]> {
