@@ -225,12 +225,12 @@ async function status(io: CommandIo, api: ApiTarget, id: string, values: { wait:
   }
   if (answer.status !== 200) return refused(io, answer);
   const state = answer.body as ErasureProgress;
-  io.stdout.write(values.json ? `${JSON.stringify(state, null, 2)}\n` : describe(state));
+  io.stdout.write(values.json ? `${JSON.stringify(state, null, 2)}\n` : describeErasure(state));
   return values.wait && !(state.status === 'completed' && state.certificateAvailable) ? 1 : 0;
 }
 
 /** The steps as a compliance officer reads them: done (with time and attempts), the current one, those to come. */
-export function describe(e: ErasureProgress): string {
+export function describeErasure(e: ErasureProgress): string {
   const done = new Map(e.steps.map((s) => [s.step, s]));
   const lines = [
     `erasure ${e.requestId} (tenant ${e.tenant}, reason ${e.reason}): ${e.status}` +
