@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeCertificate } from '@elma/domain/testing';
 import { CertificateSigner } from '@elma/infra';
 import { CONSOLE_CSP } from './console/console';
-import { callApi, startTestApp, type TestApp } from './testing';
+import { callApi, startTestApp, type Json, type TestApp } from './testing';
 
 let t: TestApp;
 let token: string;
@@ -18,7 +18,7 @@ async function upload(bytes: Buffer | string, contentType = 'application/octet-s
     headers: { 'content-type': contentType, ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
     body: typeof bytes === 'string' ? bytes : new Uint8Array(bytes),
   });
-  return { status: response.status, contentType: response.headers.get('content-type') ?? '', body: await response.json() };
+  return { status: response.status, contentType: response.headers.get('content-type') ?? '', body: (await response.json()) as Json };
 }
 
 beforeAll(async () => {

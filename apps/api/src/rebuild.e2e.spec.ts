@@ -92,6 +92,9 @@ describe(`elma rebuild, with the index on ${e2eIndex === 'elasticsearch' ? 'Elas
     const result = JSON.parse(run.stdout);
     expect(result).toMatchObject({ tenant: 'acme', dropped: count, memories: count });
     expect(result.replayedEvents).toBeGreaterThanOrEqual(3);
+    // Progress went to stderr as plain lines (not a terminal), ending with the outcome; stdout held only the JSON.
+    expect(run.stderr).toMatch(/^rebuild acme: done · \d+s$/m);
+    expect(run.stderr).not.toContain('\r');
 
     if (e2eIndex === 'elasticsearch') {
       // A new concrete index behind the alias, the old one gone.

@@ -15,6 +15,8 @@ const COMMANDS = [
   'verify-certificate',
   'backup',
   'restore',
+  'audit',
+  'erasure',
   'erasures',
   'bench',
   'bench-peers',

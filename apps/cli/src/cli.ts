@@ -12,6 +12,10 @@ import { restoreCommand } from './commands/restore';
 import { erasuresCommand } from './commands/erasures';
 import { tenantsCommand } from './commands/tenants';
 import { keysCommand } from './commands/keys';
+import { AUDIT_USAGE, auditCommand } from './commands/audit';
+import { ERASURE_USAGE, erasureCommand } from './commands/erasure';
+import { ApiUnreachable } from './api-client';
+import { TemporalUnreachable } from './temporal-target';
 
 interface Command {
   /** Options, as the usage line shows them. */
@@ -49,7 +53,9 @@ const COMMANDS: Record<string, Command> = {
   },
   rebuild: {
     synopsis: '--tenant T',
-    summary: "drop a tenant's views and replay its log (ReindexWorkflow on Temporal)",
+    summary:
+      "drop a tenant's views and replay its log (ReindexWorkflow on Temporal; stages on stderr, the result as JSON on stdout).\n" +
+      'Temporal: TEMPORAL_ADDRESS, else TEMPORAL_PORT, else the dev server of the elma start on ELMA_DATA_DIR, else 127.0.0.1:7233.',
     run: rebuildCommand,
   },
   worker: {
@@ -84,9 +90,19 @@ const COMMANDS: Record<string, Command> = {
       'Erasures the ledger holds from after the backup are applied again at the next start, before the API serves.',
     run: restoreCommand,
   },
+  audit: {
+    synopsis: 'export [--from ISO] [--to ISO] [--out FILE] | verify [FILE] [--server]',
+    summary: `export the tenant's audit trail as JSON lines; verify its hash chain offline or on the server\n\n${AUDIT_USAGE}`,
+    run: (argv) => auditCommand(argv),
+  },
+  erasure: {
+    synopsis: 'list|status <id> [--wait]|request ...|approve <id>|certificate <id> [--pdf] [--out FILE]|reapply|ledger',
+    summary: `erasures over the API: list, follow, request, approve, fetch the certificate; the erasure ledger\n\n${ERASURE_USAGE}`,
+    run: (argv) => erasureCommand(argv),
+  },
   erasures: {
     synopsis: 'reapply [--after N] | status',
-    summary: 'apply the erasure ledger again to the configured engines (after a production snapshot restore)',
+    summary: 'the older names of `elma erasure reapply | ledger` (the erasure ledger), kept for scripts',
     run: erasuresCommand,
   },
   bench: {
@@ -151,5 +167,14 @@ export async function runCli(argv: string[]): Promise<number | undefined> {
     process.stdout.write(commandHelp(name, command));
     return 0;
   }
-  return command.run(rest);
+  try {
+    return await command.run(rest);
+  } catch (error) {
+    // Nothing answered where the command looked: say where, and how to point it elsewhere; no stack.
+    if (error instanceof ApiUnreachable || error instanceof TemporalUnreachable) {
+      process.stderr.write(`elma ${name}: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
 }

@@ -21,6 +21,8 @@ import {
   erasureProgressQuery,
   erasureWorkflowId,
   reindexWorkflowId,
+  reindexStageQuery,
+  type ReindexStage,
   type ErasureResult,
   type ReindexResult,
   type ConsolidationSweepResult,
@@ -65,17 +67,44 @@ export async function startReindex(
   });
 }
 
-/** Reindexes the tenant's views and waits for the result; a failed workflow rejects with `WorkflowFailedError`. */
-export async function runReindex(options: ElmaClientOptions, tenant: string, requestId: string = randomUUID()): Promise<ReindexResult> {
+/**
+ * Reindexes the tenant's views and waits for the result; a failed workflow rejects with `WorkflowFailedError`.
+ * `onStage` hears the workflow's stage (its query) when it changes, polled every second, for a progress display.
+ */
+export async function runReindex(
+  options: ElmaClientOptions,
+  tenant: string,
+  requestId: string = randomUUID(),
+  onStage?: (stage: ReindexStage) => void,
+): Promise<ReindexResult> {
   return withClient(options, async (client) => {
-    return client.workflow.execute<typeof reindexWorkflow>('reindexWorkflow', {
+    const handle = await client.workflow.start<typeof reindexWorkflow>('reindexWorkflow', {
       taskQueue: options.taskQueue ?? ELMA_TASK_QUEUE,
       workflowId: reindexWorkflowId(tenant, requestId),
       args: [{ tenant }],
       typedSearchAttributes: [{ key: ElmaTenant, value: tenant }],
     });
+    const result = handle.result();
+    if (!onStage) return result;
+    let finished = false;
+    const settled = result.then(
+      () => void (finished = true),
+      () => void (finished = true),
+    );
+    let last: ReindexStage | undefined;
+    while (!finished) {
+      // A query that fails (the workflow just closed, a worker restarting) only skips one look.
+      const stage = await handle.query(reindexStageQuery).catch(() => undefined);
+      if (stage !== undefined && stage !== last && !finished) onStage((last = stage));
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([settled, new Promise((resolve) => (timer = setTimeout(resolve, REINDEX_POLL_MS)))]);
+      clearTimeout(timer);
+    }
+    return result;
   });
 }
+
+const REINDEX_POLL_MS = 1_000;
 
 async function withClient<T>(options: ElmaClientOptions, use: (client: Client) => Promise<T>): Promise<T> {
   const connection =

@@ -74,7 +74,8 @@ export type ChainBreakReason = 'hash_mismatch' | 'prev_hash_mismatch' | 'seq_gap
 /**
  * `checked` counts the entries verified before the break (all of them when ok).
  * `firstBroken.seq` is the chain position where verification failed, which is
- * always `checked`: for a gap it is the first missing seq.
+ * `checked` for a chain verified from its genesis (the link after `after.seq`
+ * plus `checked` for a part of one): for a gap it is the first missing seq.
  */
 export type ChainVerification =
   { ok: true; checked: number } | { ok: false; checked: number; firstBroken: { seq: number; reason: ChainBreakReason } };
@@ -164,13 +165,18 @@ export function verifyLink(item: unknown, prev: ChainHead | undefined, sha256: S
   return { ok: true, entry };
 }
 
-/** Verifies a whole chain from its genesis, in order, stopping at the first broken link. */
-export function verifyChain(entries: Iterable<unknown>, sha256: Sha256): ChainVerification {
-  let prev: ChainHead | undefined;
+/**
+ * Verifies a whole chain from its genesis, in order, stopping at the first broken link; or, given `after`,
+ * a consecutive part of one that starts with the link after `after` (an export of a time window: what
+ * came before is not at hand, so `after` is taken on trust and only the links from there are checked).
+ */
+export function verifyChain(entries: Iterable<unknown>, sha256: Sha256, after?: ChainHead): ChainVerification {
+  let prev: ChainHead | undefined = after;
   let checked = 0;
+  const first = after ? after.seq + 1 : 0;
   for (const item of entries) {
     const link = verifyLink(item, prev, sha256);
-    if (!link.ok) return { ok: false, checked, firstBroken: { seq: checked, reason: link.reason } };
+    if (!link.ok) return { ok: false, checked, firstBroken: { seq: first + checked, reason: link.reason } };
     prev = link.entry;
     checked += 1;
   }

@@ -140,6 +140,18 @@ describe('verifying a chain', () => {
     extended[4] = { ...(extended[4] as AuditEntry), note: 'smuggled' };
     expect(verifyChain(extended, sha256)).toMatchObject({ firstBroken: { seq: 4, reason: 'unparseable' } });
   });
+
+  it('verifies a consecutive part of a chain from the link it starts after', () => {
+    // Given entries 2..4 of a chain, as an export of a time window holds them
+    const part = five().slice(2);
+    const after = { seq: 1, hash: part[0].prevHash };
+    // Then they verify from there, and an edit among them is named at its own seq
+    expect(verifyChain(part, sha256, after)).toEqual({ ok: true, checked: 3 });
+    part[1] = { ...part[1], operation: 'erase' };
+    expect(verifyChain(part, sha256, after)).toEqual({ ok: false, checked: 1, firstBroken: { seq: 3, reason: 'hash_mismatch' } });
+    // And from the genesis the same part is a gap at seq 0
+    expect(verifyChain(five().slice(2), sha256)).toMatchObject({ ok: false, firstBroken: { seq: 0, reason: 'seq_gap' } });
+  });
 });
 
 describe('filtering audit entries', () => {

@@ -79,7 +79,7 @@ describe('the compliance console in a real browser', () => {
     await problem.waitFor();
     expect(await page.getByTestId('problem-code').textContent()).toContain('AUTH.TOKEN_INVALID');
     expect(await problem.textContent()).toContain('This token is not valid here');
-    expect(await page.evaluate(() => sessionStorage.getItem('elma.console.token'))).toBeNull();
+    expect(await page.evaluate("sessionStorage.getItem('elma.console.token')")).toBeNull();
     await screenshot(page, 'sign-in-wrong-token');
   });
 
@@ -215,12 +215,12 @@ describe('the compliance console in a real browser', () => {
 
   it('signing out forgets the token; no token was ever in a URL, in storage beyond the tab, in a log line, or broke the page policy', async () => {
     const { page } = requester;
-    expect(await page.evaluate(() => sessionStorage.getItem('elma.console.token'))).toBe(tokens.requester);
-    expect(await page.evaluate(() => JSON.stringify(localStorage))).not.toContain(tokens.requester);
+    expect(await page.evaluate("sessionStorage.getItem('elma.console.token')")).toBe(tokens.requester);
+    expect(await page.evaluate('JSON.stringify(localStorage)')).not.toContain(tokens.requester);
     await page.getByTestId('sign-out').click();
     await page.getByTestId('sign-in').waitFor();
-    expect(await page.evaluate(() => sessionStorage.getItem('elma.console.token'))).toBeNull();
-    expect(await page.evaluate(() => document.cookie)).toBe('');
+    expect(await page.evaluate("sessionStorage.getItem('elma.console.token')")).toBeNull();
+    expect(await page.evaluate('document.cookie')).toBe('');
 
     const all = Object.values(tokens);
     for (const b of browsers) {

@@ -29,6 +29,7 @@ import { DEFAULT_RECALL_BENCH, measureRecall, type RecallFigures } from '../benc
 import { DEFAULT_SEMANTIC, semanticBench } from '../bench/semantic';
 import { recallTargets } from '../bench/side-by-side';
 import { measureStorage, perEvent } from '../bench/storage';
+import { startProgress } from '../progress';
 
 const TENANTS = 10;
 const BATCH = 100;
@@ -162,8 +163,9 @@ async function measureSizes(dataDir: string, sizes: number[], line: Line): Promi
     const total = plan.reduce((sum, [, missing]) => sum + Math.max(0, missing), 0);
     await withElma(config, embedder, async (elma) => {
       if (n === 0) for (const tenant of tenants) await elma.policies.put(tenant, policy, 'bench');
-      process.stderr.write(`[bench] ${fmt(size)}: appending ${fmt(total)} events\n`);
-      const times = await ingestPlan(elma, random, plan, loaded);
+      const progress = startProgress({ label: `[bench] ${fmt(size)}: appending`, total, unit: 'events' });
+      const times = await ingestPlan(elma, random, plan, loaded, (appended) => progress.update(appended));
+      progress.finish();
       if (n === 0) reportIngest(line, total, times);
       await reportProjection(elma, target, total, line);
       await reportMemory(elma, line);
@@ -280,11 +282,13 @@ async function ingestPlan(
   random: () => number,
   plan: readonly (readonly [string, number])[],
   loaded: Map<string, number>,
+  onAppended?: (events: number) => void,
 ): Promise<IngestTimes> {
   // Validation and id derivation are timed apart from the append (seal + write) they feed.
   let prepareMs = 0;
   let prepareWithoutHygieneMs = 0;
   let appendMs = 0;
+  let appended = 0;
   for (const [tenant, missing] of plan) {
     for (let done = 0; done < missing; done += BATCH) {
       const n = Math.min(BATCH, missing - done);
@@ -299,6 +303,8 @@ async function ingestPlan(
       start = performance.now();
       await elma.ingest.append(principal(tenant), prepared);
       appendMs += performance.now() - start;
+      appended += n;
+      onAppended?.(appended);
     }
     loaded.set(tenant, loaded.get(tenant)! + Math.max(0, missing));
   }

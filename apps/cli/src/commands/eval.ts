@@ -10,6 +10,7 @@ import { runMatrix, type RunResult } from '../eval/paper/runner';
 import { taskModelFromEnv } from '../eval/paper/task-model';
 import type { Workload, WorkloadName } from '../eval/paper/types';
 import { evalLocomoCommand } from './eval-locomo';
+import { startProgress } from '../progress';
 
 const ALL_WORKLOADS: WorkloadName[] = ['W1', 'W2', 'W3', 'W4', 'W5'];
 /**
@@ -103,6 +104,12 @@ export async function evalCommand(argv: string[]): Promise<number> {
     process.stderr.write(
       `[eval] ${workloadsBySeed.length} workload runs (${only.join(',')}, seeds ${seeds.join(',')}, scale ${scale}) x ${runnable.length} systems; budget ${budget}, sweep ${sweep.budgets.join('/')} for ${sweep.systems.join(',')}\n`,
     );
+    const progress = startProgress({
+      label: 'eval',
+      total: workloadsBySeed.length * runnable.filter((s) => !s.sameAs).length,
+      unit: 'runs',
+    });
+    let done = 0;
     runs = await runMatrix({
       workloads: workloadsBySeed,
       systems: runnable,
@@ -110,12 +117,17 @@ export async function evalCommand(argv: string[]): Promise<number> {
       sweep,
       taskModel,
       tempRoot,
-      onRun: (results) =>
-        process.stderr.write(
-          `[eval] ${results[0].workload} seed ${results[0].seed} ${results[0].system} @${results.map((r) => r.budget).join('/')}: ` +
-            `${results[0].probes.length} probes in ${results[0].seconds.toFixed(1)} s${results[0].error ? ` (error: ${results[0].error})` : ''}\n`,
-        ),
+      onRun: (results) => {
+        const [run] = results;
+        const line =
+          `[eval] ${run.workload} seed ${run.seed} ${run.system} @${results.map((r) => r.budget).join('/')}: ` +
+          `${run.probes.length} probes in ${run.seconds.toFixed(1)} s${run.error ? ` (error: ${run.error})` : ''}`;
+        // Every run's line stays in a log; on a terminal only errors do, the rest is the progress line.
+        if (run.error || !process.stderr.isTTY) progress.log(line);
+        progress.update(++done, `${run.workload} seed ${run.seed} ${run.system}`);
+      },
     });
+    progress.finish();
     embedded = shared.counts();
   } finally {
     await closeEvalEmbedder();

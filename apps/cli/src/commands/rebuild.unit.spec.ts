@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '@elma/infra';
-import { temporalAddressOf } from './rebuild';
+import { temporalAddressOf, temporalTargetOf } from '../temporal-target';
 
 const owner = {
   pid: 1,
@@ -20,5 +20,16 @@ describe('where elma rebuild finds Temporal', () => {
     expect(temporalAddressOf(config({ TEMPORAL_PORT: '9733' }), { TEMPORAL_PORT: '9733' }, owner)).toBe('127.0.0.1:9733');
     expect(temporalAddressOf(config(), {}, undefined)).toBe('127.0.0.1:7233');
     expect(temporalAddressOf(config(), {}, { ...owner, command: 'elma api' })).toBe('127.0.0.1:7233');
+  });
+});
+
+describe('what every Temporal command connects as', () => {
+  it('takes the namespace and task queue from TEMPORAL_NAMESPACE and TEMPORAL_TASK_QUEUE', () => {
+    const target = temporalTargetOf(config({ TEMPORAL_NAMESPACE: 'ops', TEMPORAL_TASK_QUEUE: 'elma-eu' }), {}, owner);
+    expect(target).toEqual({ address: '127.0.0.1:18701', namespace: 'ops', taskQueue: 'elma-eu' });
+  });
+
+  it('an empty TEMPORAL_PORT counts as unset', () => {
+    expect(temporalAddressOf(config(), { TEMPORAL_PORT: '' }, owner)).toBe('127.0.0.1:18701');
   });
 });

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { checkCertificateFile } from '@elma/infra';
+import { apiUrlOf } from '../api-client';
 
 const USAGE = 'usage: elma verify-certificate <file> [--jwks <url-or-file>] [--file <export.json|export.pdf>]...\n';
 const FETCH_TIMEOUT_MS = 10_000;
@@ -143,10 +144,7 @@ function messageOf(error: unknown): string {
   return String(error);
 }
 
-/**
- * The issuing service when no --jwks is given: ELMA_URL, else the local API
- * on ELMA_PORT (as `npm start` in the same shell would listen), else 8080.
- */
+/** The issuing service when no --jwks is given: the API as every command finds it (`apiUrlOf`). */
 function defaultServiceUrl(env: NodeJS.ProcessEnv): string {
-  return env.ELMA_URL ?? `http://127.0.0.1:${env.ELMA_PORT ?? '8080'}`;
+  return apiUrlOf({}, env);
 }
