@@ -50,5 +50,3 @@ ALL = {
     if isinstance(op, Operation)
 }
 
-#: Operations another part of ELMA is adding; the tests skip them while the server does not serve them.
-LISTING = ("LIST_MEMORIES", "MEMORY_VERSIONS", "LIST_ERASURES")
