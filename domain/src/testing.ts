@@ -58,11 +58,17 @@ export interface CertificateOptions {
   /** List this many record ids in a `records` scope (default: a subject scope). */
   scopeIds?: number;
   contentFingerprint?: string;
+  /** Version 2 fields: the issuing organisation and the staff's display names. */
+  organisation?: string;
+  requestedByName?: string;
+  approvedBy?: string;
+  approvedByName?: string;
 }
 
 /** A valid erasure certificate (unsigned) for tests of signing, rendering and verification. */
 export function makeCertificate(options: CertificateOptions): ErasureCertificate {
   const { keyId, records = 3, requestedBy = 'dpo@acme.test', passed = true, scopeIds, contentFingerprint = 'ab'.repeat(32) } = options;
+  const { organisation, requestedByName, approvedBy, approvedByName } = options;
   const kinds: MemoryKind[] = ['episodic', 'semantic', 'working'];
   const closureRecords = Array.from({ length: records }, (_, i) => ({
     id: `mem-${String(i).padStart(5, '0')}`,
@@ -74,19 +80,22 @@ export function makeCertificate(options: CertificateOptions): ErasureCertificate
   const probe = { checked: records, failed: passed ? 0 : 1, skipped: 0 };
   return ErasureCertificate.parse({
     type: 'elma.erasure-certificate',
-    version: 1,
+    version: 2,
+    ...(organisation ? { organisation } : {}),
     tenant: 'acme',
     requestId: 'er-2024-0001',
     request: {
       requestedBy,
+      ...(requestedByName ? { requestedByName } : {}),
       requestedAt: '2024-05-01T09:00:00.000Z',
       reason: 'subject_request',
       scope:
         scopeIds === undefined
           ? { type: 'subject', subjectPseudonym: `psn_${'c'.repeat(32)}` }
           : { type: 'records', recordIds: closureRecords.slice(0, scopeIds).map((r) => r.id) },
-      approvedBy: null,
-      approvedAt: null,
+      approvedBy: approvedBy ?? null,
+      ...(approvedByName ? { approvedByName } : {}),
+      approvedAt: approvedBy ? '2024-05-01T09:30:00.000Z' : null,
     },
     closure: { size: records, byKind, records: closureRecords, events: 12, streamsDeleted: 3, keysShredded: 1, tombstones: 3 },
     legalHoldExceptions: [{ recordId: 'mem-held', holdIds: ['hold-1', 'hold-2'] }],

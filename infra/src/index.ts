@@ -18,5 +18,6 @@ export * from './backup';
 export * from './mem0';
 export * from './langgraph';
 export { renderSubjectExportPdf } from './subject-access/pdf';
+export { readPdf, PdfUnreadable, type ReadPdf } from './pdf/read';
 export * from './tools';
 export * from './telemetry';

@@ -1,6 +1,7 @@
 import {
   ERASURE_STEPS,
   ErasureCertificate,
+  FORMAT_VERSIONS,
   type AuditAnchor,
   type CertifiedScope,
   type Clock,
@@ -61,6 +62,8 @@ export class ErasureCertification {
       log: EventLog;
       /** Where completed erasures are kept beyond the reach of backups; absent, nothing is kept (tests of other parts). */
       ledger?: ErasureLedger;
+      /** The organisation named as the issuer on every certificate (ELMA_ORGANISATION_NAME); absent, none is named. */
+      organisation?: string;
     },
   ) {}
 
@@ -99,17 +102,22 @@ export class ErasureCertification {
     const certifiedScope = await this.certifiedScope(tenant, scope);
     // A data subject erasing their own records is named by the pseudonym too, not by their token's subject.
     const selfService = scope.type === 'subject' && certifiedScope.type === 'subject' && request.requestedBy.sub === scope.subject;
+    const requestedByName = selfService ? undefined : request.requestedBy.name;
+    const approvedByName = erasure.approverName(outcome.approvedBy);
     const certificate = ErasureCertificate.parse({
       type: 'elma.erasure-certificate',
-      version: 1,
+      version: FORMAT_VERSIONS.certificates,
+      ...(this.deps.organisation ? { organisation: this.deps.organisation } : {}),
       tenant,
       requestId,
       request: {
         requestedBy: selfService ? certifiedScope.subjectPseudonym : request.requestedBy.sub,
+        ...(requestedByName ? { requestedByName } : {}),
         requestedAt: request.requestedAt,
         reason: request.reason,
         scope: certifiedScope,
         approvedBy: outcome.approvedBy,
+        ...(approvedByName ? { approvedByName } : {}),
         approvedAt: outcome.approvedAt,
       },
       closure,

@@ -92,7 +92,8 @@ export class ErasureRequests {
         requestId,
         tenant: principal.tenant,
         reason: input.reason,
-        requestedBy: requesterOf(principal),
+        // A data subject erasing their own records is not named: the certificate outlives the erasure.
+        requestedBy: requesterOf(principal, { named: !(input.scope.type === 'subject' && input.scope.subject === principal.sub) }),
         requestedAt: this.deps.clock.now().toISOString(),
       },
       scope,
@@ -225,6 +226,14 @@ export class ErasureRequests {
     return n;
   }
 
+  /**
+   * Keeps the approver's display name (token claim `name`) in the erasure stream for the certificate, before the
+   * approval is signalled: the workflow carries the approver's subject only. Nothing without a name.
+   */
+  async nameApprover(principal: Principal, requestId: string): Promise<void> {
+    if (principal.name) await this.deps.store.nameApprover(principal.tenant, requestId, { sub: principal.sub, name: principal.name });
+  }
+
   auditApproval(principal: Principal, requestId: string, effect: 'allow' | 'deny', rule: string, httpRequestId: string) {
     return this.auditRequest(principal, effect, rule, [`erasure/${requestId}`, 'approve'], httpRequestId);
   }
@@ -254,8 +263,9 @@ export class ErasureRequests {
   }
 }
 
-function requesterOf(principal: Principal): Requester {
+function requesterOf(principal: Principal, { named }: { named: boolean }): Requester {
   return {
+    ...(named && principal.name ? { name: principal.name } : {}),
     sub: principal.sub,
     roles: principal.roles,
     clearance: principal.clearance,

@@ -7,6 +7,7 @@ import {
   erasureSteps,
   parseStreamName,
   streams,
+  type ApproverName,
   type AuditAnchor,
   type ErasureAbandonment,
   type ErasureCommand,
@@ -92,6 +93,11 @@ export class Erasure {
     return this.folded.state.certificate ?? undefined;
   }
 
+  /** The display name an approver's token gave, by the approver's subject. */
+  approverName(sub: string | null): string | undefined {
+    return sub === null ? undefined : this.folded.state.approverNames[sub];
+  }
+
   get abandonment(): ErasureAbandonment | undefined {
     return this.folded.state.abandonment ?? undefined;
   }
@@ -160,6 +166,12 @@ export class ErasureStore {
 
   async saveCertificate(erasure: Erasure, signed: SignedCertificate): Promise<void> {
     await this.handle(erasure, { type: 'Certify', requestId: erasure.requestId, certificate: signed });
+  }
+
+  /** Records an approver's display name, until the certificate is written. */
+  async nameApprover(tenant: string, requestId: string, approver: ApproverName): Promise<void> {
+    const erasure = await this.loadRequest(tenant, requestId);
+    await this.handle(erasure, { type: 'NameApprover', requestId, approver });
   }
 
   /** Records the end of a request without certificate; the first record wins. */
@@ -253,6 +265,13 @@ export class ErasureStore {
         };
       case 'ErasureAbandoned':
         return { id: deterministicUuid('erasure-abandoned', tenant, requestId), type: event.type, data: event.data, metadata: { tenant } };
+      case 'ErasureApproverNamed':
+        return {
+          id: deterministicUuid('erasure-approver-named', tenant, requestId, event.data.sub, event.data.name),
+          type: event.type,
+          data: event.data,
+          metadata: { tenant },
+        };
       default: {
         const _exhaustive: never = event;
         return _exhaustive;

@@ -63,7 +63,7 @@ export interface SubjectAccessDeps {
   runner: ProjectionRunner;
   signer: ManifestSigner;
   /** Renders the readable PDF of an export (infra). */
-  renderPdf: (data: SubjectExport) => Buffer;
+  renderPdf: (data: SubjectExport) => Promise<Buffer>;
   /** The audit log's pseudonym of a subject id (entries name subjects by it). */
   auditSubject: (tenant: string, subject: string) => string;
   clock: Clock;
@@ -212,7 +212,7 @@ export class SubjectAccessService {
       events,
     });
     const json = Buffer.from(`${JSON.stringify(data, null, 2)}\n`, 'utf8');
-    const pdf = this.deps.renderPdf(data);
+    const pdf = await this.deps.renderPdf(data);
     const document = SubjectAccessManifest.parse({
       type: 'elma.subject-access-manifest',
       version: 1,

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SignedCertificate } from '@elma/domain';
 import { makeCertificate } from '@elma/domain/testing';
-import { CertificateSigner } from '@elma/infra';
+import { CertificateSigner, renderCertificatePdf } from '@elma/infra';
 import { CONSOLE_CSP } from './console/console';
 import { callApi, startTestApp, type Json, type TestApp } from './testing';
 
@@ -77,10 +78,24 @@ describe('POST /v1/certificates/verify', () => {
     expect(response.body).toMatchObject({ valid: false, reason: expect.stringContaining('malformed certificate') });
   });
 
-  it('refuses a PDF on this build, a file that is neither JSON nor PDF, and a newer format, each with its stable code', async () => {
+  it('checks a PDF certificate by its attached signed JSON and its page (forged pages: infra/src/certificate/pdf.unit.spec.ts)', async () => {
+    const signed = signedBy(t.elma.signer);
+    const pdf = await renderCertificatePdf(SignedCertificate.parse(signed));
+    const valid = await upload(pdf, 'application/pdf');
+    expect(valid).toMatchObject({ status: 200, body: { valid: true, format: 'pdf', signedBy: signed.signature.kid } });
+    expect(valid.body.certifies).toMatchObject({ kind: 'elma.erasure-certificate', requestId: signed.certificate.requestId });
+    // Signed by another ELMA: read, but not valid here.
+    const foreign = await upload(
+      await renderCertificatePdf(SignedCertificate.parse(signedBy(new CertificateSigner({ masterKey: new Uint8Array(32).fill(9) })))),
+      'application/pdf',
+    );
+    expect(foreign).toMatchObject({ status: 200, body: { valid: false, format: 'pdf', certifies: null } });
+  });
+
+  it('refuses a PDF without a certificate, a file that is neither JSON nor PDF, and a newer format, each with its stable code', async () => {
     const pdf = await upload(Buffer.from('%PDF-1.7\n%âãÏÓ\n1 0 obj <<>> endobj\n'), 'application/pdf');
-    expect(pdf).toMatchObject({ status: 415, contentType: expect.stringContaining('application/problem+json') });
-    expect(pdf.body.code).toBe('CERTIFICATE.PDF_NOT_SUPPORTED');
+    expect(pdf).toMatchObject({ status: 422, contentType: expect.stringContaining('application/problem+json') });
+    expect(pdf.body.code).toBe('CERTIFICATE.UNREADABLE');
     const garbage = await upload(Buffer.from([0xff, 0xfe, 0x00, 0x01, 0x80]));
     expect(garbage).toMatchObject({ status: 422, body: { code: 'CERTIFICATE.UNREADABLE' } });
     const signed = signedBy(t.elma.signer);

@@ -174,7 +174,7 @@ describe('erasure of a data subject, end to end on Temporal', () => {
     const pdf = await call('compliance', 'GET', `/v1/erasures/${requestId}/certificate.pdf`);
     expect(pdf.status).toBe(200);
     expect(pdf.contentType).toBe('application/pdf');
-    expect(pdf.bytes.subarray(0, 8).toString()).toBe('%PDF-1.4');
+    expect(pdf.bytes.subarray(0, 8).toString()).toBe('%PDF-1.7');
   });
 
   it('leaves nothing to find: recall, get-by-id, and the bytes on disk', async () => {

@@ -38,17 +38,18 @@ const COMMANDS: Record<string, Command> = {
     run: (argv) => startCommand(argv, { worker: false }),
   },
   token: {
-    synopsis: '[--tenant T] [--sub S] [--roles a,b] [--purposes a,b] [--clearance C] [--ttl SECONDS]',
+    synopsis: '[--tenant T] [--sub S] [--name "Display Name"] [--roles a,b] [--purposes a,b] [--clearance C] [--ttl SECONDS]',
     summary:
       'mint a development token signed with the embedded JWT secret (each gets a jti)\n' +
       'elma token revoke --tenant T --jti ID [--expires-at ISO-8601]: deny that token until it expires',
     run: tokenCommand,
   },
   keys: {
-    synopsis: 'rotate --master|--tenant T|--signing [--batch-size N] [--pause-ms MS] | status [--tenant T]',
+    synopsis: 'rotate --master|--tenant T|--signing [--batch-size N] [--pause-ms MS] | status [--tenant T] | export [--out F] [--online]',
     summary:
       'rotate the master key (ELMA_MASTER_KEY new, ELMA_MASTER_KEY_PREVIOUS old), a tenant key or the certificate signing key,\n' +
-      'online and resumable (run the same command again after a failure); `status` shows keys and rotations',
+      'online and resumable (run the same command again after a failure); `status` shows keys and rotations;\n' +
+      '`export` writes the certificate signing public keys (JWKS) for offline `verify-certificate --jwks F`',
     run: (argv) => keysCommand(argv),
   },
   rebuild: {
@@ -70,10 +71,11 @@ const COMMANDS: Record<string, Command> = {
     run: (argv) => tenantsCommand(argv),
   },
   'verify-certificate': {
-    synopsis: '<file> [--jwks <url-or-file>] [--file <export.json|export.pdf>]...',
+    synopsis: '<file.json|file.pdf> [--jwks <file-or-url> | --online] [--file <export.json|export.pdf>]...',
     summary:
-      'verify an erasure certificate, a subject-access manifest (and, with --file, its export files) or a tenant\n' +
-      'off-boarding certificate offline; exits 1 if it was altered',
+      'verify an erasure certificate (JSON, or the PDF with its signed JSON attached), a subject-access manifest (and,\n' +
+      'with --file, its export files) or a tenant off-boarding certificate, offline (keys: --jwks FILE or\n' +
+      'ELMA_CERTIFICATE_KEYS; the service only with --online); exits 1 if it was altered',
     run: (argv) => verifyCertificateCommand(argv),
   },
   backup: {

@@ -654,7 +654,7 @@ function createErasures(config: ElmaConfig, { compaction, reapply, subjectExport
       subjectExports,
       ...(compaction ? { compaction: { port: compaction, waitMs: config.eventStore!.scavengeWaitMs } } : {}),
     }),
-    certification: new ErasureCertification(deps),
+    certification: new ErasureCertification({ ...deps, organisation: config.organisationName }),
   };
 }
 

@@ -11,6 +11,12 @@ export const Principal = z.object({
   /** ABAC attributes asserted by the token, when the issuer has them. */
   department: z.string().min(1).max(200).optional(),
   project: z.string().min(1).max(200).optional(),
+  /**
+   * The caller's display name (the standard `name` claim), shown on certificates for the staff who requested or
+   * approved an erasure. Optional and forgiving: a name this schema does not take is dropped, never a reason to
+   * refuse the token.
+   */
+  name: z.string().trim().min(1).max(200).optional().catch(undefined),
 });
 export type Principal = z.infer<typeof Principal>;
 

@@ -44,16 +44,6 @@ export class CertificateUnreadable extends DomainError {
   }
 }
 
-/** A PDF certificate, where this build verifies only the signed JSON document. */
-export class CertificatePdfNotSupported extends DomainError {
-  constructor() {
-    super(
-      'CERTIFICATE.PDF_NOT_SUPPORTED',
-      'this ELMA verifies the signed JSON certificate only: upload the JSON file (GET /v1/erasures/{id}/certificate)',
-    );
-  }
-}
-
 /** A document of a newer format than this build reads: it is not judged by older rules. */
 export class CertificateFormatTooNew extends DomainError {
   constructor(

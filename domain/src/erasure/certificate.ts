@@ -63,16 +63,26 @@ export type Verification = z.infer<typeof Verification>;
 /** A signed statement that an erasure happened, what it covered and how it was checked (docs/architecture.md#erasure). */
 export const ErasureCertificate = z.strictObject({
   type: z.literal('elma.erasure-certificate'),
-  /** The certificate's format version (`FORMAT_VERSIONS.certificates`), inside the signed body. */
-  version: z.literal(FORMAT_VERSIONS.certificates),
+  /**
+   * The certificate's format version, inside the signed body: this build writes `FORMAT_VERSIONS.certificates`
+   * and reads every version up to it (2 added the organisation and the staff's display names).
+   */
+  version: z.number().int().min(1).max(FORMAT_VERSIONS.certificates),
+  /** The organisation that issued it (ELMA_ORGANISATION_NAME), when configured. */
+  organisation: z.string().min(1).optional(),
   tenant: z.string(),
   requestId: z.string(),
   request: z.strictObject({
+    /** The requester's token subject, or the pseudonym of a data subject who asked for their own erasure. */
     requestedBy: z.string(),
+    /** The display name of the member of staff who asked (token claim `name`); never set for a data subject. */
+    requestedByName: z.string().min(1).optional(),
     requestedAt: IsoDate,
     reason: ErasureReason,
     scope: CertifiedScope,
     approvedBy: z.string().nullable(),
+    /** The approver's display name (token claim `name`), when their token had one. */
+    approvedByName: z.string().min(1).optional(),
     approvedAt: IsoDate.nullable(),
   }),
   closure: z.strictObject({

@@ -23,6 +23,8 @@ export const Requester = z.object({
   clearance: Sensitivity,
   project: z.string().optional(),
   department: z.string().optional(),
+  /** The requester's display name, for the certificate; never recorded for a data subject asking about their own records. */
+  name: z.string().optional(),
 });
 export type Requester = z.infer<typeof Requester>;
 
@@ -86,7 +88,12 @@ export const ERASURE_EVENT_TYPES = {
   auditClosed: 'ErasureAuditClosed',
   certified: 'ErasureCertified',
   abandoned: 'ErasureAbandoned',
+  approverNamed: 'ErasureApproverNamed',
 } as const;
+
+/** The display name of a member of staff who approves the erasure (kept out of Temporal: the API records it here). */
+export const ApproverName = z.object({ sub: z.string(), name: z.string() });
+export type ApproverName = z.infer<typeof ApproverName>;
 
 export const ErasureEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ErasureRequested'), data: ErasureRequestRecord.extend({ scope: SealedValue }) }),
@@ -95,6 +102,7 @@ export const ErasureEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ErasureAuditClosed'), data: AuditAnchor }),
   z.object({ type: z.literal('ErasureCertified'), data: SignedCertificate }),
   z.object({ type: z.literal('ErasureAbandoned'), data: ErasureAbandonment }),
+  z.object({ type: z.literal('ErasureApproverNamed'), data: ApproverName }),
 ]);
 export type ErasureEvent = z.infer<typeof ErasureEvent>;
 
@@ -104,7 +112,8 @@ export type ErasureCommand =
   | { type: 'CompleteStep'; requestId: string; record: StepRecord }
   | { type: 'CloseAudit'; requestId: string; anchor: AuditAnchor }
   | { type: 'Certify'; requestId: string; certificate: SignedCertificate }
-  | { type: 'Abandon'; requestId: string; abandonment: ErasureAbandonment };
+  | { type: 'Abandon'; requestId: string; abandonment: ErasureAbandonment }
+  | { type: 'NameApprover'; requestId: string; approver: ApproverName };
 
 /** An erasure's progress as its stream tells it. The first record of each kind wins: a retry changes nothing. */
 export interface ErasureState {
@@ -117,6 +126,8 @@ export interface ErasureState {
   auditAnchor: AuditAnchor | null;
   certificate: SignedCertificate | null;
   abandonment: ErasureAbandonment | null;
+  /** Display names of the staff who approved (or tried to), by their token's subject; the last one recorded wins. */
+  approverNames: Readonly<Record<string, string>>;
 }
 
 export const initialErasureState = (): ErasureState => ({
@@ -127,6 +138,7 @@ export const initialErasureState = (): ErasureState => ({
   auditAnchor: null,
   certificate: null,
   abandonment: null,
+  approverNames: {},
 });
 
 /** The finished steps by name. */
@@ -156,6 +168,11 @@ export function decideErasure(command: ErasureCommand, state: ErasureState): Era
       return state.certificate ? [] : [{ type: 'ErasureCertified', data: command.certificate }];
     case 'Abandon':
       return state.abandonment ? [] : [{ type: 'ErasureAbandoned', data: command.abandonment }];
+    case 'NameApprover':
+      // Only while the certificate is not written (it is what the name is for), and once per name.
+      return state.certificate || state.approverNames[command.approver.sub] === command.approver.name
+        ? []
+        : [{ type: 'ErasureApproverNamed', data: command.approver }];
     default: {
       const _exhaustive: never = command;
       return _exhaustive;
@@ -180,6 +197,8 @@ export function evolveErasure(state: ErasureState, event: ErasureEvent): Erasure
       return state.certificate ? state : { ...state, certificate: event.data };
     case 'ErasureAbandoned':
       return state.abandonment ? state : { ...state, abandonment: event.data };
+    case 'ErasureApproverNamed':
+      return { ...state, approverNames: { ...state.approverNames, [event.data.sub]: event.data.name } };
     default: {
       const _exhaustive: never = event;
       return _exhaustive;

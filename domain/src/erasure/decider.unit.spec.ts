@@ -106,6 +106,7 @@ describe('the erasure decider', () => {
       { type: 'ErasureAuditClosed', data: { seq: 12, hash: 'ab' } },
       { type: 'ErasureCertified', data: JSON.parse(JSON.stringify(signed)) },
       { type: 'ErasureAbandoned', data: { outcome: 'ERASURE.APPROVAL_TIMEOUT', at: '2026-12-01T00:01:00.000Z' } },
+      { type: 'ErasureApproverNamed', data: { sub: 'dpo-2', name: '王伟' } },
     ];
     expect(stored.map((e) => erasureDecider.parse(e))).toEqual(stored);
     expect(Object.values(ERASURE_EVENT_TYPES).sort()).toEqual(stored.map((e) => e.type).sort());

@@ -18,7 +18,8 @@ import { DomainError } from './errors';
  * - `vectors`: how a partition's vectors are stored (1 = float32 BLOBs; 2 = int8 and a scale; usearch graph), kept in
  *   `partition_state`.
  * - `tokenisation`: how BM25 terms are cut and stemmed (`documentAnalysisCode`), kept in `partition_state`.
- * - `certificates`: the signed erasure certificate's `version` field (inside the signed body).
+ * - `certificates`: the signed erasure certificate's `version` field (inside the signed body; 2 = the issuing
+ *   organisation and the display names of the staff who requested and approved).
  * - `elasticsearchMapping`: the mapping of the Elasticsearch index (its concrete index name ends in `-v<n>`).
  * - `erasureLedger`: `erasure-ledger.db`, the completed erasures kept outside the backups' reach (`user_version`).
  * - `backupManifest`: `manifest.json` of an `elma backup` folder (`formatVersion`).
@@ -34,7 +35,7 @@ export const FORMAT_VERSIONS = {
   indexRows: 2,
   vectors: 2,
   tokenisation: 1,
-  certificates: 1,
+  certificates: 2,
   elasticsearchMapping: 2,
   erasureLedger: 1,
   backupManifest: 1,

@@ -55,6 +55,7 @@ export async function mintToken(
     roles: principal.roles,
     purposes: principal.purposes,
     clearance: principal.clearance,
+    ...(principal.name ? { name: principal.name } : {}),
   })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setSubject(principal.sub)

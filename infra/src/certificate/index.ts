@@ -8,5 +8,5 @@ export {
 } from './signing';
 export { verifySignedDocument, type DocumentVerification, type SignedDocumentType } from './documents';
 export { verifySignedOffboardingCertificate, type OffboardingVerification } from './offboarding';
-export { renderCertificatePdf } from './pdf';
-export { checkCertificateFile, checkCertificateDocument, certifiedSummary, type CertificateFileCheck } from './file';
+export { renderCertificatePdf, CERTIFICATE_ATTACHMENT, CERTIFICATE_PDF_LAYOUT, signatureFingerprint, documentFingerprint } from './pdf';
+export { certifiedSummary, verifyCertificateDocument, verifyCertificateFile, type CertificateCheck, type VisiblePage } from './verify';

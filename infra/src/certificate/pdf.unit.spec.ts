@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { SignedCertificate } from '@elma/domain';
 import { makeCertificate, type CertificateOptions } from '@elma/domain/testing';
-import { renderCertificatePdf } from './pdf';
+import { pdfBytesInflated } from '../../../tests/support/pdf-bytes';
+import { PdfLayout } from '../pdf/document';
+import { readPdf } from '../pdf/read';
+import { CERTIFICATE_PDF_LAYOUT, certificateAttachment, documentFingerprint, renderCertificatePdf, signatureFingerprint } from './pdf';
 import { CertificateSigner } from './signing';
+import { verifyCertificateFile } from './verify';
 
 const signer = new CertificateSigner({ masterKey: new Uint8Array(32).fill(7) });
 
@@ -10,121 +14,166 @@ function aSignedCertificate(options: Omit<CertificateOptions, 'keyId'> = {}): Si
   return signer.sign(makeCertificate({ ...options, keyId: signer.keyId }));
 }
 
-interface ParsedPdf {
-  text: string;
-  objectOffsets: Map<number, number>;
-  startxref: number;
-  pageCount: number;
-  pageObjects: number;
-  positions: { x: number; y: number }[];
-}
+const staff = {
+  organisation: '上海示例数据科技有限公司',
+  requestedBy: 'compliance-li',
+  requestedByName: '李娜',
+  approvedBy: 'dpo-wang',
+  approvedByName: '王伟 (DPO)',
+};
 
-/** Reads the structure back from the bytes, as a PDF reader would start to. */
-function parsePdf(bytes: Buffer): ParsedPdf {
-  const pdf = bytes.toString('latin1');
-  const startxref = Number(/startxref\n(\d+)\n%%EOF$/.exec(pdf)![1]);
-  const [, first, count] = /^xref\n(\d+) (\d+)\n/.exec(pdf.slice(startxref))!.map(Number);
-  const entriesAt = startxref + `xref\n${first} ${count}\n`.length;
-  const objectOffsets = new Map<number, number>();
-  for (let i = 0; i < count; i++) {
-    const entry = pdf.slice(entriesAt + 20 * i, entriesAt + 20 * (i + 1));
-    expect(entry).toMatch(/^\d{10} \d{5} [nf] \n$/);
-    if (entry[17] === 'n') objectOffsets.set(first + i, Number(entry.slice(0, 10)));
-  }
-  const text = [...pdf.matchAll(/\(((?:\\.|[^\\)])*)\) Tj/g)].map((m) => m[1].replace(/\\(.)/g, '$1')).join('\n');
-  const positions = [...pdf.matchAll(/ ([\d.]+) ([\d.]+) Td /g)].map((m) => ({ x: Number(m[1]), y: Number(m[2]) }));
-  return {
-    text,
-    objectOffsets,
-    startxref,
-    pageCount: Number(/\/Type \/Pages .*\/Count (\d+)/.exec(pdf)![1]),
-    pageObjects: pdf.match(/\/Type \/Page(?!s)/g)!.length,
-    positions,
-  };
-}
+const text = (pages: string[]) => pages.join('\n');
+const squeeze = (s: string) => s.replace(/\s+/g, '');
 
-function expectWellFormed(bytes: Buffer): ParsedPdf {
-  const pdf = bytes.toString('latin1');
-  expect(pdf.startsWith('%PDF-1.4')).toBe(true);
-  expect(pdf.endsWith('%%EOF')).toBe(true);
-  const parsed = parsePdf(bytes);
-  expect(pdf.slice(parsed.startxref, parsed.startxref + 4)).toBe('xref');
-  expect(parsed.objectOffsets.size).toBeGreaterThan(5);
-  for (const [object, offset] of parsed.objectOffsets) {
-    expect(pdf.slice(offset, offset + `${object} 0 obj`.length)).toBe(`${object} 0 obj`);
-  }
-  for (const m of pdf.matchAll(/<< \/Length (\d+) >>\nstream\n/g)) {
-    const start = m.index + m[0].length;
-    expect(pdf.slice(start + Number(m[1]), start + Number(m[1]) + '\nendstream'.length)).toBe('\nendstream');
-  }
-  expect(parsed.pageCount).toBe(parsed.pageObjects);
-  // Everything is placed inside the A4 page, above the footer line.
-  for (const { x, y } of parsed.positions) {
-    expect(x).toBeGreaterThanOrEqual(56);
-    expect(x).toBeLessThan(595.28 - 56);
-    expect(y).toBeGreaterThanOrEqual(30);
-    expect(y).toBeLessThan(841.89 - 56);
-  }
-  return parsed;
-}
+describe('the erasure certificate PDF', () => {
+  it('parses, carries the signed certificate as its attachment, and verifies on its own', async () => {
+    const signed = aSignedCertificate(staff);
 
-describe('certificate PDF', () => {
-  it('is a well-formed PDF 1.4 with a correct cross-reference table', () => {
-    expectWellFormed(renderCertificatePdf(aSignedCertificate()));
+    const pdf = await renderCertificatePdf(signed);
+    const read = await readPdf(pdf);
+
+    expect(pdf.subarray(0, 8).toString()).toBe('%PDF-1.7');
+    expect(read.pages.length).toBeGreaterThanOrEqual(1);
+    expect(JSON.parse(read.attachments.get('certificate.json')!.toString('utf8'))).toEqual(signed);
+    expect(read.attachments.get('certificate.json')).toEqual(certificateAttachment(signed).bytes);
+    const check = await verifyCertificateFile(pdf, signer.jwks());
+    expect(check).toMatchObject({ status: 'valid', format: 'pdf', type: 'elma.erasure-certificate', visible: { status: 'matches' } });
   });
 
-  it('states the request, the verification result and how to verify the signature', () => {
+  it('shows the organisation and the staff by name in Chinese, with the result and every fingerprint explained', async () => {
+    const signed = aSignedCertificate(staff);
+
+    const all = squeeze(text((await readPdf(await renderCertificatePdf(signed))).pages));
+
+    for (const expected of [
+      '上海示例数据科技有限公司',
+      '李娜(compliance-li)',
+      '王伟(DPO)(dpo-wang)',
+      '数据删除证明',
+      'PASSED',
+      'er-2024-0001',
+      signer.keyId,
+      signatureFingerprint(signed.signature.value),
+      documentFingerprint(signed.certificate),
+      signed.certificate.auditAnchor.hash,
+      'Contentfingerprint',
+      'Subjectpseudonym',
+      'elmaverify-certificatecertificate.pdf--jwkselma-keys.json',
+    ]) {
+      expect(all).toContain(squeeze(expected));
+    }
+    for (const probe of ['getById', 'bm25', 'knn', 'decrypt', 'byteScan']) expect(all).toContain(probe);
+    expect(all).not.toContain(signed.signature.value);
+  });
+
+  it('has PDF/A metadata: title, author, dates, XMP and the document language', async () => {
+    const signed = aSignedCertificate(staff);
+
+    const { info, xmp, lang } = await readPdf(await renderCertificatePdf(signed));
+
+    expect(info).toMatchObject({ Title: 'Erasure certificate er-2024-0001', Author: staff.organisation, Creator: 'ELMA' });
+    expect(info.CreationDate).toBe('D:20240501100100Z');
+    expect(lang).toBe('en');
+    expect(xmp.get('pdfaid:part')).toBe('3');
+    expect(xmp.get('dc:title')).toBe('Erasure certificate er-2024-0001');
+    expect(xmp.get('xmp:createdate')).toBe('2024-05-01T10:01:00Z');
+    expect((info.Custom as Record<string, string>).ElmaLayout).toBe(CERTIFICATE_PDF_LAYOUT);
+  });
+
+  it('names a data subject who asked for their own erasure by pseudonym only', async () => {
+    const pseudonym = `psn_${'c'.repeat(32)}`;
+    const signed = aSignedCertificate({ requestedBy: pseudonym });
+
+    const all = squeeze(text((await readPdf(await renderCertificatePdf(signed))).pages));
+
+    expect(all).toContain(squeeze(`the data subject, by pseudonym 数据主体本人（以假名表示） ${pseudonym}`));
+  });
+
+  it('embeds its fonts as subsets, and Chinese comes back as Chinese (no ? and no missing glyphs)', async () => {
+    const zh = '王先生说交付风险很高';
+    const pdf = await renderCertificatePdf(aSignedCertificate({ ...staff, requestedByName: zh }));
+
+    const { bytes, inflated } = pdfBytesInflated(pdf);
+    const all = text((await readPdf(pdf)).pages);
+
+    expect(inflated).toBeGreaterThan(3);
+    expect(all).toContain(zh);
+    expect(all).not.toContain('?');
+    // Subset fonts are named with a six-letter tag; both faces are embedded (FontFile3: CFF).
+    expect(bytes.toString('latin1').match(/\/FontName \/[A-Z]{6}\+NotoSansHans-(Regular|Bold)/g)?.length).toBe(2);
+    expect(bytes.toString('latin1')).toContain('/FontFile3');
+    expect(pdf.length).toBeLessThan(1_000_000);
+  });
+
+  it('a closure of 5,000 records lists the first ten and counts the rest', async () => {
+    const all = squeeze(text((await readPdf(await renderCertificatePdf(aSignedCertificate({ records: 5000, scopeIds: 5000 })))).pages));
+
+    expect(all).toContain('mem-00009');
+    expect(all).not.toContain('mem-00010');
+    expect(all).toContain('...and4990more');
+  });
+
+  it('control characters in a value do not move the layout, and a long value wraps onto more pages', async () => {
+    const read = await readPdf(
+      await renderCertificatePdf(aSignedCertificate({ requestedByName: `Zoë (DPO)\n\u0007 ${'x'.repeat(5_000)}` })),
+    );
+
+    expect(read.pages.length).toBeGreaterThanOrEqual(2);
+    expect(squeeze(text(read.pages))).toContain('Zoë(DPO)');
+    expect(text(read.pages)).toContain('page 2 of');
+    expect(text(read.pages)).not.toContain('\u0007');
+  });
+});
+
+describe('verifying a certificate PDF', () => {
+  it('a page that shows something else than the attached certificate is INVALID', async () => {
+    const signed = aSignedCertificate(staff);
+    // A forger keeps the genuine signed JSON and draws a page of their own, with the same layout marker.
+    const forged = new PdfLayout(
+      { title: 't', author: 'a', subject: 's', keywords: 'k', lang: 'en', createdAt: new Date(0), layout: CERTIFICATE_PDF_LAYOUT },
+      { body: 9.5, table: 8, label: 8.5 },
+    );
+    forged.paragraph('Erasure certificate: 5,000 records erased, verification PASSED, approved by the regulator.');
+
+    const check = await verifyCertificateFile(await forged.finish('forged', [certificateAttachment(signed)]), signer.jwks());
+
+    expect(check).toMatchObject({ status: 'invalid', format: 'pdf', visible: { status: 'differs', page: 1 } });
+  });
+
+  it('an attachment changed after signing is INVALID, and a PDF without one cannot be judged', async () => {
+    const signed = aSignedCertificate(staff);
+    const tampered = structuredClone(signed);
+    tampered.certificate.closure.size = 1;
+
+    expect(await verifyCertificateFile(await renderCertificatePdf(tampered), signer.jwks())).toEqual({
+      status: 'invalid',
+      format: 'pdf',
+      reason: 'signature does not match',
+    });
+    const bare = new PdfLayout(
+      { title: 't', author: 'a', subject: 's', keywords: 'k', lang: 'en', createdAt: new Date(0), layout: 'x' },
+      { body: 9.5, table: 8, label: 8.5 },
+    );
+    bare.paragraph('no attachment');
+    expect(await verifyCertificateFile(await bare.finish('bare'), signer.jwks())).toMatchObject({ status: 'unreadable', format: 'pdf' });
+    expect(await verifyCertificateFile(Buffer.from('%PDF-1.7\ngarbage'), signer.jwks())).toMatchObject({
+      status: 'unreadable',
+      format: 'pdf',
+    });
+  });
+
+  it('a JSON certificate verifies as before, and one of a newer format is not judged', async () => {
     const signed = aSignedCertificate();
+    const json = Buffer.from(JSON.stringify(signed));
 
-    const { text } = expectWellFormed(renderCertificatePdf(signed));
-
-    expect(text).toContain('ELMA erasure certificate');
-    expect(text).toContain('er-2024-0001');
-    expect(text).toContain('not required');
-    expect(text).toContain('PASSED');
-    expect(text).toContain(signer.keyId);
-    expect(text).toContain('elma verify-certificate <file> --jwks <url>');
-    for (const probe of ['getById', 'bm25', 'knn', 'decrypt', 'byteScan']) expect(text).toContain(probe);
-    expect(text).not.toContain(signed.signature.value);
-  });
-
-  it('a failed verification reads FAILED', () => {
-    const { text } = expectWellFormed(renderCertificatePdf(aSignedCertificate({ passed: false })));
-
-    expect(text).toContain('FAILED');
-    expect(text).not.toContain('PASSED');
-  });
-
-  it('a closure of 5,000 records lists the first ten and counts the rest', () => {
-    const { text, pageCount } = expectWellFormed(renderCertificatePdf(aSignedCertificate({ records: 5000, scopeIds: 5000 })));
-
-    expect(text).toContain('mem-00009');
-    expect(text).not.toContain('mem-00010');
-    expect(text).toContain('... and 4990 more');
-    expect(text).toContain('5000');
-    expect(pageCount).toBeLessThanOrEqual(3);
-  });
-
-  it('a value too long for one page wraps onto a second page', () => {
-    const { text, pageCount } = expectWellFormed(renderCertificatePdf(aSignedCertificate({ requestedBy: 'x'.repeat(12_000) })));
-
-    expect(pageCount).toBeGreaterThanOrEqual(2);
-    expect(text).toContain('page 2 of');
-    expect(text).toContain('PASSED');
-  });
-
-  it('characters outside Latin-1 are replaced and PDF delimiters escaped', () => {
-    const bytes = renderCertificatePdf(aSignedCertificate({ requestedBy: 'Zoë (DPO) \\ 李 \u2014 ok\nnext' }));
-
-    const { text } = expectWellFormed(bytes);
-
-    expect(text).toContain('Zoë (DPO) \\ ? ? ok?next');
-    expect(bytes.toString('latin1')).toContain('Zoë \\(DPO\\) \\\\ ? ? ok?next');
-  });
-
-  it('the same certificate renders to the same bytes', () => {
-    const signed = aSignedCertificate();
-
-    expect(renderCertificatePdf(signed).equals(renderCertificatePdf(structuredClone(signed)))).toBe(true);
+    expect(await verifyCertificateFile(json, signer.jwks())).toMatchObject({ status: 'valid', format: 'json', kid: signer.keyId });
+    const newer = { ...signed, certificate: { ...signed.certificate, version: 99 } };
+    expect(await verifyCertificateFile(Buffer.from(JSON.stringify(newer)), signer.jwks())).toMatchObject({
+      status: 'unreadable',
+      reason: expect.stringContaining('format version 99 is newer'),
+    });
+    expect(await verifyCertificateFile(Buffer.from('certificate? what certificate'), signer.jwks())).toMatchObject({
+      status: 'unreadable',
+    });
   });
 });

@@ -204,6 +204,15 @@ const Env = z.object({
   ELMA_GRAPHIQL: z.enum(['true', 'false', '1', '0']).optional(),
   /** Where tenant off-boarding writes a tenant's export archive; outside the data folder. Unset: no export possible. */
   ELMA_OFFBOARD_EXPORT_DIR: z.string().min(1).optional(),
+  /** The organisation named as the issuer on erasure certificates (JSON and PDF). Unset: none is named. */
+  ELMA_ORGANISATION_NAME: z.string().trim().min(1).max(200).optional(),
+  /**
+   * The signing keys `elma verify-certificate` checks against when no --jwks is given: a JWKS file exported once
+   * with `elma keys export --out FILE`. Offline by design; the service is asked only with --online or a --jwks URL.
+   */
+  ELMA_CERTIFICATE_KEYS: z.string().min(1).optional(),
+  /** The API a command talks to (default http://127.0.0.1:$ELMA_PORT). */
+  ELMA_URL: z.string().min(1).optional(),
 });
 
 export interface ElmaConfig {
@@ -212,6 +221,8 @@ export interface ElmaConfig {
   erasureLedger: string;
   /** Tenant off-boarding: the folder export archives go to (never inside `dataDir`); absent: exports refused. */
   offboard: { exportDir?: string };
+  /** The organisation named as the issuer on certificates (ELMA_ORGANISATION_NAME). */
+  organisationName?: string;
   host: string;
   port: number;
   eventLog: 'sqlite' | 'eventstoredb';
@@ -327,6 +338,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir,
     erasureLedger: resolve(e.ELMA_ERASURE_LEDGER ?? join(dataDir, 'erasure-ledger.db')),
     offboard: exportDir ? { exportDir } : {},
+    ...(e.ELMA_ORGANISATION_NAME ? { organisationName: e.ELMA_ORGANISATION_NAME } : {}),
     host: e.ELMA_HOST,
     port: e.ELMA_PORT,
     eventLog,
@@ -409,6 +421,15 @@ export function loadDataPaths(env: Record<string, string | undefined> = process.
     erasureLedger: resolve(e.ELMA_ERASURE_LEDGER ?? join(dataDir, 'erasure-ledger.db')),
     temporalDbFile: resolve(e.ELMA_TEMPORAL_DB_FILE ?? join(dataDir, 'temporal.db')),
   };
+}
+
+/**
+ * What `elma verify-certificate` and `elma keys export --online` need, and nothing else: no data folder is
+ * opened or created. `jwksFile` is ELMA_CERTIFICATE_KEYS. (The service's address is the CLI's one rule, `apiUrlOf`.)
+ */
+export function loadVerifierConfig(env: Record<string, string | undefined> = process.env): { jwksFile?: string } {
+  const e = parseEnv(env);
+  return e.ELMA_CERTIFICATE_KEYS ? { jwksFile: resolve(e.ELMA_CERTIFICATE_KEYS) } : {};
 }
 
 function parseEnv(env: Record<string, string | undefined>): EnvValues {

@@ -97,6 +97,8 @@ export class ErasureDesk {
     }
     const before = await workflows.progress(caller.tenant, requestId);
     if (before?.status !== 'awaiting_approval') throw new ErasureNotAwaitingApproval(requestId);
+    // The display name goes to the erasure stream, for the certificate; the workflow carries the subject only.
+    await this.erasure.nameApprover(caller, requestId);
     await workflows.approve(caller.tenant, requestId, caller.sub);
     await this.erasure.auditApproval(caller, requestId, 'allow', 'role:dpo', httpRequestId);
     return { ...before, status: 'running', approvedBy: caller.sub };

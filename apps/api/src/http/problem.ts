@@ -59,7 +59,6 @@ const STATUS: Record<string, number> = {
   'ERASURE.CONTENT_ERASED': 409,
   // POST /v1/certificates/verify: a file that is no certificate, one this build cannot read, a newer format.
   'CERTIFICATE.UNREADABLE': 422,
-  'CERTIFICATE.PDF_NOT_SUPPORTED': 415,
   'CERTIFICATE.FORMAT_TOO_NEW': 422,
   'TEMPORAL.UNAVAILABLE': 503,
   'TENANT.OFFBOARDED': 410,

@@ -22,7 +22,7 @@ export class CertificatesController {
   @ApiBody({
     description:
       'The certificate file as it was downloaded: the signed JSON (erasure certificate, subject-access manifest, off-boarding ' +
-      'certificate). A PDF is recognised and refused with 415 CERTIFICATE.PDF_NOT_SUPPORTED on this build.',
+      'certificate), or the erasure certificate PDF (its attached signed JSON is checked, and its pages must show that certificate).',
     schema: { type: 'string', format: 'binary' },
     required: true,
   })

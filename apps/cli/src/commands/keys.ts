@@ -1,9 +1,12 @@
+import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '@elma/infra';
+import { CertificateSigner, loadConfig } from '@elma/infra';
+import { apiUrlOf } from '../api-client';
 import { KeyAdministration } from '@elma/runtime';
 
 const USAGE = `usage: elma keys rotate --master | --tenant T | --signing  [--batch-size N] [--pause-ms MS]
        elma keys status [--tenant T]
+       elma keys export [--out jwks.json] [--online]
 `;
 
 interface Output {
@@ -16,11 +19,21 @@ interface Output {
  * replaced key given in ELMA_MASTER_KEY_PREVIOUS), `--tenant T` gives the
  * tenant a new key and re-wraps its data keys, `--signing` makes a new
  * certificate signing key current (the old one stays published). Each is
- * idempotent: after a crash, run the same command again to finish.
+ * idempotent: after a crash, run the same command again to finish. `export` writes the public keys that
+ * certificates are signed with (a JWKS, every key ever published) for `elma verify-certificate --jwks FILE`: from
+ * the data folder's key vault, or with `--online` from the running service (ELMA_URL, else ELMA_PORT).
  * Exit codes: 0 done, 1 failed (the message says what to do), 2 usage.
  */
 export async function keysCommand(argv: string[], io: { stdout: Output; stderr: Output } = process): Promise<number> {
-  let values: { master?: boolean; tenant?: string; signing?: boolean; 'batch-size'?: string; 'pause-ms'?: string };
+  let values: {
+    master?: boolean;
+    tenant?: string;
+    signing?: boolean;
+    'batch-size'?: string;
+    'pause-ms'?: string;
+    out?: string;
+    online?: boolean;
+  };
   let action: string | undefined;
   try {
     const parsed = parseArgs({
@@ -32,11 +45,16 @@ export async function keysCommand(argv: string[], io: { stdout: Output; stderr: 
         signing: { type: 'boolean' },
         'batch-size': { type: 'string' },
         'pause-ms': { type: 'string' },
+        out: { type: 'string' },
+        online: { type: 'boolean' },
       },
     });
     values = parsed.values;
     action = parsed.positionals[0];
-    if (parsed.positionals.length !== 1 || (action !== 'rotate' && action !== 'status')) throw new Error('expected rotate or status');
+    if (parsed.positionals.length !== 1 || !['rotate', 'status', 'export'].includes(action ?? '')) {
+      throw new Error('expected rotate, status or export');
+    }
+    if (action !== 'export' && (values.out !== undefined || values.online)) throw new Error('--out and --online go with export');
     const targets = [values.master, values.tenant !== undefined, values.signing].filter(Boolean).length;
     if (action === 'rotate' && targets !== 1) throw new Error('name exactly one of --master, --tenant T, --signing');
   } catch (error) {
@@ -50,6 +68,8 @@ export async function keysCommand(argv: string[], io: { stdout: Output; stderr: 
     return 2;
   }
 
+  if (action === 'export' && values.online) return exportKeys(await fetchKeys(io), values.out, io);
+
   let admin: KeyAdministration;
   try {
     admin = await KeyAdministration.open(loadConfig(), { batchSize, pauseMs });
@@ -59,7 +79,9 @@ export async function keysCommand(argv: string[], io: { stdout: Output; stderr: 
   }
   const print = (value: unknown) => io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
   try {
-    if (action === 'status') {
+    if (action === 'export') {
+      return await exportKeys(new CertificateSigner({ keyring: () => admin.vault.signingKeyring() }).jwks(), values.out, io);
+    } else if (action === 'status') {
       print({
         master: await admin.vault.masterKeyStatus(),
         signing: admin.vault.signingKeyring().published.map(({ kid }) => ({
@@ -85,6 +107,45 @@ export async function keysCommand(argv: string[], io: { stdout: Output; stderr: 
   } finally {
     await admin.close();
   }
+}
+
+/** The service's published keys; undefined (said on stderr, with the address) when it cannot be reached. */
+async function fetchKeys(io: { stderr: Output }): Promise<unknown> {
+  const url = `${apiUrlOf({}, process.env)}/.well-known/elma-keys`;
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(10_000), headers: { accept: 'application/json' } });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    return await response.json();
+  } catch (error) {
+    const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : '';
+    io.stderr.write(`elma keys: cannot fetch the signing keys from ${url}: ${describe(error)}${cause}\n`);
+    return undefined;
+  }
+}
+
+/** Writes the key set to `out` (or stdout); a key set without keys is refused, as nothing would verify with it. */
+async function exportKeys(jwks: unknown, out: string | undefined, io: { stdout: Output; stderr: Output }): Promise<number> {
+  if (jwks === undefined) return 1;
+  const keys = (jwks as { keys?: unknown } | null)?.keys;
+  if (!Array.isArray(keys) || keys.length === 0) {
+    io.stderr.write('elma keys: the key set has no keys\n');
+    return 1;
+  }
+  const text = `${JSON.stringify(jwks, null, 2)}\n`;
+  if (out === undefined) {
+    io.stdout.write(text);
+    return 0;
+  }
+  try {
+    await writeFile(out, text);
+  } catch (error) {
+    io.stderr.write(`elma keys: cannot write ${out}: ${describe(error)}\n`);
+    return 1;
+  }
+  io.stderr.write(
+    `wrote ${keys.length} signing key(s) to ${out}; verify certificates offline with: elma verify-certificate <file> --jwks ${out}\n`,
+  );
+  return 0;
 }
 
 function describe(error: unknown): string {

@@ -28,11 +28,13 @@ describe('elma token', () => {
     );
   });
 
-  it('mints built-in roles, plus roles a tenant policy defines when asked with --policy-roles, for 8 h by default', () => {
-    const result = token(['--roles', 'dpo,agent', '--policy-roles', 'night-shift']);
+  it('mints built-in roles, plus roles a tenant policy defines when asked with --policy-roles, and a display name, for 8 h by default', () => {
+    const result = token(['--roles', 'dpo,agent', '--policy-roles', 'night-shift', '--name', ' 王伟 ']);
     expect(result.status, result.stderr).toBe(0);
     const claims = decodeJwt(result.stdout);
     expect(claims.roles).toEqual(['dpo', 'agent', 'night-shift']);
+    // The display name certificates show for staff (the standard `name` claim).
+    expect(claims.name).toBe('王伟');
     expect(claims.exp! - claims.iat!).toBe(8 * 3600);
     expect([claims.iss, claims.aud]).toEqual(['elma', 'elma-api']);
   });

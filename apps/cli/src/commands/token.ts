@@ -13,7 +13,8 @@ const list = (value: string | undefined, fallback: string[]) =>
 
 /**
  * Mints a development token for the embedded default (signed with the secret
- * in the data folder). `--roles` takes built-in roles only; roles that a
+ * in the data folder). `--name` is the display name certificates show for the staff who request or approve an
+ * erasure (the `name` claim). `--roles` takes built-in roles only; roles that a
  * tenant's policy defines go in `--policy-roles` (the API checks them against
  * that policy). The lifetime (`--ttl`, default 8 h or the maximum if less) is bounded by
  * ELMA_TOKEN_MAX_TTL, which the API enforces too.
@@ -25,6 +26,7 @@ export async function tokenCommand(argv: string[]): Promise<number> {
     options: {
       tenant: { type: 'string', default: 'acme' },
       sub: { type: 'string', default: 'dev-agent' },
+      name: { type: 'string' },
       roles: { type: 'string' },
       'policy-roles': { type: 'string' },
       purposes: { type: 'string' },
@@ -53,6 +55,7 @@ export async function tokenCommand(argv: string[]): Promise<number> {
     {
       tenant: values.tenant!,
       sub: values.sub!,
+      ...(values.name?.trim() ? { name: values.name.trim() } : {}),
       roles: [...roles, ...list(values['policy-roles'], [])],
       purposes: list(values.purposes, ['support']),
       clearance: values.clearance as 'internal',

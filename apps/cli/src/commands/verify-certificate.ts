@@ -1,10 +1,13 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { checkCertificateFile } from '@elma/infra';
+import { loadVerifierConfig, verifyCertificateFile, type CertificateCheck } from '@elma/infra';
 import { apiUrlOf } from '../api-client';
 
-const USAGE = 'usage: elma verify-certificate <file> [--jwks <url-or-file>] [--file <export.json|export.pdf>]...\n';
+const USAGE = `usage: elma verify-certificate <certificate.json|certificate.pdf> [--jwks <file-or-url> | --online] [--file <export.json|export.pdf>]...
+Offline by default: the signing keys come from --jwks FILE (export them once with \`elma keys export --out FILE\`) or
+ELMA_CERTIFICATE_KEYS. The issuing service is asked only with --jwks URL or --online (ELMA_URL, else ELMA_PORT).
+`;
 const FETCH_TIMEOUT_MS = 10_000;
 
 interface Output {
@@ -12,16 +15,15 @@ interface Output {
 }
 
 /**
- * Checks a signed erasure certificate, subject-access manifest or tenant
- * off-boarding certificate (the JSON document, told apart by its `type`)
- * against the issuer's published keys; with `--file`, also that each given
- * export file is the one a manifest names (sha256). Exit codes: 0 valid,
- * 1 invalid, 2 the check could not be made (usage, unreadable file, keys
- * unreachable, a format newer than this build reads).
+ * Checks a signed erasure certificate (JSON, or the PDF with the signed JSON attached, whose page must show that
+ * certificate), subject-access manifest or tenant off-boarding certificate against the issuer's public keys;
+ * with `--file`, also that each given export file is the one a manifest names (sha256). Offline unless asked:
+ * the keys come from a file. Exit codes: 0 valid, 1 invalid, 2 the check could not be made (usage, unreadable
+ * file, no keys, keys unreachable, a format newer than this build reads).
  */
 export async function verifyCertificateCommand(
   argv: string[],
-  io: { stdout: Output; stderr: Output } = { stdout: process.stdout, stderr: process.stderr },
+  io: { stdout: Output; stderr: Output; env?: NodeJS.ProcessEnv } = { stdout: process.stdout, stderr: process.stderr },
 ): Promise<number> {
   let file: string;
   let jwksSource: string;
@@ -29,21 +31,30 @@ export async function verifyCertificateCommand(
   try {
     const { values, positionals } = parseArgs({
       args: argv,
-      options: { jwks: { type: 'string' }, file: { type: 'string', multiple: true } },
+      options: { jwks: { type: 'string' }, online: { type: 'boolean', default: false }, file: { type: 'string', multiple: true } },
       allowPositionals: true,
     });
     if (positionals.length !== 1) throw new Error('expected exactly one certificate file');
+    if (values.jwks !== undefined && values.online) throw new Error('--jwks and --online exclude each other');
     file = positionals[0];
     exportFiles = values.file ?? [];
-    jwksSource = values.jwks ?? `${defaultServiceUrl(process.env)}/.well-known/elma-keys`;
+    const env = io.env ?? process.env;
+    const source = values.jwks ?? (values.online ? `${apiUrlOf({}, env)}/.well-known/elma-keys` : loadVerifierConfig(env).jwksFile);
+    if (source === undefined) {
+      throw new Error(
+        'no signing keys: pass --jwks FILE (export them once with `elma keys export --out FILE`), set ELMA_CERTIFICATE_KEYS, ' +
+          'or ask the issuing service with --online',
+      );
+    }
+    jwksSource = source;
   } catch (error) {
     io.stderr.write(`${messageOf(error)}\n${USAGE}`);
     return 2;
   }
 
-  let certificate: Buffer;
+  let bytes: Buffer;
   try {
-    certificate = await readFile(file);
+    bytes = await readFile(file);
   } catch (error) {
     io.stderr.write(`cannot read certificate ${file}: ${messageOf(error)}\n`);
     return 2;
@@ -57,25 +68,24 @@ export async function verifyCertificateCommand(
     return 2;
   }
 
-  const check = checkCertificateFile(certificate, jwks);
-  switch (check.outcome) {
+  const result = await verifyCertificateFile(bytes, jwks);
+  switch (result.status) {
     case 'unreadable':
-      io.stderr.write(`cannot read certificate ${file}: not valid JSON\n`);
+      io.stderr.write(result.format === 'unknown' ? `cannot read certificate ${file}: not valid JSON or PDF\n` : `${result.reason}\n`);
       return 2;
-    case 'pdf_unsupported':
-      io.stderr.write(`cannot read certificate ${file}: this elma verifies the signed JSON certificate only, not a PDF\n`);
-      return 2;
-    case 'too_new':
-      io.stderr.write(
-        `certificate format version ${check.version} is newer than this elma reads (${check.supported}): verify it with a newer elma\n`,
-      );
-      return 2;
+    case 'invalid':
+      io.stderr.write(`certificate INVALID: ${result.reason}\n`);
+      return 1;
+    case 'valid':
+      return reportValid(result, exportFiles, io);
   }
-  const result = check.verification;
-  if (!result.ok) {
-    io.stderr.write(`certificate INVALID: ${result.reason}\n`);
-    return 1;
-  }
+}
+
+async function reportValid(
+  result: Extract<CertificateCheck, { status: 'valid' }>,
+  exportFiles: string[],
+  io: { stdout: Output; stderr: Output },
+): Promise<number> {
   if (result.type !== 'elma.subject-access-manifest' && exportFiles.length > 0) {
     io.stderr.write('--file applies to subject-access manifests only\n');
     return 2;
@@ -91,6 +101,13 @@ export async function verifyCertificateCommand(
   if (result.type === 'elma.erasure-certificate') {
     const c = result.document;
     io.stdout.write(`certificate OK: request ${c.requestId}, tenant ${c.tenant}, ${c.closure.size} records, signed by ${result.kid}\n`);
+    if (result.visible?.status === 'matches') io.stdout.write('PDF OK: the page shows the attached signed certificate\n');
+    if (result.visible?.status === 'not_compared') {
+      io.stdout.write(
+        `PDF page not compared: laid out by ${result.visible.layout ?? 'an unknown layout'}, which this elma does not render; ` +
+          'the attached signed certificate is what counts\n',
+      );
+    }
     return 0;
   }
   const m = result.document;
@@ -142,9 +159,4 @@ function messageOf(error: unknown): string {
     return code === 'ENOENT' ? 'no such file' : `${error.message}${cause}`;
   }
   return String(error);
-}
-
-/** The issuing service when no --jwks is given: the API as every command finds it (`apiUrlOf`). */
-function defaultServiceUrl(env: NodeJS.ProcessEnv): string {
-  return apiUrlOf({}, env);
 }
