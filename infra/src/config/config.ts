@@ -211,8 +211,6 @@ const Env = z.object({
    * with `elma keys export --out FILE`. Offline by design; the service is asked only with --online or a --jwks URL.
    */
   ELMA_CERTIFICATE_KEYS: z.string().min(1).optional(),
-  /** The API a command talks to (default http://127.0.0.1:$ELMA_PORT). */
-  ELMA_URL: z.string().min(1).optional(),
 });
 
 export interface ElmaConfig {
