@@ -12,6 +12,7 @@ import { restoreCommand } from './commands/restore';
 import { erasuresCommand } from './commands/erasures';
 import { tenantsCommand } from './commands/tenants';
 import { keysCommand } from './commands/keys';
+import { mcpCommand } from './commands/mcp';
 
 interface Command {
   /** Options, as the usage line shows them. */
@@ -62,6 +63,13 @@ const COMMANDS: Record<string, Command> = {
     summary:
       'tenant off-boarding through the API, as a platform admin (ELMA_TOKEN, ELMA_URL): ask, approve (another admin), follow, get the certificate',
     run: (argv) => tenantsCommand(argv),
+  },
+  mcp: {
+    synopsis: '[--http [--port N] [--host H]] [--url URL]',
+    summary:
+      'serve ELMA as MCP tools (remember, recall, get, forget_request): over stdio as ELMA_TOKEN, or over streamable HTTP\n' +
+      "at /mcp (default port 8091, host 127.0.0.1) as each client's Authorization: Bearer token; the API at ELMA_URL or ELMA_PORT",
+    run: (argv) => mcpCommand(argv),
   },
   'verify-certificate': {
     synopsis: '<file> [--jwks <url-or-file>] [--file <export.json|export.pdf>]...',
