@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -8,6 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Elma } from '@elma/client';
 import { roleTokens, startTestApp, type TestApp } from '../../../api/src/testing';
+import { startMcpHttp } from './testing';
 
 const main = join(import.meta.dirname, '..', 'main.ts');
 const TOOLS = ['forget_request', 'get', 'recall', 'remember'];
@@ -119,32 +119,14 @@ describe('elma mcp over stdio (a real child process, the SDK client)', () => {
 });
 
 describe('elma mcp --http (a real child process on a real port, the SDK client)', () => {
-  let child: ChildProcess;
+  let stop: () => Promise<void>;
   let url: string;
   const open: Client[] = [];
 
-  beforeAll(async () => {
-    child = spawn(process.execPath, ['--import', 'tsx', main, 'mcp', '--http', '--port', '0'], {
-      env: env(),
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    url = await new Promise<string>((resolve, reject) => {
-      let stderr = '';
-      child.stderr!.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString('utf8');
-        const found = /streamable HTTP at (\S+),/.exec(stderr);
-        if (found) resolve(found[1]);
-      });
-      child.once('exit', (code) => reject(new Error(`elma mcp --http exited ${code}: ${stderr}`)));
-    });
-  }, 60_000);
+  beforeAll(async () => ({ url, stop } = await startMcpHttp(env())), 60_000);
   afterAll(async () => {
     for (const client of open) await client.close().catch(() => undefined);
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await stop?.();
   });
 
   async function httpClient(token?: string): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
