@@ -125,7 +125,8 @@ function parseRetryAfter(header: string | null): number | undefined {
 
 /** The system's reason for a failed connection (ECONNREFUSED, ENOTFOUND, …), without anything of the request. */
 function networkReason(error: unknown): string {
-  const cause = (error as { cause?: { code?: unknown } })?.cause;
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } })?.cause;
   if (cause && typeof cause.code === 'string') return cause.code;
+  if (cause && typeof cause.message === 'string') return cause.message;
   return error instanceof Error ? error.message : 'unknown error';
 }

@@ -83,7 +83,8 @@ async function warnIfUnreachable(url: string, io: Io): Promise<void> {
   try {
     await fetch(`${url}/health`, { signal: AbortSignal.timeout(3_000) });
   } catch (error) {
-    const reason = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name;
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    const reason = cause?.code ?? cause?.message ?? (error as Error).message;
     io.stderr.write(`elma mcp: cannot reach the ELMA API at ${url} (${reason}): is elma running? set ELMA_URL or ELMA_PORT\n`);
   }
 }

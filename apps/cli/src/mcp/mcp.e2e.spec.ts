@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -112,6 +113,34 @@ describe('elma mcp over stdio (a real child process, the SDK client)', () => {
       expect(text(result)).toContain('AUTH.UNAUTHENTICATED');
       expect((await client.listTools()).tools).toHaveLength(4);
       expect(notes()).toContain('no ELMA_TOKEN');
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('elma mcp pointed at an address where no ELMA listens', () => {
+  it('says so on stderr at start, and each tool call is a tool error naming the address', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as { port: number };
+    await new Promise((resolve) => closed.close(resolve));
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ['--import', 'tsx', main, 'mcp'],
+      env: { ...env(tokens.agent), ELMA_URL: `http://127.0.0.1:${port}` },
+      stderr: 'pipe',
+    });
+    let stderr = '';
+    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const client = new Client({ name: 'elma-test', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      const result = await call(client, 'recall', { query: 'x', purpose: 'support' });
+      expect(result.isError).toBe(true);
+      expect(text(result)).toContain('CLIENT.UNREACHABLE');
+      expect(text(result)).toContain(`http://127.0.0.1:${port}`);
+      expect(stderr).toContain(`cannot reach the ELMA API at http://127.0.0.1:${port} (ECONNREFUSED)`);
     } finally {
       await client.close();
     }
