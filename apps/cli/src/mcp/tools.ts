@@ -17,7 +17,9 @@ const RememberInput = {
   sensitivity: IngestEventInput.shape.sensitivity,
   occurredAt: IngestEventInput.shape.occurredAt.optional().describe('When it happened (ISO 8601; default now).'),
   session: IngestEventInput.shape.session,
-  idempotencyKey: IngestEventInput.shape.idempotencyKey.describe('Sending the same key and content again stores nothing new.'),
+  idempotencyKey: IngestEventInput.shape.idempotencyKey.describe(
+    'Sending the same key, content and occurredAt again stores nothing new (give occurredAt with a key).',
+  ),
 };
 const RecallInput = {
   query: RecallRequest.shape.query.describe('What the agent needs to know, in any language.'),
