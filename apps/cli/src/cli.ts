@@ -65,7 +65,7 @@ const COMMANDS: Record<string, Command> = {
     run: (argv) => tenantsCommand(argv),
   },
   mcp: {
-    synopsis: '[--http [--port N] [--host H]] [--url URL]',
+    synopsis: '[--http [--port N] [--host H] [--max-sessions N]] [--url URL]',
     summary:
       'serve ELMA as MCP tools (remember, recall, get, forget_request): over stdio as ELMA_TOKEN, or over streamable HTTP\n' +
       "at /mcp (default port 8091, host 127.0.0.1) as each client's Authorization: Bearer token; the API at ELMA_URL or ELMA_PORT",

@@ -5,12 +5,18 @@ import { serveMcpOverHttp } from '../mcp/http';
 import { createElmaMcpServer } from '../mcp/tools';
 
 const USAGE = `usage: elma mcp [--url URL]                                   MCP over stdio, as the token in ELMA_TOKEN
-       elma mcp --http [--port N] [--host H] [--url URL]         MCP over streamable HTTP at /mcp, as each client's bearer token
+       elma mcp --http [--port N] [--host H] [--max-sessions N] [--url URL]
+                                                         MCP over streamable HTTP at /mcp, as each client's bearer token
+                                                         (sessions: at most N open, default 1000; closed after 30 min unused)
 Tools: remember, recall, get, forget_request, on ELMA's API at --url, ELMA_URL, or http://127.0.0.1:$ELMA_PORT (default 8080).
 `;
 
 /** The HTTP transport's port unless --port says otherwise. */
 export const DEFAULT_MCP_PORT = 8091;
+/** MCP sessions open at once over HTTP unless --max-sessions says otherwise. */
+const DEFAULT_MAX_SESSIONS = 1000;
+/** An HTTP session unused for this long is closed. */
+const SESSION_IDLE_MS = 30 * 60_000;
 
 interface Io {
   stderr: { write(text: string): unknown };
@@ -33,6 +39,7 @@ export async function mcpCommand(argv: string[], io: Io = { stderr: process.stde
         port: { type: 'string' },
         host: { type: 'string', default: '127.0.0.1' },
         url: { type: 'string' },
+        'max-sessions': { type: 'string' },
       },
     }));
   } catch (error) {
@@ -45,12 +52,19 @@ export async function mcpCommand(argv: string[], io: Io = { stderr: process.stde
     io.stderr.write(`elma mcp: --port must be a port number\n${USAGE}`);
     return 2;
   }
+  const maxSessions = Number(values['max-sessions'] ?? DEFAULT_MAX_SESSIONS);
+  if (!Number.isInteger(maxSessions) || maxSessions < 1) {
+    io.stderr.write(`elma mcp: --max-sessions must be a positive whole number\n${USAGE}`);
+    return 2;
+  }
   await warnIfUnreachable(url, io);
 
   if (values.http) {
     const served = await serveMcpOverHttp({
       host: values.host,
       port,
+      maxSessions,
+      idleMs: SESSION_IDLE_MS,
       serverForSession: () => createElmaMcpServer((extra) => new Elma({ url, token: extra.authInfo?.token })),
     });
     io.stderr.write(`elma mcp: MCP over streamable HTTP at ${served.url}, ELMA API at ${url}\n`);

@@ -8,6 +8,10 @@ export interface McpHttpOptions {
   port: number;
   /** A fresh MCP server for one session (its tools read the session's token from the request). */
   serverForSession: () => McpServer;
+  /** Sessions open at once; an initialize beyond it is refused with 503 until one closes or idles out. */
+  maxSessions: number;
+  /** A session unused this long is closed (its client initializes again). */
+  idleMs: number;
 }
 
 interface Session {
@@ -15,6 +19,7 @@ interface Session {
   server: McpServer;
   /** SHA-256 of the bearer token that opened the session (empty for none): every later request must carry the same. */
   tokenHash: Buffer;
+  lastUsed: number;
 }
 
 /** Host names a loopback-bound server answers to: a page elsewhere cannot reach it by DNS rebinding. */
@@ -47,14 +52,18 @@ export async function serveMcpOverHttp(options: McpHttpOptions): Promise<{ url: 
     if (typeof sessionId === 'string') {
       const session = sessions.get(sessionId);
       if (!session || !timingSafeEqual(session.tokenHash, tokenHash)) return jsonRpcError(response, 404, 'Session not found');
+      session.lastUsed = Date.now();
       return session.transport.handleRequest(request, response);
     }
     if (request.method !== 'POST') return jsonRpcError(response, 400, 'Bad request: no session (initialize first)');
+    // Sessions cost memory and anyone may open one (a token is checked by ELMA per call), so they are bounded.
+    if (sessions.size >= options.maxSessions)
+      return jsonRpcError(response, 503, 'Too many MCP sessions open; retry later', { 'retry-after': '60' });
     // A new session: its transport answers an initialize request, and refuses anything else (400).
     const server = options.serverForSession();
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => void sessions.set(id, { transport, server, tokenHash }),
+      onsessioninitialized: (id) => void sessions.set(id, { transport, server, tokenHash, lastUsed: Date.now() }),
       onsessionclosed: (id) => void sessions.delete(id),
     });
     transport.onclose = () => {
@@ -64,6 +73,19 @@ export async function serveMcpOverHttp(options: McpHttpOptions): Promise<{ url: 
     await transport.handleRequest(request, response);
     if (!transport.sessionId) await server.close();
   };
+
+  const sweep = setInterval(
+    () => {
+      const idleSince = Date.now() - options.idleMs;
+      for (const [id, session] of sessions)
+        if (session.lastUsed < idleSince) {
+          sessions.delete(id);
+          void session.server.close().catch(() => undefined);
+        }
+    },
+    Math.min(options.idleMs, 60_000),
+  );
+  sweep.unref();
 
   const http = createServer((request, response) => {
     handle(request, response).catch(() => {
@@ -82,6 +104,7 @@ export async function serveMcpOverHttp(options: McpHttpOptions): Promise<{ url: 
     url: `http://${shownHost}:${port}/mcp`,
     server: http,
     async close() {
+      clearInterval(sweep);
       for (const session of sessions.values()) await session.server.close();
       sessions.clear();
       http.closeAllConnections();
@@ -101,8 +124,8 @@ function hostName(host: string | undefined): string {
   return host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0];
 }
 
-function jsonRpcError(response: ServerResponse, status: number, message: string): void {
+function jsonRpcError(response: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
   response
-    .writeHead(status, { 'content-type': 'application/json' })
+    .writeHead(status, { 'content-type': 'application/json', ...headers })
     .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
 }

@@ -235,6 +235,30 @@ describe('elma mcp --http (a real child process on a real port, the SDK client)'
     expect(own.status).toBe(200);
   });
 
+  it('bounds the sessions open at once: one more initialize is refused with 503 until a session ends', async () => {
+    const small = await startMcpHttp(env(), ['--max-sessions', '1']);
+    const connect = async () => {
+      const transport = new StreamableHTTPClientTransport(new URL(small.url), {
+        requestInit: { headers: { authorization: `Bearer ${tokens.agent}` } },
+      });
+      const client = new Client({ name: 'elma-test', version: '1.0.0' });
+      await client.connect(transport);
+      return { client, transport };
+    };
+    try {
+      const first = await connect();
+      await expect(connect()).rejects.toThrow(/Too many MCP sessions open/);
+      // The client ends its session (HTTP DELETE), which frees its place.
+      await first.transport.terminateSession();
+      await first.client.close();
+      const again = await connect();
+      expect((await again.client.listTools()).tools).toHaveLength(4);
+      await again.client.close();
+    } finally {
+      await small.stop();
+    }
+  });
+
   it('answers no other host than the loopback names it is bound to (DNS rebinding)', async () => {
     const status = await new Promise<number>((resolve, reject) => {
       const request = httpRequest(

@@ -3,9 +3,9 @@ import { join } from 'node:path';
 
 const main = join(import.meta.dirname, '..', 'main.ts');
 
-/** `elma mcp --http --port 0` as a real child process in `env`; resolves with the URL it prints once it listens. */
-export async function startMcpHttp(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', main, 'mcp', '--http', '--port', '0'], {
+/** `elma mcp --http --port 0 ...args` as a real child process in `env`; resolves with the URL it prints once it listens. */
+export async function startMcpHttp(env: Record<string, string>, args: string[] = []): Promise<{ url: string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', main, 'mcp', '--http', '--port', '0', ...args], {
     env,
     stdio: ['ignore', 'ignore', 'pipe'],
   });
