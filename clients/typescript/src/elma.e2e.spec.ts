@@ -184,9 +184,24 @@ describe('retries: idempotent calls only, on 503 with Retry-After', () => {
   });
   afterAll(async () => busy?.close());
 
+  /** Resolves once the held request has its slot: a probe of the same class is then shed (503). */
+  async function untilHeld(token: string, method: string, path: string) {
+    for (let i = 0; i < 500; i++) {
+      const probe = await fetch(`${busy.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: method === 'POST' ? '{}' : undefined,
+      });
+      if (probe.status === 503) return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    throw new Error(`the held ${method} ${path} never took its slot`);
+  }
+
   it('a GET shed under load is retried after Retry-After and then answered', async () => {
     const token = await busy.token();
     const held = slowRequest(busy.url, token, '/v1/memories', { content: { text: 'x' }, sourceEventIds: [] });
+    await untilHeld(token, 'GET', '/v1/memories/probe');
     const retries: RetryInfo[] = [];
     const elma = new Elma({
       url: busy.url,
@@ -205,6 +220,7 @@ describe('retries: idempotent calls only, on 503 with Retry-After', () => {
   it('a POST shed under load is not retried: the caller gets the 503 and its Retry-After', async () => {
     const token = await busy.token();
     const held = slowRequest(busy.url, token, '/v1/recall', { query: 'x', purpose: 'support' });
+    await untilHeld(token, 'POST', '/v1/recall');
     const retries: RetryInfo[] = [];
     try {
       const error = await failure(
