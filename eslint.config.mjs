@@ -32,6 +32,8 @@ const depConstraints = [
     allowedExternalImports: ['@temporalio/workflow', '@temporalio/common'],
   },
   { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['*'] },
+  // The client SDK is used outside this repository: it stands alone, with nothing of the server in it.
+  { sourceTag: 'type:client', onlyDependOnLibsWithTags: [] },
 ];
 
 /** Files that wire things for tests; like tests/layers.unit.spec.ts, they may import across layers. */

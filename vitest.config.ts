@@ -21,10 +21,11 @@ export default defineConfig({
       { find: /^@elma\/api$/, replacement: here('./apps/api/src/index.ts') },
       { find: /^@elma\/worker$/, replacement: here('./apps/worker/src/index.ts') },
       { find: /^@elma\/runtime$/, replacement: here('./apps/runtime/src/index.ts') },
+      { find: /^@elma\/client$/, replacement: here('./clients/typescript/src/index.ts') },
     ],
   },
   test: {
-    include: ['{domain,shared,infra,application,activities,workflows,apps/*}/src/**/*.spec.ts', 'tests/**/*.spec.ts'],
+    include: ['{domain,shared,infra,application,activities,workflows,apps/*,clients/typescript}/src/**/*.spec.ts', 'tests/**/*.spec.ts'],
     // Fault scenarios (kill -9, full disk, corrupt files, Temporal down) run in `npm run test:faults`.
     // The evaluation's suites need the baselines' packages (ensure-mem0): `npm run test:eval`.
     // The console's suites drive a real Chromium: `npm run test:browser`.

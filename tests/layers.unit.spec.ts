@@ -83,6 +83,11 @@ describe('layering', () => {
     expect(offending).toEqual([]);
   });
 
+  it('keeps the client SDK standalone: nothing of ours, no package, no Node module (it runs wherever fetch does)', () => {
+    const offending = imports('clients/typescript').filter((i) => !i.file.endsWith('/testing.ts') && !i.from.startsWith('./'));
+    expect(offending).toEqual([]);
+  });
+
   it('never lets a lower layer import an app', () => {
     const lower = ['domain', 'shared', 'infra', 'application', 'activities', 'workflows'].flatMap(imports);
     expect(lower.filter((i) => /^@elma\/(api|worker|cli|runtime)$/.test(i.from))).toEqual([]);

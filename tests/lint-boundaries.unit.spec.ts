@@ -85,6 +85,18 @@ describe('lint boundaries', () => {
     expect(rules).toEqual(expect.arrayContaining(['@nx/enforce-module-boundaries', '@typescript-eslint/no-restricted-imports']));
   });
 
+  it('fails when the client SDK imports anything of the server (it is used outside this repository)', async () => {
+    for (const [symbol, from] of [
+      ['MemoryRecord', '@elma/domain'],
+      ['silentLogger', '@elma/shared'],
+      ['createApi', '@elma/api'],
+    ]) {
+      expect(await boundaryMessages('clients/typescript/src/wrong.ts', importing(symbol, from)), from).toEqual([
+        expect.stringContaining('A project tagged with "type:client" cannot depend on any libs'),
+      ]);
+    }
+  });
+
   it('passes the imports that go the right way', async () => {
     for (const [path, symbol, from] of [
       ['apps/cli/src/right.ts', 'loadConfig', '@elma/infra'],
@@ -95,6 +107,7 @@ describe('lint boundaries', () => {
       ['shared/src/right.ts', 'DomainError', '@elma/domain'],
       ['activities/src/erasure/right.ts', 'ErasureService', '@elma/application'],
       ['infra/src/memory-index/sqlite/right.ts', 'scanFiles', '../../raw-scan/byte-scan'],
+      ['apps/cli/src/right.ts', 'Elma', '@elma/client'],
     ]) {
       expect(await rulesFiredFor(path, importing(symbol, from)), `${path} -> ${from}`).toEqual([]);
     }

@@ -43,7 +43,7 @@ function render(nodes: Map<string, { root: string; tags: string[] }>, edges: Set
   const lines = ['flowchart BT'];
   for (const name of names) {
     const { root: path, tags } = nodes.get(name)!;
-    const where = path.startsWith('apps/') ? `${path} · ` : '';
+    const where = path.startsWith('apps/') || path.startsWith('clients/') ? `${path} · ` : '';
     lines.push(`  ${name}["@elma/${name}<br/>${where}${tags.join(', ')}"]`);
   }
   lines.push('');

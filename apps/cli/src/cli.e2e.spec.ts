@@ -22,6 +22,7 @@ const COMMANDS = [
   'bench-peers',
   'eval',
   'eval-locomo',
+  'mcp',
 ];
 
 describe('elma <command> --help', () => {

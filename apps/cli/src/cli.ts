@@ -16,6 +16,7 @@ import { AUDIT_USAGE, auditCommand } from './commands/audit';
 import { ERASURE_USAGE, erasureCommand } from './commands/erasure';
 import { ApiUnreachable } from './api-client';
 import { TemporalUnreachable } from './temporal-target';
+import { mcpCommand } from './commands/mcp';
 
 interface Command {
   /** Options, as the usage line shows them. */
@@ -69,6 +70,13 @@ const COMMANDS: Record<string, Command> = {
     summary:
       'tenant off-boarding through the API, as a platform admin (ELMA_TOKEN, ELMA_URL): ask, approve (another admin), follow, get the certificate',
     run: (argv) => tenantsCommand(argv),
+  },
+  mcp: {
+    synopsis: '[--http [--port N] [--host H] [--max-sessions N]] [--url URL]',
+    summary:
+      'serve ELMA as MCP tools (remember, recall, get, forget_request): over stdio as ELMA_TOKEN, or over streamable HTTP\n' +
+      "at /mcp (default port 8091, host 127.0.0.1) as each client's Authorization: Bearer token; the API at ELMA_URL or ELMA_PORT",
+    run: (argv) => mcpCommand(argv),
   },
   'verify-certificate': {
     synopsis: '<file.json|file.pdf> [--jwks <file-or-url> | --online] [--file <export.json|export.pdf>]...',

@@ -149,8 +149,8 @@ export const IngestResultSchema: SchemaObject = {
       type: 'array',
       items: {
         type: 'object',
-        required: ['id', 'duplicate'],
-        properties: { id: { type: 'string' }, duplicate: { type: 'boolean' } },
+        required: ['id', 'subject', 'duplicate'],
+        properties: { id: { type: 'string' }, subject: { type: 'string' }, duplicate: { type: 'boolean' } },
       },
     },
     position: Position,
