@@ -92,6 +92,15 @@ export interface WriteResult {
   superseded?: string[];
 }
 
+/** What a read is decided with: the tenant's policy and holds now, the purposes asked, the caller's session. */
+interface ReadContext {
+  policy: TenantPolicy;
+  holds: LegalHold[];
+  now: string;
+  purposes: string[];
+  session?: string;
+}
+
 /** Explicit memory writes, promotions of working memories, and reads by id. */
 export class MemoryService {
   constructor(
@@ -429,13 +438,7 @@ export class MemoryService {
       query.cursor === undefined ? undefined : this.deps.cursors.open(scope, query.cursor, (v) => ListPosition.safeParse(v).data);
     const last = this.deps.writes.lastWrite(principal);
     if (last !== undefined) await this.deps.runner.waitFor(last);
-    const context = {
-      policy: await this.deps.policies.get(tenant),
-      holds: await this.deps.holds.list(tenant),
-      now: this.deps.clock.now().toISOString(),
-      purposes: query.purpose ? principal.purposes.filter((p) => p === query.purpose) : principal.purposes,
-      session: query.session,
-    };
+    const context = await this.readContext(principal, query);
     const filter: IndexFilter = {
       statuses: query.status ? [query.status] : DEFAULT_LISTED_STATUSES,
       ...(query.kind ? { kinds: [query.kind] } : {}),
@@ -486,13 +489,7 @@ export class MemoryService {
     const query = parseQueryOrThrow(MemoryVersionsQuery, input);
     const current = await this.get(principal, id, { ...query, requestId });
     const tenant = principal.tenant;
-    const context = {
-      policy: await this.deps.policies.get(tenant),
-      holds: await this.deps.holds.list(tenant),
-      now: this.deps.clock.now().toISOString(),
-      purposes: query.purpose ? principal.purposes.filter((p) => p === query.purpose) : principal.purposes,
-      session: query.session,
-    };
+    const context = await this.readContext(principal, query);
     const versions = await this.deps.index.versions(tenant, id);
     const items = versions.filter(
       (record) =>
@@ -504,13 +501,19 @@ export class MemoryService {
 
   /** Those of `records` the caller may read, for one of the token's purposes, in order. */
   async visible(principal: Principal, records: MemoryRecord[]): Promise<MemoryRecord[]> {
-    const context = {
+    const context = await this.readContext(principal, {});
+    return records.filter((record) => this.readable(principal, record, context).allowed);
+  }
+
+  /** What `readable` decides with: the tenant's policy and holds now, the purposes asked (one, or all the token's). */
+  private async readContext(principal: Principal, query: { purpose?: string; session?: string }): Promise<ReadContext> {
+    return {
       policy: await this.deps.policies.get(principal.tenant),
       holds: await this.deps.holds.list(principal.tenant),
       now: this.deps.clock.now().toISOString(),
-      purposes: principal.purposes,
+      purposes: query.purpose ? principal.purposes.filter((p) => p === query.purpose) : principal.purposes,
+      session: query.session,
     };
-    return records.filter((record) => this.readable(principal, record, context).allowed);
   }
 
   /**
@@ -518,11 +521,7 @@ export class MemoryService {
    * superseded version, not held (unless the caller is legal), a working
    * memory only in its own session or by its owner, and allowed by the policy.
    */
-  private readable(
-    principal: Principal,
-    record: MemoryRecord,
-    context: { policy: TenantPolicy; holds: LegalHold[]; now: string; purposes: string[]; session?: string },
-  ): { allowed: boolean; rule: string } {
+  private readable(principal: Principal, record: MemoryRecord, context: ReadContext): { allowed: boolean; rule: string } {
     if (!RECALLABLE_STATUSES.includes(record.status) && record.status !== 'superseded') return { allowed: false, rule: 'default-deny' };
     const covered = isHeld(record, context.holds);
     if (!principal.roles.includes(ROLES.legal) && covered) return { allowed: false, rule: 'legal-hold' };
