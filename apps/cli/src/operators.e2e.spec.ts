@@ -177,13 +177,19 @@ describe('elma erasure', SLOW, () => {
     const fetched = await elma(['erasure', 'certificate', requestId, '--out', json], tokens.compliance);
     expect(fetched.code, fetched.stderr).toBe(0);
     expect(statSync(json).mode & 0o777).toBe(0o600);
-    const verified = await elma(['verify-certificate', json], '');
+    // Offline is verify-certificate's default; --online takes the keys from the API this command reaches (ELMA_URL).
+    const verified = await elma(['verify-certificate', json, '--online'], '');
     expect(verified.code, verified.stderr).toBe(0);
     expect(verified.stdout).toContain(`certificate OK: request ${requestId}, tenant acme`);
 
     const pdf = await inProcess(erasureCommand, ['certificate', requestId, '--pdf'], tokens.compliance);
     expect(pdf.code, pdf.stderr).toBe(0);
     expect(pdf.bytes.subarray(0, 5).toString('latin1')).toBe('%PDF-');
+    const pdfFile = join(dir, 'cert.pdf');
+    writeFileSync(pdfFile, pdf.bytes);
+    const pdfVerified = await elma(['verify-certificate', pdfFile, '--online'], '');
+    expect(pdfVerified.code, pdfVerified.stderr).toBe(0);
+    expect(pdfVerified.stdout).toContain('PDF OK: the page shows the attached signed certificate');
   });
 
   it('waits for a second DPO: approve through the CLI, self-approval refused with its code', async () => {
