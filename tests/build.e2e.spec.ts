@@ -60,6 +60,7 @@ describe('the build (node dist/elma.mjs)', () => {
       'elma.mjs.map',
       'index-thread.mjs',
       'index-thread.mjs.map',
+      'workflow-bundle-traced.js',
       'workflow-bundle.js',
     ]);
   });
