@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readPdf, verifyCertificateFile } from '@elma/infra';
 import { pdfBytesInflated } from '../../../tests/support/pdf-bytes';
-import { callApi, changePolicy, chatEvent, startTestApp, type TestApp } from './testing';
+import { callApi, changePolicy, chatEvent, startTestApp, type TestApp, settleErasure } from './testing';
 
 /**
  * The certificate PDF as a compliance officer downloads it from a running ELMA with Temporal: it verifies on
@@ -22,15 +22,7 @@ async function ingest(subject: string, texts: string[]) {
   await t.elma.runner.waitFor(await t.elma.log.headPosition());
 }
 
-async function settle(id: string, who: string, until = ['completed', 'failed', 'verification_failed', 'denied']) {
-  for (let i = 0; i < 600; i++) {
-    const progress = await call(who, 'GET', `/v1/erasures/${id}`);
-    expect(progress.status, progress.text).toBe(200);
-    if (until.includes(progress.body.status)) return progress.body;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`erasure ${id} did not settle`);
-}
+const settle = (id: string, who: string, until?: string[]) => settleErasure(t.url, tokens[who], id, until);
 
 beforeAll(async () => {
   t = await startTestApp({ temporal: {}, env: { ELMA_ORGANISATION_NAME: ORGANISATION } });

@@ -6,7 +6,7 @@ import { ERASURE_STEPS, type Principal } from '@elma/domain';
 import { verifySignedCertificate } from '@elma/infra';
 import { ensureRetentionSchedule } from '@elma/worker';
 import { filesContaining, inspectIndices, localNode, segmentCounts, shardFolders } from '../../../tests/support/elasticsearch-files';
-import { callApi, changePolicy, chatEvent, roleTokens, startTestApp, type Json, type TestApp } from './testing';
+import { callApi, changePolicy, chatEvent, roleTokens, startTestApp, type Json, type TestApp, settleErasure } from './testing';
 
 let t: TestApp;
 const tokens: Record<string, string> = {};
@@ -28,19 +28,7 @@ async function recallTexts(query: string, who = 'agent') {
 }
 
 /** Polls progress until the erasure leaves the running states. */
-async function settle(
-  id: string,
-  who = 'compliance',
-  until: string[] = ['completed', 'denied', 'approval_timed_out', 'verification_failed', 'failed'],
-) {
-  for (let i = 0; i < 600; i++) {
-    const progress = await call(who, 'GET', `/v1/erasures/${id}`);
-    expect(progress.status, progress.text).toBe(200);
-    if (until.includes(progress.body.status)) return progress.body;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`erasure ${id} did not settle`);
-}
+const settle = (id: string, who = 'compliance', until?: string[]) => settleErasure(t.url, tokens[who], id, until);
 
 async function erase(scope: unknown, who = 'compliance', reason = 'subject_request') {
   const response = await call(who, 'POST', '/v1/erasures', { scope, reason });

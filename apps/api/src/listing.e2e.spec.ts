@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '@elma/domain';
-import { callApi, chatEvent, startTestApp, type Json, type TestApp } from './testing';
+import { callApi, chatEvent, startTestApp, type Json, type TestApp, settleErasure } from './testing';
 
 /**
  * Listings over HTTP: a caller's memories page by page, a memory's versions,
@@ -249,14 +249,7 @@ describe('GET /v1/memories/{id}/versions', () => {
 });
 
 describe('GET /v1/erasures', () => {
-  const settle = async (id: string, who: string) => {
-    for (let i = 0; i < 600; i++) {
-      const progress = await call(who, 'GET', `/v1/erasures/${id}`);
-      if (!['running', 'awaiting_approval'].includes(progress.body.status)) return progress.body;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`erasure ${id} did not settle`);
-  };
+  const settle = (id: string, who: string) => settleErasure(t.url, tokens[who], id);
   const erase = async (who: string, subject: string) => {
     const response = await call(who, 'POST', '/v1/erasures', { scope: { type: 'subject', subject }, reason: 'subject_request' });
     expect(response.status, response.text).toBe(202);

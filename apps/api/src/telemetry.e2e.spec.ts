@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callApi, chatEvent, recordingLogger, roleTokens, startTestApp, type LoggedLine, type TestApp } from './testing';
+import { callApi, chatEvent, recordingLogger, roleTokens, startTestApp, type LoggedLine, type TestApp, settleErasure } from './testing';
 
 /**
  * Operators' telemetry through a real server on a real Temporal: /metrics in
@@ -25,15 +25,8 @@ function sample(text: string, line: string): number {
   return Number(new RegExp(`^${escaped} (\\S+)$`, 'm').exec(text)?.[1]);
 }
 
-async function settle(requestId: string): Promise<{ status: string; subjectPseudonym?: string }> {
-  for (let i = 0; i < 600; i++) {
-    const progress = await call('compliance', 'GET', `/v1/erasures/${requestId}`);
-    if (['completed', 'denied', 'approval_timed_out', 'verification_failed', 'failed'].includes(progress.body?.status))
-      return progress.body;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`erasure ${requestId} did not settle`);
-}
+const settle = (requestId: string): Promise<{ status: string; subjectPseudonym?: string }> =>
+  settleErasure(t.url, tokens.compliance, requestId);
 
 let metrics: string;
 let memoryId: string;

@@ -171,6 +171,20 @@ export async function callApi(url: string, token: string, method: string, path: 
   };
 }
 
+/** The erasure statuses after which nothing more happens to a request. */
+export const ERASURE_ENDS = ['completed', 'denied', 'approval_timed_out', 'verification_failed', 'failed'];
+
+/** Polls GET /v1/erasures/{id} as `token` until its status is one of `until` (default: an end); returns that progress. */
+export async function settleErasure(url: string, token: string, id: string, until: string[] = ERASURE_ENDS): Promise<Json> {
+  for (let i = 0; i < 600; i++) {
+    const progress = await callApi(url, token, 'GET', `/v1/erasures/${id}`);
+    if (progress.status !== 200) throw new Error(`GET /v1/erasures/${id} answered ${progress.status}: ${progress.text}`);
+    if (until.includes(progress.body.status)) return progress.body;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`erasure ${id} did not settle`);
+}
+
 /** Changes the tenant's policy as `adminToken` (read, change, write back with its version); expects 200. */
 export async function changePolicy(url: string, adminToken: string, change: (policy: Json) => void): Promise<void> {
   const current = await callApi(url, adminToken, 'GET', '/v1/policy');

@@ -77,6 +77,14 @@ async function runTs(name: string, token: string): Promise<string> {
 const text = (result: CallToolResult) => result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
 const config = (name: string) => JSON.parse(snippets.get(name) ?? 'null').mcpServers.elma;
 
+/** The four tools are listed, and `recall` finds what the agent snippet remembered. */
+async function expectToolsAnswer(client: Client): Promise<void> {
+  expect((await client.listTools()).tools.map((tool) => tool.name).sort()).toEqual(['forget_request', 'get', 'recall', 'remember']);
+  const answer = (await client.callTool({ name: 'recall', arguments: { query: 'contract renews', purpose: 'support' } })) as CallToolResult;
+  expect(answer.isError, text(answer)).toBeFalsy();
+  expect(text(answer)).toContain('ACME confirmed the contract renews in March');
+}
+
 describe('README: Use from your agent', () => {
   it('has the TypeScript and MCP snippets', () => {
     expect([...snippets.keys()]).toEqual(['agent', 'dpo', 'listing', 'mcp-stdio', 'mcp-http']);
@@ -100,13 +108,7 @@ describe('README: Use from your agent', () => {
     const client = new Client({ name: 'readme', version: '1.0.0' });
     await client.connect(transport);
     try {
-      expect((await client.listTools()).tools.map((tool) => tool.name).sort()).toEqual(['forget_request', 'get', 'recall', 'remember']);
-      const answer = (await client.callTool({
-        name: 'recall',
-        arguments: { query: 'contract renews', purpose: 'support' },
-      })) as CallToolResult;
-      expect(answer.isError, text(answer)).toBeFalsy();
-      expect(text(answer)).toContain('ACME confirmed the contract renews in March');
+      await expectToolsAnswer(client);
     } finally {
       await client.close();
     }
@@ -121,12 +123,7 @@ describe('README: Use from your agent', () => {
       url.port = new URL(server.url).port;
       const authorization = headers.Authorization.replace('<token from elma token>', tokens.agent);
       await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: authorization } } }));
-      const answer = (await client.callTool({
-        name: 'recall',
-        arguments: { query: 'contract renews', purpose: 'support' },
-      })) as CallToolResult;
-      expect(answer.isError, text(answer)).toBeFalsy();
-      expect(text(answer)).toContain('ACME confirmed the contract renews in March');
+      await expectToolsAnswer(client);
     } finally {
       await client.close();
       await server.stop();

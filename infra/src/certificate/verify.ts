@@ -142,42 +142,20 @@ const normalise = (text: string | undefined) => (text ?? '\u0000missing').replac
 
 /** What a verified document certifies, the same fields for every kind (ids, times and counts, as the document). */
 export function certifiedSummary(verified: Extract<CertificateCheck, { status: 'valid' }>): CertifiedSummary {
+  const { requestId, tenant, issuedAt } = verified.document;
+  const common = { kind: verified.type, requestId, tenant, issuedAt };
   switch (verified.type) {
     case 'elma.erasure-certificate': {
-      const c = verified.document;
-      return {
-        kind: verified.type,
-        requestId: c.requestId,
-        tenant: c.tenant,
-        issuedAt: c.issuedAt,
-        records: c.closure.size,
-        requestedBy: c.request.requestedBy,
-        approvedBy: c.request.approvedBy,
-      };
+      const { closure, request } = verified.document;
+      return { ...common, records: closure.size, requestedBy: request.requestedBy, approvedBy: request.approvedBy };
     }
     case 'elma.subject-access-manifest': {
-      const m = verified.document;
-      return {
-        kind: verified.type,
-        requestId: m.requestId,
-        tenant: m.tenant,
-        issuedAt: m.issuedAt,
-        records: m.counts.records,
-        requestedBy: m.requestedBy,
-        approvedBy: null,
-      };
+      const { counts, requestedBy } = verified.document;
+      return { ...common, records: counts.records, requestedBy, approvedBy: null };
     }
     case 'elma.tenant-offboarding': {
-      const c = verified.document;
-      return {
-        kind: verified.type,
-        requestId: c.requestId,
-        tenant: c.tenant,
-        issuedAt: c.issuedAt,
-        records: c.destroyed.records,
-        requestedBy: c.request.requestedBy,
-        approvedBy: c.request.approvedBy,
-      };
+      const { destroyed, request } = verified.document;
+      return { ...common, records: destroyed.records, requestedBy: request.requestedBy, approvedBy: request.approvedBy };
     }
     default: {
       const _exhaustive: never = verified;
