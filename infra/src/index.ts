@@ -1,5 +1,6 @@
 export * from './config/config';
 export * from './auth/tokens';
+export * from './auth/oidc';
 export * from './auth/revocations';
 export * from './files/data-dir-owner';
 export * from './files/owner-only';

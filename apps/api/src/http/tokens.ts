@@ -70,3 +70,5 @@ export const REVIEWS = Symbol('REVIEWS');
 export type Reviews = Pick<ReviewFlags, 'list' | 'resolve'>;
 /** Verifies uploaded certificates against this ELMA's signing keys (POST /v1/certificates/verify). */
 export const CERTIFICATE_DESK = Symbol('CERTIFICATE_DESK');
+/** Sign-in through the identity provider (GET /v1/sign-in, POST /v1/sign-in/token). */
+export const SIGN_IN_DESK = Symbol('SIGN_IN_DESK');

@@ -3,6 +3,7 @@ import type { CertificateCheckResult, ErasureProgress, Principal, SignedCertific
 import { ApiProblem, call, callJson, session } from './api';
 import { h, show } from './dom';
 import { initialLang, lang, setLang, t, texts, when } from './i18n';
+import { returnedSignIn, startSignIn, type IdentityProvider, type SignInGrant } from './oidc';
 
 /**
  * The compliance console: sign in with a bearer token, list erasures, request one, approve one (four eyes),
@@ -23,6 +24,9 @@ let view: View = { name: 'list' };
 /** Bumped on every navigation: a poll of a view that is no longer shown stops. */
 let generation = 0;
 let signInProblem: ApiProblem | null = null;
+/** The identity provider the API offers (GET /v1/sign-in): undefined until asked, null for token sign-in only. */
+let provider: IdentityProvider | null | undefined;
+let providerProblem: ApiProblem | null = null;
 
 const POLL_MS = 1000;
 const LIVE: ReadonlySet<string> = new Set(['running', 'awaiting_approval']);
@@ -146,6 +150,11 @@ function renderSignIn(main: HTMLElement): void {
     spellcheck: 'false',
   }) as HTMLInputElement;
   const status = h('div', {}, signInProblem && problemBox(signInProblem));
+  if (provider === undefined) {
+    void loadProvider().then(() => {
+      if (!me) render();
+    });
+  }
   const submit = async (event: Event) => {
     event.preventDefault();
     const value = token.value.trim();
@@ -164,6 +173,8 @@ function renderSignIn(main: HTMLElement): void {
       'form',
       { class: 'card', 'data-testid': 'sign-in', onsubmit: submit },
       h('h2', {}, t('signInTitle')),
+      provider && identityProviderSignIn(provider, status),
+      providerProblem && h('div', { 'data-testid': 'idp-problem' }, problemBox(providerProblem)),
       h(
         'p',
         { class: 'hint' },
@@ -176,6 +187,31 @@ function renderSignIn(main: HTMLElement): void {
       status,
       h('div', { class: 'actions' }, h('button', { type: 'submit', 'data-testid': 'sign-in-submit' }, t('signIn'))),
     ),
+  );
+}
+
+/** Asks the API once which identity provider it offers; a provider that cannot be reached leaves token sign-in. */
+async function loadProvider(): Promise<void> {
+  try {
+    provider = (await callJson<{ identityProvider: IdentityProvider | null }>('/v1/sign-in', { token: '' })).identityProvider;
+    providerProblem = null;
+  } catch (error) {
+    provider = null;
+    providerProblem = asProblem(error);
+  }
+}
+
+function identityProviderSignIn(idp: IdentityProvider, status: HTMLElement): HTMLElement {
+  const go = () => void startSignIn(idp).catch((error: unknown) => show(status, problemBox(asProblem(error))));
+  return h(
+    'div',
+    { class: 'idp' },
+    h(
+      'button',
+      { type: 'button', 'data-testid': 'sign-in-idp', onclick: go },
+      t('signInWith', { name: idp.name ?? t('identityProvider') }),
+    ),
+    h('p', { class: 'hint' }, t('orToken')),
   );
 }
 
@@ -688,8 +724,11 @@ function verdict(check: CertificateCheckResult, fileName: string): HTMLElement {
 
 async function start(): Promise<void> {
   setLang(initialLang());
+  const returned = returnedSignIn();
+  if (returned instanceof ApiProblem) signInProblem = returned;
+  else if (returned) await finishSignIn(returned);
   const token = session.token();
-  if (token) {
+  if (!me && token) {
     try {
       me = await callJson<Principal>('/v1/session', { token });
     } catch (error) {
@@ -698,6 +737,23 @@ async function start(): Promise<void> {
     }
   }
   render();
+}
+
+/** Back from the identity provider: the API exchanges the code and checks the token before the tab keeps it. */
+async function finishSignIn(grant: SignInGrant): Promise<void> {
+  show(root, header(), h('main', {}, h('p', { class: 'hint', 'data-testid': 'signing-in' }, t('signingIn'))));
+  try {
+    const signedIn = await callJson<{ accessToken: string; principal: Principal }>('/v1/sign-in/token', {
+      method: 'POST',
+      json: grant,
+      token: '',
+    });
+    session.signIn(signedIn.accessToken);
+    me = signedIn.principal;
+    signInProblem = null;
+  } catch (error) {
+    signInProblem = asProblem(error);
+  }
 }
 
 void start();
