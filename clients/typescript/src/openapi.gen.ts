@@ -577,6 +577,38 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/sign-in': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['SignInController_options'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/sign-in/token': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['SignInController_signIn'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -11503,6 +11535,403 @@ export interface operations {
       /** @description The data volume is full (`STORAGE.FULL`); retry once an operator frees space. */
       507: {
         headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @description Stable `AREA.CODE`. */
+            code: string;
+            instance?: string;
+            requestId?: string;
+            /** @description Validation issues (path and message) or secret findings. */
+            errors?: Record<string, unknown>[];
+          };
+        };
+      };
+    };
+  };
+  SignInController_options: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The identity provider to send a browser to, or `null` when only token sign-in is configured. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description `null` when only token sign-in is configured. */
+            identityProvider: {
+              /** @description The label for the sign-in button (ELMA_OIDC_PROVIDER_NAME). */
+              name?: string;
+              issuer: string;
+              /**
+               * Format: uri
+               * @description From the provider's discovery document.
+               */
+              authorizationEndpoint: string;
+              clientId: string;
+              scope: string;
+              /** @description RFC 8707 resource indicator to send with the authorization request. */
+              resource?: string;
+            } | null;
+          };
+        };
+      };
+      /** @description The URI (path or query) is too long. */
+      414: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @description Stable `AREA.CODE`. */
+            code: string;
+            instance?: string;
+            requestId?: string;
+            /** @description Validation issues (path and message) or secret findings. */
+            errors?: Record<string, unknown>[];
+          };
+        };
+      };
+      /** @description Over one of the tenant's quotas: a rate or its requests in progress (`QUOTA.INGEST_RATE`, `QUOTA.RECALL_RATE`, `QUOTA.CONCURRENT_REQUESTS`, with Retry-After), or its storage (`QUOTA.STORED_MEMORIES`, `QUOTA.STORED_BYTES`, without: room comes back by erasing or a raised quota). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying, when a retry can succeed then (load shed, a quota bucket refilling). */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @description Stable `AREA.CODE`. */
+            code: string;
+            instance?: string;
+            requestId?: string;
+            /** @description Validation issues (path and message) or secret findings. */
+            errors?: Record<string, unknown>[];
+          };
+        };
+      };
+      /** @description The request headers are too large. */
+      431: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @description Stable `AREA.CODE`. */
+            code: string;
+            instance?: string;
+            requestId?: string;
+            /** @description Validation issues (path and message) or secret findings. */
+            errors?: Record<string, unknown>[];
+          };
+        };
+      };
+      /** @description Overloaded (`SERVER.OVERLOADED`, with Retry-After), or an engine it needs is unavailable (`TEMPORAL.UNAVAILABLE`, `PROJECTION.LAGGING`, `INDEX.PARTITION_CORRUPT`). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying, when a retry can succeed then (load shed, a quota bucket refilling). */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @description Stable `AREA.CODE`. */
+            code: string;
+            instance?: string;
+            requestId?: string;
+            /** @description Validation issues (path and message) or secret findings. */
+            errors?: Record<string, unknown>[];
+          };
+        };
+      };
+    };
+  };
+  SignInController_signIn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** @description The code the provider redirected back with, the PKCE verifier, and the redirect URI (the console's `/console/`). */
+    requestBody: {
+      content: {
+        'application/json': {
+          code: string;
+          codeVerifier: string;
+          /** Format: uri */
+          redirectUri: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The provider's access token, checked as every request checks it, and the caller it names. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description The provider's access token: send it as `Authorization: Bearer`. */
+            accessToken: string;
+            /** @enum {string} */
+            tokenType: 'Bearer';
+            /** @description Seconds it lives, as the provider said. */
+            expiresIn?: number;
+            principal: {
+              tenant: string;
+              sub: string;
+              /** @default [] */
+              roles: string[];
+              /** @default [] */
+              purposes: string[];
+              /**
+               * @default internal
+               * @enum {string}
+               */
+              clearance: 'public' | 'internal' | 'confidential' | 'restricted';
+              department?: string;
+              project?: string;
+              name?: string;
+            };
+          };
+        };
+      };
+      /** @description The body is not valid JSON (`REQUEST.MALFORMED_JSON`), or a listing's query string or cursor is not valid (`REQUEST.INVALID_QUERY`, `REQUEST.INVALID_CURSOR`). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @description Stable `AREA.CODE`. */
+            code: string;
+            instance?: string;
+            requestId?: string;
+            /** @description Validation issues (path and message) or secret findings. */
+            errors?: Record<string, unknown>[];
+          };
+        };
+      };
+      /** @description No valid bearer token: missing, malformed, badly signed or expired (`AUTH.UNAUTHENTICATED`). */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @description Stable `AREA.CODE`. */
+            code: string;
+            instance?: string;
+            requestId?: string;
+            /** @description Validation issues (path and message) or secret findings. */
+            errors?: Record<string, unknown>[];
+          };
+        };
+      };
+      /** @description No such resource, or one the caller may not see: both are answered alike. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @description Stable `AREA.CODE`. */
+            code: string;
+            instance?: string;
+            requestId?: string;
+            /** @description Validation issues (path and message) or secret findings. */
+            errors?: Record<string, unknown>[];
+          };
+        };
+      };
+      /** @description The resource was erased (its key is shredded). */
+      410: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @description Stable `AREA.CODE`. */
+            code: string;
+            instance?: string;
+            requestId?: string;
+            /** @description Validation issues (path and message) or secret findings. */
+            errors?: Record<string, unknown>[];
+          };
+        };
+      };
+      /** @description The body is larger than 1 MiB (`REQUEST.PAYLOAD_TOO_LARGE`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @description Stable `AREA.CODE`. */
+            code: string;
+            instance?: string;
+            requestId?: string;
+            /** @description Validation issues (path and message) or secret findings. */
+            errors?: Record<string, unknown>[];
+          };
+        };
+      };
+      /** @description The URI (path or query) is too long. */
+      414: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @description Stable `AREA.CODE`. */
+            code: string;
+            instance?: string;
+            requestId?: string;
+            /** @description Validation issues (path and message) or secret findings. */
+            errors?: Record<string, unknown>[];
+          };
+        };
+      };
+      /** @description The body is not `application/json` (`REQUEST.UNSUPPORTED_MEDIA_TYPE`). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @description Stable `AREA.CODE`. */
+            code: string;
+            instance?: string;
+            requestId?: string;
+            /** @description Validation issues (path and message) or secret findings. */
+            errors?: Record<string, unknown>[];
+          };
+        };
+      };
+      /** @description The request is well-formed but invalid; `errors` lists each path (`REQUEST.VALIDATION_FAILED`, …). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @description Stable `AREA.CODE`. */
+            code: string;
+            instance?: string;
+            requestId?: string;
+            /** @description Validation issues (path and message) or secret findings. */
+            errors?: Record<string, unknown>[];
+          };
+        };
+      };
+      /** @description Over one of the tenant's quotas: a rate or its requests in progress (`QUOTA.INGEST_RATE`, `QUOTA.RECALL_RATE`, `QUOTA.CONCURRENT_REQUESTS`, with Retry-After), or its storage (`QUOTA.STORED_MEMORIES`, `QUOTA.STORED_BYTES`, without: room comes back by erasing or a raised quota). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying, when a retry can succeed then (load shed, a quota bucket refilling). */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @description Stable `AREA.CODE`. */
+            code: string;
+            instance?: string;
+            requestId?: string;
+            /** @description Validation issues (path and message) or secret findings. */
+            errors?: Record<string, unknown>[];
+          };
+        };
+      };
+      /** @description The request headers are too large. */
+      431: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @description Stable `AREA.CODE`. */
+            code: string;
+            instance?: string;
+            requestId?: string;
+            /** @description Validation issues (path and message) or secret findings. */
+            errors?: Record<string, unknown>[];
+          };
+        };
+      };
+      /** @description Overloaded (`SERVER.OVERLOADED`, with Retry-After), or an engine it needs is unavailable (`TEMPORAL.UNAVAILABLE`, `PROJECTION.LAGGING`, `INDEX.PARTITION_CORRUPT`). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying, when a retry can succeed then (load shed, a quota bucket refilling). */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {

@@ -200,6 +200,24 @@ describe('token verification settings', () => {
     });
   });
 
+  it('reads the identity provider the console signs in with, and refuses one without its client id or keys', () => {
+    const provider = {
+      ...base,
+      ELMA_JWKS_URL: 'https://id.example.com/jwks',
+      ELMA_OIDC_ISSUER: 'https://id.example.com',
+      ELMA_OIDC_CLIENT_ID: 'elma-console',
+    };
+    expect(loadConfig(provider).auth.oidc).toEqual({ issuer: 'https://id.example.com', clientId: 'elma-console', scope: 'openid profile' });
+    expect(
+      loadConfig({ ...provider, ELMA_OIDC_CLIENT_SECRET: 's', ELMA_OIDC_RESOURCE: 'urn:elma', ELMA_OIDC_PROVIDER_NAME: 'Acme SSO' }).auth
+        .oidc,
+    ).toMatchObject({ clientSecret: 's', resource: 'urn:elma', providerName: 'Acme SSO' });
+    expect(loadConfig(base).auth.oidc).toBeUndefined();
+    expect(() => loadConfig({ ...provider, ELMA_JWKS_URL: undefined })).toThrow(/ELMA_OIDC_ISSUER needs ELMA_JWKS_URL/);
+    expect(() => loadConfig({ ...provider, ELMA_OIDC_CLIENT_ID: undefined })).toThrow(/ELMA_OIDC_ISSUER needs ELMA_OIDC_CLIENT_ID/);
+    expect(() => loadConfig({ ...provider, ELMA_OIDC_ISSUER: 'javascript:alert(1)' })).toThrow(ConfigError);
+  });
+
   it('ELMA_TOKEN_REQUIRE_JTI refuses tokens without an id', () => {
     expect(loadConfig({ ...base, ELMA_TOKEN_REQUIRE_JTI: 'true' }).auth.requireJti).toBe(true);
     expect(loadConfig({ ...base, ELMA_TOKEN_REQUIRE_JTI: 'false' }).auth.requireJti).toBeUndefined();

@@ -9,6 +9,8 @@ import { ApiJsonBody, ApiOk, ApiProblems, jsonSchema } from './openapi';
 
 const IdentityProviderSchema = {
   type: 'object',
+  nullable: true,
+  description: '`null` when only token sign-in is configured.',
   required: ['issuer', 'authorizationEndpoint', 'clientId', 'scope'],
   properties: {
     name: { type: 'string', description: 'The label for the sign-in button (ELMA_OIDC_PROVIDER_NAME).' },
@@ -23,7 +25,7 @@ const IdentityProviderSchema = {
 const SignInOptionsSchema = {
   type: 'object',
   required: ['identityProvider'],
-  properties: { identityProvider: { oneOf: [IdentityProviderSchema, { type: 'null' }] } },
+  properties: { identityProvider: IdentityProviderSchema },
 };
 
 const SignedInSchema = {
@@ -42,13 +44,14 @@ const SignedInSchema = {
  * console and any other browser client. Before sign-in, so without a bearer token.
  */
 @ApiTags('auth')
+// Before sign-in, so no bearer scheme and no 401 for a missing token; admission and the HTTP layer's limits apply.
+@ApiProblems(414, 429, 431, 503)
 @Controller('v1/sign-in')
 export class SignInController {
   constructor(@Inject(SIGN_IN_DESK) private readonly desk: SignInDesk) {}
 
   @Get()
   @ApiOk(200, 'The identity provider to send a browser to, or `null` when only token sign-in is configured.', SignInOptionsSchema)
-  @ApiProblems(503)
   options() {
     return this.desk.options();
   }
@@ -59,7 +62,7 @@ export class SignInController {
     description: "The code the provider redirected back with, the PKCE verifier, and the redirect URI (the console's `/console/`).",
   })
   @ApiOk(200, "The provider's access token, checked as every request checks it, and the caller it names.", SignedInSchema)
-  @ApiProblems(401, 404, 410, 503)
+  @ApiProblems(401, 404, 410)
   signIn(@Body(new ZodBody(SignInGrant)) grant: SignInGrant) {
     return this.desk.signIn(grant);
   }

@@ -179,8 +179,8 @@ function renderSignIn(main: HTMLElement): void {
         'p',
         { class: 'hint' },
         t('signInHint'),
-        ' ',
-        h('code', {}, 'npm run -s elma -- token --tenant acme --sub comp-1 --roles compliance'),
+        // `elma token` mints only for the shared secret, not when an identity provider signs the tokens.
+        !provider && [' ', t('mintHint'), ' ', h('code', {}, 'npm run -s elma -- token --tenant acme --sub comp-1 --roles compliance')],
       ),
       h('label', { for: 'token' }, t('token')),
       token,
