@@ -5807,6 +5807,8 @@ export interface operations {
               blockedByLegalHold?: string[];
               approvalDeadline?: string;
               approvedBy?: string;
+              /** @description The approver's display name (their token's `name` claim), when it had one. */
+              approvedByName?: string;
               failure?: {
                 code?: string;
                 message?: string;
@@ -6047,6 +6049,8 @@ export interface operations {
             blockedByLegalHold?: string[];
             approvalDeadline?: string;
             approvedBy?: string;
+            /** @description The approver's display name (their token's `name` claim), when it had one. */
+            approvedByName?: string;
             failure?: {
               code?: string;
               message?: string;
@@ -6330,6 +6334,8 @@ export interface operations {
             blockedByLegalHold?: string[];
             approvalDeadline?: string;
             approvedBy?: string;
+            /** @description The approver's display name (their token's `name` claim), when it had one. */
+            approvedByName?: string;
             failure?: {
               code?: string;
               message?: string;
@@ -6533,6 +6539,8 @@ export interface operations {
             blockedByLegalHold?: string[];
             approvalDeadline?: string;
             approvedBy?: string;
+            /** @description The approver's display name (their token's `name` claim), when it had one. */
+            approvedByName?: string;
             failure?: {
               code?: string;
               message?: string;
@@ -11152,7 +11160,9 @@ export interface operations {
               issuedAt: string;
               records: number;
               requestedBy: string;
+              requestedByName?: string;
               approvedBy: string | null;
+              approvedByName?: string;
             } | null;
           };
         };
