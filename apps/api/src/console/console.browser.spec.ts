@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { verifySignedCertificate } from '@elma/infra';
 import { callApi, changePolicy, chatEvent, recordingLogger, startTestApp, type TestApp } from '../testing';
-import { openConsoleBrowser, screenshot, type ConsoleBrowser } from './testing/browser';
+import { openConsoleBrowser, screenshot, screenshotPdf, type ConsoleBrowser } from './testing/browser';
 
 /**
  * The compliance console in a real Chromium against a real ELMA (real HTTP, SQLite files, the run's Temporal
@@ -13,7 +13,7 @@ import { openConsoleBrowser, screenshot, type ConsoleBrowser } from './testing/b
  * browser approves it, the requester follows the steps to the certificate, downloads it as JSON and PDF, and
  * verifies the download and a tampered copy. The staff appear by display name and id (one named in Chinese, one
  * in English); a data subject who erased their own records, by pseudonym only. Screenshots go to
- * artifacts/console/.
+ * artifacts/console/, the certificate PDF's pages too, rendered by pdf.js in the same Chromium.
  */
 
 let t: TestApp;
@@ -173,6 +173,21 @@ describe('the compliance console in a real browser', () => {
     await pdf.saveAs(pdfFile);
     expect(readFileSync(pdfFile).subarray(0, 5).toString()).toBe('%PDF-');
     expect(pdf.suggestedFilename()).toBe(`erasure-${requestId}.pdf`);
+  });
+
+  it('the downloaded PDF renders in the same Chromium with its Chinese text: organisation and staff names', async () => {
+    const rendered = await screenshotPdf(requester.context, readFileSync(pdfFile), 'certificate-pdf');
+    expect(rendered.pages.length).toBe(Math.min(rendered.numPages, 2));
+    const [first] = rendered.pages;
+    // Text extraction ignores spacing, as a reader's copy and paste does.
+    const text = first.text.replace(/\s+/g, '');
+    expect(text).toContain(ORGANISATION);
+    expect(text).toContain(`${REQUESTER.name}(${REQUESTER.sub})`);
+    expect(text).toContain('数据删除证明');
+    // Ink on the page: a render that drew nothing (or only the white page) would have none.
+    for (const page of rendered.pages) expect(page.inkPixels).toBeGreaterThan(10_000);
+    // A font pdf.js could not load (Chinese drawn as boxes or not at all) is reported as a warning.
+    expect(rendered.warnings.filter((w) => /font|glyph|cmap/i.test(w))).toEqual([]);
   });
 
   it('verifies the downloaded certificate as valid, and a tampered copy as not valid, saying why', async () => {
