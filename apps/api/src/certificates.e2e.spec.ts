@@ -50,6 +50,25 @@ describe('POST /v1/certificates/verify', () => {
     });
   });
 
+  it('names the staff as the certificate signs them: display name beside the id, in Chinese as in English', async () => {
+    const signed = t.elma.signer.sign(
+      makeCertificate({
+        keyId: t.elma.signer.keyId,
+        requestedBy: 'comp-1',
+        requestedByName: '李娜',
+        approvedBy: 'dpo-2',
+        approvedByName: 'Alex Morgan',
+      }),
+    );
+    const response = await upload(Buffer.from(JSON.stringify(signed)));
+    expect(response.body.certifies).toMatchObject({
+      requestedBy: 'comp-1',
+      requestedByName: '李娜',
+      approvedBy: 'dpo-2',
+      approvedByName: 'Alex Morgan',
+    });
+  });
+
   it('reads the same document sent as application/json, and a file that starts with a byte-order mark', async () => {
     const text = JSON.stringify(signedBy(t.elma.signer));
     expect((await upload(text, 'application/json')).body.valid).toBe(true);

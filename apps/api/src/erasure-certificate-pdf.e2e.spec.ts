@@ -100,8 +100,14 @@ describe('the erasure certificate PDF from a running ELMA', () => {
     expect(requested.status, requested.text).toBe(202);
     const id = requested.body.requestId as string;
     expect((await settle(id, 'dpo', ['awaiting_approval', 'completed', 'failed'])).status).toBe('awaiting_approval');
-    expect((await call('dpo', 'POST', `/v1/erasures/${id}/approve`)).status).toBe(200);
+    const approved = await call('dpo', 'POST', `/v1/erasures/${id}/approve`);
+    expect(approved.status).toBe(200);
+    expect(approved.body).toMatchObject({ approvedBy: 'dpo-wang', approvedByName: '王伟' });
     expect((await settle(id, 'dpo')).status).toBe('completed');
+    // The progress names the approver too (the workflow knows the subject only; the name is in the erasure stream).
+    expect((await call('compliance', 'GET', `/v1/erasures/${id}`)).body).toMatchObject({ approvedBy: 'dpo-wang', approvedByName: '王伟' });
+    const listed = (await call('compliance', 'GET', '/v1/erasures?status=completed')).body.items as { requestId: string }[];
+    expect(listed.find((e) => e.requestId === id)).toMatchObject({ approvedBy: 'dpo-wang', approvedByName: '王伟' });
 
     const json = await call('dpo', 'GET', `/v1/erasures/${id}/certificate`);
     expect(json.body.certificate.request).toMatchObject({

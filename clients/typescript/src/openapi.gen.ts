@@ -5839,6 +5839,8 @@ export interface operations {
               blockedByLegalHold?: string[];
               approvalDeadline?: string;
               approvedBy?: string;
+              /** @description The approver's display name (their token's `name` claim), when it had one. */
+              approvedByName?: string;
               failure?: {
                 code?: string;
                 message?: string;
@@ -6079,6 +6081,8 @@ export interface operations {
             blockedByLegalHold?: string[];
             approvalDeadline?: string;
             approvedBy?: string;
+            /** @description The approver's display name (their token's `name` claim), when it had one. */
+            approvedByName?: string;
             failure?: {
               code?: string;
               message?: string;
@@ -6362,6 +6366,8 @@ export interface operations {
             blockedByLegalHold?: string[];
             approvalDeadline?: string;
             approvedBy?: string;
+            /** @description The approver's display name (their token's `name` claim), when it had one. */
+            approvedByName?: string;
             failure?: {
               code?: string;
               message?: string;
@@ -6565,6 +6571,8 @@ export interface operations {
             blockedByLegalHold?: string[];
             approvalDeadline?: string;
             approvedBy?: string;
+            /** @description The approver's display name (their token's `name` claim), when it had one. */
+            approvedByName?: string;
             failure?: {
               code?: string;
               message?: string;
@@ -11184,7 +11192,9 @@ export interface operations {
               issuedAt: string;
               records: number;
               requestedBy: string;
+              requestedByName?: string;
               approvedBy: string | null;
+              approvedByName?: string;
             } | null;
           };
         };

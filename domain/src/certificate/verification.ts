@@ -7,7 +7,8 @@ export type SignedDocumentKind = z.infer<typeof SignedDocumentKind>;
 
 /**
  * What a verified document certifies, in the words every kind shares: whose request, in which tenant, when
- * issued, how many records. Ids, times and counts only, as the document itself.
+ * issued, how many records. Ids, times and counts, plus the display names of the staff where the document
+ * signs them (an erasure certificate since format 2; never a data subject's, who is named by pseudonym).
  */
 export const CertifiedSummary = z.strictObject({
   kind: SignedDocumentKind,
@@ -17,8 +18,12 @@ export const CertifiedSummary = z.strictObject({
   /** Records erased (erasure), exported (subject access) or destroyed with the tenant (off-boarding). */
   records: z.number().int().min(0),
   requestedBy: z.string(),
+  /** The requester's display name, when the document signs one. */
+  requestedByName: z.string().optional(),
   /** The second pair of eyes, when the document records one. */
   approvedBy: z.string().nullable(),
+  /** The approver's display name, when the document signs one. */
+  approvedByName: z.string().optional(),
 });
 export type CertifiedSummary = z.infer<typeof CertifiedSummary>;
 

@@ -91,7 +91,7 @@ export interface StepRecord {
   counts?: Record<string, number>;
 }
 
-/** Live progress of one erasure (the workflow's query). Ids and counts only. */
+/** Live progress of one erasure (the workflow's query: ids and counts only; the API adds the approver's display name). */
 export interface ErasureProgress {
   requestId: string;
   tenant: string;
@@ -105,6 +105,11 @@ export interface ErasureProgress {
   /** Set while awaiting approval. */
   approvalDeadline?: string;
   approvedBy?: string;
+  /**
+   * The approver's display name (token claim `name`), kept in the erasure stream when they approved: staff only,
+   * never a data subject. Absent when their token had none.
+   */
+  approvedByName?: string;
   /** Why it stopped, when it did not complete (a stable code). */
   failure?: { code: string; message: string };
   certificateAvailable: boolean;

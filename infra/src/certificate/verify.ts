@@ -140,14 +140,22 @@ async function compareVisiblePage(pdf: ReadPdf, signed: SignedCertificate): Prom
 
 const normalise = (text: string | undefined) => (text ?? '\u0000missing').replace(/\s+/g, '');
 
-/** What a verified document certifies, the same fields for every kind (ids, times and counts, as the document). */
+/** What a verified document certifies, the same fields for every kind (ids, times, counts and staff names, as the document). */
 export function certifiedSummary(verified: Extract<CertificateCheck, { status: 'valid' }>): CertifiedSummary {
   const { requestId, tenant, issuedAt } = verified.document;
   const common = { kind: verified.type, requestId, tenant, issuedAt };
   switch (verified.type) {
     case 'elma.erasure-certificate': {
       const { closure, request } = verified.document;
-      return { ...common, records: closure.size, requestedBy: request.requestedBy, approvedBy: request.approvedBy };
+      const { requestedBy, requestedByName, approvedBy, approvedByName } = request;
+      return {
+        ...common,
+        records: closure.size,
+        requestedBy,
+        ...(requestedByName ? { requestedByName } : {}),
+        approvedBy,
+        ...(approvedByName ? { approvedByName } : {}),
+      };
     }
     case 'elma.subject-access-manifest': {
       const { counts, requestedBy } = verified.document;

@@ -5,13 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { verifySignedCertificate } from '@elma/infra';
 import { callApi, changePolicy, chatEvent, recordingLogger, startTestApp, type TestApp } from '../testing';
-import { openConsoleBrowser, screenshot, type ConsoleBrowser } from './testing/browser';
+import { openConsoleBrowser, screenshot, screenshotPdf, type ConsoleBrowser } from './testing/browser';
 
 /**
  * The compliance console in a real Chromium against a real ELMA (real HTTP, SQLite files, the run's Temporal
  * dev server): a compliance officer requests an erasure above the approval threshold, a dpo in another
  * browser approves it, the requester follows the steps to the certificate, downloads it as JSON and PDF, and
- * verifies the download and a tampered copy. Screenshots go to artifacts/console/.
+ * verifies the download and a tampered copy. The staff appear by display name and id (one named in Chinese, one
+ * in English); a data subject who erased their own records, by pseudonym only. Screenshots go to
+ * artifacts/console/, the certificate PDF's pages too, rendered by pdf.js in the same Chromium.
  */
 
 let t: TestApp;
@@ -21,6 +23,11 @@ const browsers: ConsoleBrowser[] = [];
 const files = mkdtempSync(join(tmpdir(), 'elma-console-files-'));
 /** Waits for UI states are bounds on a slow machine, not assertions on time. */
 const LONG = { timeout: 120_000 };
+const ORGANISATION = '上海示例数据科技有限公司';
+const REQUESTER = { sub: 'comp-1', name: '李娜', shown: '李娜 (comp-1)' };
+const APPROVER = { sub: 'dpo-2', name: 'Alex Morgan', shown: 'Alex Morgan (dpo-2)' };
+/** A data subject who erases their own records from the console. */
+const SELF = { sub: 'cust-zhao', name: '赵敏' };
 
 async function browser(locale?: string): Promise<ConsoleBrowser> {
   const opened = await openConsoleBrowser({ locale });
@@ -35,21 +42,26 @@ async function signIn(page: Page, token: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  t = await startTestApp({ temporal: {}, logger: log.logger });
-  const mint = (sub: string, roles: string[], tenant = 'acme') =>
-    t.token({ tenant, sub, roles, purposes: ['support'], clearance: 'restricted' });
+  t = await startTestApp({ temporal: {}, logger: log.logger, env: { ELMA_ORGANISATION_NAME: ORGANISATION } });
+  const mint = (sub: string, roles: string[], tenant = 'acme', name?: string) =>
+    t.token({ tenant, sub, roles, purposes: ['support'], clearance: 'restricted', ...(name ? { name } : {}) });
   tokens.admin = await mint('admin-1', ['admin']);
   tokens.agent = await mint('agent-1', ['agent']);
   // The requester may approve erasures too: four eyes still keeps them from approving their own.
-  tokens.requester = await mint('comp-1', ['compliance', 'dpo']);
-  tokens.approver = await mint('dpo-2', ['dpo']);
+  tokens.requester = await mint(REQUESTER.sub, ['compliance', 'dpo'], 'acme', REQUESTER.name);
+  tokens.approver = await mint(APPROVER.sub, ['dpo'], 'acme', APPROVER.name);
   tokens.otherTenant = await mint('comp-9', ['compliance', 'dpo'], 'globex');
-  // Any closure of two or more records waits for a second pair of eyes.
-  await changePolicy(t.url, tokens.admin, (policy) => (policy.erasure = { approvalThreshold: 1, approvalTimeoutHours: 1 }));
+  tokens.self = await t.token({ tenant: 'acme', sub: SELF.sub, name: SELF.name, roles: [], purposes: ['support'], clearance: 'internal' });
+  // Any closure of two or more records waits for a second pair of eyes; a data subject may erase their own records.
+  await changePolicy(t.url, tokens.admin, (policy) => {
+    policy.erasure = { approvalThreshold: 1, approvalTimeoutHours: 1 };
+    policy.rules.push({ id: 'erase-own', operations: ['erase'], when: { ownerIsSubject: true, crossPurpose: true } });
+  });
   const ingest = await callApi(t.url, tokens.agent, 'POST', '/v1/events', {
     events: [
       chatEvent('cust-wang', '王小明希望在下周三之前确认合同续约的报价。'),
       chatEvent('cust-wang', 'Wang Xiaoming prefers calls after 3 pm about the renewal quote.'),
+      chatEvent(SELF.sub, '赵敏的快递地址是浦东新区。'),
     ],
   });
   expect(ingest.status, ingest.text).toBe(202);
@@ -66,6 +78,7 @@ describe('the compliance console in a real browser', () => {
   let requester: ConsoleBrowser;
   let requestId: string;
   let certificateFile: string;
+  let pdfFile: string;
 
   it('a wrong token is refused with the problem the API sent, and nothing is kept', async () => {
     requester = await browser();
@@ -133,11 +146,12 @@ describe('the compliance console in a real browser', () => {
     await page.getByTestId('open-submit').click();
     await page.getByTestId('status').filter({ hasText: 'certified' }).waitFor(LONG);
     await page.getByTestId('certificate').waitFor(LONG);
-    expect(await page.getByTestId('approved-by').textContent()).toBe('dpo-2');
+    expect(await page.getByTestId('approved-by').textContent()).toBe(APPROVER.shown);
     expect(await page.locator('[data-testid=step][data-state=done]').count()).toBe(12);
     for (const attempts of await page.getByTestId('attempts').allTextContents()) expect(Number(attempts)).toBeGreaterThanOrEqual(0);
-    expect(await page.getByTestId('cert-requested-by').textContent()).toBe('comp-1');
-    expect(await page.getByTestId('cert-approved-by').textContent()).toBe('dpo-2');
+    expect(await page.getByTestId('cert-organisation').textContent()).toBe(ORGANISATION);
+    expect(await page.getByTestId('cert-requested-by').textContent()).toBe(REQUESTER.shown);
+    expect(await page.getByTestId('cert-approved-by').textContent()).toBe(APPROVER.shown);
     await screenshot(page, 'progress-certified');
     await page.getByTestId('certificate').scrollIntoViewIfNeeded();
     await screenshot(page, 'certificate');
@@ -155,10 +169,25 @@ describe('the compliance console in a real browser', () => {
 
     const [pdf] = await Promise.all([page.waitForEvent('download'), page.getByTestId('download-pdf').click()]);
     expect(pdf.url()).toMatch(/^blob:/);
-    const pdfFile = join(files, pdf.suggestedFilename());
+    pdfFile = join(files, pdf.suggestedFilename());
     await pdf.saveAs(pdfFile);
     expect(readFileSync(pdfFile).subarray(0, 5).toString()).toBe('%PDF-');
     expect(pdf.suggestedFilename()).toBe(`erasure-${requestId}.pdf`);
+  });
+
+  it('the downloaded PDF renders in the same Chromium with its Chinese text: organisation and staff names', async () => {
+    const rendered = await screenshotPdf(requester.context, readFileSync(pdfFile), 'certificate-pdf');
+    expect(rendered.pages.length).toBe(Math.min(rendered.numPages, 2));
+    const [first] = rendered.pages;
+    // Text extraction ignores spacing, as a reader's copy and paste does.
+    const text = first.text.replace(/\s+/g, '');
+    expect(text).toContain(ORGANISATION);
+    expect(text).toContain(`${REQUESTER.name}(${REQUESTER.sub})`);
+    expect(text).toContain('数据删除证明');
+    // Ink on the page: a render that drew nothing (or only the white page) would have none.
+    for (const page of rendered.pages) expect(page.inkPixels).toBeGreaterThan(10_000);
+    // A font pdf.js could not load (Chinese drawn as boxes or not at all) is reported as a warning.
+    expect(rendered.warnings.filter((w) => /font|glyph|cmap/i.test(w))).toEqual([]);
   });
 
   it('verifies the downloaded certificate as valid, and a tampered copy as not valid, saying why', async () => {
@@ -168,6 +197,8 @@ describe('the compliance console in a real browser', () => {
     await page.getByTestId('verify-submit').click();
     await page.getByTestId('verdict-valid').waitFor();
     expect(await page.getByTestId('verdict-request').textContent()).toBe(requestId);
+    expect(await page.getByTestId('verdict-requested-by').textContent()).toBe(REQUESTER.shown);
+    expect(await page.getByTestId('verdict-approved-by').textContent()).toBe(APPROVER.shown);
     await screenshot(page, 'verify-valid');
 
     const tampered = JSON.parse(readFileSync(certificateFile, 'utf8'));
@@ -193,8 +224,53 @@ describe('the compliance console in a real browser', () => {
     await page.getByTestId('status').filter({ hasText: '已认证' }).waitFor(LONG);
     await page.getByTestId('certificate').waitFor(LONG);
     expect(await page.locator('html').getAttribute('lang')).toBe('zh-CN');
+    expect(await page.getByTestId('approved-by').textContent()).toBe(APPROVER.shown);
+    expect(await page.getByTestId('cert-requested-by').textContent()).toBe(REQUESTER.shown);
+    expect(await page.getByTestId('cert-approved-by').textContent()).toBe(APPROVER.shown);
+    expect(await page.getByTestId('certificate').textContent()).toContain(`机构${ORGANISATION}`);
     await screenshot(page, 'certificate-zh');
+    await page.getByTestId('tab-verify').click();
+    await page.getByTestId('certificate-file').setInputFiles(pdfFile);
+    await page.getByTestId('verify-submit').click();
+    await page.getByTestId('verdict-valid').waitFor();
+    expect(await page.getByTestId('verdict-valid').textContent()).toContain('证书有效');
+    expect(await page.getByTestId('verdict-requested-by').textContent()).toBe(REQUESTER.shown);
+    expect(await page.getByTestId('verdict-approved-by').textContent()).toBe(APPROVER.shown);
+    await screenshot(page, 'verify-valid-zh');
     await page.getByTestId('language').click();
+  });
+
+  it('a data subject who erased their own records appears by pseudonym only, never by id or name', async () => {
+    const self = await browser();
+    const { page } = self;
+    await signIn(page, tokens.self);
+    await page.getByTestId('tab-request').click();
+    await page.getByTestId('scope-type').selectOption('subject');
+    await page.getByTestId('subject').fill(SELF.sub);
+    await page.getByTestId('reason').selectOption('subject_request');
+    await page.getByTestId('request-submit').click();
+    const title = page.getByTestId('progress').locator('h2').filter({ hasText: /era_/ });
+    await title.waitFor(LONG);
+    const id = (await title.textContent())!.replace('Erasure ', '').trim();
+    // Above the threshold a dpo approves it, as a data subject cannot approve anything.
+    await page
+      .getByTestId('status')
+      .filter({ hasText: /awaiting approval|certified/ })
+      .waitFor(LONG);
+    if (await page.getByTestId('approve').isVisible()) {
+      const approved = await callApi(t.url, tokens.approver, 'POST', `/v1/erasures/${id}/approve`);
+      expect(approved.status, approved.text).toBe(200);
+    }
+    await page.getByTestId('certificate').waitFor(LONG);
+    const requestedBy = await page.getByTestId('cert-requested-by').textContent();
+    expect(requestedBy).toMatch(/^the data subject, by pseudonym psn_/);
+    for (const card of ['progress', 'certificate']) {
+      const text = await page.getByTestId(card).textContent();
+      expect(text).not.toContain(SELF.sub);
+      expect(text).not.toContain(SELF.name);
+    }
+    await page.getByTestId('certificate').scrollIntoViewIfNeeded();
+    await screenshot(page, 'certificate-data-subject');
   });
 
   it('does not reveal the erasure to another tenant', async () => {
@@ -229,6 +305,6 @@ describe('the compliance console in a real browser', () => {
     }
     const logged = JSON.stringify(log.lines);
     for (const token of all) expect(logged).not.toContain(token.slice(-40));
-    expect(logged).not.toContain('cust-wang');
+    for (const personal of ['cust-wang', SELF.sub, SELF.name, REQUESTER.name, APPROVER.name]) expect(logged).not.toContain(personal);
   });
 });

@@ -62,10 +62,12 @@ export class ErasureDesk {
     const erasure = await this.erasure.follow(caller, requestId);
     const { request } = erasure;
     const live = await this.require().progress(caller.tenant, requestId);
-    if (live) return live;
+    // The workflow knows the approver by subject only; the display name is in the erasure stream.
+    if (live) return withApproverName(live, erasure.approverName(live.approvedBy ?? null));
     // Temporal no longer has the workflow (retention of closed workflows): the erasure stream still says how it ended.
     const certified = erasure.certificate;
-    return {
+    const approvedBy = certified?.certificate.request.approvedBy ?? null;
+    const ended: ErasureProgress = {
       requestId,
       tenant: caller.tenant,
       reason: request.reason,
@@ -74,8 +76,10 @@ export class ErasureDesk {
       steps: [...erasure.steps.values()],
       closureSize: certified ? certified.certificate.closure.size + certified.certificate.legalHoldExceptions.length : null,
       blockedByLegalHold: certified?.certificate.legalHoldExceptions.map((e) => e.recordId) ?? [],
+      ...(approvedBy ? { approvedBy } : {}),
       certificateAvailable: certified !== undefined,
     };
+    return withApproverName(ended, erasure.approverName(approvedBy));
   }
 
   /** The erasures the caller may follow, a page at a time, each with its progress as `progress` gives it. */
@@ -101,7 +105,7 @@ export class ErasureDesk {
     await this.erasure.nameApprover(caller, requestId);
     await workflows.approve(caller.tenant, requestId, caller.sub);
     await this.erasure.auditApproval(caller, requestId, 'allow', 'role:dpo', httpRequestId);
-    return { ...before, status: 'running', approvedBy: caller.sub };
+    return withApproverName({ ...before, status: 'running', approvedBy: caller.sub }, caller.name);
   }
 
   async certificate(caller: Principal, requestId: string, httpRequestId: string): Promise<SignedCertificate> {
@@ -123,4 +127,8 @@ export class ErasureDesk {
     if (!this.workflows) throw new TemporalUnavailable();
     return this.workflows;
   }
+}
+
+function withApproverName(progress: ErasureProgress, approvedByName: string | undefined): ErasureProgress {
+  return approvedByName ? { ...progress, approvedByName } : progress;
 }

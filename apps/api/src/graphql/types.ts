@@ -272,6 +272,7 @@ export class ErasureType {
   @Field(() => [ID]) blockedByLegalHold!: string[];
   @Field(() => String, { nullable: true }) approvalDeadline?: string;
   @Field(() => String, { nullable: true }) approvedBy?: string;
+  @Field(() => String, { nullable: true }) approvedByName?: string;
   @Field(() => ErasureFailureType, { nullable: true }) failure?: ErasureFailureType;
   @Field(() => Boolean) certificateAvailable!: boolean;
 }

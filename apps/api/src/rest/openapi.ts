@@ -263,6 +263,7 @@ export const ErasureProgressSchema: SchemaObject = {
     blockedByLegalHold: { type: 'array', items: { type: 'string' } },
     approvalDeadline: { type: 'string' },
     approvedBy: { type: 'string' },
+    approvedByName: { type: 'string', description: "The approver's display name (their token's `name` claim), when it had one." },
     failure: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } },
     certificateAvailable: { type: 'boolean' },
   },

@@ -225,7 +225,7 @@ class _ErasureProgressRequired(TypedDict):
 
 
 class ErasureProgress(_ErasureProgressRequired, total=False):
-    """An erasure's live progress: status, the step it is on, the steps it finished. Ids and counts only."""
+    """An erasure's live progress: status, the step it is on, the steps it finished. Ids and counts, and the approver's display name."""
 
     tenant: str
     reason: ErasureReason
@@ -234,6 +234,7 @@ class ErasureProgress(_ErasureProgressRequired, total=False):
     blockedByLegalHold: List[str]
     approvalDeadline: str
     approvedBy: str
+    approvedByName: str
     failure: Dict[str, Any]
 
 

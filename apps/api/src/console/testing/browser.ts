@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
@@ -80,4 +81,74 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   const path = join(SCREENSHOTS, `${name}.png`);
   await page.screenshot({ path, fullPage: true });
   return path;
+}
+
+/** One page of a PDF as the browser rendered it. */
+export interface RenderedPdfPage {
+  page: number;
+  /** Where its screenshot is (artifacts/console/). */
+  path: string;
+  /** The page's text as pdf.js extracts it (through the embedded fonts' ToUnicode maps). */
+  text: string;
+  /** Pixels of the canvas that are not (nearly) white: a blank render has none. */
+  inkPixels: number;
+}
+
+export interface RenderedPdf {
+  numPages: number;
+  /** The pages rendered (up to `maxPages`). */
+  pages: RenderedPdfPage[];
+  /** pdf.js's warnings and errors while rendering (a font it could not load says so here). */
+  warnings: string[];
+}
+
+/** A made-up origin the PDF viewer is served from, by `page.route`: nothing of it goes to the network. */
+const PDF_ORIGIN = 'http://pdf.test';
+const PDFJS = dirname(dirname(createRequire(import.meta.url).resolve('pdfjs-dist/build/pdf.min.mjs')));
+const VIEWER = fileURLToPath(new URL('./pdf-viewer.html', import.meta.url));
+const TYPES: Record<string, string> = {
+  '.mjs': 'text/javascript',
+  '.wasm': 'application/wasm',
+};
+
+/**
+ * Renders a PDF the way a reader's browser does: pdf.js (the project's own pdfjs-dist) in a new tab of `context`,
+ * each page onto a canvas (testing/pdf-viewer.html), kept as artifacts/console/<name>.png (page 1) and
+ * <name>-<n>.png (the next ones, up to `maxPages`). The tab loads only the viewer, pdf.js's files and the PDF,
+ * all answered by `page.route`.
+ */
+export async function screenshotPdf(context: BrowserContext, pdf: Buffer, name: string, maxPages = 2): Promise<RenderedPdf> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  const page = await context.newPage();
+  const warnings: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'warning' || message.type() === 'error') warnings.push(message.text());
+  });
+  page.on('pageerror', (error) => void warnings.push(error.message));
+  await page.route('**/*', (route) => {
+    const url = new URL(route.request().url());
+    if (url.origin !== PDF_ORIGIN) return route.abort();
+    if (url.pathname === '/') return route.fulfill({ contentType: 'text/html; charset=utf-8', body: readFileSync(VIEWER) });
+    if (url.pathname === '/certificate.pdf') return route.fulfill({ contentType: 'application/pdf', body: pdf });
+    const file = resolve(PDFJS, `.${decodeURIComponent(url.pathname.replace(/^\/pdfjs/, ''))}`);
+    if (!url.pathname.startsWith('/pdfjs/') || !file.startsWith(`${PDFJS}/`) || !existsSync(file)) return route.fulfill({ status: 404 });
+    return route.fulfill({ contentType: TYPES[extname(file)] ?? 'application/octet-stream', body: readFileSync(file) });
+  });
+  try {
+    await page.goto(`${PDF_ORIGIN}/`);
+    await page.waitForFunction('window.pdfViewerReady === true');
+    const rendered = (await page.evaluate(`window.renderPdf(${Number(maxPages)})`)) as {
+      numPages: number;
+      pages: Omit<RenderedPdfPage, 'path'>[];
+    };
+    const pages: RenderedPdfPage[] = [];
+    for (const r of rendered.pages) {
+      const path = join(SCREENSHOTS, r.page === 1 ? `${name}.png` : `${name}-${r.page}.png`);
+      await page.locator(`canvas[data-page="${r.page}"]`).screenshot({ path });
+      pages.push({ ...r, path });
+    }
+    return { numPages: rendered.numPages, pages, warnings };
+  } finally {
+    await page.close();
+  }
 }

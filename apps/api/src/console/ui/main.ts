@@ -424,6 +424,21 @@ function duration(from: string, to: string): string {
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
+/** Staff by display name and id, as the certificate PDF names them; the id alone when no name was recorded. */
+function person(name: string | undefined, id: string): string {
+  return name ? `${name} (${id})` : id;
+}
+
+/**
+ * The requester as the certificate names them: a data subject who asked for their own erasure by the pseudonym
+ * their streams had (the certificate signs no name or id for them), staff by name and id.
+ */
+function certifiedRequester(c: SignedCertificate['certificate']): string {
+  const { requestedBy, requestedByName, scope } = c.request;
+  const pseudonym = 'subjectPseudonym' in scope ? scope.subjectPseudonym : undefined;
+  return requestedBy === pseudonym ? t('dataSubjectByPseudonym', { pseudonym }) : person(requestedByName, requestedBy);
+}
+
 function renderErasure(main: HTMLElement, id: string): void {
   const mine = generation;
   const progressCard = h('section', { class: 'card', 'data-testid': 'progress' }, h('h2', {}, t('progressTitle', { id })));
@@ -460,7 +475,7 @@ function renderErasure(main: HTMLElement, id: string): void {
         h('dd', { 'data-testid': 'closure-size' }, p.closureSize ?? t('nobody')),
         p.status === 'awaiting_approval' &&
           p.approvalDeadline && [h('dt', {}, t('approvalDeadline')), h('dd', {}, when(p.approvalDeadline))],
-        p.approvedBy && [h('dt', {}, t('approvedBy')), h('dd', { 'data-testid': 'approved-by' }, p.approvedBy)],
+        p.approvedBy && [h('dt', {}, t('approvedBy')), h('dd', { 'data-testid': 'approved-by' }, person(p.approvedByName, p.approvedBy))],
         p.blockedByLegalHold.length > 0 && [h('dt', {}, t('legalHold')), h('dd', { class: 'mono' }, p.blockedByLegalHold.join(', '))],
         p.failure && [h('dt', {}, t('failure', { code: p.failure.code })), h('dd', {}, p.failure.message)],
       ),
@@ -541,14 +556,19 @@ function renderErasure(main: HTMLElement, id: string): void {
         {},
         h('dt', {}, t('requestId')),
         h('dd', { class: 'mono' }, c.requestId),
+        c.organisation && [h('dt', {}, t('organisation')), h('dd', { 'data-testid': 'cert-organisation' }, c.organisation)],
         h('dt', {}, t('tenant')),
         h('dd', {}, c.tenant),
         h('dt', {}, t('requestedBy')),
-        h('dd', { 'data-testid': 'cert-requested-by' }, c.request.requestedBy),
+        h('dd', { 'data-testid': 'cert-requested-by' }, certifiedRequester(c)),
         h('dt', {}, t('requestedAt')),
         h('dd', {}, when(c.request.requestedAt)),
         h('dt', {}, t('approvedBy')),
-        h('dd', { 'data-testid': 'cert-approved-by' }, c.request.approvedBy ?? t('nobody')),
+        h(
+          'dd',
+          { 'data-testid': 'cert-approved-by' },
+          c.request.approvedBy === null ? t('nobody') : person(c.request.approvedByName, c.request.approvedBy),
+        ),
         h('dt', {}, t('closureSize')),
         h('dd', { 'data-testid': 'cert-records' }, c.closure.size),
         h('dt', {}, t('byKind')),
@@ -712,9 +732,9 @@ function verdict(check: CertificateCheckResult, fileName: string): HTMLElement {
         h('dt', {}, t('records')),
         h('dd', {}, c.records),
         h('dt', {}, t('requestedBy')),
-        h('dd', {}, c.requestedBy),
+        h('dd', { 'data-testid': 'verdict-requested-by' }, person(c.requestedByName, c.requestedBy)),
         h('dt', {}, t('approvedBy')),
-        h('dd', {}, c.approvedBy ?? t('nobody')),
+        h('dd', { 'data-testid': 'verdict-approved-by' }, c.approvedBy === null ? t('nobody') : person(c.approvedByName, c.approvedBy)),
         h('dt', {}, t('issuedAt')),
         h('dd', {}, when(c.issuedAt)),
       ],
