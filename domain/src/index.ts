@@ -19,6 +19,7 @@ export * from './text/date-words';
 export * from './text/stop-words';
 export * from './auth/principal';
 export * from './auth/roles';
+export * from './auth/sign-in';
 export * from './memory/record';
 export * from './memory/events';
 export * from './memory/decider';

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Inject, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { Principal } from '@elma/domain';
-import { SignInGrant } from '@elma/infra';
+import { Principal, SignInGrant } from '@elma/domain';
+
 import { ZodBody } from '../http/zod-body';
 import { SIGN_IN_DESK } from '../http/tokens';
 import type { SignInDesk } from '../sign-in/sign-in-desk';

@@ -1,5 +1,5 @@
-import { TenantOffboarded, type Principal } from '@elma/domain';
-import { SignInNotConfigured, type IdentityProvider, type OidcSignIn, type SignInGrant, type SignedIn } from '@elma/infra';
+import { TenantOffboarded, type IdentityProvider, type Principal, type SignInGrant } from '@elma/domain';
+import { SignInNotConfigured, type OidcSignIn, type SignedIn } from '@elma/infra';
 import type { BearerVerifier, ClosedTenants } from '../http/tokens';
 
 /**

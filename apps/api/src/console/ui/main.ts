@@ -1,9 +1,9 @@
 /// <reference lib="dom" />
-import type { CertificateCheckResult, ErasureProgress, Principal, SignedCertificate } from '@elma/domain';
+import type { CertificateCheckResult, ErasureProgress, IdentityProvider, Principal, SignInGrant, SignedCertificate } from '@elma/domain';
 import { ApiProblem, call, callJson, session } from './api';
 import { h, show } from './dom';
 import { initialLang, lang, setLang, t, texts, when } from './i18n';
-import { returnedSignIn, startSignIn, type IdentityProvider, type SignInGrant } from './oidc';
+import { returnedSignIn, startSignIn } from './oidc';
 
 /**
  * The compliance console: sign in with a bearer token, list erasures, request one, approve one (four eyes),

@@ -1,4 +1,5 @@
 /// <reference lib="dom" />
+import type { IdentityProvider, SignInGrant } from '@elma/domain';
 import { ApiProblem } from './api';
 
 /**
@@ -6,22 +7,6 @@ import { ApiProblem } from './api';
  * state, go to the identity provider, and on the way back check that this tab started the sign-in before the
  * API exchanges the code. The verifier and state live in this tab's sessionStorage until the provider answers.
  */
-
-export interface IdentityProvider {
-  name?: string;
-  issuer: string;
-  authorizationEndpoint: string;
-  clientId: string;
-  scope: string;
-  resource?: string;
-}
-
-/** What the API needs to exchange the code (POST /v1/sign-in/token). */
-export interface SignInGrant {
-  code: string;
-  codeVerifier: string;
-  redirectUri: string;
-}
 
 interface Pending {
   state: string;
