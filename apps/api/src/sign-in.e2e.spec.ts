@@ -41,8 +41,9 @@ async function codeFor(login: string) {
   return { code: back.searchParams.get('code')!, verifier };
 }
 
-const exchange = (code: string, codeVerifier: string, redirectUri = `${t.url}/console/`) =>
-  callApi(t.url, '', 'POST', '/v1/sign-in/token', { code, codeVerifier, redirectUri });
+/** POST /v1/sign-in/token as the console sends it, to `app` (by default the one signed in through the real provider). */
+const exchange = (code: string, codeVerifier: string, app: TestApp = t) =>
+  callApi(app.url, '', 'POST', '/v1/sign-in/token', { code, codeVerifier, redirectUri: `${app.url}/console/` });
 
 describe('sign-in through the identity provider', () => {
   it('names the provider the console sends a browser to', async () => {
@@ -170,21 +171,13 @@ describe('sign-in when the identity provider is missing, hostile or down', () =>
       path.startsWith('/token')
         ? { status: 400, body: { error: 'invalid_grant <script>', error_description: 'code 123 for 王小明 expired' } }
         : discovery({})();
-    const refused = await callApi(app.url, '', 'POST', '/v1/sign-in/token', {
-      code: 'abc',
-      codeVerifier: pkce().verifier,
-      redirectUri: `${app.url}/console/`,
-    });
+    const refused = await exchange('abc', pkce().verifier, app);
     expect(refused.status, refused.text).toBe(400);
     expect(refused.body).toMatchObject({ code: 'SIGN_IN.REFUSED' });
     expect(refused.text).not.toMatch(/script|王小明|123/);
 
     answer = (path) => (path.startsWith('/token') ? { status: 502, body: {} } : discovery({})());
-    const failed = await callApi(app.url, '', 'POST', '/v1/sign-in/token', {
-      code: 'abc',
-      codeVerifier: pkce().verifier,
-      redirectUri: `${app.url}/console/`,
-    });
+    const failed = await exchange('abc', pkce().verifier, app);
     expect(failed.status, failed.text).toBe(503);
     expect(failed.body).toMatchObject({ code: 'SIGN_IN.PROVIDER_UNAVAILABLE' });
   });
@@ -192,11 +185,7 @@ describe('sign-in when the identity provider is missing, hostile or down', () =>
   it('answers 503 when the provider does not answer at all, and 404 where none is configured', async () => {
     fake.closeAllConnections();
     await new Promise((resolve) => fake.close(resolve));
-    const token = await callApi(app.url, '', 'POST', '/v1/sign-in/token', {
-      code: 'abc',
-      codeVerifier: pkce().verifier,
-      redirectUri: `${app.url}/console/`,
-    });
+    const token = await exchange('abc', pkce().verifier, app);
     expect(token.status, token.text).toBe(503);
     expect(token.body).toMatchObject({ code: 'SIGN_IN.PROVIDER_UNAVAILABLE', detail: expect.stringContaining('cannot be reached') });
 
@@ -205,11 +194,7 @@ describe('sign-in when the identity provider is missing, hostile or down', () =>
       const options = await callApi(plain.url, '', 'GET', '/v1/sign-in');
       expect(options.status, options.text).toBe(200);
       expect(options.body).toEqual({ identityProvider: null });
-      const exchangeThere = await callApi(plain.url, '', 'POST', '/v1/sign-in/token', {
-        code: 'abc',
-        codeVerifier: pkce().verifier,
-        redirectUri: `${plain.url}/console/`,
-      });
+      const exchangeThere = await exchange('abc', pkce().verifier, plain);
       expect(exchangeThere.status, exchangeThere.text).toBe(404);
       expect(exchangeThere.body).toMatchObject({ code: 'SIGN_IN.NOT_CONFIGURED' });
     } finally {
