@@ -63,7 +63,7 @@ const SLOW = { timeout: 300_000 };
 beforeAll(async () => {
   t = await startTestApp({ temporal: {} });
   Object.assign(tokens, await roleTokens(t, ['agent', 'compliance', 'dpo', 'admin', 'auditor']));
-  tokens.dpo2 = await t.token({ sub: 'dpo-2', roles: ['dpo'], purposes: ['support'], clearance: 'restricted' });
+  tokens.dpo2 = await t.token({ sub: 'dpo-2', roles: ['dpo'], purposes: ['support'], clearance: 'restricted', name: '王芳' });
   tokens.other = await t.token({ tenant: 'globex', sub: 'auditor-9', roles: ['auditor', 'compliance'], purposes: ['support'] });
   const ingest = await call('agent', 'POST', '/v1/events', {
     events: [chatEvent('cust-1', '王芳的会员卡号记在第二本册子里'), chatEvent('cust-2', 'Marigold prefers invoices by post')],
@@ -210,7 +210,8 @@ describe('elma erasure', SLOW, () => {
     expect(JSON.parse(approved.stdout).approvedBy).toBe('dpo-2');
     const followed = await inProcess(erasureCommand, ['status', id, '--wait'], tokens.dpo);
     expect(followed.code, followed.stderr).toBe(0);
-    expect(followed.stdout).toContain('approved by dpo-2');
+    // The approver's display name (the token's `name` claim) with the id.
+    expect(followed.stdout).toContain('approved by 王芳 (dpo-2)');
   });
 
   it("answers 404 for another tenant's erasure, as the API does", async () => {

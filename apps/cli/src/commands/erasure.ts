@@ -254,7 +254,7 @@ export function describeErasure(e: ErasureProgress): string {
       lines.push(`  [ ] ${step}`);
     }
   }
-  if (e.approvedBy) lines.push(`  approved by ${e.approvedBy}`);
+  if (e.approvedBy) lines.push(`  approved by ${e.approvedByName ? `${e.approvedByName} (${e.approvedBy})` : e.approvedBy}`);
   if (e.blockedByLegalHold.length > 0) lines.push(`  kept under legal hold: ${e.blockedByLegalHold.length} record(s)`);
   if (e.failure) lines.push(`  stopped: ${e.failure.code}: ${e.failure.message}`);
   return `${lines.join('\n')}\n`;
