@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { callApi, changePolicy, chatEvent, recordingLogger, startTestApp, type TestApp } from '../testing';
-import { openConsoleBrowser, screenshot, type ConsoleBrowser } from './testing/browser';
+import { ConsoleBrowsers, screenshot, type ConsoleBrowser } from './testing/browser';
 import { pkce, startIdentityProvider, type TestIdentityProvider } from './testing/identity-provider';
 
 /**
@@ -19,18 +19,11 @@ let idp: TestIdentityProvider;
 let t: TestApp;
 let consoleUrl: string;
 const log = recordingLogger();
-const browsers: ConsoleBrowser[] = [];
+// The provider's development pages import a web font from the internet; this run has none.
+const browsers = new ConsoleBrowsers({ offline: /fonts\.googleapis\.com/ });
 const LONG = { timeout: 120_000 };
 const staff = { tenant: 'acme', purposes: ['support'], clearance: 'restricted' };
 const TOKEN_KEY = "sessionStorage.getItem('elma.console.token')";
-
-async function browser(locale?: string): Promise<ConsoleBrowser> {
-  const opened = await openConsoleBrowser({ locale });
-  // The provider's development pages import a web font from the internet; this run has none.
-  await opened.context.route(/fonts\.googleapis\.com/, (route) => route.abort());
-  browsers.push(opened);
-  return opened;
-}
 
 /** Through the provider's own pages, as a person does: the console's button, sign-in form, consent. */
 async function signInAtProvider(page: Page, login: string): Promise<void> {
@@ -79,7 +72,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  for (const b of browsers) await b.close().catch(() => undefined);
+  await browsers.closeAll();
   await t?.close();
   await idp?.close();
 });
@@ -89,7 +82,7 @@ describe('the console signs staff in through the identity provider', () => {
   let requestId: string;
 
   it('offers the provider by name, and a bearer token does not work here', async () => {
-    requester = await browser();
+    requester = await browsers.open();
     const { page } = requester;
     await page.goto(`${consoleUrl}/console`);
     const button = page.getByTestId('sign-in-idp');
@@ -130,7 +123,7 @@ describe('the console signs staff in through the identity provider', () => {
     await page.getByTestId('status').filter({ hasText: 'awaiting approval' }).waitFor(LONG);
     requestId = (await page.getByTestId('progress').locator('h2').textContent())!.replace('Erasure ', '').trim();
 
-    const approver = await browser('zh-CN');
+    const approver = await browsers.open('zh-CN');
     await signInAtProvider(approver.page, 'dpo-2');
     await approver.page.getByTestId('open-id').fill(requestId);
     await approver.page.getByTestId('open-submit').click();
@@ -161,7 +154,7 @@ describe('the console signs staff in through the identity provider', () => {
 
 describe('what an attacker can try against the sign-in', () => {
   it('a link carrying a code this tab did not ask for is refused in the browser, before any exchange', async () => {
-    const { page, requestedUrls } = await browser();
+    const { page, requestedUrls } = await browsers.open();
     await page.goto(`${consoleUrl}/console/?code=stolen-or-planted&state=guessed&iss=${encodeURIComponent(idp.issuer)}`);
     await page.getByTestId('problem-code').filter({ hasText: 'SIGN_IN.STATE_MISMATCH' }).waitFor();
     expect(new URL(page.url()).search).toBe('');
@@ -170,7 +163,7 @@ describe('what an attacker can try against the sign-in', () => {
   });
 
   it("an error link shows the provider's error code, not text someone wrote into the link", async () => {
-    const { page } = await browser();
+    const { page } = await browsers.open();
     await page.goto(
       `${consoleUrl}/console/?error=access_denied&error_description=${encodeURIComponent('Call +1 555 0100 to restore access')}`,
     );
@@ -181,7 +174,7 @@ describe('what an attacker can try against the sign-in', () => {
   });
 
   it('a code exchanged with a verifier other than the one this tab made is refused by the provider', async () => {
-    const { page } = await browser();
+    const { page } = await browsers.open();
     await page.route('**/v1/sign-in/token', async (route) => {
       const body = JSON.parse(route.request().postData() ?? '{}');
       await route.continue({ postData: JSON.stringify({ ...body, codeVerifier: pkce().verifier }) });
@@ -192,7 +185,7 @@ describe('what an attacker can try against the sign-in', () => {
   });
 
   it('someone the provider knows but who holds no ELMA claims is not signed in', async () => {
-    const { page } = await browser();
+    const { page } = await browsers.open();
     await signInAtProvider(page, 'visitor');
     await page.getByTestId('problem-code').filter({ hasText: 'AUTH.TOKEN_INVALID' }).waitFor(LONG);
     expect(await page.evaluate(TOKEN_KEY)).toBeNull();
@@ -204,6 +197,6 @@ describe('what an attacker can try against the sign-in', () => {
     expect(logged).not.toMatch(/eyJ[\w-]{20,}\.[\w-]{20,}/);
     expect(logged).not.toContain('stolen-or-planted');
     expect(logged).not.toContain('cust-zhao');
-    for (const b of browsers) expect(b.pageErrors).toEqual([]);
+    for (const b of browsers.all()) expect(b.pageErrors).toEqual([]);
   });
 });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { verifySignedCertificate } from '@elma/infra';
 import { callApi, changePolicy, chatEvent, recordingLogger, startTestApp, type TestApp } from '../testing';
-import { openConsoleBrowser, screenshot, screenshotPdf, type ConsoleBrowser } from './testing/browser';
+import { ConsoleBrowsers, screenshot, screenshotPdf, type ConsoleBrowser } from './testing/browser';
 
 /**
  * The compliance console in a real Chromium against a real ELMA (real HTTP, SQLite files, the run's Temporal
@@ -19,7 +19,7 @@ import { openConsoleBrowser, screenshot, screenshotPdf, type ConsoleBrowser } fr
 let t: TestApp;
 const log = recordingLogger();
 const tokens: Record<string, string> = {};
-const browsers: ConsoleBrowser[] = [];
+const browsers = new ConsoleBrowsers();
 const files = mkdtempSync(join(tmpdir(), 'elma-console-files-'));
 /** Waits for UI states are bounds on a slow machine, not assertions on time. */
 const LONG = { timeout: 120_000 };
@@ -28,12 +28,6 @@ const REQUESTER = { sub: 'comp-1', name: '李娜', shown: '李娜 (comp-1)' };
 const APPROVER = { sub: 'dpo-2', name: 'Alex Morgan', shown: 'Alex Morgan (dpo-2)' };
 /** A data subject who erases their own records from the console. */
 const SELF = { sub: 'cust-zhao', name: '赵敏' };
-
-async function browser(locale?: string): Promise<ConsoleBrowser> {
-  const opened = await openConsoleBrowser({ locale });
-  browsers.push(opened);
-  return opened;
-}
 
 async function signIn(page: Page, token: string): Promise<void> {
   await page.goto(`${t.url}/console`);
@@ -69,7 +63,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  for (const b of browsers) await b.close().catch(() => undefined);
+  await browsers.closeAll();
   await t?.close();
   rmSync(files, { recursive: true, force: true });
 });
@@ -81,7 +75,7 @@ describe('the compliance console in a real browser', () => {
   let pdfFile: string;
 
   it('a wrong token is refused with the problem the API sent, and nothing is kept', async () => {
-    requester = await browser();
+    requester = await browsers.open();
     const { page } = requester;
     await page.goto(`${t.url}/console`);
     await page.getByTestId('sign-in').waitFor();
@@ -133,7 +127,7 @@ describe('the compliance console in a real browser', () => {
   });
 
   it('a dpo in a second browser approves it, and the requester watches it reach its certificate', async () => {
-    const approver = await browser();
+    const approver = await browsers.open();
     await signIn(approver.page, tokens.approver);
     await approver.page.getByTestId('open-id').fill(requestId);
     await approver.page.getByTestId('open-submit').click();
@@ -241,7 +235,7 @@ describe('the compliance console in a real browser', () => {
   });
 
   it('a data subject who erased their own records appears by pseudonym only, never by id or name', async () => {
-    const self = await browser();
+    const self = await browsers.open();
     const { page } = self;
     await signIn(page, tokens.self);
     await page.getByTestId('tab-request').click();
@@ -274,7 +268,7 @@ describe('the compliance console in a real browser', () => {
   });
 
   it('does not reveal the erasure to another tenant', async () => {
-    const other = await browser();
+    const other = await browsers.open();
     await signIn(other.page, tokens.otherTenant);
     await other.page.getByTestId('who').waitFor();
     const unavailable = other.page.getByTestId('list-unavailable');
@@ -299,7 +293,7 @@ describe('the compliance console in a real browser', () => {
     expect(await page.evaluate('document.cookie')).toBe('');
 
     const all = Object.values(tokens);
-    for (const b of browsers) {
+    for (const b of browsers.all()) {
       for (const url of b.requestedUrls) for (const token of all) expect(url).not.toContain(token.slice(-40));
       expect(b.pageErrors).toEqual([]);
     }

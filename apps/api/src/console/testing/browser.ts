@@ -75,6 +75,32 @@ export async function openConsoleBrowser(options: { locale?: string } = {}): Pro
   };
 }
 
+/**
+ * The browsers a suite opens, each a person at a machine of their own, closed together when the suite ends;
+ * a suite's last test reads all of them (every URL requested, every page error).
+ */
+export class ConsoleBrowsers {
+  private readonly opened: ConsoleBrowser[] = [];
+
+  /** `offline`: hosts whose requests are refused, for pages (an identity provider's) that would reach the internet. */
+  constructor(private readonly options: { offline?: RegExp } = {}) {}
+
+  async open(locale?: string): Promise<ConsoleBrowser> {
+    const browser = await openConsoleBrowser({ locale });
+    if (this.options.offline) await browser.context.route(this.options.offline, (route) => route.abort());
+    this.opened.push(browser);
+    return browser;
+  }
+
+  all(): readonly ConsoleBrowser[] {
+    return this.opened;
+  }
+
+  async closeAll(): Promise<void> {
+    for (const browser of this.opened) await browser.close().catch(() => undefined);
+  }
+}
+
 /** Saves a full-page screenshot as artifacts/console/<name>.png. */
 export async function screenshot(page: Page, name: string): Promise<string> {
   mkdirSync(SCREENSHOTS, { recursive: true });
