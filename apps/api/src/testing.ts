@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import type { WorkflowBundle } from '@temporalio/worker';
 import { bundleElmaWorkflows, createWorkerFor, temporalOffboardWorkflows, wireTemporal } from '@elma/worker';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import { createApi } from './app';
 import type { ErasureWorkflows } from './erasure/erasure-desk';
 import type { OffboardWorkflows } from './offboarding/offboarding-desk';
@@ -169,6 +169,13 @@ export async function callApi(url: string, token: string, method: string, path: 
     contentType: response.headers.get('content-type') ?? '',
     headers: response.headers,
   };
+}
+
+/** Ingests `events` over REST (202 expected) and waits until the projection has indexed them. */
+export async function ingestSettled(t: TestApp, token: string, events: unknown[]): Promise<void> {
+  const ingest = await callApi(t.url, token, 'POST', '/v1/events', { events });
+  expect(ingest.status, ingest.text).toBe(202);
+  await t.elma.runner.waitFor(await t.elma.log.headPosition());
 }
 
 /** The erasure statuses after which nothing more happens to a request. */

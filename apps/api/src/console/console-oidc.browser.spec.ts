@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { callApi, changePolicy, chatEvent, recordingLogger, startTestApp, type TestApp } from '../testing';
+import { callApi, changePolicy, chatEvent, ingestSettled, recordingLogger, startTestApp, type TestApp } from '../testing';
 import { ConsoleBrowsers, screenshot, type ConsoleBrowser } from './testing/browser';
 import { pkce, startIdentityProvider, type TestIdentityProvider } from './testing/identity-provider';
 
@@ -61,14 +61,10 @@ beforeAll(async () => {
   expect(admin.status, admin.text).toBe(200);
   const adminToken = (admin.body as { accessToken: string }).accessToken;
   await changePolicy(t.url, adminToken, (policy) => (policy.erasure = { approvalThreshold: 1, approvalTimeoutHours: 1 }));
-  const ingest = await callApi(t.url, adminToken, 'POST', '/v1/events', {
-    events: [
-      chatEvent('cust-zhao', '赵敏要求删除她在客服系统中的全部记录。'),
-      chatEvent('cust-zhao', 'Zhao Min asked for every record about her to be deleted.'),
-    ],
-  });
-  expect(ingest.status, ingest.text).toBe(202);
-  await t.elma.runner.waitFor(await t.elma.log.headPosition());
+  await ingestSettled(t, adminToken, [
+    chatEvent('cust-zhao', '赵敏要求删除她在客服系统中的全部记录。'),
+    chatEvent('cust-zhao', 'Zhao Min asked for every record about her to be deleted.'),
+  ]);
 }, 180_000);
 
 afterAll(async () => {

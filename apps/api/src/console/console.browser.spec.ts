@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { verifySignedCertificate } from '@elma/infra';
-import { callApi, changePolicy, chatEvent, recordingLogger, startTestApp, type TestApp } from '../testing';
+import { callApi, changePolicy, chatEvent, ingestSettled, recordingLogger, startTestApp, type TestApp } from '../testing';
 import { ConsoleBrowsers, screenshot, screenshotPdf, type ConsoleBrowser } from './testing/browser';
 
 /**
@@ -51,15 +51,11 @@ beforeAll(async () => {
     policy.erasure = { approvalThreshold: 1, approvalTimeoutHours: 1 };
     policy.rules.push({ id: 'erase-own', operations: ['erase'], when: { ownerIsSubject: true, crossPurpose: true } });
   });
-  const ingest = await callApi(t.url, tokens.agent, 'POST', '/v1/events', {
-    events: [
-      chatEvent('cust-wang', '王小明希望在下周三之前确认合同续约的报价。'),
-      chatEvent('cust-wang', 'Wang Xiaoming prefers calls after 3 pm about the renewal quote.'),
-      chatEvent(SELF.sub, '赵敏的快递地址是浦东新区。'),
-    ],
-  });
-  expect(ingest.status, ingest.text).toBe(202);
-  await t.elma.runner.waitFor(await t.elma.log.headPosition());
+  await ingestSettled(t, tokens.agent, [
+    chatEvent('cust-wang', '王小明希望在下周三之前确认合同续约的报价。'),
+    chatEvent('cust-wang', 'Wang Xiaoming prefers calls after 3 pm about the renewal quote.'),
+    chatEvent(SELF.sub, '赵敏的快递地址是浦东新区。'),
+  ]);
 }, 180_000);
 
 afterAll(async () => {
