@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { callApi, changePolicy, chatEvent, ingestSettled, recordingLogger, startTestApp, type TestApp } from '../testing';
-import { ConsoleBrowsers, screenshot, type ConsoleBrowser } from './testing/browser';
+import { ConsoleBrowsers, LONG, requestSubjectErasure, screenshot, type ConsoleBrowser } from './testing/browser';
 import { pkce, startIdentityProvider, type TestIdentityProvider } from './testing/identity-provider';
 
 /**
@@ -21,7 +21,6 @@ let consoleUrl: string;
 const log = recordingLogger();
 // The provider's development pages import a web font from the internet; this run has none.
 const browsers = new ConsoleBrowsers({ offline: /fonts\.googleapis\.com/ });
-const LONG = { timeout: 120_000 };
 const staff = { tenant: 'acme', purposes: ['support'], clearance: 'restricted' };
 const TOKEN_KEY = "sessionStorage.getItem('elma.console.token')";
 
@@ -111,13 +110,8 @@ describe('the console signs staff in through the identity provider', () => {
 
   it('a signed-in requester and a second dpo, both from the provider, take an erasure to its certificate with their names on it', async () => {
     const { page } = requester;
-    await page.getByTestId('tab-request').click();
-    await page.getByTestId('scope-type').selectOption('subject');
-    await page.getByTestId('subject').fill('cust-zhao');
-    await page.getByTestId('reason').selectOption('subject_request');
-    await page.getByTestId('request-submit').click();
+    requestId = await requestSubjectErasure(page, 'cust-zhao');
     await page.getByTestId('status').filter({ hasText: 'awaiting approval' }).waitFor(LONG);
-    requestId = (await page.getByTestId('progress').locator('h2').textContent())!.replace('Erasure ', '').trim();
 
     const approver = await browsers.open('zh-CN');
     await signInAtProvider(approver.page, 'dpo-2');

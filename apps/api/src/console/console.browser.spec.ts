@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { verifySignedCertificate } from '@elma/infra';
 import { callApi, changePolicy, chatEvent, ingestSettled, recordingLogger, startTestApp, type TestApp } from '../testing';
-import { ConsoleBrowsers, screenshot, screenshotPdf, type ConsoleBrowser } from './testing/browser';
+import { ConsoleBrowsers, LONG, requestSubjectErasure, screenshot, screenshotPdf, type ConsoleBrowser } from './testing/browser';
 
 /**
  * The compliance console in a real Chromium against a real ELMA (real HTTP, SQLite files, the run's Temporal
@@ -21,8 +21,6 @@ const log = recordingLogger();
 const tokens: Record<string, string> = {};
 const browsers = new ConsoleBrowsers();
 const files = mkdtempSync(join(tmpdir(), 'elma-console-files-'));
-/** Waits for UI states are bounds on a slow machine, not assertions on time. */
-const LONG = { timeout: 120_000 };
 const ORGANISATION = '上海示例数据科技有限公司';
 const REQUESTER = { sub: 'comp-1', name: '李娜', shown: '李娜 (comp-1)' };
 const APPROVER = { sub: 'dpo-2', name: 'Alex Morgan', shown: 'Alex Morgan (dpo-2)' };
@@ -91,13 +89,8 @@ describe('the compliance console in a real browser', () => {
     await page.getByTestId('token').fill(tokens.requester);
     await page.getByTestId('sign-in-submit').click();
     expect(await page.getByTestId('who').textContent()).toContain('comp-1');
-    await page.getByTestId('tab-request').click();
-    await page.getByTestId('scope-type').selectOption('subject');
-    await page.getByTestId('subject').fill('cust-wang');
-    await page.getByTestId('reason').selectOption('subject_request');
-    await page.getByTestId('request-submit').click();
+    requestId = await requestSubjectErasure(page, 'cust-wang');
     await page.getByTestId('status').filter({ hasText: 'awaiting approval' }).waitFor(LONG);
-    requestId = (await page.getByTestId('progress').locator('h2').textContent())!.replace('Erasure ', '').trim();
     expect(requestId).toMatch(/^era_/);
     expect(Number(await page.getByTestId('closure-size').textContent())).toBeGreaterThan(1);
     // The steps so far, each with its time and attempts; approval is the current one.
@@ -234,14 +227,7 @@ describe('the compliance console in a real browser', () => {
     const self = await browsers.open();
     const { page } = self;
     await signIn(page, tokens.self);
-    await page.getByTestId('tab-request').click();
-    await page.getByTestId('scope-type').selectOption('subject');
-    await page.getByTestId('subject').fill(SELF.sub);
-    await page.getByTestId('reason').selectOption('subject_request');
-    await page.getByTestId('request-submit').click();
-    const title = page.getByTestId('progress').locator('h2').filter({ hasText: /era_/ });
-    await title.waitFor(LONG);
-    const id = (await title.textContent())!.replace('Erasure ', '').trim();
+    const id = await requestSubjectErasure(page, SELF.sub);
     // Above the threshold a dpo approves it, as a data subject cannot approve anything.
     await page
       .getByTestId('status')

@@ -101,6 +101,21 @@ export class ConsoleBrowsers {
   }
 }
 
+/** Waits for UI states: bounds on a slow machine, not assertions on time. */
+export const LONG = { timeout: 120_000 };
+
+/** Requests the erasure of a data subject through the console's form, and answers the request's id once its page shows it. */
+export async function requestSubjectErasure(page: Page, subject: string): Promise<string> {
+  await page.getByTestId('tab-request').click();
+  await page.getByTestId('scope-type').selectOption('subject');
+  await page.getByTestId('subject').fill(subject);
+  await page.getByTestId('reason').selectOption('subject_request');
+  await page.getByTestId('request-submit').click();
+  const title = page.getByTestId('progress').locator('h2').filter({ hasText: /era_/ });
+  await title.waitFor(LONG);
+  return (await title.textContent())!.replace('Erasure ', '').trim();
+}
+
 /** Saves a full-page screenshot as artifacts/console/<name>.png. */
 export async function screenshot(page: Page, name: string): Promise<string> {
   mkdirSync(SCREENSHOTS, { recursive: true });
