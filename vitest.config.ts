@@ -40,6 +40,12 @@ export default defineConfig({
     // `elma start` and `elma worker` processes the specs spawn, which inherit this environment.
     env: { ELMA_EMBEDDER: 'hashing' },
     pool: 'forks',
+    // Files at a time. Most e2e and int files spend their time waiting (on Temporal, timers, child processes),
+    // so four share two cores well; vitest's default (one less than the cores: one file at a time here) left
+    // them idle. ELMA_TEST_WORKERS overrides it (1 to debug one file's output).
+    maxWorkers: Number(process.env.ELMA_TEST_WORKERS ?? 4),
+    // Each run closes with its slowest files and their times (CI prints them per stage).
+    reporters: ['default', './tests/support/slowest-files-reporter.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },

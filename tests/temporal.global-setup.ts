@@ -1,8 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startTemporalDevServer } from '../infra/src/temporal/dev-server';
+import { bundleElmaWorkflows } from '../apps/worker/src/worker';
 import { ELMA_SEARCH_ATTRIBUTES } from '../workflows/src/search-attributes';
 
 declare module 'vitest' {
@@ -10,6 +11,8 @@ declare module 'vitest' {
     /** Temporal front-end for int tests, `host:port`. */
     temporalAddress: string;
     temporalNamespace: string;
+    /** ELMA's workflows bundled once for the run (a file), for the workers the tests start; see `testWorkflowBundle`. */
+    workflowBundlePath: string;
   }
 }
 
@@ -21,13 +24,19 @@ declare module 'vitest' {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   const external = process.env.TEMPORAL_ADDRESS;
+  const dir = await mkdtemp(join(tmpdir(), 'elma-temporal-'));
+  // Bundling takes seconds of CPU: once here, not once per test file or worker (the bundle is the same for all).
+  const bundleStarted = Date.now();
+  const workflowBundlePath = join(dir, 'workflow-bundle.js');
+  await writeFile(workflowBundlePath, (await bundleElmaWorkflows()).code);
+  process.stderr.write(`[elma] ELMA's workflows bundled for the run in ${Date.now() - bundleStarted} ms\n`);
+  project.provide('workflowBundlePath', workflowBundlePath);
   if (external) {
     project.provide('temporalAddress', external);
     project.provide('temporalNamespace', namespace);
-    return async () => {};
+    return () => rm(dir, { recursive: true, force: true });
   }
 
-  const dir = await mkdtemp(join(tmpdir(), 'elma-temporal-'));
   const server = await startTemporalDevServer({
     headless: true,
     namespace,

@@ -1,11 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
-import { afterAll, beforeAll } from 'vitest';
-import { ensureTemporalCli } from '../../infra/src/temporal/cli-binary';
-import { bundleElmaWorkflows } from '../../apps/worker/src/worker';
-import { ElmaReason, ElmaRequestId, ElmaStatus, ElmaTenant } from '../../workflows/src/search-attributes';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, inject } from 'vitest';
 
 /** Activities as a worker registers them: named async functions. */
 type Activities = Record<string, (...args: never[]) => Promise<unknown>>;
@@ -20,10 +17,9 @@ export interface WorkflowTestEnv {
 }
 
 /**
- * A Temporal test environment for workflow-level tests: `TestWorkflowEnvironment.createLocal` running the
- * project's own `temporal` CLI (the one `ensureTemporalCli` finds or installs, never the SDK's download),
- * with ELMA's search attributes registered, and the workflows bundled once as the worker bundles them.
- * Real time: the time-skipping server is a separate Java download, and the workflows take their waits
+ * A Temporal test environment for workflow-level tests on the run's dev server (the project's own `temporal`
+ * CLI, never the SDK's download, with ELMA's search attributes registered), with the workflows bundled once for
+ * the run as the worker bundles them. Real time: the time-skipping server is a separate Java download, and the workflows take their waits
  * (approval timeout, retries) from the stubbed activities or in seconds.
  */
 export async function createWorkflowTestEnv(): Promise<WorkflowTestEnv> {
@@ -34,17 +30,13 @@ export async function createWorkflowTestEnv(): Promise<WorkflowTestEnv> {
   } catch {
     // Another suite in this process installed the runtime already.
   }
-  const path = await ensureTemporalCli();
-  const [env, workflowBundle] = await Promise.all([
-    TestWorkflowEnvironment.createLocal({
-      server: {
-        executable: { type: 'existing-path', path },
-        searchAttributes: [ElmaTenant, ElmaStatus, ElmaRequestId, ElmaReason],
-        log: { format: 'pretty', level: 'error' },
-      },
-    }),
-    bundleElmaWorkflows({ logger }) as Promise<WorkflowBundle>,
-  ]);
+  // The run's dev server and workflow bundle (tests/temporal.global-setup.ts): each suite works on task queues
+  // of its own, so suites share them instead of starting a server and bundling each.
+  const env = await TestWorkflowEnvironment.createFromExistingServer({
+    address: inject('temporalAddress'),
+    namespace: inject('temporalNamespace'),
+  });
+  const workflowBundle = { codePath: inject('workflowBundlePath') };
   return {
     async withWorker(activities, body) {
       const taskQueue = `wf-test-${randomUUID()}`;

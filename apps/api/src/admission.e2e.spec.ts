@@ -6,12 +6,16 @@ import { callApi, chatEvent, slowRequest, startTestApp, type TestApp } from './t
  * in. The excess is refused at once with 503 + Retry-After instead of
  * queueing until clients time out; what is admitted is answered correctly.
  */
+const QUEUE_WAIT_MS = 4_000;
+
 describe('admission control under a flood of requests', () => {
   let t: TestApp;
   let token: string;
 
   beforeAll(async () => {
-    t = await startTestApp({ env: { ELMA_MAX_INFLIGHT: '4', ELMA_MAX_QUEUE: '8', ELMA_MAX_QUEUE_WAIT_MS: '1000' } });
+    // A queue wait far above an HTTP round trip on a busy machine, so "refused at once" (well under the wait) and
+    // "shed after waiting in the queue" stay apart however loaded the machine that runs the suite is.
+    t = await startTestApp({ env: { ELMA_MAX_INFLIGHT: '4', ELMA_MAX_QUEUE: '8', ELMA_MAX_QUEUE_WAIT_MS: String(QUEUE_WAIT_MS) } });
     token = await t.token();
     const ingest = await callApi(t.url, token, 'POST', '/v1/events', {
       events: [
@@ -45,10 +49,10 @@ describe('admission control under a flood of requests', () => {
     const flood = await Promise.all(Array.from({ length: 60 }, () => timed(() => recall('Harwick depot pallets'))));
     const admitted = await held.finish();
 
-    // Four in flight and eight queued (shed after the one-second wait): the other 48 are refused at once.
+    // Four in flight and eight queued (shed after the queue wait): the other 48 are refused at once.
     const shed = flood.filter((r) => r.status === 503);
     expect(shed.length).toBeGreaterThanOrEqual(48);
-    expect(flood.filter((r) => r.ms < 500 && r.status === 503).length).toBeGreaterThanOrEqual(48);
+    expect(flood.filter((r) => r.ms < QUEUE_WAIT_MS / 2 && r.status === 503).length).toBeGreaterThanOrEqual(48);
     for (const r of shed) {
       expect(r.contentType).toContain('application/problem+json');
       expect(r.body).toMatchObject({ code: 'SERVER.OVERLOADED', status: 503 });

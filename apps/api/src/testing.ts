@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { streams, type Clock, type Principal } from '@elma/domain';
-import { loadConfig, mintToken } from '@elma/infra';
+import { activeTracing, loadConfig, mintToken } from '@elma/infra';
 import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger, type Logger } from '@elma/shared';
 import { randomUUID } from 'node:crypto';
@@ -79,7 +79,9 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   if (options.temporal) {
     // The run's dev server (tests/temporal.global-setup.ts) and ELMA's workflows, unless the test names others.
     const address = options.temporal.address ?? inject('temporalAddress');
-    const workflowBundle = options.temporal.workflowBundle ?? (await bundleElmaWorkflows());
+    // The run's bundle (tests/temporal.global-setup.ts), unless traces are on: that bundle carries their interceptors.
+    const workflowBundle =
+      options.temporal.workflowBundle ?? (activeTracing() ? await bundleElmaWorkflows() : { codePath: inject('workflowBundlePath') });
     taskQueue = `elma-test-${randomUUID()}`;
     const worker = await createWorkerFor(elma, { address, taskQueue, workflowBundle });
     const running = worker.run();

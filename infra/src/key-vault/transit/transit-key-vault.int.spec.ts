@@ -323,17 +323,18 @@ suite('transit key vault on a real OpenBao server', () => {
       expect((await server.api('PUT', 'sys/policies/acl/elma-kms-all', { policy: transitPolicy('transit', 'retry') })).status).toBeLessThan(
         300,
       );
-      const created = await server.api('POST', 'auth/token/create', { policies: ['default', 'elma-kms-all'], period: '6s' });
+      const created = await server.api('POST', 'auth/token/create', { policies: ['default', 'elma-kms-all'], period: '12s' });
       vault = openVault({ token: created.body!.auth!.client_token, keyPrefix: 'retry' });
       await vault.dataKeys('t1', ['m1'], { create: true });
 
-      // The vault renews at once (a 6-s token is short), then 3 s later: that second renewal meets a sealed server.
-      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      // The vault renews at half the lifetime, 6 s in: that renewal meets a sealed server, and is tried again within
+      // a third of the 6 s left (seconds apart, so that a busy machine's late timers cannot blur the steps).
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
       await server.seal();
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
       await server.unseal();
       // Past the token's first lifetime: alive only if a renewal after the unseal reached the server.
-      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      await new Promise((resolve) => setTimeout(resolve, 7_000));
 
       expect((await vault.dataKeys('t1', ['m2'], { create: true })).get('m2')).toHaveLength(32);
     }, 30_000);
