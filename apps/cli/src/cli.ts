@@ -109,7 +109,7 @@ const COMMANDS: Record<string, Command> = {
   },
   bench: {
     synopsis:
-      '[--only recall|erasure|load|semantic] [--sizes 10000,100000] [--closures 10,100,1000] [--load] [--load-clients 16,64,256] [--load-seconds 60] [--load-seed 5000] [--no-load-sweep]',
+      '[--only recall|erasure|load|semantic|cli] [--sizes 10000,100000] [--closures 10,100,1000] [--load] [--load-clients 16,64,256] [--load-seconds 60] [--load-seed 5000] [--no-load-sweep]',
     summary: 'print throughput and latency figures (npm run bench)',
     run: async (argv) => (await import('./commands/bench')).benchCommand(argv),
   },
