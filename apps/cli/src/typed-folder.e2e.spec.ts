@@ -116,8 +116,12 @@ describe('relative paths are those of the folder the command is typed in', { tim
   it('without ELMA_DATA_DIR, the data folder is the project’s .elma, wherever in the project the command is typed', async () => {
     const projectData = join(repo, '.elma');
     const started = existsSync(join(projectData, 'jwt.secret'));
+    const typedData = join(repo, 'docs', '.elma');
+    const listing = () => (existsSync(typedData) ? readdirSync(typedData).sort() : null);
+    const before = listing();
     const minted = await run(bin('npx'), ['elma', 'token'], join(repo, 'docs'), shellEnv());
-    expect(existsSync(join(repo, 'docs', '.elma'))).toBe(false);
+    // Not the typed folder's .elma (nor anything in it, were one left there).
+    expect(listing()).toEqual(before);
     if (started) {
       // This clone has run `npm start`: the token is signed with that folder's secret.
       expect(minted.code, minted.stderr).toBe(0);
