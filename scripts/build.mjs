@@ -7,14 +7,18 @@
 //   (imported from node_modules at run time, as under tsx; native modules and Nest's optional peers stay as
 //   they are installed). esbuild, because it reads the code as tsx and vitest do (extensionless imports,
 //   tsconfig `paths`, `experimentalDecorators`; no decorator metadata, which the code does not rely on:
-//   apps/api/src/graphql/param-types.ts), so what runs in production is what the tests ran.
+//   apps/api/src/graphql/param-types.ts), so what runs in production is what the tests ran. Split at every
+//   `import()` into chunks beside it (`<name>-<hash>.mjs`): each command is a chunk the CLI loads when it runs
+//   (apps/cli/src/cli.ts), with the npm packages only it imports, so `elma token` does not load NestJS.
 // - workflow-bundle.js: the Temporal workflows, bundled once here with Temporal's own bundler; a worker
 //   started from the output folder loads it (`workflowBundle: { codePath }`) instead of bundling the
 //   sources at start (apps/worker/src/worker.ts).
 // - console.js: the compliance console's browser script (apps/api/src/console/bundle.mjs).
 // - the files the code opens beside itself (`new URL('./x.mjs', import.meta.url)`, e.g. the byte-scan
 //   child script), found in the bundled sources and copied next to elma.mjs, where the same expression
-//   finds them.
+//   finds them (from elma.mjs and from every chunk: they are all in one folder).
+// - inputs.json, last: every source file the output was made from and when the build began, by which the
+//   `elma` bin tells whether this output is current (apps/cli/bin/bundle-state.mjs).
 // The workspace aliases come from tsconfig.base.json `paths`: a new package needs no change here.
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
@@ -22,7 +26,8 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
-import { bundleConsole, CONSOLE_SCRIPT } from '../apps/api/src/console/bundle.mjs';
+import { buildConsole, CONSOLE_SCRIPT } from '../apps/api/src/console/bundle.mjs';
+import { writeInputs } from '../apps/cli/bin/bundle-state.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -98,6 +103,9 @@ function siblingFiles(inputs) {
   return [...files].map(([name, file]) => [file, name]);
 }
 
+/** Files every output depends on beside the sources it bundles: the aliases, the compiler options, the build itself. */
+const BUILD_INPUTS = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.base.json', 'scripts/build.mjs'];
+
 export async function buildElma({ outdir = join(root, 'dist'), log = (line) => process.stderr.write(`${line}\n`) } = {}) {
   const startedAt = Date.now();
   const aliases = workspaceAliases();
@@ -109,6 +117,8 @@ export async function buildElma({ outdir = join(root, 'dist'), log = (line) => p
     entryPoints: { elma: join(root, CLI_ENTRY), 'index-thread': join(root, INDEX_THREAD_ENTRY) },
     outdir,
     outExtension: { '.js': '.mjs' },
+    splitting: true,
+    chunkNames: '[name]-[hash]',
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -123,9 +133,10 @@ export async function buildElma({ outdir = join(root, 'dist'), log = (line) => p
   });
   // A `require()` in the sources would become esbuild's shim, which throws in an ES module at run time;
   // the sources use createRequire where they need one (apps/api/src/graphql/limits.ts).
-  for (const file of [CLI_FILE, INDEX_THREAD_FILE]) {
-    if (readFileSync(join(outdir, file), 'utf8').includes('__require(')) {
-      throw new Error(`${file} calls require(): use createRequire(import.meta.url) in the sources`);
+  const outputs = Object.keys(result.metafile.outputs).filter((file) => file.endsWith('.mjs'));
+  for (const file of outputs) {
+    if (readFileSync(resolve(root, file), 'utf8').includes('__require(')) {
+      throw new Error(`${basename(file)} calls require(): use createRequire(import.meta.url) in the sources`);
     }
   }
   // The image installs dependencies only (npm ci --omit=dev): an import of a devDependency, or of a package
@@ -144,6 +155,7 @@ export async function buildElma({ outdir = join(root, 'dist'), log = (line) => p
   const bundled = Object.keys(result.metafile.inputs).map((input) => resolve(root, input));
 
   const copied = [];
+  const copiedSources = [];
   for (const [file, name] of siblingFiles(bundled)) {
     // A TypeScript sibling, or the index thread's boot file, is a path for the sources only (e.g. main.ts
     // spawned under tsx); the workflow bundle and the index thread are written by the build itself.
@@ -151,10 +163,11 @@ export async function buildElma({ outdir = join(root, 'dist'), log = (line) => p
     if (!existsSync(file)) throw new Error(`${relative(root, file)} is opened beside its module but does not exist`);
     copyFileSync(file, join(outdir, name));
     copied.push(name);
+    copiedSources.push(file);
   }
 
   // The compliance console's browser script, which the API started from the sources compiles at start instead.
-  await bundleConsole({ outfile: join(outdir, CONSOLE_SCRIPT) });
+  const consoleScript = await buildConsole({ outfile: join(outdir, CONSOLE_SCRIPT) });
 
   // Temporal's bundler (webpack) on the workflows entry, as a worker would at start from the sources.
   const workflowsPath = aliases.get(WORKFLOWS_ALIAS);
@@ -180,11 +193,40 @@ export async function buildElma({ outdir = join(root, 'dist'), log = (line) => p
   });
   writeFileSync(join(outdir, TRACED_WORKFLOW_BUNDLE_FILE), traced.code);
 
+  // Written last: an output without it (a build that failed half-way) is never taken for current.
+  writeInputs(outdir, root, startedAt, [
+    ...BUILD_INPUTS,
+    ...bundled,
+    ...consoleScript.inputs,
+    ...(await workflowInputs(workflowsPath, aliases)),
+    ...copiedSources,
+  ]);
+
   log(
     `[build] ${relative(process.cwd(), outdir) || '.'}: ${CLI_FILE} (${bundled.length} modules), ${INDEX_THREAD_FILE}, ${WORKFLOW_BUNDLE_FILE}, ${CONSOLE_SCRIPT}` +
       `${copied.length ? `, ${copied.join(', ')}` : ''} in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`,
   );
   return { outdir, cli: join(outdir, CLI_FILE), workflowBundle: join(outdir, WORKFLOW_BUNDLE_FILE), copied };
+}
+
+/**
+ * The workspace files Temporal's bundler compiles into the workflow bundle: the same import graph, followed by
+ * esbuild without writing anything (webpack does not say which files it read).
+ */
+async function workflowInputs(workflowsPath, aliases) {
+  const { metafile } = await build({
+    absWorkingDir: root,
+    entryPoints: [workflowsPath],
+    bundle: true,
+    write: false,
+    metafile: true,
+    platform: 'node',
+    format: 'esm',
+    tsconfig: join(root, 'tsconfig.json'),
+    plugins: [workspacePackages(aliases)],
+    logLevel: 'silent',
+  });
+  return Object.keys(metafile.inputs).map((input) => resolve(root, input));
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,10 +7,11 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Connection } from '@temporalio/client';
 import type { Principal } from '@elma/domain';
-import { findTemporalCli, verifySignedCertificate } from '@elma/infra';
+import { findTemporalCli, loadConfig, verifySignedCertificate } from '@elma/infra';
 import { approveErasure, erasureProgress, erasureResult, startErasure } from '@elma/worker';
 import { embeddedStartEnv, spawnElmaStart, type StartedElma } from '../apps/cli/src/embedded-env';
 import { elmaArgs, requestSubjectErasure, sleep, stopProcessGroups, withElmaAt } from './support/elma-process';
+import { buildState } from '../apps/cli/bin/bundle-state.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 
@@ -50,8 +51,13 @@ describe('the build (node dist/elma.mjs)', () => {
     for (const dir of [...dataDirs, root]) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('writes the CLI, the index thread, their source maps, the workflow bundle and the files the code opens beside itself', () => {
-    expect(readdirSync(dist).sort()).toEqual([
+  it('writes the CLI (split into chunks), the index thread, their source maps, the workflow bundle, the files the code opens beside itself and the list of its inputs', () => {
+    const chunk = /^[a-z-]+-[A-Z0-9]{8}\.mjs(\.map)?$/;
+    expect(
+      readdirSync(dist)
+        .filter((file) => !chunk.test(file))
+        .sort(),
+    ).toEqual([
       'byte-scan-process.mjs',
       'console.css',
       'console.html',
@@ -60,9 +66,33 @@ describe('the build (node dist/elma.mjs)', () => {
       'elma.mjs.map',
       'index-thread.mjs',
       'index-thread.mjs.map',
+      'inputs.json',
       'workflow-bundle-traced.js',
       'workflow-bundle.js',
     ]);
+    // A chunk per command at least: the CLI loads each when it runs.
+    expect(readdirSync(dist).filter((file) => /^token-[A-Z0-9]{8}\.mjs$/.test(file))).toHaveLength(1);
+    // The build is current for the sources it was made from, as the `elma` bin checks.
+    expect(buildState(dist, repo)).toEqual({ current: true });
+  });
+
+  it('loads a command with the packages it imports only: `elma token` from the build loads no NestJS, Temporal, Elasticsearch or index', () => {
+    const folder = dataDir();
+    loadConfig({ ELMA_DATA_DIR: folder });
+    const record = join(root, 'loads.txt');
+    writeFileSync(record, '');
+    const recorder = fileURLToPath(new URL('../apps/cli/src/testing/record-loads.mjs', import.meta.url));
+    const minted = spawnSync(process.execPath, ['--import', recorder, cli, 'token'], {
+      env: { ...process.env, ELMA_DATA_DIR: folder, ELMA_RECORD_LOADS: record },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(minted.status, minted.stderr).toBe(0);
+    const loaded = readFileSync(record, 'utf8').split('\n');
+    expect(
+      loaded.filter((module) => /node_modules\/(@nestjs|@temporalio|@elastic|@eventstore|usearch|pdfjs-dist|pdfkit)\//.test(module)),
+    ).toEqual([]);
+    expect(loaded.some((module) => /\/dist\/token-[A-Z0-9]{8}\.mjs$/.test(module))).toBe(true);
   });
 
   it('prints the same usage as the sources, and `api` refuses the embedded index as it does from the sources', () => {

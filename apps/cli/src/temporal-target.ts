@@ -14,7 +14,11 @@ export interface TemporalTarget {
  * to an `npm start` on other ports), else the default port; with TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE and
  * the TEMPORAL_TLS_* files as the configuration parsed them.
  */
-export function temporalTargetOf(config: ElmaConfig, env: NodeJS.ProcessEnv, owner: DataDirOwnerInfo | undefined): TemporalTarget {
+export function temporalTargetOf(
+  config: Pick<ElmaConfig, 'temporal'>,
+  env: NodeJS.ProcessEnv,
+  owner: DataDirOwnerInfo | undefined,
+): TemporalTarget {
   return {
     address: temporalAddressOf(config, env, owner),
     namespace: config.temporal.namespace,
@@ -23,7 +27,11 @@ export function temporalTargetOf(config: ElmaConfig, env: NodeJS.ProcessEnv, own
   };
 }
 
-export function temporalAddressOf(config: ElmaConfig, env: NodeJS.ProcessEnv, owner: DataDirOwnerInfo | undefined): string {
+export function temporalAddressOf(
+  config: Pick<ElmaConfig, 'temporal'>,
+  env: NodeJS.ProcessEnv,
+  owner: DataDirOwnerInfo | undefined,
+): string {
   if (config.temporal.address) return config.temporal.address;
   const port =
     (env.TEMPORAL_PORT === undefined || env.TEMPORAL_PORT === '') && owner?.command === 'elma start' && owner.ports.temporal

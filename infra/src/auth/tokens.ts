@@ -127,7 +127,7 @@ export class TokenVerifier {
         typeof this.key === 'function' ? await jwtVerify(token, this.key, options) : await jwtVerify(token, this.key, options);
       payload = verified.payload;
     } catch (error) {
-      throw refusal(error);
+      throw refusal(error, this.config.jwksUrl !== undefined);
     }
     const { exp, iat } = payload as { exp: number; iat?: number };
     if (iat !== undefined && iat > now + skew) throw new Unauthenticated('the token was issued in the future', 'AUTH.TOKEN_NOT_YET_VALID');
@@ -157,8 +157,11 @@ function remoteKeys(url: URL): JWTVerifyGetKey {
   };
 }
 
-/** A jose failure as a refusal with a stable code, saying which check failed and nothing of the token. */
-function refusal(error: unknown): DomainError {
+/**
+ * A jose failure as a refusal with a stable code, saying which check failed and nothing of the token (nor of
+ * the key: a wrong signature says whose key was expected, never a key id or a byte of it).
+ */
+function refusal(error: unknown, fromProvider: boolean): DomainError {
   if (error instanceof errors.JWTExpired) return new Unauthenticated('the token has expired', 'AUTH.TOKEN_EXPIRED');
   if (error instanceof errors.JWTClaimValidationFailed) {
     if (error.claim === 'exp' && error.reason === 'missing')
@@ -171,5 +174,15 @@ function refusal(error: unknown): DomainError {
   if (error instanceof errors.JOSEAlgNotAllowed)
     return new Unauthenticated('the token is signed with an algorithm not accepted here', 'AUTH.TOKEN_INVALID');
   if (error instanceof KeysUnavailable) return error;
+  // The usual cause with the shared secret: a token minted by `elma token` on another data folder (each folder
+  // has its own jwt.secret), e.g. without the ELMA_DATA_DIR the server was started with.
+  if (error instanceof errors.JWSSignatureVerificationFailed || error instanceof errors.JWKSNoMatchingKey) {
+    return new Unauthenticated(
+      fromProvider
+        ? 'the token is not signed by a key of the identity provider (ELMA_JWKS_URL)'
+        : "the token is not signed by this ELMA's key (minted for another data folder?)",
+      'AUTH.TOKEN_INVALID',
+    );
+  }
   return new Unauthenticated('the token is invalid', 'AUTH.TOKEN_INVALID');
 }

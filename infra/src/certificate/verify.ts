@@ -1,7 +1,6 @@
 import { FORMAT_VERSIONS, SignedCertificate, type CertifiedSummary } from '@elma/domain';
-import { PdfUnreadable, readPdf, type ReadPdf } from '../pdf/read';
+import type { ReadPdf } from '../pdf/read';
 import { verifySignedDocument, type DocumentVerification, type SignedDocumentType } from './documents';
-import { CERTIFICATE_ATTACHMENT, CERTIFICATE_PDF_LAYOUT, renderCertificatePdf } from './pdf';
 
 /** A successful verification without its `ok`, still told apart by `type`. */
 type Verified<V = DocumentVerification> = V extends { ok: true } ? Omit<V, 'ok'> : never;
@@ -84,6 +83,9 @@ function verifyJson(signed: unknown, jwks: unknown, format: 'json' | 'pdf'): Cer
 }
 
 async function verifyPdf(bytes: Buffer, jwks: unknown): Promise<CertificateCheck> {
+  // Loaded for a PDF only: pdf.js and PDFKit (with its fonts) are most of what `elma verify-certificate` would
+  // otherwise load for a JSON certificate.
+  const [{ PdfUnreadable, readPdf }, { CERTIFICATE_ATTACHMENT }] = await Promise.all([import('../pdf/read'), import('./pdf')]);
   let pdf: ReadPdf;
   try {
     pdf = await readPdf(bytes);
@@ -127,6 +129,7 @@ async function verifyPdf(bytes: Buffer, jwks: unknown): Promise<CertificateCheck
  * compression may differ between builds; the words may not.
  */
 async function compareVisiblePage(pdf: ReadPdf, signed: SignedCertificate): Promise<VisiblePage> {
+  const [{ readPdf }, { CERTIFICATE_PDF_LAYOUT, renderCertificatePdf }] = await Promise.all([import('../pdf/read'), import('./pdf')]);
   const custom = pdf.info.Custom as Record<string, unknown> | undefined;
   const layout = typeof custom?.ElmaLayout === 'string' ? custom.ElmaLayout : null;
   if (layout !== CERTIFICATE_PDF_LAYOUT) return { status: 'not_compared', layout };

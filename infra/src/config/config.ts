@@ -339,12 +339,43 @@ export class ConfigError extends Error {
 }
 
 /**
+ * The data folder lacks a secret the environment does not give either: no ELMA has started on it (or it is not
+ * the folder the caller meant). Nothing was created in it.
+ */
+export class DataFolderNotStarted extends Error {
+  readonly code = 'CONFIG.DATA_FOLDER_NOT_STARTED';
+
+  constructor(
+    readonly dataDir: string,
+    readonly file: string,
+  ) {
+    super(
+      `no ELMA has started on the data folder ${dataDir} (it has no ${file}); nothing was created there. ` +
+        `Set ELMA_DATA_DIR to the folder your ELMA runs on (its start banner shows it as "Data"), or start ELMA there first`,
+    );
+    this.name = 'DataFolderNotStarted';
+  }
+}
+
+export interface LoadConfigOptions {
+  /**
+   * A secret the environment does not give (master key, JWT secret) is read from the data folder. When it is not
+   * there either, `create` generates it there (what a server does on a new folder: `elma start`, `elma api`,
+   * `elma worker`, the tests' apps); `existing` throws DataFolderNotStarted and creates nothing (the commands that
+   * work on the folder of an ELMA: a token signed with a secret made up on the spot is one no ELMA accepts).
+   */
+  secrets?: 'create' | 'existing';
+}
+
+/**
  * Reads the configuration. Secrets that are not given (master key, JWT
  * secret) are generated once into the data folder for the embedded default,
- * with owner-only permissions, so a restart keeps reading the same data.
+ * with owner-only permissions, so a restart keeps reading the same data
+ * (unless `secrets: 'existing'`, see LoadConfigOptions).
  */
-export function loadConfig(env: Record<string, string | undefined> = process.env): ElmaConfig {
+export function loadConfig(env: Record<string, string | undefined> = process.env, options: LoadConfigOptions = {}): ElmaConfig {
   const e = parseEnv(env);
+  const create = (options.secrets ?? 'create') === 'create';
   const dataDir = resolve(e.ELMA_DATA_DIR);
   const eventLog = e.ELMA_EVENT_LOG ?? (e.ELMA_EVENTSTORE_URL ? 'eventstoredb' : 'sqlite');
   const index = e.ELMA_INDEX ?? (e.ELMA_ELASTICSEARCH_URL ? 'elasticsearch' : 'sqlite');
@@ -394,10 +425,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           },
         }
       : {}),
-    masterKey: secret(e.ELMA_MASTER_KEY, dataDir, 'master.key'),
+    masterKey: secret(e.ELMA_MASTER_KEY, dataDir, 'master.key', create),
     keyVault: keyVaultConfig(e),
     previousMasterKeys: previousMasterKeys(e.ELMA_MASTER_KEY_PREVIOUS),
-    jwtSecret: secret(e.ELMA_JWT_SECRET, dataDir, 'jwt.secret'),
+    jwtSecret: secret(e.ELMA_JWT_SECRET, dataDir, 'jwt.secret', create),
     auth: {
       issuer: e.ELMA_JWT_ISSUER,
       audience: e.ELMA_JWT_AUDIENCE,
@@ -460,6 +491,16 @@ export function loadDataPaths(env: Record<string, string | undefined> = process.
     erasureLedger: resolve(e.ELMA_ERASURE_LEDGER ?? join(dataDir, 'erasure-ledger.db')),
     temporalDbFile: resolve(e.ELMA_TEMPORAL_DB_FILE ?? join(dataDir, 'temporal.db')),
   };
+}
+
+/**
+ * The data folder and the Temporal settings, and nothing else: for `elma rebuild`, which talks to the Temporal
+ * server of an ELMA (found through the folder's owner.json) and needs none of its secrets. Creates nothing.
+ */
+export function loadTemporalConfig(env: Record<string, string | undefined> = process.env): Pick<ElmaConfig, 'dataDir' | 'temporal'> {
+  const e = parseEnv(env);
+  const dataDir = resolve(e.ELMA_DATA_DIR);
+  return { dataDir, temporal: temporalConfig(e, dataDir) };
 }
 
 /**
@@ -576,7 +617,6 @@ function pem(path: string, variable: string): Buffer {
   }
 }
 
-/** A secret from the environment (hex, base64 or text), else one generated and kept in the data folder. */
 /** ELMA_MASTER_KEY_PREVIOUS: comma-separated keys, each read like ELMA_MASTER_KEY (64 hex digits, or the text itself). */
 function previousMasterKeys(value: string | undefined): Uint8Array[] {
   if (!value?.trim()) return [];
@@ -588,13 +628,18 @@ function previousMasterKeys(value: string | undefined): Uint8Array[] {
   });
 }
 
-function secret(fromEnv: string | undefined, dataDir: string, file: string): Uint8Array {
+/**
+ * A secret from the environment (64 hex digits, or the text itself), else the one kept in the data folder, else
+ * (`create`) one generated and kept there.
+ */
+function secret(fromEnv: string | undefined, dataDir: string, file: string, create: boolean): Uint8Array {
   if (fromEnv) {
     if (/^[0-9a-f]{64}$/i.test(fromEnv)) return Buffer.from(fromEnv, 'hex');
     return Buffer.from(fromEnv, 'utf8');
   }
   const path = join(dataDir, file);
   if (existsSync(path)) return Buffer.from(readFileSync(path, 'utf8').trim(), 'hex');
+  if (!create) throw new DataFolderNotStarted(dataDir, file);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const value = randomBytes(32);
   writeFileSync(path, value.toString('hex'), { mode: 0o600 });

@@ -9,6 +9,16 @@ export const CONSOLE_SCRIPT = 'console.js';
 
 /** Compiles the console; writes `outfile` when given, and returns the script either way. */
 export async function bundleConsole({ outfile } = {}) {
+  return (await buildConsole({ outfile })).text;
+}
+
+/**
+ * The same, with the source files compiled into it (absolute paths), which the build lists among the inputs
+ * of its output (scripts/build.mjs).
+ * @param {{ outfile?: string }} [options]
+ * @returns {Promise<{ text: string; inputs: string[] }>}
+ */
+export async function buildConsole({ outfile } = {}) {
   const result = await build({
     entryPoints: [fileURLToPath(new URL('./ui/main.ts', import.meta.url))],
     bundle: true,
@@ -19,6 +29,7 @@ export async function bundleConsole({ outfile } = {}) {
     legalComments: 'none',
     minify: false,
     write: false,
+    metafile: true,
     logLevel: 'silent',
   });
   const text = result.outputFiles[0].text;
@@ -26,5 +37,6 @@ export async function bundleConsole({ outfile } = {}) {
     const { writeFileSync } = await import('node:fs');
     writeFileSync(outfile, text);
   }
-  return text;
+  const { resolve } = await import('node:path');
+  return { text, inputs: Object.keys(result.metafile.inputs).map((input) => resolve(input)) };
 }

@@ -69,7 +69,7 @@ const PAGE = `<!doctype html>
 <style>body{margin:0;height:100vh;display:flex;flex-direction:column;font:14px system-ui,sans-serif}
 header{padding:.4rem 1rem;background:#223;color:#fff;display:flex;gap:1rem;align-items:center}
 header input{flex:1;font:inherit}#graphiql{flex:1;min-height:0}</style></head>
-<body><header><b>ELMA GraphQL</b><input id="token" placeholder="bearer token (npm run -s elma -- token --tenant acme --purposes support)"></header>
+<body><header><b>ELMA GraphQL</b><input id="token" placeholder="bearer token (npx elma token --tenant acme --purposes support)"></header>
 <div id="graphiql">Loading GraphiQL...</div>
 <script src="/graphiql/assets/react.js"></script>
 <script src="/graphiql/assets/react-dom.js"></script>

@@ -34,7 +34,7 @@ export class AuthGuard implements CanActivate {
     const request = requestOf(context);
     const header = request.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)$/i.exec(header) : null;
-    if (!match) throw new Unauthenticated('send Authorization: Bearer <token> (mint one with `npm run elma -- token`)');
+    if (!match) throw new Unauthenticated('send Authorization: Bearer <token> (mint one with `npx elma token`)');
     const principal = await this.verifier.verify(match[1]);
     // An off-boarded tenant (or one being off-boarded) is gone: its tokens read nothing and write nothing, and
     // its name cannot be used to start a new tenant over the old data.

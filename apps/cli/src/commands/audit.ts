@@ -3,7 +3,7 @@ import { readFile, rename, rm } from 'node:fs/promises';
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { AuditEntry, verifyChain, type ChainVerification } from '@elma/domain';
-import { sha256Hex } from '@elma/application';
+import { sha256Hex } from '@elma/application/audit';
 import { API_OPTIONS, API_USAGE_NOTE, callApi, processIo, refused, resolveApi, send, type CommandIo, type Output } from '../api-client';
 
 export const AUDIT_USAGE = `usage: elma audit export [--from ISO] [--to ISO] [--out FILE]

@@ -25,7 +25,8 @@ export async function erasureLedgerCommand(action: 'reapply' | 'ledger', rest: s
     process.stderr.write(`${name}: --after takes a ledger entry number (0 or more)\n`);
     return 2;
   }
-  const config = loadConfig();
+  // Refuses a folder no ELMA has started: opening would create an empty ELMA there.
+  const config = loadConfig(process.env, { secrets: 'existing' });
   const ownership = claimEmbeddedEngines(config, `${name} ${action}`, {});
   try {
     // Opening applies what a restore left pending (see openElma); `reapply` then goes over the ledger again.

@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { DEFAULT_POLICY, MAX_BATCH, episodicIdFor, type IndexFilter, type MemoryIndex, type Principal } from '@elma/domain';
-import { loadConfig } from '@elma/infra';
+import { findRepoRoot, loadConfig } from '@elma/infra';
 import { openElma, type Elma } from '@elma/runtime';
 import { silentLogger } from '@elma/shared';
 import { embedderEnv } from '../bench/embedder-env';
@@ -30,6 +30,9 @@ import {
   waitForEmbeddings,
 } from '../eval/locomo-search';
 import { ANALYSES, GAIN_PAIRS, VARIANTS, unavailable, type AnalysisName, type Feature, type Variant } from '../eval/locomo-variants';
+
+/** The LoCoMo data's default folder, relative to the clone (the data stays outside the repository). */
+export const LOCOMO_DEFAULT_DIR = '../shared/data/locomo-dev';
 
 const TENANT = 'locomo';
 const PURPOSE = 'eval';
@@ -91,7 +94,9 @@ export async function evalLocomoCommand(argv: string[]): Promise<number> {
       seed: { type: 'string', default: String(DEFAULT_BOOTSTRAP.seed) },
     },
   });
-  const dataDir = resolve(process.cwd(), values.data ?? process.env.ELMA_LOCOMO_DIR ?? '../shared/data/locomo-dev');
+  const given = values.data ?? process.env.ELMA_LOCOMO_DIR;
+  // Given: the typed folder's path, as every path of the command line; the default is beside the clone.
+  const dataDir = given ? resolve(given) : resolve(findRepoRoot(), LOCOMO_DEFAULT_DIR);
   const files = { turns: join(dataDir, 'turns.jsonl'), qa: join(dataDir, 'qa.jsonl') };
   const missing = [dataDir, files.turns, files.qa].find((path) => !existsSync(path));
   if (missing) {

@@ -9,7 +9,8 @@ import { LocomoJson, buildReport, type ReportInput } from '../eval/paper/report'
 import { runMatrix, type RunResult } from '../eval/paper/runner';
 import { taskModelFromEnv } from '../eval/paper/task-model';
 import type { Workload, WorkloadName } from '../eval/paper/types';
-import { evalLocomoCommand } from './eval-locomo';
+import { findRepoRoot } from '@elma/infra/tools';
+import { evalLocomoCommand, LOCOMO_DEFAULT_DIR } from './eval-locomo';
 import { startProgress } from '../progress';
 
 const ALL_WORKLOADS: WorkloadName[] = ['W1', 'W2', 'W3', 'W4', 'W5'];
@@ -59,7 +60,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
   let locomoJson: LocomoJson | undefined;
   if (values['locomo-json']) {
     try {
-      locomoJson = LocomoJson.parse(JSON.parse(readFileSync(resolve(process.cwd(), values['locomo-json']), 'utf8')));
+      locomoJson = LocomoJson.parse(JSON.parse(readFileSync(resolve(values['locomo-json']), 'utf8')));
     } catch (error) {
       const why =
         error instanceof z.ZodError
@@ -84,9 +85,10 @@ export async function evalCommand(argv: string[]): Promise<number> {
   const seeds = Array.from({ length: seedCount }, (_, i) => i + 1);
   const workloadsBySeed: Workload[] = seeds.flatMap((seed) => only.map((name) => registry.workloads[name](seed, { scale })));
   const taskModel = taskModelFromEnv();
+  // --out is the typed folder's path; the default report is the clone's docs/evaluation.md wherever it is typed.
   const outFile = resolve(
-    process.cwd(),
-    values.out ?? (quick ? join(mkdtempSync(join(tmpdir(), 'elma-eval-')), 'evaluation.md') : 'docs/evaluation.md'),
+    values.out ??
+      (quick ? join(mkdtempSync(join(tmpdir(), 'elma-eval-')), 'evaluation.md') : join(findRepoRoot(), 'docs', 'evaluation.md')),
   );
   const plotDir = join(dirname(outFile), 'evaluation');
   const tempRoot = mkdtempSync(join(tmpdir(), 'elma-eval-runs-'));
@@ -178,7 +180,8 @@ export async function evalCommand(argv: string[]): Promise<number> {
 
 /** The LoCoMo section without a JSON given: a short run of `eval-locomo` now (full runs, data present), or why not. */
 async function locomoSection(quick: boolean, plotDir: string): Promise<ReportInput['locomo']> {
-  const dataDir = resolve(process.cwd(), process.env.ELMA_LOCOMO_DIR ?? '../shared/data/locomo-dev');
+  const given = process.env.ELMA_LOCOMO_DIR;
+  const dataDir = given ? resolve(given) : resolve(findRepoRoot(), LOCOMO_DEFAULT_DIR);
   if (!existsSync(join(dataDir, 'turns.jsonl')) || !existsSync(join(dataDir, 'qa.jsonl')))
     return {
       note: `Not run: the LoCoMo data folder (${dataDir}; ELMA_LOCOMO_DIR) is absent. The data is CC BY-NC 4.0 and stays outside the repository.`,

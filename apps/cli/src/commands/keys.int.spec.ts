@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { masterKeyIdOf, SqliteKeyVault } from '@elma/infra';
+import { loadConfig, masterKeyIdOf, SqliteKeyVault } from '@elma/infra';
 import { elmaArgs } from '../../../../tests/support/elma-process';
 
 /**
@@ -81,6 +81,9 @@ async function readAll(masterKey: string, previous: string[] = []) {
 }
 
 beforeAll(async () => {
+  // The folder as `elma start` leaves it with ELMA_MASTER_KEY set: its jwt.secret (the commands refuse a folder
+  // no ELMA has started), and the key vault filled below.
+  loadConfig({ ELMA_DATA_DIR: dataDir, ELMA_MASTER_KEY: oldKey });
   const vault = new SqliteKeyVault({ path: keysDb, masterKey: Buffer.from(oldKey, 'hex') });
   before = await vault.dataKeys('acme', RECORDS, { create: true });
   pseudonyms = await vault.subjectPseudonyms('acme', ['alice', '李雷'], { create: true });

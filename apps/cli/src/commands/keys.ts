@@ -1,8 +1,12 @@
+import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CertificateSigner, loadConfig } from '@elma/infra';
+import { CertificateSigner } from '@elma/infra/certificate/signing';
+import { DataFolderNotStarted, loadConfig, type ElmaConfig } from '@elma/infra/config';
+import { SqliteKeyVault } from '@elma/infra/key-vault/sqlite';
+import type { KeyAdministration } from '@elma/runtime';
 import { apiUrlOf } from '../api-client';
-import { KeyAdministration } from '@elma/runtime';
 
 const USAGE = `usage: elma keys rotate --master | --tenant T | --signing  [--batch-size N] [--pause-ms MS]
        elma keys status [--tenant T]
@@ -70,18 +74,36 @@ export async function keysCommand(argv: string[], io: { stdout: Output; stderr: 
 
   if (action === 'export' && values.online) return exportKeys(await fetchKeys(io), values.out, io);
 
+  let config: ElmaConfig;
+  try {
+    config = loadConfig(process.env, { secrets: 'existing' });
+  } catch (error) {
+    io.stderr.write(`elma keys: ${describe(error)}\n`);
+    return 1;
+  }
+  if (action === 'export') {
+    let jwks: unknown;
+    try {
+      jwks = await vaultKeys(config);
+    } catch (error) {
+      io.stderr.write(`elma keys: ${describe(error)}\n`);
+      return 1;
+    }
+    return exportKeys(jwks, values.out, io);
+  }
+
   let admin: KeyAdministration;
   try {
-    admin = await KeyAdministration.open(loadConfig(), { batchSize, pauseMs });
+    // The event log, the audit trail and the use cases come with it: imported here, not for `export`.
+    const { KeyAdministration } = await import('@elma/runtime');
+    admin = await KeyAdministration.open(config, { batchSize, pauseMs });
   } catch (error) {
     io.stderr.write(`elma keys: ${describe(error)}\n`);
     return 1;
   }
   const print = (value: unknown) => io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
   try {
-    if (action === 'export') {
-      return await exportKeys(new CertificateSigner({ keyring: () => admin.vault.signingKeyring() }).jwks(), values.out, io);
-    } else if (action === 'status') {
+    if (action === 'status') {
       print({
         master: await admin.vault.masterKeyStatus(),
         signing: admin.vault.signingKeyring().published.map(({ kid }) => ({
@@ -106,6 +128,24 @@ export async function keysCommand(argv: string[], io: { stdout: Output; stderr: 
     return 1;
   } finally {
     await admin.close();
+  }
+}
+
+/**
+ * The public signing keys from the data folder's key vault (keys.db), opened alone: no event log, no other
+ * engine. A folder without keys.db is one no ELMA has started; the vault is not created there.
+ */
+async function vaultKeys(config: ElmaConfig): Promise<unknown> {
+  if (config.keyVault.kind !== 'sqlite') {
+    throw new Error(`ELMA_KEY_VAULT=${config.keyVault.kind}: there is no keys.db to export from; use elma keys export --online`);
+  }
+  const path = join(config.dataDir, 'keys.db');
+  if (!existsSync(path)) throw new DataFolderNotStarted(config.dataDir, 'keys.db');
+  const vault = new SqliteKeyVault({ path, masterKey: config.masterKey, previousMasterKeys: config.previousMasterKeys });
+  try {
+    return new CertificateSigner({ keyring: () => vault.signingKeyring() }).jwks();
+  } finally {
+    await vault.close();
   }
 }
 

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { lastDataDirOwner, loadConfig } from '@elma/infra';
+import { lastDataDirOwner, loadTemporalConfig } from '@elma/infra';
 import { runReindex } from '@elma/worker';
 import { startProgress } from '../progress';
 import { rethrowUnreachable, temporalTargetOf } from '../temporal-target';
@@ -14,7 +14,7 @@ export async function rebuildCommand(argv: string[]): Promise<number> {
     process.stderr.write('usage: elma rebuild --tenant T\n');
     return 2;
   }
-  const config = loadConfig();
+  const config = loadTemporalConfig();
   const target = temporalTargetOf(config, process.env, lastDataDirOwner(config.dataDir));
   const progress = startProgress({ label: `rebuild ${values.tenant}` });
   try {

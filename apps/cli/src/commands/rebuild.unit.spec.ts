@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '@elma/infra';
+import { loadTemporalConfig } from '@elma/infra';
 import { temporalAddressOf, temporalTargetOf } from '../temporal-target';
 
 const owner = {
@@ -8,7 +8,7 @@ const owner = {
   startedAt: '2026-12-03T00:00:00Z',
   ports: { api: 18700, temporal: 18701, temporalUi: 18702 },
 };
-const config = (env: Record<string, string> = {}) => loadConfig({ ELMA_DATA_DIR: '/tmp/elma-rebuild-unit', ...env });
+const config = (env: Record<string, string> = {}) => loadTemporalConfig({ ELMA_DATA_DIR: '/tmp/elma-rebuild-unit', ...env });
 
 describe('where elma rebuild finds Temporal', () => {
   it('uses the dev server of the elma start that owns the data folder, whatever its port', () => {

@@ -1,7 +1,7 @@
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { createApi } from '@elma/api';
 import { createLogger, type Logger } from '@elma/shared';
-import { loadConfig, startTemporalDevServer, type ElmaConfig, type TemporalDevServer } from '@elma/infra';
+import { findRepoRoot, loadConfig, startTemporalDevServer, type ElmaConfig, type TemporalDevServer } from '@elma/infra';
 import { checkDataFolder, openElma, type Elma, type EngineHealth } from '@elma/runtime';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
@@ -91,7 +91,7 @@ export async function startCommand(_argv: string[], mode: { worker: boolean } = 
     await drainErasureOutbox(elma, erasures, stops);
 
     await app.listen({ port: config.port, host: config.host });
-    process.stdout.write(runningBanner(config, mode, temporal, elma.embedder.model));
+    process.stdout.write(runningBanner(config, mode, temporal, elma.embedder.model, tokenCommandFor(config, process.env)));
 
     await stopSignal();
     process.stderr.write('[elma] stopping...\n');
@@ -223,7 +223,13 @@ async function drainErasureOutbox(
 }
 
 /** What the console shows once ELMA listens: where each part of it is. */
-function runningBanner(config: ElmaConfig, mode: { worker: boolean }, temporal: TemporalServer, embedderModel: string): string {
+function runningBanner(
+  config: ElmaConfig,
+  mode: { worker: boolean },
+  temporal: TemporalServer,
+  embedderModel: string,
+  tokenCommand: string,
+): string {
   const api = `http://${config.host}:${config.port}`;
   return [
     '',
@@ -236,11 +242,38 @@ function runningBanner(config: ElmaConfig, mode: { worker: boolean }, temporal: 
     `  Temporal   ${temporal.address}${temporal.devServer?.uiUrl ? `  (Web UI ${temporal.devServer.uiUrl})` : ''}`,
     `  Embedder   ${embedderModel}${config.embedder.kind === 'hashing' ? '  (lexical, no model: ELMA_EMBEDDER=hashing)' : ''}`,
     `  Data       ${config.dataDir}`,
-    '  Token      npm run elma -- token --tenant acme --purposes support',
+    `  Token      ${tokenCommand}`,
     'Press Ctrl-C to stop.',
     '',
   ].join('\n');
 }
+
+/**
+ * The command that mints a token for this running ELMA, to be copied as printed into any shell in the project:
+ * the data folder whose secret signs it (when it is not the project's .elma), and what else a token must match
+ * here (issuer, audience). The port too when it is not 8080, so that the same prefix also serves the commands
+ * that call this API (`ELMA_PORT=… npx elma erasure list`). Secrets are never printed: a JWT secret given in
+ * the environment is named, not shown.
+ */
+export function tokenCommandFor(config: ElmaConfig, env: NodeJS.ProcessEnv, projectRoot = findRepoRoot()): string {
+  if (config.auth.jwksUrl) return 'from your identity provider (ELMA_JWKS_URL); elma token does not mint here';
+  const settings = [
+    ...(config.dataDir !== join(projectRoot, '.elma') ? [`ELMA_DATA_DIR=${shellWord(config.dataDir)}`] : []),
+    ...(config.port !== 8080 ? [`ELMA_PORT=${config.port}`] : []),
+    ...(config.auth.issuer !== 'elma' ? [`ELMA_JWT_ISSUER=${shellWord(config.auth.issuer)}`] : []),
+    ...(config.auth.audience !== 'elma-api' ? [`ELMA_JWT_AUDIENCE=${shellWord(config.auth.audience)}`] : []),
+  ];
+  const command = [...settings, elmaInvocation(), 'token --tenant acme --purposes support'].join(' ');
+  return env.ELMA_JWT_SECRET ? `${command}  (with this ELMA_JWT_SECRET set)` : command;
+}
+
+/** How to run this elma again: `npx elma` in the project; `node <file>` for a build run on its own (the image). */
+function elmaInvocation(entry = process.argv[1] ?? ''): string {
+  return basename(entry) === 'elma.mjs' && basename(dirname(entry)) !== 'bin' ? `node ${shellWord(entry)}` : 'npx elma';
+}
+
+/** A word as a POSIX shell reads it back unchanged. */
+const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`);
 
 /** Resolves on the first SIGINT or SIGTERM. */
 function stopSignal(): Promise<void> {

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '@elma/infra';
+import { loadConfig } from '@elma/infra/config';
 import { KeyAdministration } from '@elma/runtime';
 
 const USAGE = 'usage: elma token revoke --tenant T --jti ID [--expires-at ISO-8601]\n';
@@ -25,7 +25,7 @@ export async function tokenRevokeCommand(argv: string[], io: { stdout: Output; s
     io.stderr.write(`elma token revoke: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
     return 2;
   }
-  const admin = await KeyAdministration.open(loadConfig());
+  const admin = await KeyAdministration.open(loadConfig(process.env, { secrets: 'existing' }));
   try {
     const result = await admin.revokeToken(values.tenant, values.jti, values['expires-at']);
     io.stdout.write(`${JSON.stringify({ tenant: values.tenant, ...result })}\n`);

@@ -4,9 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeJwt } from 'jose';
+import { loadConfig } from '@elma/infra/config';
 import { elmaArgs } from '../../../../tests/support/elma-process';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'elma-token-'));
+// The secrets `elma start` creates on a new folder: `elma token` signs only for a folder an ELMA has started.
+loadConfig({ ELMA_DATA_DIR: dataDir });
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 /** `elma token` as a user runs it, on a folder of its own. */

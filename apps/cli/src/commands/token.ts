@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { BUILT_IN_ROLES, unknownRoles } from '@elma/domain';
-import { loadConfig, mintToken, parseDuration } from '@elma/infra';
-import { tokenRevokeCommand } from './token-revoke';
+import { mintToken } from '@elma/infra/auth';
+import { loadConfig, parseDuration } from '@elma/infra/config';
 
 const list = (value: string | undefined, fallback: string[]) =>
   value === undefined
@@ -13,14 +13,15 @@ const list = (value: string | undefined, fallback: string[]) =>
 
 /**
  * Mints a development token for the embedded default (signed with the secret
- * in the data folder). `--name` is the display name certificates show for the staff who request or approve an
+ * in the data folder, ELMA_DATA_DIR, which an ELMA must have started on: the command refuses a folder without
+ * its jwt.secret and creates none). `--name` is the display name certificates show for the staff who request or approve an
  * erasure (the `name` claim). `--roles` takes built-in roles only; roles that a
  * tenant's policy defines go in `--policy-roles` (the API checks them against
  * that policy). The lifetime (`--ttl`, default 8 h or the maximum if less) is bounded by
  * ELMA_TOKEN_MAX_TTL, which the API enforces too.
  */
 export async function tokenCommand(argv: string[]): Promise<number> {
-  if (argv[0] === 'revoke') return tokenRevokeCommand(argv.slice(1));
+  if (argv[0] === 'revoke') return (await import('./token-revoke')).tokenRevokeCommand(argv.slice(1));
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -34,7 +35,7 @@ export async function tokenCommand(argv: string[]): Promise<number> {
       ttl: { type: 'string' },
     },
   });
-  const config = loadConfig();
+  const config = loadConfig(process.env, { secrets: 'existing' });
   const fail = (message: string) => {
     process.stderr.write(`elma token: ${message}\n`);
     return 2;

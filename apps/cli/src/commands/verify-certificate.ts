@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { loadVerifierConfig, verifyCertificateFile, type CertificateCheck } from '@elma/infra';
+import { loadVerifierConfig } from '@elma/infra/config';
+import { verifyCertificateFile, type CertificateCheck } from '@elma/infra/certificate/verify';
 import { apiUrlOf } from '../api-client';
 
 const USAGE = `usage: elma verify-certificate <certificate.json|certificate.pdf> [--jwks <file-or-url> | --online] [--file <export.json|export.pdf>]...

@@ -180,7 +180,7 @@ function renderSignIn(main: HTMLElement): void {
         { class: 'hint' },
         t('signInHint'),
         // `elma token` mints only for the shared secret, not when an identity provider signs the tokens.
-        !provider && [' ', t('mintHint'), ' ', h('code', {}, 'npm run -s elma -- token --tenant acme --sub comp-1 --roles compliance')],
+        !provider && [' ', t('mintHint'), ' ', h('code', {}, 'npx elma token --tenant acme --sub comp-1 --roles compliance')],
       ),
       h('label', { for: 'token' }, t('token')),
       token,
