@@ -10,12 +10,14 @@
 #      download): it is the one native module bound to a Node major (NODE_MODULE_VERSION). The others (usearch,
 #      Temporal's core bridge, nx, rolldown...) use N-API: their one build loads in every line.
 #      Kept as better-sqlite3-<its version>/, so a new better-sqlite3 in the lock file builds again.
+# The lines' builds run side by side (each is mostly one compiler process, SQLite's amalgamation).
 # Then the suites run in a per-line copy of the checkout, .tools/node-lines/<major>/: hard links (cp -al: about a
 # second for ~60,000 files, no extra disk) of the sources and node_modules, with node_modules/better-sqlite3
 # swapped for that line's build. Why a copy: Node finds `better-sqlite3` in the nearest node_modules before
 # NODE_PATH, so the main node_modules (built for the machine's Node, which `npm test` uses) cannot be shadowed in
-# place; a nativeBinding option on every `new Database` (~15 places in infra/src and ~40 specs) would change code
-# for the sake of CI. The copy is made fresh for each run, so it tests the working tree as it is, and removed after.
+# place; a nativeBinding option on every `new Database` (17 places in infra and apps, 36 spec files) would change
+# code for the sake of CI. The copy is made fresh for each run, so it tests the working tree as it is, and is
+# removed after.
 set -uo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/.."
@@ -103,8 +105,8 @@ status=0
 ready=()
 declare -A install_time build_time
 mkdir -p .tools/node
-# 1. Each line's Node, one after the other (downloads), then better-sqlite3 for all lines at once: each build is
-#    mostly one compiler process (SQLite's amalgamation), so two lines build in about the time of one on 2 cores.
+# 1. Each line's Node, one after the other (downloads), then better-sqlite3 for all lines at once: two lines build
+#    in about the time of one on 2 cores.
 for major in "${lines[@]}"; do
   version=${VERSION[$major]:-}
   if [ -z "$version" ]; then
