@@ -11,66 +11,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { EngineTestResult } from './engines-reporter';
-
-interface Suite {
-  engine: string;
-  port: string;
-  file: string;
-  /** The variable that points the suite at a server; absent for embedded engines, which always run. */
-  variable?: string;
-  /** Only the tests whose full name contains this, when one file holds the suite of several engines. */
-  match?: string;
-}
-
-const allSuites: Suite[] = [
-  { engine: 'SQLite (embedded)', port: 'EventLog', file: 'infra/src/event-log/sqlite/sqlite-event-log.int.spec.ts' },
-  {
-    engine: 'EventStoreDB',
-    port: 'EventLog',
-    file: 'infra/src/event-log/eventstoredb/eventstoredb-event-log.int.spec.ts',
-    variable: 'ELMA_EVENTSTORE_URL',
-  },
-  { engine: 'SQLite (embedded)', port: 'MemoryIndex', file: 'infra/src/memory-index/sqlite/sqlite-memory-index.int.spec.ts' },
-  {
-    engine: 'Elasticsearch',
-    port: 'MemoryIndex',
-    file: 'infra/src/memory-index/elasticsearch/elasticsearch-memory-index.int.spec.ts',
-    variable: 'ELMA_ELASTICSEARCH_URL',
-  },
-  {
-    engine: 'Elasticsearch',
-    port: 'Views rebuild',
-    file: 'application/src/views/tenant-views.int.spec.ts',
-    variable: 'ELMA_ELASTICSEARCH_URL',
-  },
-  {
-    engine: 'Elasticsearch',
-    port: 'Format versions',
-    file: 'apps/worker/src/format-rebuilds.elasticsearch.int.spec.ts',
-    variable: 'ELMA_ELASTICSEARCH_URL',
-  },
-  { engine: 'SQLite (embedded)', port: 'KeyVault', file: 'infra/src/key-vault/sqlite/sqlite-key-vault.int.spec.ts' },
-  {
-    engine: 'SQLite (embedded)',
-    port: 'Ingest identity',
-    file: 'application/src/ingest/ingest-service.int.spec.ts',
-    match: 'ingest identity on SQLite',
-  },
-  {
-    engine: 'EventStoreDB',
-    port: 'Ingest identity',
-    file: 'application/src/ingest/ingest-service.int.spec.ts',
-    match: 'ingest identity on EventStoreDB',
-    variable: 'ELMA_EVENTSTORE_URL',
-  },
-];
+import { ENGINE_SUITES, type EngineSuite } from './engine-suites';
 
 const { values } = parseArgs({ options: { engine: { type: 'string', multiple: true } } });
 const wanted = values.engine?.map((e) => e.toLowerCase());
-const suites = allSuites.filter((s) => !wanted || wanted.some((e) => s.engine.toLowerCase().startsWith(e)));
+const suites = ENGINE_SUITES.filter((s) => !wanted || wanted.some((e) => s.engine.toLowerCase().startsWith(e)));
 if (suites.length === 0) {
   console.error(
-    `no engine suite matches --engine ${values.engine?.join(', ')}; engines: ${[...new Set(allSuites.map((s) => s.engine))].join(', ')}`,
+    `no engine suite matches --engine ${values.engine?.join(', ')}; engines: ${[...new Set(ENGINE_SUITES.map((s) => s.engine))].join(', ')}`,
   );
   process.exit(2);
 }
@@ -78,7 +26,7 @@ if (suites.length === 0) {
 const redact = (url: string) => url.replace(/\/\/[^@/]*@/, '//***@');
 
 /** What the server behind a URL says it is (`Elasticsearch 9.5.3`), or nothing when it does not answer `GET /`. */
-async function serverVersion(suite: Suite, url: string): Promise<string | undefined> {
+async function serverVersion(suite: EngineSuite, url: string): Promise<string | undefined> {
   if (suite.variable !== 'ELMA_ELASTICSEARCH_URL') return undefined;
   try {
     const response = await fetch(url, { signal: AbortSignal.timeout(5_000) });
