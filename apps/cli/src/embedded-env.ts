@@ -37,8 +37,17 @@ export interface StartedElma {
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 
-/** Node arguments that run the `elma` CLI from the sources under tsx, as `npm start` does. */
+const BIN = fileURLToPath(new URL('../bin/elma.mjs', import.meta.url));
+
+/** Node arguments that run the `elma` CLI from the sources under tsx. */
 export const sourceElmaArgs = (...args: string[]): string[] => ['--import', 'tsx', MAIN, ...args];
+
+/**
+ * Node arguments that run the `elma` bin, as `npx elma` and `npm start` do: the build when it is current (`npm
+ * install` makes it), else the sources under tsx. A child started so starts in a fraction of the sources' time,
+ * with the workflows bundled in advance.
+ */
+export const binElmaArgs = (...args: string[]): string[] => [BIN, ...args];
 
 /**
  * Node arguments that run `elma` the way this process runs: the same entry (the sources under tsx, or the
@@ -48,7 +57,7 @@ export const thisElmaArgs = (...args: string[]): string[] => [...process.execArg
 
 /**
  * Runs `elma start` in a child process with `env` (see embeddedStartEnv; `elmaArgs` picks the entry, the
- * sources under tsx unless told otherwise) and
+ * bin unless told otherwise) and
  * resolves once it serves (its banner's last line), or throws with what it
  * printed when it exits or does not come up in time. `onOutput` sees every
  * chunk as it arrives.
@@ -62,7 +71,7 @@ export async function spawnElmaStart(
     elmaArgs?: (...args: string[]) => string[];
   } = {},
 ): Promise<StartedElma> {
-  const { readyTimeoutMs = 90_000, stopGraceMs = 15_000, onOutput, elmaArgs = sourceElmaArgs } = options;
+  const { readyTimeoutMs = 90_000, stopGraceMs = 15_000, onOutput, elmaArgs = binElmaArgs } = options;
   const child = spawn(process.execPath, elmaArgs('start'), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (chunk: Buffer) => {
