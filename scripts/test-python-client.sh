@@ -30,7 +30,8 @@ fi
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-"$venv/bin/python" -m pytest "$client" -p no:cacheprovider --color=no "$@" 2>&1 | tee "$log"
+# --durations: the 15 slowest steps (set-ups included), as every vitest run closes with its slowest files.
+"$venv/bin/python" -m pytest "$client" -p no:cacheprovider --color=no --durations=15 "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 # pytest's last line, e.g. `==== 1 failed, 20 passed, 3 skipped in 61.2s ====`, without its rulers.
 summary=$(grep -E '^=+ .* in [0-9.]+s' "$log" | tail -n 1 | sed -E 's/^=+ //; s/ =+$//')
