@@ -10,6 +10,26 @@ import { silentLogger } from '../../shared/src';
 import { binElmaArgs, embeddedStartEnv, spawnElmaStart, type StartedElma } from '../../apps/cli/src/embedded-env';
 import { join } from 'node:path';
 
+/** What a finished process printed, and its exit code. */
+export interface ProcessRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `command` in `cwd` with exactly `env` (no shell) and resolves with what it printed once it has ended. */
+export function runProcess(command: string, args: string[], options: { cwd?: string; env: NodeJS.ProcessEnv }): Promise<ProcessRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
 /** Arguments that run the `elma` CLI as a user's `npx elma` does (the bin: the current build, else the sources). */
 export const elmaArgs = binElmaArgs;
 

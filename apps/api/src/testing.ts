@@ -236,9 +236,11 @@ export function slowRequest(url: string, token: string, path: string, body: unkn
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) },
   });
+  let answered = false;
   const response = new Promise<{ status: number; body: Json }>((resolve, reject) => {
     request.on('error', reject);
     request.on('response', (res) => {
+      answered = true;
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (chunk) => (text += chunk));
@@ -247,6 +249,8 @@ export function slowRequest(url: string, token: string, path: string, body: unkn
   });
   request.write(json.slice(0, 1));
   return {
+    /** Whether the server answered before the body was complete: it shed the request, which then holds nothing. */
+    answered: () => answered,
     finish: () => {
       request.end(json.slice(1));
       return response;

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -9,7 +8,7 @@ import { makeCertificate } from '@elma/domain/testing';
 import { CertificateSigner } from '@elma/infra/certificate/signing';
 import { loadConfig } from '@elma/infra/config';
 import { SqliteKeyVault } from '@elma/infra/key-vault/sqlite';
-import { elmaArgs } from '../../../tests/support/elma-process';
+import { elmaArgs, runProcess } from '../../../tests/support/elma-process';
 import { embeddedStartEnv, spawnElmaStart, type StartedElma } from './embedded-env';
 
 /**
@@ -31,23 +30,7 @@ function shellEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const run = (command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv) => runProcess(command, args, { cwd, env });
 
 /**
  * A data folder as `elma start` leaves it (its secrets, its key vault), and beside it a certificate signed with

@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { elmaArgs } from '../../../tests/support/elma-process';
+import { elmaArgs, runProcess } from '../../../tests/support/elma-process';
 
 /** A port nothing listens on: taken from the kernel, then let go. */
 async function closedPort(): Promise<number> {
@@ -15,17 +14,8 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-function elma(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, elmaArgs(...args), { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const elma = (args: string[], env: Record<string, string>) =>
+  runProcess(process.execPath, elmaArgs(...args), { env: { ...process.env, ...env } });
 
 /**
  * Every command that talks to the API or to Temporal, pointed at a port where nothing listens (real `elma`

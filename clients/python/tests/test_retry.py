@@ -2,6 +2,7 @@
 and no queue (conftest.ADMISSION), and a request whose body has not yet arrived holds that one slot."""
 
 import json
+import select
 import socket
 import time
 import urllib.error
@@ -17,33 +18,46 @@ from elma_client._http import parse_retry_after
 
 class HeldSlot:
     """A ``POST /v1/memories`` whose body stops after its first byte: ELMA admits a request before reading its body,
-    so the request holds the one slot of its class until ``release``."""
+    so the request holds the one slot of its class until ``release``. One that arrives while the slot is still busy
+    (the previous test's last call finishing) is itself shed at once and holds nothing: then another one is sent."""
 
     def __init__(self, url: str, token: str) -> None:
         self.url = url
         self.token = token
-        parsed = urllib.parse.urlsplit(url)
         self.body = json.dumps({"content": {"text": "held"}, "sourceEventIds": ["00000000-0000-4000-8000-000000000000"]}).encode()
-        self.sock = socket.create_connection((parsed.hostname, parsed.port), timeout=30)
-        head = (
-            f"POST /v1/memories HTTP/1.1\r\nHost: {parsed.netloc}\r\nAuthorization: Bearer {token}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(self.body)}\r\nConnection: close\r\n\r\n"
-        )
-        self.sock.sendall(head.encode() + self.body[:1])
-        self._wait_until_held()
-
-    def _wait_until_held(self) -> None:
-        # Held once another request of the class is refused; until then the refusal may not have happened yet.
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
+            self.sock = self._send_head()
+            if self._wait_until_held(deadline):
+                return
+            self.sock.close()
+        raise RuntimeError("the slot was never held")
+
+    def _send_head(self) -> socket.socket:
+        parsed = urllib.parse.urlsplit(self.url)
+        sock = socket.create_connection((parsed.hostname, parsed.port), timeout=30)
+        head = (
+            f"POST /v1/memories HTTP/1.1\r\nHost: {parsed.netloc}\r\nAuthorization: Bearer {self.token}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(self.body)}\r\nConnection: close\r\n\r\n"
+        )
+        sock.sendall(head.encode() + self.body[:1])
+        return sock
+
+    def _answered(self) -> bool:
+        """Whether ELMA answered the held request before its body was complete: it was shed."""
+        return bool(select.select([self.sock], [], [], 0)[0])
+
+    def _wait_until_held(self, deadline: float) -> bool:
+        # Held once another request of the class is refused while the held one is still unanswered.
+        while time.monotonic() < deadline and not self._answered():
             request = urllib.request.Request(f"{self.url}/v1/memories/probe", headers={"authorization": f"Bearer {self.token}"})
             try:
                 urllib.request.urlopen(request, timeout=10).close()
             except urllib.error.HTTPError as response:
-                if response.code == 503:
-                    return
+                if response.code == 503 and not self._answered():
+                    return True
             time.sleep(0.05)
-        raise RuntimeError("the slot was never held")
+        return False
 
     def release(self) -> bytes:
         """Sends the rest of the body and reads the answer to the end."""

@@ -183,24 +183,36 @@ describe('retries: idempotent calls only, on 503 with Retry-After', () => {
   });
   afterAll(async () => busy?.close());
 
-  /** Resolves once the held request has its slot: a probe of the same class is then shed (503). */
-  async function untilHeld(token: string, method: string, path: string) {
-    for (let i = 0; i < 500; i++) {
-      const probe = await fetch(`${busy.url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: method === 'POST' ? '{}' : undefined,
-      });
-      if (probe.status === 503) return;
-      await new Promise((resolve) => setTimeout(resolve, 20));
+  /**
+   * A request whose body stops after its first byte, once it holds its class's one slot: a probe of the same class
+   * is then shed (503). A held request that arrived while the slot was still busy (the previous test's last call
+   * finishing) is itself shed at once and holds nothing: then another one is sent.
+   */
+  async function holdSlot(token: string, path: string, body: unknown, probe: { method: string; path: string }) {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const held = slowRequest(busy.url, token, path, body);
+      for (let i = 0; i < 250 && !held.answered(); i++) {
+        const answer = await fetch(`${busy.url}${probe.path}`, {
+          method: probe.method,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: probe.method === 'POST' ? '{}' : undefined,
+        });
+        if (answer.status === 503 && !held.answered()) return held;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await held.finish().catch(() => undefined);
     }
-    throw new Error(`the held ${method} ${path} never took its slot`);
+    throw new Error(`no request to ${path} ever held its slot`);
   }
 
   it('a GET shed under load is retried after Retry-After and then answered', async () => {
     const token = await busy.token();
-    const held = slowRequest(busy.url, token, '/v1/memories', { content: { text: 'x' }, sourceEventIds: [] });
-    await untilHeld(token, 'GET', '/v1/memories/probe');
+    const held = await holdSlot(
+      token,
+      '/v1/memories',
+      { content: { text: 'x' }, sourceEventIds: [] },
+      { method: 'GET', path: '/v1/memories/probe' },
+    );
     const retries: RetryInfo[] = [];
     const elma = new Elma({
       url: busy.url,
@@ -218,8 +230,7 @@ describe('retries: idempotent calls only, on 503 with Retry-After', () => {
 
   it('a POST shed under load is not retried: the caller gets the 503 and its Retry-After', async () => {
     const token = await busy.token();
-    const held = slowRequest(busy.url, token, '/v1/recall', { query: 'x', purpose: 'support' });
-    await untilHeld(token, 'POST', '/v1/recall');
+    const held = await holdSlot(token, '/v1/recall', { query: 'x', purpose: 'support' }, { method: 'POST', path: '/v1/recall' });
     const retries: RetryInfo[] = [];
     try {
       const error = await failure(
