@@ -7,6 +7,12 @@ import { changePolicy, chatEvent, startTestApp, type Json, type TestApp } from '
  * with a p95 far below the queue wait (generous bounds: the machine is
  * shared, the point is that B is never shed or starved, not a timing figure).
  */
+/**
+ * Far above a recall's time on a busy machine (four suites at once, on Elasticsearch too), so that a starved or
+ * queued request (waiting up to this, then shed) stays far apart from one merely slowed by the machine.
+ */
+const QUEUE_WAIT_MS = 10_000;
+
 describe('one noisy tenant cannot starve the others', () => {
   let t: TestApp;
   const tokens: Record<string, string> = {};
@@ -20,7 +26,7 @@ describe('one noisy tenant cannot starve the others', () => {
       env: {
         ELMA_MAX_INFLIGHT: '2',
         ELMA_MAX_QUEUE: '8',
-        ELMA_MAX_QUEUE_WAIT_MS: '3000',
+        ELMA_MAX_QUEUE_WAIT_MS: String(QUEUE_WAIT_MS),
         ELMA_QUOTA_RECALL_PER_SECOND: '100000',
         ELMA_QUOTA_RECALL_BURST: '1000000',
       },
@@ -98,7 +104,7 @@ describe('one noisy tenant cannot starve the others', () => {
     expect(Object.keys(shed).sort()).toEqual(['200', '503 SERVER.OVERLOADED']);
     // B: every request answered, well inside the queue wait.
     expect(b.map((r) => r.status)).toEqual(b.map(() => 200));
-    expect(p95(b.map((r) => r.ms))).toBeLessThan(2_000);
+    expect(p95(b.map((r) => r.ms))).toBeLessThan(QUEUE_WAIT_MS / 2);
   }, 60_000);
 
   it('a flood past its own quotas: refused with 429 for A alone, the other tenant unaffected', async () => {
@@ -121,8 +127,8 @@ describe('one noisy tenant cannot starve the others', () => {
     expect(byCode['429 QUOTA.RECALL_RATE']).toBeGreaterThan(0);
     expect(byCode['429 QUOTA.CONCURRENT_REQUESTS']).toBeGreaterThan(0);
     expect(byCode['200'] ?? 0).toBeLessThanOrEqual(2 + Math.ceil(1 * seconds) + 1);
-    expect(Object.keys(byCode).every((k) => ['200', '429 QUOTA.RECALL_RATE', '429 QUOTA.CONCURRENT_REQUESTS'].includes(k))).toBe(true);
+    expect(Object.keys(byCode).filter((k) => !['200', '429 QUOTA.RECALL_RATE', '429 QUOTA.CONCURRENT_REQUESTS'].includes(k))).toEqual([]);
     expect(b.map((r) => r.status)).toEqual(b.map(() => 200));
-    expect(p95(b.map((r) => r.ms))).toBeLessThan(2_000);
+    expect(p95(b.map((r) => r.ms))).toBeLessThan(QUEUE_WAIT_MS / 2);
   }, 60_000);
 });
