@@ -57,10 +57,21 @@ for (const suite of suites) {
 const dir = mkdtempSync(join(tmpdir(), 'elma-engines-'));
 const output = join(dir, 'report.json');
 const files = [...new Set(suites.map((s) => s.file))];
-const run = spawnSync('npx', ['vitest', 'run', ...files, '--reporter=default', '--reporter=./scripts/engines-reporter.ts'], {
-  stdio: 'inherit',
-  env: { ...process.env, ELMA_ENGINES_REPORT: output },
-});
+const run = spawnSync(
+  'npx',
+  [
+    'vitest',
+    'run',
+    ...files,
+    '--reporter=default',
+    '--reporter=./scripts/engines-reporter.ts',
+    '--reporter=./tests/support/slowest-files-reporter.ts',
+  ],
+  {
+    stdio: 'inherit',
+    env: { ...process.env, ELMA_ENGINES_REPORT: output },
+  },
+);
 
 let report: EngineTestResult[] = [];
 try {
