@@ -53,7 +53,8 @@ describe('admission shared between tenants', () => {
     const started = performance.now();
     expect(await gate.enter('a')).toBeUndefined();
     expect(await gate.enter('c')).toBeUndefined();
-    expect(performance.now() - started).toBeLessThan(100);
+    // At once: well before the one-second queue wait (not a timing figure: a busy machine may pause a worker).
+    expect(performance.now() - started).toBeLessThan(500);
     void a;
   });
 });
