@@ -673,6 +673,7 @@ export interface ShardStats {
         {
           routing?: { primary?: boolean };
           seq_no?: { max_seq_no?: number };
+          translog?: { operations?: number; uncommitted_operations?: number };
           retention_leases?: { leases?: { retaining_seq_no: number }[] };
         }[]
       >;
@@ -690,6 +691,23 @@ export function maxSeqNos(stats: ShardStats): Map<string, number> {
     }
   }
   return marks;
+}
+
+/**
+ * Whether every shard copy's translog holds only operations that came after its last commit: older translog
+ * generations (which hold the source of documents indexed, then purged, before that commit) have been trimmed from
+ * the disk. A flush trims them only once the global checkpoint it commits has passed them, so right after a purge's
+ * merge it may keep them; the purge flushes again until this holds. Writes made meanwhile add to both counts.
+ */
+export function translogTrimmed(stats: ShardStats): boolean {
+  for (const { shards = {} } of Object.values(stats.indices ?? {})) {
+    for (const copies of Object.values(shards)) {
+      for (const { translog } of copies) {
+        if ((translog?.operations ?? 0) > (translog?.uncommitted_operations ?? 0)) return false;
+      }
+    }
+  }
+  return true;
 }
 
 /**

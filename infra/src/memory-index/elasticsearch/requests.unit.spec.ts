@@ -24,6 +24,7 @@ import {
   fuse,
   knnCosine,
   leasesPast,
+  translogTrimmed,
   lineageEntryOf,
   lineageMatches,
   lineageOfQuery,
@@ -38,6 +39,7 @@ import {
   versionDocId,
   withUsage,
   type BulkItem,
+  type ShardStats,
   type BulkOperation,
   type StoredVersion,
 } from './requests';
@@ -333,6 +335,18 @@ describe('names, aliases and servers', () => {
     expect(leasesPast(stats([30]), marks)).toBe(false);
     expect(leasesPast(stats([41]), marks)).toBe(false);
     expect(leasesPast(stats([42, 50]), marks)).toBe(true);
+  });
+
+  it('sees the translog trimmed only when no copy keeps operations older than its last commit', () => {
+    const stats = (...copies: { operations: number; uncommitted_operations: number }[]): ShardStats => ({
+      indices: { idx: { shards: { '0': copies.map((translog) => ({ translog })) } } },
+    });
+    expect(translogTrimmed(stats({ operations: 0, uncommitted_operations: 0 }))).toBe(true);
+    // Written after the flush: uncommitted, and newer than the purge.
+    expect(translogTrimmed(stats({ operations: 3, uncommitted_operations: 3 }))).toBe(true);
+    // A generation from before the commit is still on disk, with the purged documents' source.
+    expect(translogTrimmed(stats({ operations: 5, uncommitted_operations: 0 }))).toBe(false);
+    expect(translogTrimmed(stats({ operations: 0, uncommitted_operations: 0 }, { operations: 2, uncommitted_operations: 1 }))).toBe(false);
   });
 
   it('accepts Elasticsearch 8 and 9 only', () => {
