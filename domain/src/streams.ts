@@ -48,6 +48,12 @@ export const streams = {
   offboarding: (tenant: string, requestId: string) => `offboarding-${tenant}-${requestId}`,
   /** Tenants sealed for off-boarding or off-boarded (their names are never used again). Outside every tenant, like the outbox. */
   tenantClosures: 'tenants-_system-closed',
+  /**
+   * The data's witness of the erasure ledger it was written beside: the ledger's signed head after each entry
+   * (ids, counts and hashes only). Restored with the data, it tells a start which ledger, and how much of it, the
+   * data has seen (docs/adr/0017).
+   */
+  ledgerWitness: 'ledger-_system-witness',
   /** Marks, in a log that cannot record a layout version of its own (EventStoreDB), a finished data-folder migration. */
   migrations: 'migrations-elma',
   /** Category prefixes, for reads and subscriptions over every stream of a category. */

@@ -6,6 +6,7 @@ import {
   type CertifiedScope,
   type Clock,
   type ErasureLedger,
+  type ErasureLedgerEntry,
   type EventLog,
   type SignedCertificate,
   type ErasureScope,
@@ -32,6 +33,26 @@ export interface CertifyOutcome {
   approvedAt: string | null;
   streamsDeleted: number;
   tombstones: number;
+}
+
+/** What a certificate states for re-application (version 3), or what is worked out for an older one. */
+type CertifiedReapply = NonNullable<ErasureCertificate['reapply']>;
+
+/**
+ * The ledger entry of a certified erasure: what the certificate states, so that the certificates kept outside can
+ * rebuild the ledger entry for entry (`elma erasure reapply --certificates`).
+ */
+export function ledgerEntryOf(signed: SignedCertificate, reapply: CertifiedReapply): ErasureLedgerEntry {
+  const { certificate, signature } = signed;
+  return {
+    formatVersion: FORMAT_VERSIONS.erasureLedger,
+    tenant: certificate.tenant,
+    requestId: certificate.requestId,
+    completedAt: certificate.issuedAt,
+    recordIds: certificate.closure.records.map((r) => r.id),
+    ...reapply,
+    certificate: { keyId: signature.kid, signature: signature.value },
+  };
 }
 
 /** The steps the erasure went through, in the order of `ERASURE_STEPS`. */
@@ -84,8 +105,13 @@ export class ErasureCertification {
     if (existing) {
       // A retry after the certificate was saved: finish what followed it. The scope is readable until the request key goes.
       if (!(await this.deps.vault.isShredded(tenant, ErasureStore.keyId(requestId)))) {
-        await this.forgetErasedSubject(tenant, await erasure.scope(), outcome.held);
-        await this.recordInLedger(erasure, existing, outcome);
+        const scope = await erasure.scope();
+        // A certificate from before version 3 holds no `reapply`: its fields are worked out as they were then.
+        const reapply =
+          existing.certificate.reapply ??
+          (await this.reapplyFields(erasure, outcome, await this.forgettable(tenant, scope, outcome, existing)));
+        await this.forgetErasedSubject(tenant, scope, outcome.held);
+        await this.recordInLedger(erasure, existing, reapply);
       }
       await this.deps.vault.shred(tenant, [ErasureStore.keyId(requestId)]);
       return { keyId: existing.signature.kid, signature: existing.signature.value };
@@ -104,6 +130,13 @@ export class ErasureCertification {
     const selfService = scope.type === 'subject' && certifiedScope.type === 'subject' && request.requestedBy.sub === scope.subject;
     const requestedByName = selfService ? undefined : request.requestedBy.name;
     const approvedByName = erasure.approverName(outcome.approvedBy);
+    const forgotten =
+      scope.type === 'subject' && certifiedScope.type === 'subject' && certifiedScope.subjectPseudonym
+        ? (await keepsPseudonym(this.deps, tenant, scope, outcome.held.length))
+          ? []
+          : [certifiedScope.subjectPseudonym]
+        : [];
+    const reapply = await this.reapplyFields(erasure, outcome, forgotten);
     const certificate = ErasureCertificate.parse({
       type: 'elma.erasure-certificate',
       version: FORMAT_VERSIONS.certificates,
@@ -121,6 +154,7 @@ export class ErasureCertification {
         approvedAt: outcome.approvedAt,
       },
       closure,
+      reapply,
       legalHoldExceptions: outcome.held,
       steps: certifiedSteps(steps),
       verification: outcome.verification,
@@ -131,25 +165,21 @@ export class ErasureCertification {
     const signed = this.deps.signer.sign(certificate);
     await this.deps.store.saveCertificate(erasure, signed);
     await this.forgetErasedSubject(tenant, scope, outcome.held);
-    // Before the request key goes: the entry is made from the workset it seals.
-    await this.recordInLedger(erasure, signed, outcome);
+    await this.recordInLedger(erasure, signed, reapply);
     await this.deps.vault.shred(tenant, [ErasureStore.keyId(requestId)]);
     return { keyId: signed.signature.kid, signature: signed.signature.value };
   }
 
   /**
-   * The erasure's entry in the ledger, so that a backup restored later is
-   * erased again (see `ErasureLedgerReapply`): ids, deleted stream names,
-   * forgotten pseudonyms and tombstone fingerprints, no content. Idempotent.
+   * What applying the erasure again needs (the certificate states it, the ledger keeps it): the events, the
+   * streams step 9 deleted whole (they read as empty now; those it kept hold other events), the pseudonyms
+   * forgotten and the tombstones' keyed fingerprints, no content. Read from the workset, so before the request key goes.
    */
-  private async recordInLedger(erasure: Erasure, signed: SignedCertificate, outcome: CertifyOutcome): Promise<void> {
-    const ledger = this.deps.ledger;
-    if (!ledger) return;
-    const { tenant, requestId } = erasure;
+  private async reapplyFields(erasure: Erasure, outcome: CertifyOutcome, forgottenPseudonyms: string[]) {
+    const { tenant } = erasure;
     const workset = await requireWorkset(erasure);
     const erased = new Set(outcome.set.recordIds);
     const records = workset.records.filter((r) => erased.has(r.id));
-    // The event streams that step 9 deleted whole read as empty now; those it kept hold other events.
     const deletedStreams: string[] = [];
     for (const stream of new Set(outcome.set.eventIds.map((id) => workset.eventStreams[id]).filter(Boolean))) {
       let empty = true;
@@ -159,27 +189,30 @@ export class ErasureCertification {
       }
       if (empty) deletedStreams.push(stream);
     }
-    // A pseudonym the certificate names that maps to nobody any more was forgotten by this erasure.
-    const scope = signed.certificate.request.scope;
-    const named = 'subjectPseudonym' in scope && scope.subjectPseudonym ? [scope.subjectPseudonym] : [];
-    const mapped = named.length ? await this.deps.vault.subjectsOfPseudonyms(tenant, named) : new Map<string, string>();
-    await ledger.record({
-      formatVersion: 1,
-      tenant,
-      requestId,
-      completedAt: signed.certificate.issuedAt,
-      recordIds: outcome.set.recordIds,
+    return {
       eventIds: outcome.set.eventIds,
       deletedStreams,
-      forgottenPseudonyms: named.filter((p) => !mapped.has(p)),
+      forgottenPseudonyms,
       tombstones: [
         ...new Set([
           ...records.map((r) => this.deps.fingerprints.tombstone(tenant, r.subject, r.text)),
           ...records.map((r) => this.deps.fingerprints.tenantTombstone(tenant, r.text)),
         ]),
       ],
-      certificate: { keyId: signed.signature.kid, signature: signed.signature.value },
-    });
+    };
+  }
+
+  /** For a certificate without `reapply`: a pseudonym it names that maps to nobody any more was forgotten by this erasure. */
+  private async forgettable(tenant: string, scope: ErasureScope, outcome: CertifyOutcome, signed: SignedCertificate): Promise<string[]> {
+    const named = signed.certificate.request.scope;
+    const pseudonym = 'subjectPseudonym' in named && named.subjectPseudonym ? named.subjectPseudonym : undefined;
+    if (!pseudonym || scope.type !== 'subject' || (await keepsPseudonym(this.deps, tenant, scope, outcome.held.length))) return [];
+    return [pseudonym];
+  }
+
+  /** The erasure's entry in the ledger, so that a backup restored later is erased again (see `ErasureLedgerReapply`). Idempotent. */
+  private async recordInLedger(erasure: Erasure, signed: SignedCertificate, reapply: CertifiedReapply): Promise<void> {
+    await this.deps.ledger?.record(ledgerEntryOf(signed, reapply));
   }
 
   /** The audit entry the certificate is anchored to: written once, then read back on a retry. */

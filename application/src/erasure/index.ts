@@ -9,3 +9,5 @@ export * from './guard';
 export * from './verification';
 export * from './erasure-outbox';
 export * from './ledger-reapply';
+export * from './ledger-witness';
+export * from './ledger-recovery';

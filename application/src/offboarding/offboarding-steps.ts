@@ -23,6 +23,7 @@ import {
   type Clock,
   type LogCompaction,
   type ErasureLedger,
+  type TenantOffboardingLedgerEntry,
 } from '@elma/domain';
 import type { Sealed } from '@elma/shared';
 import type { AuditLog } from '../audit';
@@ -294,14 +295,7 @@ export class OffboardingSteps {
    * name closed for good, then the verification workset shredded.
    */
   private async afterCertified(tenant: string, requestId: string, signed: SignedOffboardingCertificate): Promise<void> {
-    await this.deps.ledger?.record({
-      formatVersion: FORMAT_VERSIONS.erasureLedger,
-      kind: 'tenant-offboarding',
-      tenant,
-      requestId,
-      completedAt: signed.certificate.issuedAt,
-      certificate: { keyId: signed.signature.kid, signature: signed.signature.value },
-    });
+    await this.deps.ledger?.record(offboardingLedgerEntryOf(signed));
     await this.deps.closures.offboarded(tenant, requestId, this.now());
     await this.deps.vault.shred(PLATFORM_TENANT, [worksetKey(requestId)]);
   }
@@ -432,3 +426,15 @@ export class OffboardingSteps {
 
 /** The key (in the platform tenant) that seals an off-boarding's verification workset. */
 const worksetKey = (requestId: string) => `offboard-workset-${requestId}`;
+
+/** The ledger entry of a certified off-boarding: what its certificate states (so the certificates can rebuild the ledger). */
+export function offboardingLedgerEntryOf(signed: SignedOffboardingCertificate): TenantOffboardingLedgerEntry {
+  return {
+    formatVersion: FORMAT_VERSIONS.erasureLedger,
+    kind: 'tenant-offboarding',
+    tenant: signed.certificate.tenant,
+    requestId: signed.certificate.requestId,
+    completedAt: signed.certificate.issuedAt,
+    certificate: { keyId: signed.signature.kid, signature: signed.signature.value },
+  };
+}

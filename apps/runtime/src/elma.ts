@@ -39,7 +39,8 @@ import {
   ElasticsearchMemoryIndex,
   SqliteMemoryIndex,
   ThreadedMemoryIndex,
-  SqliteErasureLedger,
+  openErasureLedger,
+  ledgerHeadSigner,
   CertificateSigner,
   SqliteTokenRevocations,
   volumeHealth,
@@ -50,6 +51,8 @@ import {
   activeTracing,
 } from '@elma/infra';
 import {
+  LedgerWitness,
+  WitnessedErasureLedger,
   IngestService,
   MemoryService,
   Adjudication,
@@ -212,6 +215,11 @@ export async function openElma(
     embedder?: Embedder;
     /** Evaluation only: see `Ablations`. */
     ablations?: Ablations;
+    /**
+     * `rebind`: open on a ledger the data's witness does not recognise, and bind the data to it (`elma erasure
+     * reapply --certificates DIR --rebind`, the recovery when every copy of the ledger is lost). Default: refuse.
+     */
+    ledgerWitness?: 'check' | 'rebind';
   } = {},
 ): Promise<Elma> {
   const clock = options.clock ?? systemClock;
@@ -229,7 +237,10 @@ export async function openElma(
   if (existsSync(join(config.dataDir, RESTORE_MARKER_FILE))) throw new RestoreInterrupted(config.dataDir);
 
   // The ledger before anything else: one that cannot be read stops the start (a restore could resurrect erasures).
-  const ledger = SqliteErasureLedger.open(config.erasureLedger);
+  // With a replica, a copy that is missing, emptied, damaged or behind is rebuilt from the other here.
+  const ledger = openErasureLedger(config, {
+    onHealed: (healing) => logger.warn('erasure ledger copy rebuilt from the other', { ...healing }),
+  });
   // The embedding server first, so a failed start leaves no engine file open. Ingest does not use it.
   const ablations = options.ablations ?? {};
   const embedderHost = await (options.embedder ? givenEmbedder(options.embedder) : openEmbedder(config, logger)).catch(
@@ -287,6 +298,18 @@ export async function openElma(
   const signer = keyVault
     ? new CertificateSigner({ keyring: () => keyVault.signingKeyring() })
     : new CertificateSigner({ masterKey: config.masterKey });
+  // The ledger's signed head checked against its entries, then the data's witness against the ledger: a ledger
+  // that lost entries (deleted, emptied, truncated, older, another file) stops the start before anything is served.
+  const headSigner = ledgerHeadSigner(signer);
+  const witness = new LedgerWitness({ log, signer: headSigner });
+  try {
+    await ledger.attest(headSigner);
+    if (options.ledgerWitness !== 'rebind') await witness.check(ledger, config.erasureLedger);
+  } catch (error) {
+    await closeEngines();
+    throw error;
+  }
+  const witnessedLedger = new WitnessedErasureLedger(ledger, witness);
   const auditSubject = (tenant: string, subject: string) => `sfp_${fingerprints.subject(tenant, subject)}`;
   const metrics = new ElmaMetrics();
   const audit = new AuditLog({
@@ -361,6 +384,8 @@ export async function openElma(
   try {
     const report = await reapply.reapplyPending();
     if (report) logger.info('erasure ledger re-applied to restored data', { ...report });
+    // The data has now seen the whole ledger (a restored folder's witness was the backup's).
+    await witness.advance(ledger);
   } catch (error) {
     await closeEngines();
     throw error;
@@ -387,7 +412,7 @@ export async function openElma(
     ingest: new IngestService({ log, sealer, clock, fingerprintKey, eventIdKey, writes, policies, audit, erased, vault }),
     memories,
     erasure: createErasures(config, {
-      ledger,
+      ledger: witnessedLedger,
       reapply,
       log,
       store: erasureStore,
@@ -423,7 +448,7 @@ export async function openElma(
       ids,
       compaction,
       closures,
-      ledger,
+      ledger: witnessedLedger,
     }),
     formats,
     ...(keyVault ? { keyVault } : {}),

@@ -1,7 +1,6 @@
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PLATFORM_TENANT, isTenantOffboardingEntry, type Principal } from '@elma/domain';
 import { tenantStreams } from '@elma/application';
@@ -96,13 +95,9 @@ describe('openElma re-applies tenant off-boardings from the erasure ledger', () 
       const verification = await steps.verify('initech', requestId, 1, at());
       expect(verification.passed).toBe(true);
       const signed = await steps.certify('initech', requestId, { verification, rounds: 1 });
-      // A worker lost after the certificate was saved and before the ledger entry: the retried step writes it.
-      const raw = new Database(ledgerPath);
-      expect(raw.prepare('DELETE FROM erasures WHERE request_id = ?').run(requestId).changes).toBe(1);
-      raw.close();
+      // A retried step (a worker lost after the certificate was saved) returns the same certificate and records
+      // nothing twice. (Removing the entry by hand to simulate the loss is now refused as tampering: the signed head.)
       expect(await steps.certify('initech', requestId, { verification, rounds: 1 })).toEqual(signed);
-      // And a retry once it is there records nothing twice.
-      await steps.certify('initech', requestId, { verification, rounds: 1 });
       const entries = (await elma.erasure.ledger.entries(0)).map((e) => e.entry);
       expect(entries).toHaveLength(2);
       expect(entries[1]).toEqual({

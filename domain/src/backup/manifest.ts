@@ -30,7 +30,17 @@ export const BackupManifest = z.strictObject({
    * The erasure ledger as it stood before the copy started: entries after `head` may postdate the data
    * and are applied again on restore (all of them when the ledger is another one).
    */
-  ledger: z.strictObject({ id: z.string(), head: z.number().int().min(0) }).nullable(),
+  ledger: z
+    .strictObject({
+      id: z.string(),
+      head: z.number().int().min(0),
+      /** The ledger's hash chain at `head` (see `LedgerMark`): a restore refuses a ledger whose first entries differ. */
+      chain: z
+        .string()
+        .regex(/^[0-9a-f]{64}$/)
+        .optional(),
+    })
+    .nullable(),
   /** Whether master.key and jwt.secret are in the backup. */
   secrets: z.boolean(),
   files: z.array(BackupFile),

@@ -95,6 +95,20 @@ export const ErasureCertificate = z.strictObject({
     keysShredded: z.number().int().min(0),
     tombstones: z.number().int().min(0),
   }),
+  /**
+   * What applying the erasure again needs besides the records above (version 3): the erased events, the streams
+   * deleted whole (named by pseudonyms), the pseudonyms forgotten and the tombstones' keyed fingerprints. With it,
+   * the certificates a compliance officer keeps can rebuild or check the erasure ledger (`elma erasure reapply
+   * --certificates`). Ids, pseudonyms and keyed hashes only, never content.
+   */
+  reapply: z
+    .strictObject({
+      eventIds: z.array(z.string()),
+      deletedStreams: z.array(z.string()),
+      forgottenPseudonyms: z.array(Pseudonym),
+      tombstones: z.array(Hex64),
+    })
+    .optional(),
   legalHoldExceptions: z.array(z.strictObject({ recordId: z.string(), holdIds: z.array(z.string()) })),
   steps: z.array(
     z.strictObject({

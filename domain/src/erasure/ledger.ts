@@ -65,6 +65,56 @@ export interface LedgeredErasure {
 }
 
 /**
+ * Where a ledger stands: its identity, how many entries it holds, and the hash chain over them (the SHA-256 of
+ * the previous chain value and the entry, from a start made of the ledger's id). Two ledgers with the same mark
+ * hold the same entries; a ledger whose chain at `seq` is another value was edited, and one that stops before
+ * `seq` lost entries. Backups, the data's witness and certificates keep marks, never entries.
+ */
+export const LedgerMark = z.strictObject({
+  ledgerId: z.string().min(1),
+  seq: z.number().int().min(0),
+  chain: z.string().regex(/^[0-9a-f]{64}$/),
+});
+export type LedgerMark = z.infer<typeof LedgerMark>;
+
+/** A mark signed with the certificate signing key (Ed25519 over its canonical JSON, as certificates are). */
+export const LedgerHead = z.strictObject({
+  type: z.literal('elma.erasure-ledger-head'),
+  ...LedgerMark.shape,
+  keyId: z.string(),
+});
+export type LedgerHead = z.infer<typeof LedgerHead>;
+
+export const SignedLedgerHead = z.strictObject({
+  head: LedgerHead,
+  signature: z.strictObject({ alg: z.literal('EdDSA'), kid: z.string(), value: z.string().regex(/^[A-Za-z0-9_-]+$/) }),
+});
+export type SignedLedgerHead = z.infer<typeof SignedLedgerHead>;
+
+/** Signs and checks ledger heads: the certificate signer and the key set it publishes. */
+export interface LedgerHeadSigner {
+  sign(head: LedgerMark): SignedLedgerHead;
+  /** Undefined when the signature holds under a key this ELMA has published; else why not (key ids only). */
+  refusal(signed: SignedLedgerHead): string | undefined;
+}
+
+/**
+ * Why a ledger does not continue a mark that something else (the data's witness, a backup's manifest, the other
+ * copy) has seen, or undefined when it does: same identity, at least as many entries, and the same chain up to
+ * the mark. Pure; the ledger gives its chain value at `seq`.
+ */
+export function ledgerGap(
+  ledger: { id: string; seq: number; chainAt: (seq: number) => string | undefined },
+  seen: LedgerMark,
+): string | undefined {
+  if (ledger.id !== seen.ledgerId)
+    return `it is another ledger (${ledger.id}) than the one this data was written beside (${seen.ledgerId})`;
+  if (ledger.seq < seen.seq) return `it holds ${ledger.seq} entries where ${seen.seq} were recorded (truncated, emptied or an older copy)`;
+  if (ledger.chainAt(seen.seq) !== seen.chain) return `its first ${seen.seq} entries are not the ones recorded (edited or replaced)`;
+  return undefined;
+}
+
+/**
  * The erasure ledger: completed erasures, append-only, kept apart from the
  * data a backup holds. Written when an erasure's certificate is issued; read
  * after a restore to erase again what the restored data brought back.
@@ -72,6 +122,22 @@ export interface LedgeredErasure {
 export interface ErasureLedger {
   /** Identifies this ledger (random, made with it): a backup records it with the ledger's head. */
   readonly id: string;
+
+  /** Where the ledger stands now (its head's mark). */
+  mark(): Promise<LedgerMark>;
+
+  /** The chain value after entry `seq` (0: the start), undefined past the head. */
+  chainAt(seq: number): string | undefined;
+
+  /** The head as last signed (undefined for a ledger never signed: new, or written before heads were signed). */
+  signedHead(): SignedLedgerHead | undefined;
+
+  /**
+   * Checks the signed head against the entries and the signer's published keys (ErasureLedgerUnreadable when it
+   * does not hold: entries removed or edited by someone without the signing key), then signs each new head. A
+   * ledger never signed is signed here. `record` needs it first.
+   */
+  attest(signer: LedgerHeadSigner): Promise<void>;
 
   /** Records a completed erasure or tenant off-boarding, durably. Idempotent per (tenant, requestId): the first entry stays. */
   record(entry: LedgerEntry): Promise<void>;
@@ -96,6 +162,25 @@ export interface ErasureLedger {
   reapplied(after: number): Promise<void>;
 
   close(): Promise<void>;
+}
+
+/**
+ * The ledger does not continue what the data, a backup or its other copy saw: entries were lost (a deleted,
+ * emptied, truncated or older ledger, or another file named by ELMA_ERASURE_LEDGER). Restoring or starting on it
+ * could bring erased records back, so ELMA refuses and says how to recover. The reason names counts and ledger ids,
+ * never an entry.
+ */
+export class ErasureLedgerIncomplete extends DomainError {
+  constructor(path: string, against: string, reason: string) {
+    super(
+      'ERASURE_LEDGER.INCOMPLETE',
+      `the erasure ledger ${path} does not continue the one ${against} saw: ${reason}. ELMA refuses it, since erasures ` +
+        'recorded only in the missing entries would come back. Recover by putting the ledger back (its own copy, or the ' +
+        'replica at ELMA_ERASURE_LEDGER_REPLICA), or, if every copy is lost, by rebuilding it from the erasure and ' +
+        "off-boarding certificates: 'elma erasure reapply --certificates DIR --rebind' (README: Backup and restore).",
+      { path, against, reason },
+    );
+  }
 }
 
 /** The ledger's file cannot be read as a ledger (corrupt, altered, of an unknown version). ELMA refuses to start on it. */

@@ -19,7 +19,8 @@ import { DomainError } from './errors';
  *   `partition_state`.
  * - `tokenisation`: how BM25 terms are cut and stemmed (`documentAnalysisCode`), kept in `partition_state`.
  * - `certificates`: the signed erasure certificate's `version` field (inside the signed body; 2 = the issuing
- *   organisation and the display names of the staff who requested and approved).
+ *   organisation and the display names of the staff who requested and approved; 3 = `reapply`, what the erasure
+ *   ledger's entry holds, so the certificates can rebuild the ledger).
  * - `elasticsearchMapping`: the mapping of the Elasticsearch index (its concrete index name ends in `-v<n>`).
  * - `erasureLedger`: `erasure-ledger.db`, the completed erasures kept outside the backups' reach (`user_version`).
  * - `backupManifest`: `manifest.json` of an `elma backup` folder (`formatVersion`).
@@ -35,7 +36,7 @@ export const FORMAT_VERSIONS = {
   indexRows: 2,
   vectors: 2,
   tokenisation: 1,
-  certificates: 2,
+  certificates: 3,
   elasticsearchMapping: 2,
   erasureLedger: 1,
   backupManifest: 1,

@@ -8,6 +8,7 @@ import { SqliteTokenRevocations } from '../auth/revocations';
 import { SqliteErasureLedger } from '../erasure-ledger/sqlite-erasure-ledger';
 import { claimDataDir } from '../files/data-dir-owner';
 import { backupDataDir, restoreDataDir, verifyBackup } from './backup';
+import { attestedLedger } from '../erasure-ledger/attested-ledger.testing';
 
 /** A data folder as ELMA leaves it: WAL databases, graphs, secrets, process files, the ledger. */
 function dataFolder(root: string): string {
@@ -68,7 +69,7 @@ describe('backupDataDir / restoreDataDir', () => {
   it('copies the engines in a consistent order, with checksums, and leaves process state, graphs, the ledger and secrets out', async () => {
     const root = newRoot();
     const dataDir = dataFolder(root);
-    const ledger = SqliteErasureLedger.open(join(dataDir, 'erasure-ledger.db'));
+    const ledger = await attestedLedger(join(dataDir, 'erasure-ledger.db'));
     const ledgerId = ledger.id;
     await ledger.close();
     claimDataDir(dataDir, { command: 'elma start', ports: {} }); // ELMA runs: backup does not need the folder
@@ -122,7 +123,7 @@ describe('backupDataDir / restoreDataDir', () => {
     const root = newRoot();
     const dataDir = dataFolder(root);
     const ledgerPath = join(dataDir, 'erasure-ledger.db');
-    const ledger = SqliteErasureLedger.open(ledgerPath);
+    const ledger = await attestedLedger(ledgerPath);
     const entry = (requestId: string) => ({
       formatVersion: 1 as const,
       tenant: 'acme',
@@ -142,7 +143,7 @@ describe('backupDataDir / restoreDataDir', () => {
     const db = new Database(join(dataDir, 'events.db'));
     db.exec(`INSERT INTO events (data) VALUES ('four')`);
     db.close();
-    const after = SqliteErasureLedger.open(ledgerPath);
+    const after = await attestedLedger(ledgerPath);
     await after.record(entry('after'));
     await after.close();
 
@@ -151,7 +152,7 @@ describe('backupDataDir / restoreDataDir', () => {
     expect(rows(join(dataDir, 'events.db'), 'SELECT data FROM events')).toHaveLength(3);
     expect(existsSync(join(dataDir, 'index', 'tenant-acme.usearch'))).toBe(false);
     expect(existsSync(join(dataDir, 'temporal.db'))).toBe(true);
-    const reopened = SqliteErasureLedger.open(ledgerPath);
+    const reopened = await attestedLedger(ledgerPath);
     expect(await reopened.head()).toBe(2);
     expect(await reopened.pendingReapply()).toBe(1);
     await reopened.close();

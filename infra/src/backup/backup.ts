@@ -7,15 +7,23 @@ import {
   BackupInvalid,
   BackupManifest,
   BackupRefused,
+  ErasureLedgerIncomplete,
   FORMAT_VERSIONS,
   isTenantOffboardingEntry,
+  ledgerGap,
+  SignedLedgerHead,
+  streams,
+  type ErasureLedger,
+  type LedgerMark,
   RESTORE_MARKER_FILE,
   RestoreRefused,
   type BackupFile,
 } from '@elma/domain';
 import { claimDataDir, OWNER_INFO_FILE, OWNER_LOCK_FILE } from '../files/data-dir-owner';
 import { OWNER_ONLY } from '../files/owner-only';
-import { ERASURE_LEDGER_FILE, SqliteErasureLedger } from '../erasure-ledger/sqlite-erasure-ledger';
+import { ERASURE_LEDGER_FILE } from '../erasure-ledger/sqlite-erasure-ledger';
+import { openErasureLedger } from '../erasure-ledger/replicated-erasure-ledger';
+import { lastEventData } from '../event-log/sqlite/sqlite-event-log';
 
 export const MANIFEST_FILE = 'manifest.json';
 const SECRET_FILES = ['master.key', 'jwt.secret'] as const;
@@ -62,6 +70,8 @@ export interface BackupOptions {
   /** A folder that does not exist yet (or is empty). */
   to: string;
   ledgerPath: string;
+  /** ELMA_ERASURE_LEDGER_REPLICA, if set: a ledger copy missing or behind is rebuilt from the other first. */
+  ledgerReplicaPath?: string;
   temporalDbFile?: string;
   /** Copy master.key and jwt.secret too: the backup can then decrypt itself. */
   includeSecrets: boolean;
@@ -93,8 +103,9 @@ export async function backupDataDir(options: BackupOptions): Promise<BackupResul
   if (target === dataDir || target.startsWith(`${dataDir}/`)) throw new BackupRefused('the backup folder must be outside the data folder');
   const startedAt = now().toISOString();
   // Before any copy: entries recorded from here on may postdate some copied file, and are re-applied on restore.
-  const ledger = existsSync(options.ledgerPath) ? SqliteErasureLedger.open(options.ledgerPath) : undefined;
-  const ledgerMark = ledger ? { id: ledger.id, head: await ledger.head() } : null;
+  const ledger = openLedgerIfAny(options.ledgerPath, options.ledgerReplicaPath);
+  const mark = await ledger?.mark();
+  const ledgerMark = mark ? { id: mark.ledgerId, head: mark.seq, chain: mark.chain } : null;
   await ledger?.close();
 
   const partial = `${target}.partial-${randomBytes(4).toString('hex')}`;
@@ -232,10 +243,42 @@ export async function verifyBackup(from: string): Promise<BackupManifest> {
   return manifest;
 }
 
+/** The ledger (and its replica) when a copy exists, brought in step; undefined when there is none. */
+function openLedgerIfAny(ledgerPath: string, replicaPath: string | undefined): ErasureLedger | undefined {
+  if (!existsSync(ledgerPath) && !(replicaPath && existsSync(replicaPath))) return undefined;
+  return openErasureLedger({ erasureLedger: ledgerPath, erasureLedgerReplica: replicaPath }, { create: false });
+}
+
+/**
+ * Refuses a ledger that does not continue what the backup, or the folder about to be replaced, saw: the one
+ * check a restore cannot do without (entries lost from the ledger would not be re-applied, and their erasures
+ * would come back with the data). The live folder's witness is its last signed head (see `LedgerWitness`).
+ */
+async function checkLedgerContinues(ledger: ErasureLedger, path: string, manifest: BackupManifest, dataDir: string): Promise<void> {
+  const at = (seq: number) => ledger.chainAt(seq);
+  const held = { id: ledger.id, seq: await ledger.head(), chainAt: at };
+  if (manifest.ledger) {
+    const seen: LedgerMark = {
+      ledgerId: manifest.ledger.id,
+      seq: manifest.ledger.head,
+      chain: manifest.ledger.chain ?? at(manifest.ledger.head) ?? '',
+    };
+    const gap = ledgerGap(held, seen);
+    if (gap) throw new RestoreRefused(new ErasureLedgerIncomplete(path, 'the backup', gap).message);
+  }
+  const eventsDb = join(dataDir, 'events.db');
+  if (!existsSync(eventsDb)) return;
+  const witnessed = SignedLedgerHead.safeParse(lastEventData(eventsDb, streams.ledgerWitness));
+  if (!witnessed.success) return;
+  const gap = ledgerGap(held, witnessed.data.head);
+  if (gap) throw new RestoreRefused(new ErasureLedgerIncomplete(path, 'the data folder being replaced', gap).message);
+}
+
 export interface RestoreOptions {
   from: string;
   dataDir: string;
   ledgerPath: string;
+  ledgerReplicaPath?: string;
   temporalDbFile?: string;
   /** Restore although there is no erasure ledger (erasures done after the backup then come back). */
   withoutLedger: boolean;
@@ -289,11 +332,12 @@ export async function restoreDataDir(options: RestoreOptions): Promise<RestoreRe
       );
     }
     let reapply: RestoreResult['reapply'];
-    if (existsSync(options.ledgerPath)) {
-      const ledger = SqliteErasureLedger.open(options.ledgerPath);
+    const ledger = openLedgerIfAny(options.ledgerPath, options.ledgerReplicaPath);
+    if (ledger) {
       try {
-        // Another ledger than the backup's: every entry it holds is applied again (each is idempotent).
-        const after = manifest.ledger && manifest.ledger.id === ledger.id ? Math.min(manifest.ledger.head, await ledger.head()) : 0;
+        await checkLedgerContinues(ledger, options.ledgerPath, manifest, dataDir);
+        // The backup's ledger, continued: every entry after the backup's head is applied again (each is idempotent).
+        const after = manifest.ledger ? manifest.ledger.head : 0;
         await ledger.requireReapply(after);
         const pending = await ledger.entries(after);
         reapply = {

@@ -10,3 +10,4 @@ export { verifySignedDocument, type DocumentVerification, type SignedDocumentTyp
 export { verifySignedOffboardingCertificate, type OffboardingVerification } from './offboarding';
 export { renderCertificatePdf, CERTIFICATE_ATTACHMENT, CERTIFICATE_PDF_LAYOUT, signatureFingerprint, documentFingerprint } from './pdf';
 export { certifiedSummary, verifyCertificateDocument, verifyCertificateFile, type CertificateCheck, type VisiblePage } from './verify';
+export { ledgerHeadSigner } from './ledger-head';

@@ -48,6 +48,8 @@ const Env = z.object({
    * `<data dir>/erasure-ledger.db`; put it on another volume than the backups' data to keep it out of their reach.
    */
   ELMA_ERASURE_LEDGER: z.string().min(1).optional(),
+  /** A second copy of the erasure ledger, kept in step with it, outside the data folder (required with EventStoreDB). */
+  ELMA_ERASURE_LEDGER_REPLICA: z.string().min(1).optional(),
   ELMA_MASTER_KEY: z.string().optional(),
   /** Where tenant keys live: `sqlite` (embedded, derived from the master key) or `transit` (OpenBao / Vault at ELMA_KMS_ADDR). */
   ELMA_KEY_VAULT: z.enum(['sqlite', 'transit']).default('sqlite'),
@@ -232,6 +234,8 @@ export interface ElmaConfig {
   dataDir: string;
   /** The erasure ledger's file (absolute). */
   erasureLedger: string;
+  /** Its replica (absolute), outside the data folder: each heals the other when one is lost, emptied or older. */
+  erasureLedgerReplica?: string;
   /** Tenant off-boarding: the folder export archives go to (never inside `dataDir`); absent: exports refused. */
   offboard: { exportDir?: string };
   /** The organisation named as the issuer on certificates (ELMA_ORGANISATION_NAME). */
@@ -403,9 +407,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (subjectAccessTtl === undefined || subjectAccessTtl < 1 || subjectAccessTtl > 90 * 86_400) {
     throw new ConfigError('ELMA_SUBJECT_ACCESS_TTL: a duration from 1s to 90d, e.g. 7d, 48h, 90m');
   }
+  const ledgerPaths = erasureLedgerPaths(e, dataDir);
+  if (eventLog === 'eventstoredb' && !ledgerPaths.erasureLedgerReplica) {
+    throw new ConfigError(
+      'ELMA_ERASURE_LEDGER_REPLICA is required with EventStoreDB: a second copy of the erasure ledger on another volume or ' +
+        'mounted store, so that a lost, emptied or older ledger can never let a restored snapshot bring erased data back',
+    );
+  }
   return {
     dataDir,
-    erasureLedger: resolve(e.ELMA_ERASURE_LEDGER ?? join(dataDir, 'erasure-ledger.db')),
+    ...ledgerPaths,
     offboard: exportDir ? { exportDir } : {},
     ...(e.ELMA_ORGANISATION_NAME ? { organisationName: e.ELMA_ORGANISATION_NAME } : {}),
     host: e.ELMA_HOST,
@@ -474,6 +485,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
 type EnvValues = z.infer<typeof Env>;
 
+/** The ledger's file and its replica's, if any: never the same file, and the replica never inside the data folder (a restore or a lost folder would take both). */
+function erasureLedgerPaths(e: EnvValues, dataDir: string): { erasureLedger: string; erasureLedgerReplica?: string } {
+  const erasureLedger = resolve(e.ELMA_ERASURE_LEDGER ?? join(dataDir, 'erasure-ledger.db'));
+  if (!e.ELMA_ERASURE_LEDGER_REPLICA) return { erasureLedger };
+  const replica = resolve(e.ELMA_ERASURE_LEDGER_REPLICA);
+  if (replica === erasureLedger)
+    throw new ConfigError('ELMA_ERASURE_LEDGER_REPLICA names the ledger itself: give a file on another volume');
+  if (replica.startsWith(`${dataDir}/`)) {
+    throw new ConfigError(
+      "ELMA_ERASURE_LEDGER_REPLICA is inside the data folder: the replica must live elsewhere, or it shares the folder's fate",
+    );
+  }
+  return { erasureLedger, erasureLedgerReplica: replica };
+}
+
 /**
  * The data folder, the erasure ledger and the Temporal dev server's database, and nothing else: for
  * commands that work on a folder without running ELMA (`elma backup`, `elma restore`). Unlike
@@ -482,13 +508,14 @@ type EnvValues = z.infer<typeof Env>;
 export function loadDataPaths(env: Record<string, string | undefined> = process.env): {
   dataDir: string;
   erasureLedger: string;
+  erasureLedgerReplica?: string;
   temporalDbFile: string;
 } {
   const e = parseEnv(env);
   const dataDir = resolve(e.ELMA_DATA_DIR);
   return {
     dataDir,
-    erasureLedger: resolve(e.ELMA_ERASURE_LEDGER ?? join(dataDir, 'erasure-ledger.db')),
+    ...erasureLedgerPaths(e, dataDir),
     temporalDbFile: resolve(e.ELMA_TEMPORAL_DB_FILE ?? join(dataDir, 'temporal.db')),
   };
 }

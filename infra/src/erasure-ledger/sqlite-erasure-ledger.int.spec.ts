@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { ErasureLedgerUnreadable, type ErasureLedgerEntry, type TenantOffboardingLedgerEntry } from '@elma/domain';
 import { SqliteErasureLedger } from './sqlite-erasure-ledger';
+import { attestedLedger } from './attested-ledger.testing';
 
 const entry = (requestId: string): ErasureLedgerEntry => ({
   formatVersion: 1,
@@ -42,14 +43,14 @@ describe('SqliteErasureLedger', () => {
 
   it('keeps entries across reopenings, once per request, in order, with the same identity', async () => {
     const path = pathIn();
-    const ledger = SqliteErasureLedger.open(path);
+    const ledger = await attestedLedger(path);
     await ledger.record(entry('q-1'));
     await ledger.record(entry('q-2'));
     await ledger.record({ ...entry('q-1'), recordIds: ['other'] });
     const id = ledger.id;
     await ledger.close();
 
-    const reopened = SqliteErasureLedger.open(path);
+    const reopened = await attestedLedger(path);
     expect(reopened.id).toBe(id);
     expect(await reopened.head()).toBe(2);
     expect((await reopened.entries(0)).map((e) => [e.seq, e.entry.requestId, 'recordIds' in e.entry ? e.entry.recordIds : null])).toEqual([
@@ -61,7 +62,7 @@ describe('SqliteErasureLedger', () => {
   });
 
   it('marks a re-application only backwards, and clears it once done unless moved back meanwhile', async () => {
-    const ledger = SqliteErasureLedger.open(pathIn());
+    const ledger = await attestedLedger(pathIn());
     expect(await ledger.pendingReapply()).toBeUndefined();
     await ledger.requireReapply(5);
     await ledger.requireReapply(7);
@@ -76,7 +77,7 @@ describe('SqliteErasureLedger', () => {
 
   it('refuses an entry altered by hand, naming the entry and never its content', async () => {
     const path = pathIn();
-    const ledger = SqliteErasureLedger.open(path);
+    const ledger = await attestedLedger(path);
     await ledger.record(entry('q-1'));
     await ledger.close();
     const db = new Database(path);
@@ -101,7 +102,7 @@ describe('SqliteErasureLedger', () => {
 
   it('refuses a file truncated in the middle', async () => {
     const path = pathIn();
-    const ledger = SqliteErasureLedger.open(path);
+    const ledger = await attestedLedger(path);
     for (let i = 0; i < 60; i++) await ledger.record(entry(`q-${i}`));
     await ledger.close();
     const bytes = readFileSync(path);
@@ -111,7 +112,7 @@ describe('SqliteErasureLedger', () => {
 
   it('stores ids, pseudonyms and fingerprints only', async () => {
     const path = pathIn();
-    const ledger = SqliteErasureLedger.open(path);
+    const ledger = await attestedLedger(path);
     await expect(ledger.record({ ...entry('q-1'), text: 'secret' } as unknown as ErasureLedgerEntry)).rejects.toThrow();
     await ledger.close();
   });
@@ -132,14 +133,14 @@ describe('SqliteErasureLedger', () => {
       .run('acme', 'q-old', json, createHash('sha256').update(json, 'utf8').digest('hex'));
     old.close();
 
-    const ledger = SqliteErasureLedger.open(path);
+    const ledger = await attestedLedger(path);
     expect(ledger.id).toBe('ledger-of-v1');
     expect((await ledger.entries(0)).map((e) => e.entry)).toEqual([entry('q-old')]);
     await ledger.record(offboarding('off_1'));
     await ledger.record({ ...offboarding('off_1'), completedAt: '2026-12-03T10:00:00.000Z' });
     await ledger.close();
 
-    const reopened = SqliteErasureLedger.open(path);
+    const reopened = await attestedLedger(path);
     expect((await reopened.entries(0)).map((e) => [e.seq, e.entry])).toEqual([
       [1, entry('q-old')],
       [2, offboarding('off_1')],
@@ -154,7 +155,7 @@ describe('SqliteErasureLedger', () => {
 
   it('keeps a tenant off-boarding to ids and the signature, and refuses a row that mixes the two kinds', async () => {
     const path = pathIn();
-    const ledger = SqliteErasureLedger.open(path);
+    const ledger = await attestedLedger(path);
     const withContent = { ...offboarding('off_2'), texts: ['secret'] } as unknown as TenantOffboardingLedgerEntry;
     await expect(ledger.record(withContent)).rejects.toThrow();
     const mixed = { ...entry('q-9'), kind: 'tenant-offboarding' } as unknown as ErasureLedgerEntry;

@@ -23,6 +23,7 @@ export async function backupCommand(argv: string[]): Promise<number> {
       dataDir: paths.dataDir,
       to: values.to,
       ledgerPath: paths.erasureLedger,
+      ledgerReplicaPath: paths.erasureLedgerReplica,
       temporalDbFile: paths.temporalDbFile,
       includeSecrets: values['include-secrets'],
       elmaVersion: ELMA_VERSION,

@@ -1,6 +1,9 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { isTenantOffboardingEntry } from '@elma/domain';
-import { loadConfig } from '@elma/infra';
+import { LedgerRecovery, type CheckedCertificate } from '@elma/application';
+import { isTenantOffboardingEntry, SignedCertificate, SignedOffboardingCertificate } from '@elma/domain';
+import { loadConfig, verifySignedCertificate, verifySignedOffboardingCertificate } from '@elma/infra';
 import { openElma } from '@elma/runtime';
 import { claimEmbeddedEngines } from '../ownership';
 
@@ -11,11 +14,18 @@ import { claimEmbeddedEngines } from '../ownership';
  * (default: every entry; each is idempotent). `ledger`: the ledger's head and
  * whether a re-application is pending; `offboardings` counts the tenant
  * off-boardings among the entries. Counts only, no ids.
+ *
+ * `reapply --certificates DIR` first checks the ledger against the signed erasure and off-boarding certificates
+ * in DIR (JSON files as the API serves them) and adds the entries it lacks; `--rebind` also accepts a ledger the
+ * data does not recognise (every copy lost: the data is bound to this ledger, rebuilt from the certificates).
  */
 export async function erasureLedgerCommand(action: 'reapply' | 'ledger', rest: string[], name = 'elma erasure'): Promise<number> {
   let values;
   try {
-    values = parseArgs({ args: rest, options: { after: { type: 'string' } } }).values;
+    values = parseArgs({
+      args: rest,
+      options: { after: { type: 'string' }, certificates: { type: 'string' }, rebind: { type: 'boolean', default: false } },
+    }).values;
   } catch (error) {
     process.stderr.write(`${name}: ${(error as Error).message}\n`);
     return 2;
@@ -25,12 +35,20 @@ export async function erasureLedgerCommand(action: 'reapply' | 'ledger', rest: s
     process.stderr.write(`${name}: --after takes a ledger entry number (0 or more)\n`);
     return 2;
   }
+  if (values.rebind && !values.certificates) {
+    process.stderr.write(`${name}: --rebind needs --certificates DIR: the certificates are what the rebuilt ledger holds\n`);
+    return 2;
+  }
+  if (values.certificates && action !== 'reapply') {
+    process.stderr.write(`${name}: --certificates goes with reapply\n`);
+    return 2;
+  }
   // Refuses a folder no ELMA has started: opening would create an empty ELMA there.
   const config = loadConfig(process.env, { secrets: 'existing' });
   const ownership = claimEmbeddedEngines(config, `${name} ${action}`, {});
   try {
     // Opening applies what a restore left pending (see openElma); `reapply` then goes over the ledger again.
-    const elma = await openElma(config);
+    const elma = await openElma(config, { ledgerWitness: values.rebind ? 'rebind' : 'check' });
     try {
       if (action === 'ledger') {
         const offboardings = (await elma.erasure.ledger.entries(0)).filter(({ entry }) => isTenantOffboardingEntry(entry)).length;
@@ -39,10 +57,14 @@ export async function erasureLedgerCommand(action: 'reapply' | 'ledger', rest: s
         );
         return 0;
       }
+      const recovery = values.certificates
+        ? await new LedgerRecovery({ ledger: elma.erasure.ledger }).recover(readCertificates(values.certificates, elma.signer.jwks()))
+        : undefined;
       const report = await elma.erasure.reapply.reapplyAll(after);
       await elma.index.flush();
-      process.stdout.write(`${JSON.stringify(report)}\n`);
-      return 0;
+      process.stdout.write(`${JSON.stringify(recovery ? { ...report, certificates: recovery } : report)}\n`);
+      // A certificate that does not verify, or states another entry than the ledger's, needs a human.
+      return recovery && (recovery.refused.length > 0 || recovery.differing.length > 0) ? 1 : 0;
     } finally {
       await elma.close();
     }
@@ -51,11 +73,37 @@ export async function erasureLedgerCommand(action: 'reapply' | 'ledger', rest: s
   }
 }
 
+/** The JSON files of a folder, each checked as an erasure or off-boarding certificate signed by this ELMA's keys. */
+function readCertificates(dir: string, jwks: unknown): CheckedCertificate[] {
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.json'))
+    .sort()
+    .map((file): CheckedCertificate => {
+      let document: unknown;
+      try {
+        document = JSON.parse(readFileSync(join(dir, file), 'utf8'));
+      } catch {
+        return { file, ok: false, reason: 'not JSON' };
+      }
+      const type = (document as { certificate?: { type?: unknown } })?.certificate?.type;
+      if (type === 'elma.tenant-offboarding') {
+        const checked = verifySignedOffboardingCertificate(document, jwks);
+        return checked.ok
+          ? { file, ok: true, offboarding: SignedOffboardingCertificate.parse(document) }
+          : { file, ok: false, reason: checked.reason };
+      }
+      const checked = verifySignedCertificate(document, jwks);
+      return checked.ok ? { file, ok: true, erasure: SignedCertificate.parse(document) } : { file, ok: false, reason: checked.reason };
+    });
+}
+
 /** `elma erasures reapply|status`: the older names of `elma erasure reapply|ledger`, kept for scripts. */
 export async function erasuresCommand(argv: string[]): Promise<number> {
   const [action, ...rest] = argv;
   if (action !== 'reapply' && action !== 'status') {
-    process.stderr.write('usage: elma erasures reapply [--after N] | elma erasures status   (now: elma erasure reapply | ledger)\n');
+    process.stderr.write(
+      'usage: elma erasures reapply [--after N] [--certificates DIR [--rebind]] | elma erasures status   (now: elma erasure reapply | ledger)\n',
+    );
     return 2;
   }
   return erasureLedgerCommand(action === 'status' ? 'ledger' : 'reapply', rest, 'elma erasures');

@@ -22,6 +22,7 @@ export async function restoreCommand(argv: string[]): Promise<number> {
       from: values.from,
       dataDir: paths.dataDir,
       ledgerPath: paths.erasureLedger,
+      ledgerReplicaPath: paths.erasureLedgerReplica,
       temporalDbFile: paths.temporalDbFile,
       withoutLedger: values['without-ledger'],
     });

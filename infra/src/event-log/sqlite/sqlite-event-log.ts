@@ -50,6 +50,28 @@ const streamColumns = 'position, ? AS stream, revision, id, type, data, metadata
 const allColumns = 'e.position, s.name AS stream, e.revision, e.id, e.type, e.data, e.metadata, e.created';
 const allFrom = 'event_rows e CROSS JOIN streams s ON s.id = e.stream';
 
+/**
+ * The data of a stream's last event, read from an events.db file without opening it as a log (nothing is written,
+ * no layout is migrated): for commands that look at a data folder ELMA is not running on (`elma restore` reads the
+ * live folder's ledger witness before it replaces it). Undefined when the stream is empty or the file is of a layout
+ * without a streams table.
+ */
+export function lastEventData(eventsDb: string, stream: string): unknown {
+  const db = new Database(eventsDb, { readonly: true, fileMustExist: true });
+  try {
+    const tables = db
+      .prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('event_rows', 'streams')")
+      .pluck()
+      .get();
+    if (tables !== 2) return undefined;
+    const row = db.prepare(`SELECT e.data FROM ${allFrom} WHERE s.name = ? ORDER BY e.revision DESC LIMIT 1`).get(stream) as
+      { data: string } | undefined;
+    return row ? JSON.parse(row.data) : undefined;
+  } finally {
+    db.close();
+  }
+}
+
 /** What a layout migration sees of the file. */
 export interface LayoutFile {
   streamNames(prefix: string): string[];

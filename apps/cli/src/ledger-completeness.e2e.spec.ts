@@ -1,0 +1,207 @@
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listFiles, scanFiles } from '@elma/infra';
+import { elmaArgs, ownElmaEnv } from '../../../tests/support/elma-process';
+import { spawnElmaStart, type StartedElma } from './embedded-env';
+
+/**
+ * An erased person never comes back through the erasure ledger: each way of losing ledger entries (deleting,
+ * emptying, truncating, editing, an older copy, another file named by ELMA_ERASURE_LEDGER), followed by a restore
+ * of a backup taken before the erasure and a start, is refused with a way to recover; the recoveries (the replica,
+ * the certificates) erase the subject again. Real `elma` processes, a real backup, real files damaged by hand;
+ * each case works on its own copy of the stopped folder.
+ */
+describe('the erasure ledger proves it is complete', () => {
+  const root = mkdtempSync(join(tmpdir(), 'elma-ledger-e2e-'));
+  const dataDir = join(root, 'data');
+  const backupDir = join(root, 'backup');
+  const certificates = join(root, 'certificates');
+  const replica = join(root, 'replica', 'erasure-ledger.db');
+  const ERASED = 'Mx Quennell keeps the vault combination 4417 in a tea tin.';
+  const KEPT = 'Mr Okafor prefers the Lagos office for meetings.';
+  let env: NodeJS.ProcessEnv;
+  let api = '';
+  let elma: StartedElma | undefined;
+  let olderLedger = '';
+  let cases = 0;
+
+  const run = (caseEnv: NodeJS.ProcessEnv, ...args: string[]) =>
+    spawnSync(process.execPath, elmaArgs(...args), { env: caseEnv, encoding: 'utf8', timeout: 120_000 });
+  /** A copy of the stopped folder (after the erasure) and the environment that points at it, without the replica. */
+  const copyOfFolder = () => {
+    const dir = join(root, `case-${++cases}`);
+    cpSync(dataDir, dir, { recursive: true });
+    const caseEnv: NodeJS.ProcessEnv = { ...env, ELMA_DATA_DIR: dir };
+    delete caseEnv.ELMA_ERASURE_LEDGER_REPLICA;
+    return { dir, ledger: join(dir, 'erasure-ledger.db'), env: caseEnv };
+  };
+  /** `elma start`: refused when it exits with an error; one that keeps serving until the time-out was not refused. */
+  const start = (caseEnv: NodeJS.ProcessEnv) => {
+    const started = spawnSync(process.execPath, elmaArgs('start'), { env: caseEnv, encoding: 'utf8', timeout: 60_000 });
+    return { ...started, refusedBy: started.status === null || started.status === 0 ? 'nothing' : 'start' };
+  };
+  const scan = async (dir: string) => scanFiles(await listFiles([dir]), [{ id: 'erased', bytes: Buffer.from(ERASED, 'utf8') }]);
+  /** Restores the backup taken before the erasure, then starts: one of them must refuse, saying how to recover. */
+  const restoreThenStart = (caseEnv: NodeJS.ProcessEnv) => {
+    const restore = run(caseEnv, 'restore', '--from', backupDir);
+    if (restore.status !== 0) return { refusedBy: 'restore', ...restore };
+    return start(caseEnv);
+  };
+  const expectRefusal = (outcome: { stderr: string; refusedBy: string }, reason: RegExp) => {
+    expect(outcome.refusedBy, outcome.stderr).not.toBe('nothing');
+    expect(outcome.stderr).toMatch(reason);
+    expect(outcome.stderr).toContain('elma erasure reapply --certificates DIR --rebind');
+  };
+
+  beforeAll(async () => {
+    let port: number;
+    ({ env, port } = await ownElmaEnv(dataDir));
+    env.ELMA_ERASURE_LEDGER_REPLICA = replica;
+    api = `http://127.0.0.1:${port}`;
+    elma = await spawnElmaStart(env);
+    const token = (...args: string[]) => run(env, 'token', '--tenant', 'acme', ...args).stdout.trim();
+    const json = { 'content-type': 'application/json' };
+    const agent = { ...json, authorization: `Bearer ${token()}` };
+    const dpo = { ...json, authorization: `Bearer ${token('--sub', 'dpo-1', '--roles', 'dpo,agent', '--clearance', 'restricted')}` };
+    for (const [i, [subject, text]] of [
+      ['cust-quennell', ERASED],
+      ['cust-okafor', KEPT],
+    ].entries()) {
+      const response = await fetch(`${api}/v1/events`, {
+        method: 'POST',
+        headers: agent,
+        body: JSON.stringify({
+          subject,
+          occurredAt: `2026-11-2${i}T09:30:00Z`,
+          activity: 'chat.turn',
+          content: { text },
+          source: { system: 'crm', externalId: `m-${i}` },
+        }),
+      });
+      expect(response.status).toBe(202);
+    }
+    // Written: the backup holds the subject.
+    await fetch(`${api}/v1/recall`, {
+      method: 'POST',
+      headers: agent,
+      body: JSON.stringify({ query: 'vault', purpose: 'support', consistency: 'strong' }),
+    });
+    expect(run(env, 'backup', '--to', backupDir).status).toBe(0);
+    olderLedger = join(root, 'older-ledger.db');
+    copyFileSync(join(dataDir, 'erasure-ledger.db'), olderLedger);
+
+    const created = await fetch(`${api}/v1/erasures`, {
+      method: 'POST',
+      headers: dpo,
+      body: JSON.stringify({ scope: { type: 'subject', subject: 'cust-quennell' }, reason: 'subject_request' }),
+    });
+    expect(created.status).toBe(202);
+    const { requestId } = (await created.json()) as { requestId: string };
+    let status = '';
+    for (const deadline = Date.now() + 120_000; status !== 'completed' && Date.now() < deadline;) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      status = ((await (await fetch(`${api}/v1/erasures/${requestId}`, { headers: dpo })).json()) as { status: string }).status;
+      expect(status).not.toBe('failed');
+    }
+    expect(status).toBe('completed');
+    mkdirSync(certificates);
+    const certificate = await (await fetch(`${api}/v1/erasures/${requestId}/certificate`, { headers: dpo })).json();
+    writeFileSync(join(certificates, `${requestId}.json`), JSON.stringify(certificate));
+    await elma.stop();
+    elma = undefined;
+    // The erasure is done in the folder, and the backup holds what it erased (so each case below can fail).
+    expect((await scan(dataDir)).findings).toEqual([]);
+    expect((await scan(backupDir)).findings.length).toBeGreaterThan(0);
+  }, 300_000);
+
+  afterAll(async () => {
+    await elma?.stop();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('refuses an emptied ledger (a 0-byte file is not a new ledger)', () => {
+    const folder = copyOfFolder();
+    writeFileSync(folder.ledger, '');
+    const outcome = restoreThenStart(folder.env);
+    expect(outcome.refusedBy).toBe('restore');
+    expect(outcome.stderr).toContain('the file holds no ledger');
+  }, 120_000);
+
+  it('refuses a deleted ledger: the start after it, and a restore on the new one it would have made', () => {
+    const folder = copyOfFolder();
+    rmSync(folder.ledger);
+    expectRefusal(start(folder.env), /another ledger/);
+    expectRefusal(restoreThenStart(folder.env), /another ledger/);
+  }, 120_000);
+
+  it('refuses a truncated ledger, and one edited without the signing key', () => {
+    const truncated = copyOfFolder();
+    const db = new Database(truncated.ledger);
+    db.prepare('DELETE FROM erasures WHERE seq = (SELECT max(seq) FROM erasures)').run();
+    db.close();
+    expectRefusal(restoreThenStart(truncated.env), /holds 0 entries where 1 were recorded|signed head/);
+
+    // An insider rewrites an entry and its checksum: only the signed head can tell.
+    const edited = copyOfFolder();
+    const ledger = new Database(edited.ledger);
+    const row = ledger.prepare('SELECT seq, entry FROM erasures ORDER BY seq DESC LIMIT 1').get() as { seq: number; entry: string };
+    const entry = JSON.parse(row.entry) as { recordIds: string[] };
+    const altered = JSON.stringify({ ...entry, recordIds: ['mem_someone_else'] });
+    ledger
+      .prepare('UPDATE erasures SET entry = ?, sha256 = ? WHERE seq = ?')
+      .run(altered, createHash('sha256').update(altered, 'utf8').digest('hex'), row.seq);
+    ledger.close();
+    const started = start(edited.env);
+    expect(started.refusedBy).toBe('start');
+    expect(started.stderr).toContain('signed head');
+  }, 180_000);
+
+  it('refuses an older copy of the ledger, and another file named by ELMA_ERASURE_LEDGER', () => {
+    const older = copyOfFolder();
+    copyFileSync(olderLedger, older.ledger);
+    expectRefusal(restoreThenStart(older.env), /holds 0 entries where 1 were recorded/);
+
+    const elsewhere = copyOfFolder();
+    const moved = { ...elsewhere.env, ELMA_ERASURE_LEDGER: join(root, `elsewhere-${cases}.db`) };
+    expectRefusal(start(moved), /another ledger/);
+  }, 180_000);
+
+  it('heals an emptied ledger from its replica: the restore re-applies the erasure and the subject stays gone', async () => {
+    const folder = copyOfFolder();
+    writeFileSync(folder.ledger, '');
+    const withReplica = { ...folder.env, ELMA_ERASURE_LEDGER_REPLICA: replica };
+    const restore = run(withReplica, 'restore', '--from', backupDir);
+    expect(restore.status, restore.stderr).toBe(0);
+    expect(JSON.parse(restore.stdout)).toMatchObject({ erasuresToReapply: 1 });
+    expect(existsSync(`${folder.ledger}`)).toBe(true);
+    const reapplied = run(withReplica, 'erasure', 'reapply');
+    expect(reapplied.status, reapplied.stderr).toBe(0);
+    expect((await scan(folder.dir)).findings).toEqual([]);
+  }, 180_000);
+
+  it('recovers from the certificates when every copy is lost: refused first, then rebuilt, re-applied and bound', async () => {
+    const folder = copyOfFolder();
+    rmSync(folder.ledger);
+    const restore = run(folder.env, 'restore', '--from', backupDir, '--without-ledger');
+    expect(restore.status, restore.stderr).toBe(0);
+    // Restored without a ledger: the subject is back in the folder until the certificates are applied.
+    expect((await scan(folder.dir)).findings.length).toBeGreaterThan(0);
+    const started = start(folder.env);
+    expect(started.refusedBy).toBe('start');
+    expect(started.stderr).toContain('--rebind');
+
+    const rebuilt = run(folder.env, 'erasure', 'reapply', '--certificates', certificates, '--rebind');
+    expect(rebuilt.status, rebuilt.stderr).toBe(0);
+    expect(JSON.parse(rebuilt.stdout)).toMatchObject({ certificates: { certificates: 1, added: 1, partial: 0, refused: [] } });
+    expect((await scan(folder.dir)).findings).toEqual([]);
+    // Bound: the next open accepts the rebuilt ledger, and a second pass over the certificates finds it complete.
+    const checked = run(folder.env, 'erasure', 'reapply', '--certificates', certificates);
+    expect(checked.status, checked.stderr).toBe(0);
+    expect(JSON.parse(checked.stdout)).toMatchObject({ certificates: { matching: 1, added: 0 } });
+  }, 240_000);
+});
