@@ -66,16 +66,16 @@ export class KeyAdministration {
   /** Re-wraps every tenant key under ELMA_MASTER_KEY, then retires the master keys nothing uses. */
   async rotateMaster(onBatch: (remaining: number) => void = () => undefined): Promise<{ retired: string[]; current: string }> {
     const batchSize = this.batchSize;
-    const retired: string[] = [];
+    const retired = new Set<string>();
     for (;;) {
       const result = await this.vault.rewrapUnderCurrentMaster(batchSize);
-      retired.push(...result.retired);
+      for (const id of result.retired) retired.add(id);
       onBatch(result.status.remaining);
       if (result.status.remaining === 0) break;
       await this.pause();
     }
     await this.recordEverywhere(`master-key:${this.vault.masterKeyId}`, 'keys.rotate-master');
-    return { retired, current: this.vault.masterKeyId };
+    return { retired: [...retired], current: this.vault.masterKeyId };
   }
 
   /** A new tenant key version, and every data key and pseudonym row re-wrapped under it. */
