@@ -139,6 +139,19 @@ describe('token revocation (deny list by jti)', () => {
     expect(JSON.parse(result.stdout)).toMatchObject({ tenant: 'acme', jti });
     const denied = await call(tokens.agent2, 'POST', '/v1/recall', { query: 'x', purpose: 'support', budgetTokens: 100 });
     expect(denied.body.code).toBe('AUTH.TOKEN_REVOKED');
+    // Or by the token itself: its id and exp are read from it.
+    const agent3 = await mint({ sub: 'agent-3', roles: ['agent'] });
+    const byToken = spawnSync(process.execPath, elmaArgs('token', 'revoke', '--tenant', 'acme', '--token', agent3), {
+      env: { ...process.env, ELMA_DATA_DIR: t.dataDir, ELMA_EMBEDDER: 'hashing' },
+      encoding: 'utf8',
+    });
+    expect(byToken.status, byToken.stderr).toBe(0);
+    const { jti: jti3, exp: exp3 } = decodeJwt(agent3);
+    expect(JSON.parse(byToken.stdout)).toMatchObject({ tenant: 'acme', jti: jti3 });
+    expect(Date.parse(JSON.parse(byToken.stdout).expiresAt) / 1000).toBe(exp3! + t.elma.config.auth.clockSkewSeconds);
+    expect((await call(agent3, 'POST', '/v1/recall', { query: 'x', purpose: 'support', budgetTokens: 100 })).body.code).toBe(
+      'AUTH.TOKEN_REVOKED',
+    );
     // Usage errors exit 2 and change nothing.
     const usage = spawnSync(process.execPath, elmaArgs('token', 'revoke', '--tenant', 'acme'), {
       env: { ...process.env, ELMA_DATA_DIR: t.dataDir },
