@@ -1,19 +1,45 @@
 import { z } from 'zod';
-import { parseOrThrow, ROLES, type Clock, type KeyRotation, type Principal, type RotationRecord, type TenantKeyStatus } from '@elma/domain';
+import {
+  parseOrThrow,
+  ROLES,
+  TenantMismatch,
+  type Clock,
+  type KeyRotation,
+  type Principal,
+  type RotationRecord,
+  type TenantKeyStatus,
+} from '@elma/domain';
 import type { AuditLog } from '../audit';
 import { AuditedAccess } from '../governance/audited-access';
+import { revocationClaims } from './revoked-token';
 
 /** The token deny list as this service uses it (an adapter keeps it where every process sees it). */
 export interface TokenDenyList {
-  /** Denies the tenant's token `jti` until `expiresAt` (seconds since the epoch). */
-  revoke(tenant: string, jti: string, expiresAt: number, now: number): void;
+  /**
+   * Denies the tenant's token `jti` until `expiresAt` (seconds since the epoch), or later when the entry
+   * already lasts longer: a revocation never shortens one. Returns when the entry now ends.
+   */
+  revoke(tenant: string, jti: string, expiresAt: number, now: number): number;
 }
 
-/** `POST /v1/tokens/revocations`: a token id, and optionally when the token expires (ISO 8601). */
-export const TokenRevocationRequest = z.strictObject({
-  jti: z.string().min(1).max(256),
-  expiresAt: z.iso.datetime({ offset: true }).optional(),
-});
+/**
+ * `POST /v1/tokens/revocations`: the token itself (its `jti`, `exp` and tenant are read from it), or its
+ * `jti` with, when known, its `exp` (NumericDate, as in the token). `expiresAt` (ISO 8601) may keep the
+ * entry longer, never shorter than the token can be accepted.
+ */
+export const TokenRevocationRequest = z
+  .strictObject({
+    token: z.string().min(1).max(16_384).optional(),
+    jti: z.string().min(1).max(256).optional(),
+    exp: z.number().int().min(0).optional(),
+    expiresAt: z.iso.datetime({ offset: true }).optional(),
+  })
+  .superRefine((request, context) => {
+    if ((request.token === undefined) === (request.jti === undefined))
+      context.addIssue({ code: 'custom', path: [], message: 'give either the token or its jti' });
+    if (request.token !== undefined && request.exp !== undefined)
+      context.addIssue({ code: 'custom', path: ['exp'], message: 'exp is read from the token' });
+  });
 export type TokenRevocationRequest = z.infer<typeof TokenRevocationRequest>;
 
 /** `POST /v1/keys/rotations`: the caller's tenant key (master and signing keys are the operator's: `elma keys rotate`). */
@@ -27,6 +53,8 @@ export interface KeyServiceDeps {
   clock: Clock;
   /** ELMA_TOKEN_MAX_TTL plus the clock skew: no token accepted now lives longer than this from now. */
   maxTokenLifetimeSeconds: number;
+  /** ELMA_TOKEN_CLOCK_SKEW_SECONDS: a token is still accepted this long after its `exp`. */
+  clockSkewSeconds: number;
   /** Rows re-wrapped per transaction, and the pause between two (so a rotation never starves requests). */
   batchSize?: number;
   pauseMs?: number;
@@ -57,14 +85,31 @@ export class KeyService {
   async revokeToken(principal: Principal, body: unknown, requestId: string): Promise<{ jti: string; expiresAt: string }> {
     await this.access.require(principal, ROLES.administer, 'administer', ['tokens/revocations'], requestId);
     const request = parseOrThrow(TokenRevocationRequest, body);
+    const { jti, exp } = request.token === undefined ? { jti: request.jti!, exp: request.exp } : this.ownToken(principal, request.token);
     const now = Math.floor(this.deps.clock.now().getTime() / 1000);
+    const expiresAt = this.deps.denyList.revoke(principal.tenant, jti, this.entryEnd(exp, request.expiresAt, now), now);
+    await this.access.record(principal, 'administer', [`token:${jti}`], requestId, 'allow', `role:${ROLES.administer}`);
+    return { jti, expiresAt: new Date(expiresAt * 1000).toISOString() };
+  }
+
+  /** The claims of a token of the caller's tenant: an entry for another tenant's token would deny nothing. */
+  private ownToken(principal: Principal, token: string): { jti: string; exp?: number } {
+    const claims = revocationClaims(token);
+    if (claims.tenant !== principal.tenant) throw new TenantMismatch();
+    return claims;
+  }
+
+  /**
+   * When a deny-list entry may end: not before the token stops being accepted (its `exp` plus the clock skew
+   * the verifier allows), nor, when its `exp` is not known, before the longest-lived token accepted now
+   * expires. `expiresAt` may only lengthen that; nothing lasts past the longest lifetime, as no token
+   * accepted now can live longer.
+   */
+  private entryEnd(exp: number | undefined, expiresAt: string | undefined, now: number): number {
     const latest = now + this.deps.maxTokenLifetimeSeconds;
-    // No token accepted now can live past `latest`: a later expiry would only keep the entry longer than needed.
-    const given = request.expiresAt === undefined ? latest : Math.ceil(Date.parse(request.expiresAt) / 1000);
-    const expiresAt = Math.max(now, Math.min(given, latest));
-    this.deps.denyList.revoke(principal.tenant, request.jti, expiresAt, now);
-    await this.access.record(principal, 'administer', [`token:${request.jti}`], requestId, 'allow', `role:${ROLES.administer}`);
-    return { jti: request.jti, expiresAt: new Date(expiresAt * 1000).toISOString() };
+    const accepted = exp === undefined ? latest : exp + this.deps.clockSkewSeconds;
+    const asked = expiresAt === undefined ? 0 : Math.ceil(Date.parse(expiresAt) / 1000);
+    return Math.max(now, Math.min(latest, Math.max(accepted, asked)));
   }
 
   /** Starts (or resumes) the rotation of the caller's tenant key; the re-wrapping goes on in the background. */

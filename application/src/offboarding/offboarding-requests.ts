@@ -1,6 +1,5 @@
 import {
   CreateOffboardRequest,
-  OFFBOARD_TENANT_ID,
   OffboardBlockedByLegalHold,
   OffboardCertificateNotReady,
   OffboardExportNotConfigured,
@@ -15,6 +14,7 @@ import {
   PLATFORM_TENANT,
   ROLES,
   SignedOffboardingCertificate,
+  TENANT_ID_PATTERN,
   TenantAlreadyOffboarded,
   type Clock,
   type IdSource,
@@ -120,7 +120,7 @@ export class OffboardingRequests {
   }
 
   private async readOwn(tenant: string, requestId: string) {
-    if (!OFFBOARD_TENANT_ID.test(tenant) || !OFFBOARD_REQUEST_ID.test(requestId)) throw new OffboardNotFound(requestId.slice(0, 80));
+    if (!TENANT_ID_PATTERN.test(tenant) || !OFFBOARD_REQUEST_ID.test(requestId)) throw new OffboardNotFound(requestId.slice(0, 80));
     const folded = await this.deps.store.read(tenant, requestId);
     if (!folded.state.request || folded.state.request.tenant !== tenant) throw new OffboardNotFound(requestId);
     return folded;
@@ -145,7 +145,7 @@ export class OffboardingRequests {
   /** Before anything else, so any other caller gets the same 403 whatever the tenant in the path. */
   private async authorize(caller: Principal, tenant: string, rule: string, httpRequestId: string, requestId?: string): Promise<void> {
     if (isPlatformAdmin(caller)) {
-      if (!OFFBOARD_TENANT_ID.test(tenant)) throw new OffboardNotFound(requestId?.slice(0, 80) ?? 'request');
+      if (!TENANT_ID_PATTERN.test(tenant)) throw new OffboardNotFound(requestId?.slice(0, 80));
       return;
     }
     await this.deps.audit.record({
@@ -154,7 +154,7 @@ export class OffboardingRequests {
       subject: null,
       operation: 'administer',
       // The path's tenant is the caller's own input; bounded by the id pattern, or not named.
-      resourceIds: OFFBOARD_TENANT_ID.test(tenant) ? [`tenant:${tenant}`] : [],
+      resourceIds: TENANT_ID_PATTERN.test(tenant) ? [`tenant:${tenant}`] : [],
       decision: { effect: 'deny', rule: `${rule}:role:${ROLES.platform}` },
       requestId: httpRequestId,
     });

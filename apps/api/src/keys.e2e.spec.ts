@@ -3,7 +3,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeJwt, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Principal } from '@elma/domain';
+import { Principal } from '@elma/domain';
+import { mintToken } from '@elma/infra';
 import { makeCertificate } from '@elma/domain/testing';
 import { elmaArgs } from '../../../tests/support/elma-process';
 import { callApi, chatEvent, startTestApp, type TestApp } from './testing';
@@ -54,6 +55,54 @@ describe('token revocation (deny list by jti)', () => {
     const malformed = await call(tokens.admin, 'POST', '/v1/tokens/revocations', { jti: '', extra: 1 });
     expect(malformed.status).toBe(422);
     expect(malformed.type).toMatch(/application\/problem\+json/);
+
+    // Given the token itself: one of another tenant is refused (an entry for it would deny nothing), and works on.
+    const theirs = await call(tokens.otherAdmin, 'POST', '/v1/tokens/revocations', { token: tokens.agent });
+    expect([theirs.status, theirs.body.code]).toEqual([403, 'AUTH.TENANT_MISMATCH']);
+    expect((await call(tokens.agent, 'POST', '/v1/recall', { query: 'x', purpose: 'support', budgetTokens: 100 })).status).toBe(200);
+    for (const body of [{ token: 'not-a-jwt' }, { token: tokens.agent, exp: 1 }, { token: tokens.agent, jti: 'x' }, {}]) {
+      const refused = await call(tokens.admin, 'POST', '/v1/tokens/revocations', body);
+      expect(refused.status, JSON.stringify(body)).toBe(422);
+      expect(refused.body.code).toBe('REQUEST.VALIDATION_FAILED');
+      expect(refused.text).not.toContain(tokens.agent);
+    }
+  });
+
+  it('a revocation lasts as long as the token is accepted: an expiresAt given too early is raised, whether the token, its jti and exp or its jti alone is given', async () => {
+    const skew = t.elma.config.auth.clockSkewSeconds;
+    const shortLived = (sub: string) =>
+      mintToken(t.elma.config.jwtSecret, Principal.parse({ tenant: 'acme', sub, roles: ['agent'], purposes: ['support'] }), {
+        ttlSeconds: 30,
+      });
+    const [byToken, byExp, byJti] = await Promise.all(['rev-token', 'rev-exp', 'rev-jti'].map(shortLived));
+    const claimsOf = (token: string) => decodeJwt(token) as { jti: string; exp: number };
+    // Before every token's exp: accepted before this change, the entries then lapsed within the second.
+    const early = new Date(Date.now() - 1000).toISOString();
+    const revoke = (body: object) => call(tokens.admin, 'POST', '/v1/tokens/revocations', { ...body, expiresAt: early });
+    const answers = [
+      await revoke({ token: byToken }),
+      await revoke({ jti: claimsOf(byExp).jti, exp: claimsOf(byExp).exp }),
+      await revoke({ jti: claimsOf(byJti).jti }),
+    ];
+    const revokedIn = Math.floor(Date.now() / 1000);
+    for (const answer of answers) expect(answer.status, answer.text).toBe(201);
+    expect(answers[0].body.jti).toBe(claimsOf(byToken).jti);
+
+    // Until the token is no longer accepted (exp plus the clock skew); without exp, as long as any token may live.
+    const ends = answers.map((answer) => Date.parse(answer.body.expiresAt) / 1000);
+    expect(ends[0]).toBe(claimsOf(byToken).exp + skew);
+    expect(ends[1]).toBe(claimsOf(byExp).exp + skew);
+    expect(ends[2]).toBeGreaterThanOrEqual(revokedIn + 24 * 3600);
+
+    // Past the early expiry (the deny list counts whole seconds), every one of them is still refused.
+    await new Promise((resolve) => setTimeout(resolve, (revokedIn + 1) * 1000 - Date.now() + 50));
+    for (const token of [byToken, byExp, byJti]) {
+      const denied = await call(token, 'POST', '/v1/recall', { query: 'x', purpose: 'support', budgetTokens: 100 });
+      expect([denied.status, denied.body.code]).toEqual([401, 'AUTH.TOKEN_REVOKED']);
+    }
+    // Asked again with an earlier end, an entry keeps the end it has.
+    const again = await call(tokens.admin, 'POST', '/v1/tokens/revocations', { jti: claimsOf(byJti).jti, exp: claimsOf(byJti).exp });
+    expect(again.body.expiresAt).toBe(answers[2].body.expiresAt);
   });
 
   it('a revoked token gets 401 AUTH.TOKEN_REVOKED at once, other tokens are unaffected, and the audit trail records the id only', async () => {
@@ -90,12 +139,30 @@ describe('token revocation (deny list by jti)', () => {
     expect(JSON.parse(result.stdout)).toMatchObject({ tenant: 'acme', jti });
     const denied = await call(tokens.agent2, 'POST', '/v1/recall', { query: 'x', purpose: 'support', budgetTokens: 100 });
     expect(denied.body.code).toBe('AUTH.TOKEN_REVOKED');
+    // Or by the token itself: its id and exp are read from it.
+    const agent3 = await mint({ sub: 'agent-3', roles: ['agent'] });
+    const byToken = spawnSync(process.execPath, elmaArgs('token', 'revoke', '--tenant', 'acme', '--token', agent3), {
+      env: { ...process.env, ELMA_DATA_DIR: t.dataDir, ELMA_EMBEDDER: 'hashing' },
+      encoding: 'utf8',
+    });
+    expect(byToken.status, byToken.stderr).toBe(0);
+    const { jti: jti3, exp: exp3 } = decodeJwt(agent3);
+    expect(JSON.parse(byToken.stdout)).toMatchObject({ tenant: 'acme', jti: jti3 });
+    expect(Date.parse(JSON.parse(byToken.stdout).expiresAt) / 1000).toBe(exp3! + t.elma.config.auth.clockSkewSeconds);
+    expect((await call(agent3, 'POST', '/v1/recall', { query: 'x', purpose: 'support', budgetTokens: 100 })).body.code).toBe(
+      'AUTH.TOKEN_REVOKED',
+    );
     // Usage errors exit 2 and change nothing.
     const usage = spawnSync(process.execPath, elmaArgs('token', 'revoke', '--tenant', 'acme'), {
       env: { ...process.env, ELMA_DATA_DIR: t.dataDir },
       encoding: 'utf8',
     });
     expect(usage.status).toBe(2);
+    const both = spawnSync(process.execPath, elmaArgs('token', 'revoke', '--tenant', 'acme', '--jti', 'j', '--token', tokens.agent), {
+      env: { ...process.env, ELMA_DATA_DIR: t.dataDir },
+      encoding: 'utf8',
+    });
+    expect(both.status).toBe(2);
   });
 
   it('tokens without jti are accepted unless ELMA_TOKEN_REQUIRE_JTI, which refuses them with AUTH.TOKEN_ID_REQUIRED', async () => {

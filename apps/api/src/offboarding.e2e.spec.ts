@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PLATFORM_TENANT, streams, type Principal } from '@elma/domain';
+import { PLATFORM_TENANT, streams, TENANT_ID_PATTERN, type Principal } from '@elma/domain';
 import { mintToken, verifySignedOffboardingCertificate } from '@elma/infra';
 import { verifyCertificateCommand } from '../../cli/src/commands/verify-certificate';
 import { tenantsCommand } from '../../cli/src/commands/tenants';
@@ -149,6 +149,12 @@ describe('tenant off-boarding: who may ask', () => {
     const unknown = await call('ops1', 'GET', `/v1/tenants/nosuch_tenant/offboard/off_00000000-0000-4000-8000-000000000000`);
     expect(real.status).toBe(404);
     expect(shape(unknown.body)).toEqual(shape(real.body));
+    // A name no tenant can have: the detail says why, once ("no off-boarding request request" before).
+    const misnamed = await call('ops1', 'POST', '/v1/tenants/No-Such-Tenant/offboard', { reason: 'contract_ended' });
+    expect(misnamed.status, misnamed.text).toBe(404);
+    expect(misnamed.body.code).toBe('OFFBOARD.NOT_FOUND');
+    expect(misnamed.body.detail).not.toMatch(/request request/);
+    expect(misnamed.body.detail).toContain(TENANT_ID_PATTERN.source);
     const asked = await call('ops1', 'POST', '/v1/tenants/nosuch_tenant/offboard', { reason: 'contract_ended' });
     expect(asked.status, asked.text).toBe(202);
     expect(asked.body.status).toBe('awaiting_approval');

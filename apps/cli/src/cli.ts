@@ -32,7 +32,7 @@ const COMMANDS: Record<string, Command> = {
     synopsis: '[--tenant T] [--sub S] [--name "Display Name"] [--roles a,b] [--purposes a,b] [--clearance C] [--ttl SECONDS]',
     summary:
       'mint a development token signed with the embedded JWT secret (each gets a jti)\n' +
-      'elma token revoke --tenant T --jti ID [--expires-at ISO-8601]: deny that token until it expires',
+      'elma token revoke --tenant T (--token JWT | --jti ID [--exp SECONDS]): deny that token until it expires',
     run: async (argv) => (await import('./commands/token')).tokenCommand(argv),
   },
   keys: {

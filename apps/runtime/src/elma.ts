@@ -349,6 +349,7 @@ export async function openElma(
     audit,
     clock,
     maxTokenLifetimeSeconds: config.auth.maxTtlSeconds + config.auth.clockSkewSeconds,
+    clockSkewSeconds: config.auth.clockSkewSeconds,
     onBackgroundError: (error) =>
       logger.error('tenant key rotation stopped; ask again to resume', { code: (error as { code?: string }).code }),
   });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { AuditLog, KeyService } from '@elma/application';
+import { AuditLog, KeyService, type TokenRevocationRequest } from '@elma/application';
 import { parseOrThrow, Principal, ROLES, type EventLog, type TenantKeyStatus } from '@elma/domain';
 import { ConfigError, SqliteKeyVault, SqliteTokenRevocations, type ElmaConfig } from '@elma/infra';
 import { openEventLog, systemClock } from './elma';
@@ -35,6 +35,7 @@ export class KeyAdministration {
       audit: this.audit,
       clock: systemClock,
       maxTokenLifetimeSeconds: config.auth.maxTtlSeconds + config.auth.clockSkewSeconds,
+      clockSkewSeconds: config.auth.clockSkewSeconds,
       ...pacing,
     });
   }
@@ -66,16 +67,16 @@ export class KeyAdministration {
   /** Re-wraps every tenant key under ELMA_MASTER_KEY, then retires the master keys nothing uses. */
   async rotateMaster(onBatch: (remaining: number) => void = () => undefined): Promise<{ retired: string[]; current: string }> {
     const batchSize = this.batchSize;
-    const retired: string[] = [];
+    const retired = new Set<string>();
     for (;;) {
       const result = await this.vault.rewrapUnderCurrentMaster(batchSize);
-      retired.push(...result.retired);
+      for (const id of result.retired) retired.add(id);
       onBatch(result.status.remaining);
       if (result.status.remaining === 0) break;
       await this.pause();
     }
     await this.recordEverywhere(`master-key:${this.vault.masterKeyId}`, 'keys.rotate-master');
-    return { retired, current: this.vault.masterKeyId };
+    return { retired: [...retired], current: this.vault.masterKeyId };
   }
 
   /** A new tenant key version, and every data key and pseudonym row re-wrapped under it. */
@@ -91,11 +92,11 @@ export class KeyAdministration {
     return result;
   }
 
-  /** Denies a token id of a tenant until the token would have expired. */
-  async revokeToken(tenant: string, jti: string, expiresAt?: string): Promise<{ jti: string; expiresAt: string }> {
+  /** Denies a token of a tenant (the token, or its id and expiry: a TokenRevocationRequest) until it can no longer be accepted. */
+  async revokeToken(tenant: string, request: TokenRevocationRequest): Promise<{ jti: string; expiresAt: string }> {
     return this.keys.revokeToken(
       parseOrThrow(Principal, { tenant, sub: OPERATOR, roles: [ROLES.administer] }),
-      { jti, ...(expiresAt ? { expiresAt } : {}) },
+      request,
       `cli-${randomUUID()}`,
     );
   }

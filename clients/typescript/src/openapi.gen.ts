@@ -9912,17 +9912,20 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description Either `token` (the token itself: its jti, exp and tenant are read from it, the signature is not checked) or `jti` with, when known, `exp` (the token’s exp claim, seconds since 1970; without it the entry lasts ELMA_TOKEN_MAX_TTL plus the clock skew). `expiresAt` may keep the entry longer, never shorter than the token can be accepted. */
     requestBody: {
       content: {
         'application/json': {
-          jti: string;
+          token?: string;
+          jti?: string;
+          exp?: number;
           /** Format: date-time */
           expiresAt?: string;
         };
       };
     };
     responses: {
-      /** @description Revokes a token of the caller's tenant by its `jti` (role admin) until it would have expired; later requests with it get 401 AUTH.TOKEN_REVOKED. */
+      /** @description Revokes a token of the caller's tenant (role admin) until it can no longer be accepted; later requests with it get 401 AUTH.TOKEN_REVOKED. A token of another tenant is refused (403 AUTH.TENANT_MISMATCH). */
       201: {
         headers: {
           [name: string]: unknown;
@@ -9932,7 +9935,7 @@ export interface operations {
             jti: string;
             /**
              * Format: date-time
-             * @description The deny-list entry is dropped after this (the token has expired by then).
+             * @description The deny-list entry is dropped after this: never before the token stops being accepted (its exp plus the allowed clock skew).
              */
             expiresAt: string;
           };

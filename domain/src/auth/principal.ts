@@ -1,9 +1,18 @@
 import { z } from 'zod';
 import { Purpose, Sensitivity } from '../memory/record';
 
+/**
+ * The tenant-name rule, defined once for tokens, paths and commands. The workflows repeat the pattern
+ * (workflows/src/reindex/messages.ts: their sandbox bundle does not load the domain).
+ */
+export const TENANT_ID_PATTERN = /^[a-z0-9][a-z0-9_]{0,62}$/;
+/** The rule in words and as the pattern, for messages that must tell a caller what a valid tenant name is. */
+export const TENANT_ID_RULE = `tenant names are 1 to 63 lower-case letters, digits and underscores, not starting with an underscore (${TENANT_ID_PATTERN.source})`;
+export const TenantId = z.string().regex(TENANT_ID_PATTERN, TENANT_ID_RULE);
+
 /** Who is calling, as asserted by a verified token. The tenant comes from here only, never from a request body. */
 export const Principal = z.object({
-  tenant: z.string().regex(/^[a-z0-9][a-z0-9_]{0,62}$/, 'tenant ids are lower-case letters, digits and underscores'),
+  tenant: TenantId,
   sub: z.string().min(1).max(200),
   roles: z.array(z.string().min(1).max(200)).max(50).default([]),
   purposes: z.array(Purpose).default([]),

@@ -108,6 +108,11 @@ export interface MasterKeyStatus {
  * batches; a master key that wraps nothing any more is retired.
  */
 export interface MasterKeyRotation {
+  /**
+   * One batch. `retired` is empty until the batch that leaves nothing under another master key; that batch
+   * (and any later call) names every key the rotation to the current key retired, including keys a run cut
+   * short after retiring them did not get to report.
+   */
   rewrapUnderCurrentMaster(batchSize: number): Promise<{ rewrapped: number; retired: string[]; status: MasterKeyStatus }>;
   masterKeyStatus(): Promise<MasterKeyStatus>;
 }

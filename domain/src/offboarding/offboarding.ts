@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TENANT_ID_RULE } from '../auth/principal';
 import { DomainError } from '../shared/errors';
 
 /**
@@ -22,8 +23,6 @@ export const CreateOffboardRequest = z.strictObject({
 });
 export type CreateOffboardRequest = z.infer<typeof CreateOffboardRequest>;
 
-/** Tenant ids as tokens carry them (Principal.tenant). */
-export const OFFBOARD_TENANT_ID = /^[a-z0-9][a-z0-9_]{0,62}$/;
 /** Off-boarding request ids as the API makes them. */
 export const OFFBOARD_REQUEST_ID = /^off_[0-9a-f-]{36}$/;
 
@@ -158,10 +157,14 @@ export class OffboardForbidden extends DomainError {
   }
 }
 
-/** No such off-boarding request for this tenant (the same answer whether or not the tenant exists). */
+/**
+ * No such off-boarding request for this tenant (the same answer whether or not the tenant exists); without
+ * `requestId` when none was named, i.e. off-boarding asked for a name no tenant can have.
+ */
 export class OffboardNotFound extends DomainError {
-  constructor(requestId: string) {
-    super('OFFBOARD.NOT_FOUND', `no off-boarding request ${requestId} for this tenant`, { requestId });
+  constructor(requestId?: string) {
+    if (requestId === undefined) super('OFFBOARD.NOT_FOUND', `no tenant has this name: ${TENANT_ID_RULE}`);
+    else super('OFFBOARD.NOT_FOUND', `no off-boarding request ${requestId} for this tenant`, { requestId });
   }
 }
 

@@ -28,8 +28,9 @@ describe('token deny list on disk', () => {
 
   it('an entry lives until its expiry only, is dropped after, and a second revocation keeps the later expiry', () => {
     const list = new SqliteTokenRevocations(path);
-    list.revoke('acme', 'a', 2_000, 1_000);
-    list.revoke('acme', 'a', 1_500, 1_000);
+    expect(list.revoke('acme', 'a', 2_000, 1_000)).toBe(2_000);
+    // An earlier end asked later leaves the entry as it was, and says so.
+    expect(list.revoke('acme', 'a', 1_500, 1_000)).toBe(2_000);
     expect(list.isRevoked('acme', 'a', 2_000)).toBe(true);
     expect(list.isRevoked('acme', 'a', 2_001)).toBe(false);
     expect(list.active(1_000)).toBe(1);

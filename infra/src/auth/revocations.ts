@@ -31,21 +31,27 @@ export class SqliteTokenRevocations {
     this.statements = {
       isRevoked: this.db.prepare('SELECT 1 FROM revoked_tokens WHERE tenant = ? AND jti = ? AND expires_at >= ?').pluck(),
       // A second revocation keeps the later expiry.
-      revoke: this.db.prepare(
-        `INSERT INTO revoked_tokens (tenant, jti, expires_at, revoked_at) VALUES (?, ?, ?, ?)
-         ON CONFLICT (tenant, jti) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)`,
-      ),
+      revoke: this.db
+        .prepare(
+          `INSERT INTO revoked_tokens (tenant, jti, expires_at, revoked_at) VALUES (?, ?, ?, ?)
+           ON CONFLICT (tenant, jti) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)
+           RETURNING expires_at`,
+        )
+        .pluck(),
       purge: this.db.prepare('DELETE FROM revoked_tokens WHERE expires_at < ?'),
       count: this.db.prepare('SELECT count(*) FROM revoked_tokens WHERE expires_at >= ?').pluck(),
     };
   }
 
-  /** Denies the tenant's token `jti` until `expiresAt` (seconds since the epoch); drops entries already past theirs. */
-  revoke(tenant: string, jti: string, expiresAt: number, now: number): void {
-    this.db
+  /**
+   * Denies the tenant's token `jti` until `expiresAt` (seconds since the epoch), or later if its entry already
+   * lasts longer (never shortened); drops entries already past theirs. Returns when the entry now ends.
+   */
+  revoke(tenant: string, jti: string, expiresAt: number, now: number): number {
+    return this.db
       .transaction(() => {
         this.statements.purge.run(now);
-        this.statements.revoke.run(tenant, jti, expiresAt, now);
+        return this.statements.revoke.get(tenant, jti, expiresAt, now) as number;
       })
       .immediate();
   }

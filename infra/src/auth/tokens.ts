@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { SignJWT, createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import { DomainError, Principal, unknownRoles, type TenantPolicy } from '@elma/domain';
+import { DomainError, Principal, TENANT_ID_RULE, unknownRoles, type TenantPolicy } from '@elma/domain';
 import type { AuthConfig } from '../config/config';
 
 /**
@@ -95,8 +95,7 @@ export class TokenVerifier {
   async verify(token: string): Promise<Principal> {
     const payload = await this.claims(token);
     const parsed = Principal.safeParse({ ...payload, sub: payload.sub });
-    if (!parsed.success)
-      throw new Unauthenticated('the token lacks valid tenant, sub, roles, purposes or clearance claims', 'AUTH.TOKEN_INVALID');
+    if (!parsed.success) throw new Unauthenticated(invalidClaims(parsed.error.issues), 'AUTH.TOKEN_INVALID');
     // The tenant's policy is read only for a role that is not built in.
     const unknown = unknownRoles(parsed.data.roles);
     if (unknown.length > 0 && unknownRoles(unknown, await this.policyOf(parsed.data.tenant)).length > 0)
@@ -139,6 +138,16 @@ export class TokenVerifier {
     }
     return payload;
   }
+}
+
+/**
+ * Which claims of a verified token are not usable, by name, and for the tenant the name rule an issuer has to
+ * follow (a tenant name is not personal, but the claim's value is still not echoed: the rule is what helps).
+ */
+function invalidClaims(issues: readonly { path: readonly PropertyKey[] }[]): string {
+  const claims = [...new Set(issues.map((issue) => String(issue.path[0] ?? 'claims')))];
+  const rule = claims.includes('tenant') ? `; ${TENANT_ID_RULE}` : '';
+  return `the token's ${claims.join(', ')} claim${claims.length > 1 ? 's are' : ' is'} missing or not valid${rule}`;
 }
 
 /**

@@ -30,7 +30,7 @@ export const reindexStageQuery = defineQuery<ReindexStage>('reindexStage');
 export const INVALID_TENANT = 'REINDEX.INVALID_TENANT';
 
 /**
- * Tenant ids as the domain defines them (`Principal.tenant` in @elma/domain). Repeated here rather than
- * imported so the workflow bundle does not pull the domain (and zod) into the sandbox; keep the two equal.
+ * Tenant ids as the domain defines them (`TENANT_ID_PATTERN` in @elma/domain). Repeated here rather than
+ * imported so the workflow bundle does not pull the domain (and zod) into the sandbox; messages.unit.spec.ts keeps the two equal.
  */
 export const TENANT_ID_PATTERN = /^[a-z0-9][a-z0-9_]{0,62}$/;

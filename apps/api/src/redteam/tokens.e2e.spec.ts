@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SignJWT, exportJWK, exportSPKI, generateKeyPair, type JWTPayload } from 'jose';
+import { TENANT_ID_PATTERN } from '@elma/domain';
 import { startTestApp, type TestApp } from '../testing';
 import { RedTeam, type Secret } from './harness';
 
@@ -142,6 +143,17 @@ describe('HS256 tokens (the embedded default)', () => {
       `${(await t.token()).split('.')[0]}.${b64(claims({ roles: ['admin'], exp: NOW() + HOUR }))}.${(await t.token()).split('.')[2]}`,
       'AUTH.TOKEN_INVALID',
     );
+  });
+
+  it('refuses a tenant claim that breaks the tenant-name rule with a detail naming the rule, not echoing the name', async () => {
+    const token = await hs256(claims({ tenant: 'lc-X', iat: NOW(), exp: NOW() + HOUR }));
+    await refused('bad tenant name', token, 'AUTH.TOKEN_INVALID');
+    const { detail } = JSON.parse(
+      (await red.send({ token, method: 'POST', path: '/v1/recall', body: { query: 'x', purpose: 'support' } })).text,
+    );
+    expect(detail).toContain('tenant');
+    expect(detail).toContain(TENANT_ID_PATTERN.source);
+    expect(detail).not.toContain('lc-X');
   });
 
   it('refuses a role that is neither built in nor named by the tenant policy, and accepts one the policy names', async () => {

@@ -17,7 +17,8 @@ const RevocationSchema: SchemaObject = {
     expiresAt: {
       type: 'string',
       format: 'date-time',
-      description: 'The deny-list entry is dropped after this (the token has expired by then).',
+      description:
+        'The deny-list entry is dropped after this: never before the token stops being accepted (its exp plus the allowed clock skew).',
     },
   },
 };
@@ -49,10 +50,16 @@ export class KeysController {
 
   @Post('tokens/revocations')
   @HttpCode(201)
-  @ApiJsonBody(TokenRevocationRequest)
+  @ApiJsonBody(TokenRevocationRequest, {
+    description:
+      'Either `token` (the token itself: its jti, exp and tenant are read from it, the signature is not checked) or `jti` with, ' +
+      'when known, `exp` (the token’s exp claim, seconds since 1970; without it the entry lasts ELMA_TOKEN_MAX_TTL plus the clock skew). ' +
+      '`expiresAt` may keep the entry longer, never shorter than the token can be accepted.',
+    example: { jti: '0b9f6d1e-3c2a-4f1e-9d7b-2a6c5e8f1a30', exp: 1767225600 },
+  })
   @ApiOk(
     201,
-    "Revokes a token of the caller's tenant by its `jti` (role admin) until it would have expired; later requests with it get 401 AUTH.TOKEN_REVOKED.",
+    "Revokes a token of the caller's tenant (role admin) until it can no longer be accepted; later requests with it get 401 AUTH.TOKEN_REVOKED. A token of another tenant is refused (403 AUTH.TENANT_MISMATCH).",
     RevocationSchema,
   )
   @ApiProblems(403, 422)

@@ -101,7 +101,9 @@ export async function keysCommand(argv: string[], io: { stdout: Output; stderr: 
     io.stderr.write(`elma keys: ${describe(error)}\n`);
     return 1;
   }
-  const print = (value: unknown) => io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  // One line of JSON, as the README shows it and as the other operator commands print theirs: a grep or `jq -c`
+  // copied from the documentation works on it.
+  const print = (value: unknown) => io.stdout.write(`${JSON.stringify(value)}\n`);
   try {
     if (action === 'status') {
       print({

@@ -615,13 +615,28 @@ export class SqliteKeyVault implements KeyVault, KeyRotation, MasterKeyRotation,
     }
     let retired: string[] = [];
     if (this.underOtherMasters() === 0) {
-      retired = this.db.prepare("SELECT id FROM master_keys WHERE state = 'active' AND id <> ?").pluck().all(primary.id) as string[];
-      this.db
-        .prepare("UPDATE master_keys SET state = 'retired', retired_at = ? WHERE state = 'active' AND id <> ?")
-        .run(this.now(), primary.id);
-      this.db.prepare("UPDATE rotations SET state = 'done', finished_at = ? WHERE kind = 'master' AND state = 'running'").run(this.now());
+      const now = this.now();
+      this.db.prepare("UPDATE master_keys SET state = 'retired', retired_at = ? WHERE state = 'active' AND id <> ?").run(now, primary.id);
+      this.db.prepare("UPDATE rotations SET state = 'done', finished_at = ? WHERE kind = 'master' AND state = 'running'").run(now);
+      retired = this.retiredByRotationTo(primary.id, now);
     }
     return { rewrapped, retired };
+  }
+
+  /**
+   * The master keys retired since the last rotation to `current` began (or just now, when nothing needed
+   * re-wrapping): what that rotation retired, also when it is asked again after a run that retired them was
+   * cut short before it could say so.
+   */
+  private retiredByRotationTo(current: string, now: string): string[] {
+    return this.db
+      .prepare(
+        `SELECT id FROM master_keys WHERE state = 'retired' AND id <> @current
+           AND retired_at >= coalesce((SELECT max(started_at) FROM rotations WHERE kind = 'master' AND target = @current), @now)
+         ORDER BY retired_at, id`,
+      )
+      .pluck()
+      .all({ current, now }) as string[];
   }
 
   private underOtherMasters(): number {
