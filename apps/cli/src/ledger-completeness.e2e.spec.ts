@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PLATFORM_TENANT } from '@elma/domain';
 import { listFiles, scanFiles } from '@elma/infra';
 import { elmaArgs, ownElmaEnv } from '../../../tests/support/elma-process';
 import { spawnElmaStart, type StartedElma } from './embedded-env';
@@ -24,6 +25,8 @@ describe('the erasure ledger proves it is complete', () => {
   const replica = join(root, 'replica', 'erasure-ledger.db');
   const ERASED = 'Mx Quennell keeps the vault combination 4417 in a tea tin.';
   const KEPT = 'Mr Okafor prefers the Lagos office for meetings.';
+  /** The off-boarded tenant's one memory. */
+  const OFFBOARDED = 'Initech moves the Marrowgate servers to the Oslo hall in May.';
   let env: NodeJS.ProcessEnv;
   let api = '';
   let elma: StartedElma | undefined;
@@ -45,7 +48,11 @@ describe('the erasure ledger proves it is complete', () => {
     const started = spawnSync(process.execPath, elmaArgs('start'), { env: caseEnv, encoding: 'utf8', timeout: 60_000 });
     return { ...started, refusedBy: started.status === null || started.status === 0 ? 'nothing' : 'start' };
   };
-  const scan = async (dir: string) => scanFiles(await listFiles([dir]), [{ id: 'erased', bytes: Buffer.from(ERASED, 'utf8') }]);
+  const scan = async (dir: string) =>
+    scanFiles(await listFiles([dir]), [
+      { id: 'erased', bytes: Buffer.from(ERASED, 'utf8') },
+      { id: 'offboarded', bytes: Buffer.from(OFFBOARDED, 'utf8') },
+    ]);
   /** Restores the backup taken before the erasure, then starts: one of them must refuse, saying how to recover. */
   const restoreThenStart = (caseEnv: NodeJS.ProcessEnv) => {
     const restore = run(caseEnv, 'restore', '--from', backupDir);
@@ -68,13 +75,15 @@ describe('the erasure ledger proves it is complete', () => {
     const json = { 'content-type': 'application/json' };
     const agent = { ...json, authorization: `Bearer ${token()}` };
     const dpo = { ...json, authorization: `Bearer ${token('--sub', 'dpo-1', '--roles', 'dpo,agent', '--clearance', 'restricted')}` };
-    for (const [i, [subject, text]] of [
-      ['cust-quennell', ERASED],
-      ['cust-okafor', KEPT],
+    const initech = { ...json, authorization: `Bearer ${run(env, 'token', '--tenant', 'initech', '--sub', 'agent-i').stdout.trim()}` };
+    for (const [i, [subject, text, headers]] of [
+      ['cust-quennell', ERASED, agent],
+      ['cust-okafor', KEPT, agent],
+      ['cust-ines', OFFBOARDED, initech],
     ].entries()) {
       const response = await fetch(`${api}/v1/events`, {
         method: 'POST',
-        headers: agent,
+        headers: headers as Record<string, string>,
         body: JSON.stringify({
           subject,
           occurredAt: `2026-11-2${i}T09:30:00Z`,
@@ -112,6 +121,34 @@ describe('the erasure ledger proves it is complete', () => {
     mkdirSync(certificates);
     const certificate = await (await fetch(`${api}/v1/erasures/${requestId}/certificate`, { headers: dpo })).json();
     writeFileSync(join(certificates, `${requestId}.json`), JSON.stringify(certificate));
+
+    // And a tenant off-boarded, with two platform admins.
+    const ops = (sub: string) => ({
+      ...json,
+      authorization: `Bearer ${run(env, 'token', '--tenant', PLATFORM_TENANT, '--sub', sub, '--roles', 'platform-admin').stdout.trim()}`,
+    });
+    const asked = await fetch(`${api}/v1/tenants/initech/offboard`, {
+      method: 'POST',
+      headers: ops('ops-1'),
+      body: JSON.stringify({ reason: 'contract_ended' }),
+    });
+    expect(asked.status).toBe(202);
+    const offboarding = ((await asked.json()) as { requestId: string }).requestId;
+    expect(
+      (await fetch(`${api}/v1/tenants/initech/offboard/${offboarding}/approve`, { method: 'POST', headers: ops('ops-2') })).status,
+    ).toBe(202);
+    for (let deadline = Date.now() + 150_000, state = ''; state !== 'completed';) {
+      expect(Date.now()).toBeLessThan(deadline);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      state = (
+        (await (await fetch(`${api}/v1/tenants/initech/offboard/${offboarding}`, { headers: ops('ops-1') })).json()) as { status: string }
+      ).status;
+      expect(state).not.toBe('failed');
+    }
+    const offboardingCertificate = await (
+      await fetch(`${api}/v1/tenants/initech/offboard/${offboarding}/certificate`, { headers: ops('ops-1') })
+    ).json();
+    writeFileSync(join(certificates, `${offboarding}.json`), JSON.stringify(offboardingCertificate));
     await elma.stop();
     elma = undefined;
     // The erasure is done in the folder, and the backup holds what it erased (so each case below can fail).
@@ -144,7 +181,7 @@ describe('the erasure ledger proves it is complete', () => {
     const db = new Database(truncated.ledger);
     db.prepare('DELETE FROM erasures WHERE seq = (SELECT max(seq) FROM erasures)').run();
     db.close();
-    expectRefusal(restoreThenStart(truncated.env), /holds 0 entries where 1 were recorded|signed head/);
+    expectRefusal(restoreThenStart(truncated.env), /holds 1 of the 2 entries recorded|signed head/);
 
     // An insider rewrites an entry and its checksum: only the signed head can tell.
     const edited = copyOfFolder();
@@ -164,7 +201,7 @@ describe('the erasure ledger proves it is complete', () => {
   it('refuses an older copy of the ledger, and another file named by ELMA_ERASURE_LEDGER', () => {
     const older = copyOfFolder();
     copyFileSync(olderLedger, older.ledger);
-    expectRefusal(restoreThenStart(older.env), /holds 0 entries where 1 were recorded/);
+    expectRefusal(restoreThenStart(older.env), /holds 0 of the 2 entries recorded/);
 
     const elsewhere = copyOfFolder();
     const moved = { ...elsewhere.env, ELMA_ERASURE_LEDGER: join(root, `elsewhere-${cases}.db`) };
@@ -177,7 +214,7 @@ describe('the erasure ledger proves it is complete', () => {
     const withReplica = { ...folder.env, ELMA_ERASURE_LEDGER_REPLICA: replica };
     const restore = run(withReplica, 'restore', '--from', backupDir);
     expect(restore.status, restore.stderr).toBe(0);
-    expect(JSON.parse(restore.stdout)).toMatchObject({ erasuresToReapply: 1 });
+    expect(JSON.parse(restore.stdout)).toMatchObject({ erasuresToReapply: 1, offboardingsToReapply: 1 });
     expect(existsSync(`${folder.ledger}`)).toBe(true);
     const reapplied = run(withReplica, 'erasure', 'reapply');
     expect(reapplied.status, reapplied.stderr).toBe(0);
@@ -197,11 +234,11 @@ describe('the erasure ledger proves it is complete', () => {
 
     const rebuilt = run(folder.env, 'erasure', 'reapply', '--certificates', certificates, '--rebind');
     expect(rebuilt.status, rebuilt.stderr).toBe(0);
-    expect(JSON.parse(rebuilt.stdout)).toMatchObject({ certificates: { certificates: 1, added: 1, partial: 0, refused: [] } });
+    expect(JSON.parse(rebuilt.stdout)).toMatchObject({ certificates: { certificates: 2, added: 2, partial: 0, refused: [] } });
     expect((await scan(folder.dir)).findings).toEqual([]);
     // Bound: the next open accepts the rebuilt ledger, and a second pass over the certificates finds it complete.
     const checked = run(folder.env, 'erasure', 'reapply', '--certificates', certificates);
     expect(checked.status, checked.stderr).toBe(0);
-    expect(JSON.parse(checked.stdout)).toMatchObject({ certificates: { matching: 1, added: 0 } });
+    expect(JSON.parse(checked.stdout)).toMatchObject({ certificates: { matching: 2, added: 0 } });
   }, 240_000);
 });

@@ -109,7 +109,7 @@ export function ledgerGap(
 ): string | undefined {
   if (ledger.id !== seen.ledgerId)
     return `it is another ledger (${ledger.id}) than the one this data was written beside (${seen.ledgerId})`;
-  if (ledger.seq < seen.seq) return `it holds ${ledger.seq} entries where ${seen.seq} were recorded (truncated, emptied or an older copy)`;
+  if (ledger.seq < seen.seq) return `it holds ${ledger.seq} of the ${seen.seq} entries recorded (truncated, emptied or an older copy)`;
   if (ledger.chainAt(seen.seq) !== seen.chain) return `its first ${seen.seq} entries are not the ones recorded (edited or replaced)`;
   return undefined;
 }
