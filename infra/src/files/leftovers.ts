@@ -17,7 +17,7 @@ export const RESTORE_STAGING_PREFIX = '.restore-';
  * claimDataDir). SQLite's own `-wal`/`-journal` files are not leftovers: SQLite
  * needs them to recover the database.
  */
-export function isLeftover(pathInDataDir: string): boolean {
+function isLeftover(pathInDataDir: string): boolean {
   const [first, second, ...deeper] = pathInDataDir.split('/');
   if (deeper.length > 0 || first === undefined) return false;
   if (second === undefined) return (first.startsWith(RESTORE_STAGING_PREFIX) && first !== RESTORE_MARKER_FILE) || first.endsWith('.tmp');
