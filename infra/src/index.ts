@@ -3,6 +3,7 @@ export * from './auth/tokens';
 export * from './auth/oidc';
 export * from './auth/revocations';
 export * from './files/data-dir-owner';
+export * from './files/leftovers';
 export * from './files/owner-only';
 export * from './files/sqlite-header';
 export * from './files/data-folder-formats';

@@ -20,6 +20,7 @@ import {
   type BackupFile,
 } from '@elma/domain';
 import { claimDataDir, OWNER_INFO_FILE, OWNER_LOCK_FILE } from '../files/data-dir-owner';
+import { RESTORE_STAGING_PREFIX } from '../files/leftovers';
 import { OWNER_ONLY } from '../files/owner-only';
 import { ERASURE_LEDGER_FILE } from '../erasure-ledger/sqlite-erasure-ledger';
 import { openErasureLedger } from '../erasure-ledger/replicated-erasure-ledger';
@@ -282,7 +283,13 @@ export interface RestoreOptions {
   temporalDbFile?: string;
   /** Restore although there is no erasure ledger (erasures done after the backup then come back). */
   withoutLedger: boolean;
+  /** Test only: awaited at each step of the staging and the swap, so that a fault test can kill the process there. */
+  pause?: (step: RestoreStep) => Promise<void>;
 }
+
+/** The steps of a restore's staging and swap, in order (see `RestoreOptions.pause`). */
+export const RESTORE_STEPS = ['before-staging', 'staging', 'staged', 'swapping', 'swapped', 'done'] as const;
+export type RestoreStep = (typeof RESTORE_STEPS)[number];
 
 export interface RestoreResult {
   manifest: BackupManifest;
@@ -310,11 +317,9 @@ export async function restoreDataDir(options: RestoreOptions): Promise<RestoreRe
   const skip = neverCopied(dataDir, options.ledgerPath, options.temporalDbFile);
   const forbidden = manifest.files.find((f) => skip.has(f.path) || isCompanion(f.path));
   if (forbidden) throw new BackupInvalid(`${forbidden.path} is never part of a backup`);
+  // Claiming the folder also removes what an interrupted restore left staged (see removeLeftovers).
   const ownership = claimDataDir(dataDir, { command: 'elma restore', ports: {} });
   try {
-    // What an interrupted restore left staged.
-    for (const entry of readdirSync(dataDir))
-      if (entry.startsWith('.restore-') && entry !== RESTORE_MARKER_FILE) rmSync(join(dataDir, entry), { recursive: true, force: true });
     const warnings: string[] = [];
     for (const name of SECRET_FILES) {
       const inBackup = join(resolve(options.from), name);
@@ -357,49 +362,70 @@ export async function restoreDataDir(options: RestoreOptions): Promise<RestoreRe
       warnings.push('restored without an erasure ledger: erasures completed after the backup are not re-applied');
     }
 
-    const staging = join(dataDir, `.restore-${randomBytes(4).toString('hex')}`);
-    mkdirSync(join(staging, 'index'), { recursive: true, mode: 0o700 });
-    try {
-      for (const file of manifest.files) {
-        if (SECRET_FILES.includes(file.path as (typeof SECRET_FILES)[number]) && existsSync(join(dataDir, file.path))) continue;
-        const staged = join(staging, file.path);
-        copyFileSync(join(resolve(options.from), file.path), staged);
-        if ((await fileSha256(staged)) !== file.sha256) throw new BackupInvalid(`${file.path} changed while it was copied`);
-        fsyncPath(staged);
-      }
-      carryForwardRevocations(join(dataDir, REVOCATIONS_FILE), join(staging, REVOCATIONS_FILE));
-      fsyncPath(staging);
-      // From here the folder is being swapped: the marker stops a start until the swap is complete.
-      writeFileSync(join(dataDir, RESTORE_MARKER_FILE), `${JSON.stringify({ from: resolve(options.from), takenAt: manifest.takenAt })}\n`, {
-        mode: OWNER_ONLY,
-      });
-      fsyncPath(dataDir);
-      const replaced = new Set(manifest.files.map((f) => f.path));
-      // The index is replaced whole (partitions of tenants the backup lacks, graphs that belong to other rows).
-      rmSync(join(dataDir, 'index'), { recursive: true, force: true });
-      for (const path of replaced) {
-        if (path.startsWith('index/')) continue;
-        if (!existsSync(join(staging, path))) continue; // a secret kept as the folder had it
-        for (const suffix of ['', ...COMPANIONS]) rmSync(join(dataDir, `${path}${suffix}`), { force: true });
-      }
-      mkdirSync(join(dataDir, 'index'), { recursive: true, mode: 0o700 });
-      for (const path of replaced) if (existsSync(join(staging, path))) renameSync(join(staging, path), join(dataDir, path));
-      fsyncPath(join(dataDir, 'index'));
-      fsyncPath(dataDir);
-      rmSync(staging, { recursive: true, force: true });
-      rmSync(join(dataDir, RESTORE_MARKER_FILE), { force: true });
-      fsyncPath(dataDir);
-    } catch (error) {
-      // Before the marker, nothing was changed; after it, the marker stays and ELMA refuses to start until a rerun.
-      if (!existsSync(join(dataDir, RESTORE_MARKER_FILE))) rmSync(staging, { recursive: true, force: true });
-      throw error;
-    }
+    await stageAndSwap(resolve(options.from), dataDir, manifest, options.pause);
     const kept = listFiles(dataDir).filter(
       (p) => !manifest.files.some((f) => f.path === p) && !skip.has(p) && !isCompanion(p) && p.endsWith('.db'),
     );
     return { manifest, reapply, kept, warnings };
   } finally {
     ownership.release();
+  }
+}
+
+/**
+ * Copies the backup's files into a staging folder inside the data folder and
+ * checks them, then swaps them in under the marker that stops ELMA from
+ * starting on a half-swapped folder. The caller owns the folder. Killed before
+ * the marker, the folder is the old one and the staging a leftover the next
+ * owner removes; killed after it, the next start refuses until the same
+ * restore is run again (which stages afresh from the backup).
+ */
+async function stageAndSwap(from: string, dataDir: string, manifest: BackupManifest, pause: RestoreOptions['pause']): Promise<void> {
+  const atStep = pause ?? (async () => undefined);
+  await atStep('before-staging');
+  const staging = join(dataDir, `${RESTORE_STAGING_PREFIX}${randomBytes(4).toString('hex')}`);
+  mkdirSync(join(staging, 'index'), { recursive: true, mode: 0o700 });
+  try {
+    const toStage = manifest.files.filter(
+      (file) => !(SECRET_FILES.includes(file.path as (typeof SECRET_FILES)[number]) && existsSync(join(dataDir, file.path))),
+    );
+    for (const [i, file] of toStage.entries()) {
+      const staged = join(staging, file.path);
+      copyFileSync(join(from, file.path), staged);
+      if ((await fileSha256(staged)) !== file.sha256) throw new BackupInvalid(`${file.path} changed while it was copied`);
+      fsyncPath(staged);
+      if (i + 1 === Math.ceil(toStage.length / 2)) await atStep('staging');
+    }
+    carryForwardRevocations(join(dataDir, REVOCATIONS_FILE), join(staging, REVOCATIONS_FILE));
+    fsyncPath(staging);
+    await atStep('staged');
+    // From here the folder is being swapped: the marker stops a start until the swap is complete.
+    writeFileSync(join(dataDir, RESTORE_MARKER_FILE), `${JSON.stringify({ from, takenAt: manifest.takenAt })}\n`, { mode: OWNER_ONLY });
+    fsyncPath(dataDir);
+    // A secret the folder already had was not staged: it stays as it is.
+    const replaced = manifest.files.map((f) => f.path).filter((path) => existsSync(join(staging, path)));
+    // The index is replaced whole (partitions of tenants the backup lacks, graphs that belong to other rows).
+    rmSync(join(dataDir, 'index'), { recursive: true, force: true });
+    for (const path of replaced) {
+      if (path.startsWith('index/')) continue;
+      for (const suffix of ['', ...COMPANIONS]) rmSync(join(dataDir, `${path}${suffix}`), { force: true });
+    }
+    mkdirSync(join(dataDir, 'index'), { recursive: true, mode: 0o700 });
+    for (const [i, path] of replaced.entries()) {
+      renameSync(join(staging, path), join(dataDir, path));
+      if (i === 0) await atStep('swapping');
+    }
+    fsyncPath(join(dataDir, 'index'));
+    fsyncPath(dataDir);
+    await atStep('swapped');
+    rmSync(staging, { recursive: true, force: true });
+    rmSync(join(dataDir, RESTORE_MARKER_FILE), { force: true });
+    fsyncPath(dataDir);
+    await atStep('done');
+  } catch (error) {
+    // Before the marker, nothing was changed; after it, the marker stays and ELMA refuses to start until a rerun.
+    if (!existsSync(join(dataDir, RESTORE_MARKER_FILE))) rmSync(staging, { recursive: true, force: true });
+    throw error;
   }
 }
 

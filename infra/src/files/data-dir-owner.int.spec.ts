@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteEventLog } from '../event-log';
 import { SqliteKeyVault } from '../key-vault';
-import { claimDataDir, DataDirInUse } from './data-dir-owner';
+import { claimDataDir, DataDirInUse, tidyDataDir } from './data-dir-owner';
 
 const ownerModule = new URL('./data-dir-owner.ts', import.meta.url).pathname;
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
@@ -63,6 +63,42 @@ describe('one owner per data folder', () => {
     await exited;
     const ownership = claimDataDir(dir, { command: 'elma start', ports: {} });
     ownership.release();
+  });
+});
+
+describe("a dead owner's temporary copies", () => {
+  /** What a restore, a graph save and the owner's record leave when their process is killed midway, beside files that stay. */
+  function leaveBehind(dataDir: string) {
+    mkdirSync(join(dataDir, '.restore-a811da11', 'index'), { recursive: true });
+    writeFileSync(join(dataDir, '.restore-a811da11', 'index', 'tenant-acme.db'), 'staged rows');
+    writeFileSync(join(dataDir, 'owner.json.tmp'), '{');
+    mkdirSync(join(dataDir, 'index'), { recursive: true });
+    writeFileSync(join(dataDir, 'index', 'tenant-acme.usearch.tmp'), 'half a graph');
+    for (const kept of ['.restore-in-progress', 'events.db', 'events.db-journal', 'index/tenant-acme.db', 'index/tenant-acme.db-wal'])
+      writeFileSync(join(dataDir, kept), 'kept');
+  }
+  const kept = ['.restore-in-progress', 'events.db', 'events.db-journal', 'index', 'owner.json', 'owner.lock'];
+
+  it('are removed by the next owner when it claims the folder, SQLite journals and the restore marker kept', () => {
+    leaveBehind(dir);
+    claimDataDir(dir, { command: 'elma start', ports: {} }).release();
+    expect(readdirSync(dir).sort()).toEqual(kept);
+    expect(readdirSync(join(dir, 'index')).sort()).toEqual(['tenant-acme.db', 'tenant-acme.db-wal']);
+  });
+
+  it('are removed by a process that shares the folder only while no process owns it', async () => {
+    const other = await otherOwner(dir);
+    leaveBehind(dir);
+    try {
+      expect(tidyDataDir(dir)).toBe(false);
+      expect(readdirSync(dir)).toContain('.restore-a811da11');
+    } finally {
+      const exited = new Promise((resolve) => other.once('exit', resolve));
+      other.kill('SIGKILL');
+      await exited;
+    }
+    expect(tidyDataDir(dir)).toBe(true);
+    expect(readdirSync(dir).sort()).toEqual(kept);
   });
 });
 

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { loadDataPaths, restoreDataDir } from '@elma/infra';
+import { loadDataPaths, RESTORE_STEPS, restoreDataDir, type RestoreStep } from '@elma/infra';
 
 /**
  * `elma restore --from B`: verifies the backup whole, then restores it into a
@@ -25,6 +25,7 @@ export async function restoreCommand(argv: string[]): Promise<number> {
       ledgerReplicaPath: paths.erasureLedgerReplica,
       temporalDbFile: paths.temporalDbFile,
       withoutLedger: values['without-ledger'],
+      pause: pauseForTests(process.env.ELMA_TEST_RESTORE_PAUSE),
     });
     for (const warning of result.warnings) process.stderr.write(`elma restore: WARNING: ${warning}\n`);
     process.stdout.write(
@@ -41,7 +42,8 @@ export async function restoreCommand(argv: string[]): Promise<number> {
     if (result.reapply && result.reapply.entries > 0) {
       const { entries, offboardings } = result.reapply;
       process.stderr.write(
-        `elma restore: ${entries - offboardings} erasure(s) and ${offboardings} tenant off-boarding(s) completed after the backup are applied again when ELMA next starts, before it serves.\n`,
+        `elma restore: ${entries - offboardings} erasure(s) and ${offboardings} tenant off-boarding(s) completed after the backup are applied again when ELMA next starts, before it serves. ` +
+          'Until then the folder holds their content again: `elma erasure reapply` applies them now.\n',
       );
     }
     return 0;
@@ -49,4 +51,19 @@ export async function restoreCommand(argv: string[]): Promise<number> {
     process.stderr.write(`elma restore: ${(error as Error).message}\n`);
     return 1;
   }
+}
+
+/**
+ * Test only (the restore kill tests, restore-kill.faults.spec.ts): `ELMA_TEST_RESTORE_PAUSE=<step>` stops the
+ * restore at that step of RESTORE_STEPS, says so on stderr and waits there for ever, to be killed.
+ */
+function pauseForTests(step: string | undefined): ((at: RestoreStep) => Promise<void>) | undefined {
+  if (!step) return undefined;
+  if (!(RESTORE_STEPS as readonly string[]).includes(step))
+    throw new Error(`ELMA_TEST_RESTORE_PAUSE must be one of ${RESTORE_STEPS.join(', ')}`);
+  return async (at) => {
+    if (at !== step) return;
+    process.stderr.write(`elma restore: paused at ${at} (ELMA_TEST_RESTORE_PAUSE)\n`);
+    await new Promise(() => setInterval(() => undefined, 60_000));
+  };
 }
