@@ -65,7 +65,7 @@ import {
   historyQuery,
   listQuery,
   leasesPast,
-  translogTrimmed,
+  lastCommitsCovered,
   lineageEntryOf,
   maxSeqNos,
   pageQuery,
@@ -394,16 +394,16 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
       throw new ElasticsearchIndexError(
         `elasticsearch purge on ${target}: retention leases still hold the deleted documents; retry to expunge them`,
       );
-    // The merge dropped the documents from the segments; the translog may still hold them (see `translogTrimmed`).
-    let trimmed = false;
-    while (!trimmed) {
-      await this.call('flush', target, () => this.client.indices.flush({ ...options, force: true, wait_if_ongoing: true }));
-      trimmed = translogTrimmed(await shardStats());
-      if (trimmed) break;
+    // The merge dropped the documents from the segments; the commits and translog from before it may still hold
+    // them. Once the global checkpoint covers the last commit (at once, unless a write is in flight), a flush drops them.
+    while (!lastCommitsCovered(await shardStats())) {
       if (Date.now() >= deadline)
-        throw new ElasticsearchIndexError(`elasticsearch purge on ${target}: the translog still holds the deleted documents; retry to trim it`);
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+        throw new ElasticsearchIndexError(
+          `elasticsearch purge on ${target}: the translog still holds the deleted documents; retry to trim it`,
+        );
+      await new Promise((resolve) => setTimeout(resolve, 200));
     }
+    await this.call('flush', target, () => this.client.indices.flush({ ...options, force: true, wait_if_ongoing: true }));
   }
 
   /** Documents of these ids in any version, current or not. */

@@ -672,8 +672,8 @@ export interface ShardStats {
         string,
         {
           routing?: { primary?: boolean };
-          seq_no?: { max_seq_no?: number };
-          translog?: { operations?: number; uncommitted_operations?: number };
+          seq_no?: { max_seq_no?: number; global_checkpoint?: number };
+          commit?: { user_data?: { max_seq_no?: string } };
           retention_leases?: { leases?: { retaining_seq_no: number }[] };
         }[]
       >;
@@ -694,16 +694,19 @@ export function maxSeqNos(stats: ShardStats): Map<string, number> {
 }
 
 /**
- * Whether every shard copy's translog holds only operations that came after its last commit: older translog
- * generations (which hold the source of documents indexed, then purged, before that commit) have been trimmed from
- * the disk. A flush trims them only once the global checkpoint it commits has passed them, so right after a purge's
- * merge it may keep them; the purge flushes again until this holds. Writes made meanwhile add to both counts.
+ * Whether every shard copy's global checkpoint has reached the highest sequence number in its last commit. Only
+ * then may a flush delete the older commits and translog generations (and the deleted documents' source they hold):
+ * Elasticsearch keeps the newest "safe" commit, one whose operations are all below the global checkpoint it has
+ * persisted, and every translog generation since that commit; a flush persists the global checkpoint it sees. A
+ * flush made while a write was in flight makes a commit that is not safe yet, and until some later write or the
+ * periodic checkpoint sync (30 s) the commit before it, and the translog from before the purge, stay on disk.
+ * The translog's `uncommitted_operations` cannot tell: it counts from the safe commit, not from the last one.
  */
-export function translogTrimmed(stats: ShardStats): boolean {
+export function lastCommitsCovered(stats: ShardStats): boolean {
   for (const { shards = {} } of Object.values(stats.indices ?? {})) {
     for (const copies of Object.values(shards)) {
-      for (const { translog } of copies) {
-        if ((translog?.operations ?? 0) > (translog?.uncommitted_operations ?? 0)) return false;
+      for (const { commit, seq_no } of copies) {
+        if ((seq_no?.global_checkpoint ?? -1) < Number(commit?.user_data?.max_seq_no ?? -1)) return false;
       }
     }
   }

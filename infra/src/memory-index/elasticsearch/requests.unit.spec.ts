@@ -24,7 +24,7 @@ import {
   fuse,
   knnCosine,
   leasesPast,
-  translogTrimmed,
+  lastCommitsCovered,
   lineageEntryOf,
   lineageMatches,
   lineageOfQuery,
@@ -337,16 +337,26 @@ describe('names, aliases and servers', () => {
     expect(leasesPast(stats([42, 50]), marks)).toBe(true);
   });
 
-  it('sees the translog trimmed only when no copy keeps operations older than its last commit', () => {
-    const stats = (...copies: { operations: number; uncommitted_operations: number }[]): ShardStats => ({
-      indices: { idx: { shards: { '0': copies.map((translog) => ({ translog })) } } },
+  it("lets the last flush of a purge go only once each copy's global checkpoint covers its last commit", () => {
+    const stats = (...copies: [globalCheckpoint: number, committedMax: number][]): ShardStats => ({
+      indices: {
+        idx: {
+          shards: {
+            '0': copies.map(([global_checkpoint, max]) => ({
+              seq_no: { global_checkpoint },
+              commit: { user_data: { max_seq_no: String(max) } },
+            })),
+          },
+        },
+      },
     });
-    expect(translogTrimmed(stats({ operations: 0, uncommitted_operations: 0 }))).toBe(true);
-    // Written after the flush: uncommitted, and newer than the purge.
-    expect(translogTrimmed(stats({ operations: 3, uncommitted_operations: 3 }))).toBe(true);
-    // A generation from before the commit is still on disk, with the purged documents' source.
-    expect(translogTrimmed(stats({ operations: 5, uncommitted_operations: 0 }))).toBe(false);
-    expect(translogTrimmed(stats({ operations: 0, uncommitted_operations: 0 }, { operations: 2, uncommitted_operations: 1 }))).toBe(false);
+    expect(lastCommitsCovered(stats([-1, -1]))).toBe(true);
+    expect(lastCommitsCovered(stats([12, 12]))).toBe(true);
+    // Written after the commit: still covered.
+    expect(lastCommitsCovered(stats([15, 12]))).toBe(true);
+    // A write was in flight at the commit: a flush now would keep the commit and translog from before the purge.
+    expect(lastCommitsCovered(stats([11, 12]))).toBe(false);
+    expect(lastCommitsCovered(stats([12, 12], [11, 12]))).toBe(false);
   });
 
   it('accepts Elasticsearch 8 and 9 only', () => {
