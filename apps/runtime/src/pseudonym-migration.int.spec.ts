@@ -67,7 +67,8 @@ describe('a data folder made before subject pseudonyms', () => {
     try {
       const pseudonyms = await elma.vault.subjectPseudonyms('acme', SUBJECTS.acme, { create: false });
       expect([...pseudonyms.values()].every((p) => SUBJECT_PSEUDONYM.test(p))).toBe(true);
-      const after = rows(dir);
+      // The open's own witness of the erasure ledger (appended after the migration) is not part of the comparison.
+      const after = rows(dir).filter((r) => r.stream !== streams.ledgerWitness);
       // Same events at the same positions with the same ids; only event streams and the hold stream changed names.
       expect(after.map((r) => [r.position, r.id])).toEqual(before.map((r) => [r.position, r.id]));
       const renamed = new Map(before.map((r, i) => [r.stream, after[i].stream]));

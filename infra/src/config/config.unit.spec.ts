@@ -26,8 +26,14 @@ describe('engine selection', () => {
   });
 
   it('a URL variable selects its production engine', () => {
-    const config = loadConfig({ ...base, ELMA_EVENTSTORE_URL: 'esdb://db:2113?tls=false', ELMA_ELASTICSEARCH_URL: 'http://es:9200' });
+    const config = loadConfig({
+      ...base,
+      ELMA_EVENTSTORE_URL: 'esdb://db:2113?tls=false',
+      ELMA_ELASTICSEARCH_URL: 'http://es:9200',
+      ELMA_ERASURE_LEDGER_REPLICA: '/replica/erasure-ledger.db',
+    });
     expect(config.eventLog).toBe('eventstoredb');
+    expect(config.erasureLedgerReplica).toBe('/replica/erasure-ledger.db');
     expect(config.eventStore).toEqual({ url: 'esdb://db:2113?tls=false', scavengeWaitMs: 60_000 });
     expect(config.index).toBe('elasticsearch');
     expect(config.elasticsearch).toEqual({ url: 'http://es:9200', serverRrf: false, namespace: 'elma', refresh: true });
@@ -38,6 +44,14 @@ describe('engine selection', () => {
     expect(() => loadConfig({ ...base, ELMA_EVENT_LOG: 'eventstoredb' })).toThrow(/ELMA_EVENTSTORE_URL/);
     expect(() => loadConfig({ ...base, ELMA_INDEX: 'elasticsearch' })).toThrow(/ELMA_ELASTICSEARCH_URL/);
     expect(() => loadConfig({ ...base, ELMA_EVENTSTORE_URL: 'http://db:2113' })).toThrow(ConfigError);
+  });
+
+  it('requires the erasure ledger\'s replica with EventStoreDB, never the ledger itself nor inside the data folder', () => {
+    expect(() => loadConfig({ ...base, ELMA_EVENTSTORE_URL: 'esdb://db:2113?tls=false' })).toThrow(/ELMA_ERASURE_LEDGER_REPLICA is required/);
+    const ledger = loadConfig(base).erasureLedger;
+    expect(() => loadConfig({ ...base, ELMA_ERASURE_LEDGER_REPLICA: ledger })).toThrow(/names the ledger itself/);
+    expect(() => loadConfig({ ...base, ELMA_ERASURE_LEDGER_REPLICA: `${loadConfig(base).dataDir}/copy.db` })).toThrow(/inside the data folder/);
+    expect(loadConfig(base).erasureLedgerReplica).toBeUndefined();
   });
 });
 
