@@ -86,6 +86,8 @@ export class AuditLog {
 
   /**
    * Appends one entry to the tenant's chain and resolves with it once stored.
+   * A caller is named as `recordedName` says (a data subject by their random
+   * pseudonym), with their roles; ELMA's own name with the role `system`.
    * A malformed request rejects alone (ValidationFailed) and never joins a batch.
    */
   record(request: RecordAuditEntry): Promise<AuditEntry> {
