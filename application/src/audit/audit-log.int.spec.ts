@@ -1,10 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { WrongExpectedVersion, type EventLog } from '@elma/domain';
-import { SqliteEventLog } from '@elma/infra';
+import { SqliteEventLog, SqliteKeyVault } from '@elma/infra';
 import { AuditLog, type RecordAuditEntry } from './audit-log';
 
 const T0 = Date.parse('2025-03-01T00:00:00.000Z');
@@ -162,6 +163,37 @@ describe('audit log on a real SQLite event log', () => {
     expect((await collect(pseudonymous.export('t1', { subject: 'alice-smith' }))).map((e) => e.seq)).toEqual([0]);
     expect(JSON.stringify(entries)).not.toContain('alice-smith');
     expect(await pseudonymous.verify('t1')).toEqual({ ok: true, checked: 2 });
+  });
+
+  it('names a caller who is a data subject of the tenant by their pseudonym, which their erasure forgets; staff by sub', async () => {
+    // Given a vault that knows cust-2 as a subject of t1 (an event about them was ingested)
+    const vault = new SqliteKeyVault({ path: join(dir, 'keys.db'), masterKey: randomBytes(32) });
+    try {
+      const pseudonym = (await vault.subjectPseudonyms('t1', ['cust-2'], { create: true })).get('cust-2')!;
+      const named = new AuditLog({ log: events, clock, subjects: vault });
+      // When the subject, a DPO and ELMA itself act
+      const bySubject = await named.record(request(0, { actor: { sub: 'cust-2', roles: [] } }));
+      const byStaff = await named.record(request(1, { actor: { sub: 'dpo-1', roles: ['dpo'] } }));
+      const bySystem = await named.record(request(2, { actor: 'system:retention' }));
+      // Then the subject is named by pseudonym, the others as they are, each with the roles they acted with
+      expect([bySubject, byStaff, bySystem].map((e) => [e.actor, e.actorRoles])).toEqual([
+        [pseudonym, []],
+        ['dpo-1', ['dpo']],
+        ['system:retention', ['system']],
+      ]);
+      // and asking whether the DPO is a subject made them none
+      expect((await vault.subjectPseudonyms('t1', ['dpo-1'], { create: false })).size).toBe(0);
+      // An auditor still finds the subject's own actions by their id while they have a pseudonym
+      expect((await collect(named.export('t1', { actor: 'cust-2' }))).map((e) => e.seq)).toEqual([0]);
+      // Once the erasure forgot the pseudonym, nothing in the trail leads to the subject, and the chain holds
+      await vault.forgetSubject('t1', 'cust-2');
+      const trail = JSON.stringify(await collect(named.export('t1')));
+      expect(trail).not.toContain('cust-2');
+      expect(await vault.subjectsOfPseudonyms('t1', [pseudonym])).toEqual(new Map());
+      expect(await named.verify('t1')).toEqual({ ok: true, checked: 3 });
+    } finally {
+      await vault.close();
+    }
   });
 
   it('exports by time range, actor, subject, resource id and operation', async () => {

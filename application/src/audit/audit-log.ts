@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { DomainError, WrongExpectedVersion, parseOrThrow, type Clock, type EventData, type EventLog } from '@elma/domain';
+import { DomainError, WrongExpectedVersion, parseOrThrow, type Clock, type EventData, type EventLog, type KeyVault } from '@elma/domain';
 import {
   AUDIT_ENTRY_RECORDED,
   AuditDraft,
@@ -14,9 +14,10 @@ import {
   type ChainVerification,
 } from '@elma/domain';
 import { deterministicUuid } from '@elma/shared';
+import { recordedActor, recordedName, type AuditActor } from './audit-actor';
 
-/** What a caller records; the log stamps time and chains it. */
-export type RecordAuditEntry = Omit<AuditDraft, 'time'>;
+/** What a caller records; the log names the actor (see `recordedName`), stamps time and chains it. */
+export type RecordAuditEntry = Omit<AuditDraft, 'time' | 'actor' | 'actorRoles'> & { actor: AuditActor };
 
 export interface AuditLogDeps {
   log: EventLog;
@@ -28,6 +29,11 @@ export interface AuditLogDeps {
    * never outlives their erasure in it.
    */
   pseudonymize?: (tenant: string, subject: string) => string;
+  /**
+   * The key vault's subject pseudonyms: a caller who is a data subject of the tenant is recorded by theirs
+   * (`recordedName`), which their erasure forgets. Absent (tests of other parts), callers are recorded by `sub`.
+   */
+  subjects?: Pick<KeyVault, 'subjectPseudonyms'>;
   /**
    * Evaluation only, the ablation without a governance plane (docs/evaluation-method.md): every entry is
    * checked and returned as the first of an empty chain, and none is stored. `openElma` takes it as an
@@ -49,10 +55,13 @@ const MAX_ATTEMPTS = 50;
 type Head = (ChainHead & { revision: bigint }) | null;
 
 interface Pending {
-  draft: AuditDraft;
+  /** Checked when recorded; the actor's name may still be looked up (the order of the queue is the call order). */
+  draft: Promise<AuditDraft>;
   resolve(entry: AuditEntry): void;
   reject(error: unknown): void;
 }
+
+type Named = Omit<Pending, 'draft'> & { draft: AuditDraft };
 
 interface TenantChain {
   /** undefined: not known (never loaded, or invalidated by a failed append). */
@@ -77,25 +86,33 @@ export class AuditLog {
 
   /**
    * Appends one entry to the tenant's chain and resolves with it once stored.
+   * A caller is named as `recordedName` says (a data subject by their random
+   * pseudonym), with their roles; ELMA's own name with the role `system`.
    * A malformed request rejects alone (ValidationFailed) and never joins a batch.
    */
   record(request: RecordAuditEntry): Promise<AuditEntry> {
-    let draft: AuditDraft;
+    let checked: AuditDraft;
     try {
       const subject =
         request.subject === null || !this.deps.pseudonymize ? request.subject : this.deps.pseudonymize(request.tenant, request.subject);
-      draft = parseOrThrow(AuditDraft, { ...request, subject, time: this.deps.clock.now().toISOString() });
+      const actor = typeof request.actor === 'string' ? request.actor : request.actor.sub;
+      checked = parseOrThrow(AuditDraft, { ...request, actor, subject, time: this.deps.clock.now().toISOString() });
     } catch (error) {
       return Promise.reject(error);
     }
-    if (this.deps.discard) return Promise.resolve(chainEntry(draft, undefined, sha256Hex));
-    const chain = this.chainOf(draft.tenant);
+    const draft = recordedActor(this.deps.subjects, checked.tenant, request.actor).then((named) =>
+      parseOrThrow(AuditDraft, { ...checked, ...named }),
+    );
+    if (this.deps.discard) return draft.then((d) => chainEntry(d, undefined, sha256Hex));
+    // Awaited by the drain; until then a failed look-up must not count as unhandled.
+    draft.catch(() => undefined);
+    const chain = this.chainOf(checked.tenant);
     return new Promise<AuditEntry>((resolve, reject) => {
       chain.queue.push({ draft, resolve, reject });
       if (!chain.draining) {
         chain.draining = true;
         // Start after the current task so that records made in the same tick share the first append.
-        queueMicrotask(() => void this.drain(draft.tenant, chain));
+        queueMicrotask(() => void this.drain(checked.tenant, chain));
       }
     });
   }
@@ -107,10 +124,15 @@ export class AuditLog {
    */
   async *export(tenant: string, filter: AuditFilter = {}): AsyncIterable<AuditEntry> {
     const parsed = parseOrThrow(AuditFilter, filter);
-    const criteria =
+    const { actor, ...criteria } =
       parsed.subject !== undefined && this.deps.pseudonymize
         ? { ...parsed, subject: this.deps.pseudonymize(tenant, parsed.subject) }
         : parsed;
+    // A data subject's own actions are recorded by their pseudonym while they have one, by their id before that.
+    const actors =
+      actor === undefined
+        ? undefined
+        : new Set([actor, this.deps.subjects ? await recordedName(this.deps.subjects, tenant, actor) : actor]);
     for await (const event of this.deps.log.readStream(auditStream(tenant))) {
       const parsed = AuditEntry.safeParse(event.data);
       if (!parsed.success) {
@@ -119,7 +141,7 @@ export class AuditLog {
           revision: String(event.revision),
         });
       }
-      if (matchesAuditFilter(parsed.data, criteria)) yield parsed.data;
+      if (matchesAuditFilter(parsed.data, criteria) && (!actors || actors.has(parsed.data.actor))) yield parsed.data;
     }
   }
 
@@ -155,7 +177,8 @@ export class AuditLog {
   private async drain(tenant: string, chain: TenantChain): Promise<void> {
     try {
       while (chain.queue.length > 0) {
-        const batch = chain.queue.splice(0, MAX_BATCH);
+        const batch = await this.named(chain.queue.splice(0, MAX_BATCH));
+        if (batch.length === 0) continue;
         try {
           const started = performance.now();
           const entries = await this.appendBatch(tenant, chain, batch);
@@ -170,7 +193,18 @@ export class AuditLog {
     }
   }
 
-  private async appendBatch(tenant: string, chain: TenantChain, batch: Pending[]): Promise<AuditEntry[]> {
+  /** The batch with each actor named, in call order; a record whose look-up failed is rejected alone. */
+  private async named(pending: Pending[]): Promise<Named[]> {
+    const drafts = await Promise.allSettled(pending.map((p) => p.draft));
+    return pending.flatMap((p, i) => {
+      const settled = drafts[i];
+      if (settled.status === 'fulfilled') return [{ ...p, draft: settled.value }];
+      p.reject(settled.reason);
+      return [];
+    });
+  }
+
+  private async appendBatch(tenant: string, chain: TenantChain, batch: Named[]): Promise<AuditEntry[]> {
     const stream = auditStream(tenant);
     for (let attempt = 1; ; attempt++) {
       const head = chain.head === undefined ? await this.loadHead(tenant) : chain.head;

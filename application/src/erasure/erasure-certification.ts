@@ -16,6 +16,7 @@ import {
   type Verification,
   type Workset,
 } from '@elma/domain';
+import { recordedName } from '../audit/audit-actor';
 import type { AuditLog } from '../audit/audit-log';
 import type { CertificateSigner } from '@elma/domain';
 import type { LegalHolds } from '../governance/legal-holds';
@@ -126,9 +127,9 @@ export class ErasureCertification {
     const closure = this.certifiedClosure(tenant, workset, outcome);
     const steps = erasure.steps;
     const certifiedScope = await this.certifiedScope(tenant, scope);
-    // A data subject erasing their own records is named by the pseudonym too, not by their token's subject.
-    const selfService = scope.type === 'subject' && certifiedScope.type === 'subject' && request.requestedBy.sub === scope.subject;
-    const requestedByName = selfService ? undefined : request.requestedBy.name;
+    // A data subject (their own records, or any) is named by their pseudonym, as in the audit trail, never by id or name.
+    const requestedBy = await recordedName(this.deps.vault, tenant, request.requestedBy.sub);
+    const requestedByName = requestedBy === request.requestedBy.sub ? request.requestedBy.name : undefined;
     const approvedByName = erasure.approverName(outcome.approvedBy);
     const forgotten =
       scope.type === 'subject' && certifiedScope.type === 'subject' && certifiedScope.subjectPseudonym
@@ -144,7 +145,7 @@ export class ErasureCertification {
       tenant,
       requestId,
       request: {
-        requestedBy: selfService ? certifiedScope.subjectPseudonym : request.requestedBy.sub,
+        requestedBy,
         ...(requestedByName ? { requestedByName } : {}),
         requestedAt: request.requestedAt,
         reason: request.reason,
@@ -222,7 +223,7 @@ export class ErasureCertification {
     const { request } = erasure;
     const entry = await this.deps.audit.record({
       tenant,
-      actor: request.requestedBy.sub,
+      actor: request.requestedBy,
       subject: null,
       operation: 'erase',
       resourceIds: [`erasure/${requestId}`, 'certificate'],
@@ -267,7 +268,7 @@ export class ErasureCertification {
     if (!erasure.abandonment) {
       await this.deps.audit.record({
         tenant,
-        actor: request.requestedBy.sub,
+        actor: request.requestedBy,
         subject: null,
         operation: 'erase',
         resourceIds: [`erasure/${requestId}`, 'abandoned'],

@@ -54,7 +54,7 @@ export async function recordStep(
   const { requestId, request } = erasure;
   await deps.audit.record({
     tenant: erasure.tenant,
-    actor: request.requestedBy.sub,
+    actor: request.requestedBy,
     subject: null,
     operation: 'erase',
     resourceIds: [`erasure/${requestId}`, `step/${step}`],

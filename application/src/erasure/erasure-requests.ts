@@ -1,4 +1,6 @@
 import {
+  SUBJECT_PSEUDONYM,
+  SYSTEM_ROLE,
   CreateErasureRequest,
   DomainError,
   ERASURE_EVENT_TYPES,
@@ -140,7 +142,7 @@ export class ErasureRequests {
         requestId,
         tenant,
         reason: 'retention',
-        requestedBy: { sub: RETENTION_ACTOR, roles: ['system'], clearance: 'restricted' },
+        requestedBy: { sub: RETENTION_ACTOR, roles: [SYSTEM_ROLE], clearance: 'restricted' },
         requestedAt: this.deps.clock.now().toISOString(),
       },
       { type: 'expired', asOf },
@@ -209,8 +211,25 @@ export class ErasureRequests {
     return { items: page.map((l) => l.progress), nextCursor };
   }
 
-  async certificate(principal: Principal, requestId: string): Promise<SignedCertificate | undefined> {
-    return (await this.follow(principal, requestId)).certificate;
+  /** The certificate, once issued, for a caller who may follow the erasure; each export of it is audited. */
+  async certificate(principal: Principal, requestId: string, httpRequestId: string): Promise<SignedCertificate | undefined> {
+    const erasure = await this.follow(principal, requestId);
+    const signed = erasure.certificate;
+    if (!signed) return undefined;
+    // A data subject who erased themself is named on the certificate by the pseudonym the erasure then forgot (the
+    // vault no longer knows them as a subject): their downloads of it are recorded under that name too.
+    const certifiedAs = signed.certificate.request.requestedBy;
+    const self = erasure.request.requestedBy.sub === principal.sub && SUBJECT_PSEUDONYM.test(certifiedAs);
+    await this.deps.audit.record({
+      tenant: principal.tenant,
+      actor: self ? { sub: certifiedAs, roles: principal.roles } : principal,
+      subject: null,
+      operation: 'export',
+      resourceIds: [`erasure/${requestId}`, 'certificate'],
+      decision: { effect: 'allow', rule: 'erasure:certificate' },
+      requestId: httpRequestId,
+    });
+    return signed;
   }
 
   /** Tenants with records (the retention sweep visits each). */
@@ -238,22 +257,10 @@ export class ErasureRequests {
     return this.auditRequest(principal, effect, rule, [`erasure/${requestId}`, 'approve'], httpRequestId);
   }
 
-  auditCertificateExport(principal: Principal, requestId: string, httpRequestId: string) {
-    return this.deps.audit.record({
-      tenant: principal.tenant,
-      actor: principal.sub,
-      subject: null,
-      operation: 'export',
-      resourceIds: [`erasure/${requestId}`, 'certificate'],
-      decision: { effect: 'allow', rule: 'erasure:certificate' },
-      requestId: httpRequestId,
-    });
-  }
-
   private auditRequest(principal: Principal, effect: 'allow' | 'deny', rule: string, resourceIds: string[], requestId: string) {
     return this.deps.audit.record({
       tenant: principal.tenant,
-      actor: principal.sub,
+      actor: principal,
       subject: null,
       operation: 'erase',
       resourceIds,

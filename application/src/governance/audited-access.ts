@@ -40,7 +40,7 @@ export class AuditedAccess {
   ) {
     return this.audit.record({
       tenant: principal.tenant,
-      actor: principal.sub,
+      actor: principal,
       subject: null,
       operation,
       resourceIds,

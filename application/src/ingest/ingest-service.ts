@@ -168,7 +168,7 @@ export class IngestService {
   ) {
     return this.deps.audit.record({
       tenant: principal.tenant,
-      actor: principal.sub,
+      actor: principal,
       subject,
       operation: 'write',
       resourceIds,

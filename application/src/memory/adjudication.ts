@@ -68,7 +68,7 @@ export class Adjudication {
     const audit = (effect: 'allow' | 'deny', resourceIds: string[]) =>
       this.deps.audit.record({
         tenant,
-        actor: principal.sub,
+        actor: principal,
         subject: null,
         operation: 'write',
         resourceIds,

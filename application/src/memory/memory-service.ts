@@ -278,7 +278,7 @@ export class MemoryService {
     const audit = (effect: 'allow' | 'deny', resourceIds = [record.id]) =>
       this.deps.audit.record({
         tenant,
-        actor: principal.sub,
+        actor: principal,
         subject: record.subject,
         operation: 'write',
         resourceIds,
@@ -399,7 +399,7 @@ export class MemoryService {
       : { allowed: false, rule: 'default-deny' };
     await this.deps.audit.record({
       tenant,
-      actor: principal.sub,
+      actor: principal,
       subject: allowed ? found!.record.subject : null,
       operation: 'read',
       resourceIds: [id],
@@ -467,7 +467,7 @@ export class MemoryService {
     const page = items.slice(0, query.limit);
     await this.deps.audit.record({
       tenant,
-      actor: principal.sub,
+      actor: principal,
       subject: null,
       operation: 'read',
       resourceIds: page.map((r) => r.id),

@@ -150,7 +150,7 @@ export class OffboardingRequests {
     }
     await this.deps.audit.record({
       tenant: caller.tenant,
-      actor: caller.sub,
+      actor: caller,
       subject: null,
       operation: 'administer',
       // The path's tenant is the caller's own input; bounded by the id pattern, or not named.
@@ -172,7 +172,7 @@ export class OffboardingRequests {
   ): Promise<void> {
     await this.deps.audit.record({
       tenant: PLATFORM_TENANT,
-      actor: caller.sub,
+      actor: caller,
       subject: null,
       operation,
       resourceIds: [`tenant:${tenant}`, requestId],

@@ -154,7 +154,7 @@ export class RecallService {
     await this.deps.index.recordUsage(principal.tenant, adopted, 'adopted', this.deps.clock.now().toISOString());
     await this.deps.audit.record({
       tenant: principal.tenant,
-      actor: principal.sub,
+      actor: principal,
       subject: null,
       operation: 'write',
       resourceIds: [`recall/${recallId}`, ...adopted],
@@ -169,7 +169,7 @@ export class RecallService {
     const audit = (resourceIds: string[], decision: { effect: 'allow' | 'deny'; rule: string }) =>
       this.deps.audit.record({
         tenant: principal.tenant,
-        actor: principal.sub,
+        actor: principal,
         subject: null,
         operation: 'read',
         resourceIds,

@@ -41,6 +41,9 @@ import { SubjectAccessStore, subjectAccessKeyId, type ExportDeletion, type Subje
 /** Roles that may request and read any subject's export. */
 const SUBJECT_ACCESS_ROLES: readonly string[] = ROLES.subjectAccess;
 
+/** The workflow that produces and deletes exports; who asked is on the request's own entry. */
+const SUBJECT_ACCESS_ACTOR = 'system:subject-access';
+
 export class SubjectAccessForbidden extends DomainError {
   constructor() {
     super(
@@ -252,7 +255,7 @@ export class SubjectAccessService {
     }
     await this.deps.audit.record({
       tenant,
-      actor: state.request.requestedBy,
+      actor: SUBJECT_ACCESS_ACTOR,
       subject,
       operation: 'export',
       resourceIds: [`subject-access/${requestId}`, 'produced'],
@@ -330,7 +333,7 @@ export class SubjectAccessService {
     await this.store.deleted(state, { reason, at: this.now() });
     await this.deps.audit.record({
       tenant,
-      actor: 'system:subject-access',
+      actor: SUBJECT_ACCESS_ACTOR,
       subject: null,
       operation: 'erase',
       resourceIds: [`subject-access/${requestId}`, `deleted:${reason}`],
@@ -385,7 +388,7 @@ export class SubjectAccessService {
   ): Promise<AuditEntry> {
     return this.deps.audit.record({
       tenant: principal.tenant,
-      actor: principal.sub,
+      actor: principal,
       subject,
       operation: 'export',
       resourceIds: [resource],
@@ -402,7 +405,7 @@ export class SubjectAccessService {
   ): Promise<AuditEntry> {
     return this.deps.audit.record({
       tenant: principal.tenant,
-      actor: principal.sub,
+      actor: principal,
       subject: null,
       operation: 'export',
       resourceIds: [`subject-access/${requestId}`, file],

@@ -304,6 +304,21 @@ describe('erasure under legal hold, approval and verification', () => {
     const allowed = await erase({ type: 'subject', subject: 'cust-self' }, 'self');
     expect((await settle(allowed, 'self')).status).toBe('completed');
     expect((await call('agent', 'GET', `/v1/erasures/${allowed}`)).status).toBe(404);
+    // The subject acted under the pseudonym their erasure forgot, even downloading the certificate afterwards:
+    // nothing in the audit trail names them.
+    const certificate = await call('self', 'GET', `/v1/erasures/${allowed}/certificate`);
+    expect(certificate.status, certificate.text).toBe(200);
+    const pseudonym = certificate.body.certificate.request.requestedBy as string;
+    expect(pseudonym).toMatch(/^psn_[0-9a-f]{32}$/);
+    const trail = await call('auditor', 'GET', `/v1/audit?resource=${encodeURIComponent(`erasure/${allowed}`)}`);
+    expect(trail.status, trail.text).toBe(200);
+    const downloads = trail.text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Json)
+      .filter((e) => (e.resourceIds as string[]).includes('certificate') && e.operation === 'export');
+    expect(downloads.map((e) => e.actor)).toEqual([pseudonym]);
+    expect((await call('auditor', 'GET', '/v1/audit')).text).not.toContain('cust-self');
   });
 
   it('erases by record id (with what derives from it) and by a time range of one subject', async () => {

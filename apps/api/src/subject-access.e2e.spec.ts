@@ -365,6 +365,84 @@ describe('subject access (GDPR Art. 15/20), end to end on Temporal', () => {
   });
 });
 
+describe('an audit entry never names a data subject who acted', () => {
+  /** The export of `subject` as a DPO downloads it. */
+  async function exportOf(subject: string): Promise<{ text: string; data: SubjectExport }> {
+    const id = await requestFor(subject);
+    expect((await settle(id)).status).toBe('completed');
+    const file = await call('dpo', 'GET', `/v1/subject-access/${id}/export.json`);
+    expect(file.status, file.text).toBe(200);
+    return { text: file.text, data: SubjectExport.parse(JSON.parse(file.text)) };
+  }
+
+  async function trail(): Promise<string> {
+    const audit = await call('auditor', 'GET', '/v1/audit');
+    expect(audit.status, audit.text).toBe(200);
+    return audit.text;
+  }
+
+  it('a subject reads a record, is erased, and another subject export then names neither them nor their pseudonym; the chain verifies', async () => {
+    // Given a record derived from the events of cust-31 and cust-32
+    tokens.cust31 = await t.token({ sub: 'cust-31', roles: [], purposes: ['support'], clearance: 'internal' });
+    tokens.cust32 = await t.token({ sub: 'cust-32', roles: [], purposes: ['support'], clearance: 'internal' });
+    const [one, two] = await ingest([
+      chatEvent('cust-31', 'Ottoline Brackwater ordered the walnut bookcase'),
+      chatEvent('cust-32', 'Peregrine Ashcombe ordered the same walnut bookcase'),
+    ]);
+    const shared = await call('agent', 'POST', '/v1/memories', {
+      kind: 'semantic',
+      content: { text: 'Ottoline and Peregrine both ordered the walnut bookcase' },
+      sourceEventIds: [one.id, two.id],
+      purposes: ['support'],
+    });
+    expect(shared.status, shared.text).toBe(201);
+    const sharedId = shared.body.memory.id as string;
+    const ownId = `mem_ep_${one.id}`;
+    await strong();
+    // When each subject reads with their own token
+    expect((await call('cust32', 'GET', `/v1/memories/${sharedId}`)).status).toBe(200);
+    expect((await call('cust31', 'GET', `/v1/memories/${ownId}`)).status).toBe(200);
+
+    // Then the trail names cust-32 by their pseudonym only, and cust-31's export describes them, never names them
+    const pseudonym = (await t.elma.vault.subjectPseudonyms('acme', ['cust-32'], { create: false })).get('cust-32')!;
+    expect(pseudonym).toMatch(/^psn_/);
+    const reads = (await trail())
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Json)
+      .filter((e) => e.operation === 'read' && (e.resourceIds as string[]).includes(sharedId));
+    expect(reads.map((e) => [e.actor, e.actorRoles])).toEqual([[pseudonym, []]]);
+    const before = await exportOf('cust-31');
+    const described = (id: string) => before.data.processing.filter((p) => p.operation === 'read' && p.recordIds.includes(id));
+    expect(described(sharedId).map((p) => p.actor)).toEqual(['another data subject']);
+    expect(described(ownId).map((p) => p.actor)).toEqual(['the data subject']);
+    for (const name of ['cust-32', pseudonym]) expect(before.text).not.toContain(name);
+
+    // When cust-32 is erased
+    const erasure = await call('compliance', 'POST', '/v1/erasures', {
+      scope: { type: 'subject', subject: 'cust-32' },
+      reason: 'subject_request',
+    });
+    expect(erasure.status, erasure.text).toBe(202);
+    for (let i = 0; ; i++) {
+      const progress = await call('compliance', 'GET', `/v1/erasures/${erasure.body.requestId}`);
+      if (progress.body.status === 'completed') break;
+      expect(['failed', 'denied', 'verification_failed'], JSON.stringify(progress.body)).not.toContain(progress.body.status);
+      expect(i).toBeLessThan(600);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+
+    // Then the pseudonym leads nowhere, a new export of cust-31 names neither, the trail has no id, and the chain holds
+    expect(await t.elma.vault.subjectsOfPseudonyms('acme', [pseudonym])).toEqual(new Map());
+    const after = await exportOf('cust-31');
+    for (const name of ['cust-32', pseudonym]) expect(after.text).not.toContain(name);
+    expect(await trail()).not.toContain('cust-32');
+    const verified = await call('auditor', 'POST', '/v1/audit/verify');
+    expect(verified.status, verified.text).toBe(200);
+    expect(verified.body.ok).toBe(true);
+  });
+});
+
 describe('subject-access export expiry', () => {
   let short: TestApp;
   beforeAll(async () => {

@@ -316,6 +316,7 @@ export async function openElma(
     log,
     clock,
     pseudonymize: auditSubject,
+    subjects: vault,
     discard: ablations.audit === false,
     appended: (seconds, entries) => {
       metrics.auditAppend.observe(seconds);

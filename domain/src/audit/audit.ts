@@ -14,6 +14,9 @@ import { streams } from '../streams';
 export const AuditOperation = z.enum(['read', 'write', 'export', 'erase', 'administer']);
 export type AuditOperation = z.infer<typeof AuditOperation>;
 
+/** The role recorded for an entry ELMA makes itself (a retention sweep, the erasure ledger, a workflow's step). */
+export const SYSTEM_ROLE = 'system';
+
 /** The prevHash of the first entry of every chain. */
 export const GENESIS_HASH = '0'.repeat(64);
 
@@ -44,8 +47,17 @@ export const AuditEntry = z.strictObject({
   /** Position in the tenant's chain, from 0. */
   seq: z.number().int().min(0),
   tenant: Id,
-  /** The caller (token `sub`). */
+  /**
+   * Who acted: ELMA itself by a fixed name (`system:…`, `elma-…`); a data subject of the tenant by their random
+   * pseudonym (`psn_…`), which their erasure forgets; anyone else (staff, services) by their token's `sub`.
+   * Entries written before subjects were told apart name every caller by `sub`.
+   */
   actor: Id,
+  /**
+   * The roles the actor acted with (their token's; `system` for ELMA itself), so that the entry can be described
+   * without naming the actor (a subject-access export). Absent from entries written before roles were recorded.
+   */
+  actorRoles: z.array(Id).max(50).optional(),
   /** The data subject, when the operation concerns one. */
   subject: Id.nullable(),
   operation: AuditOperation,

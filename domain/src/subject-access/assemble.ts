@@ -1,4 +1,4 @@
-import type { AuditEntry } from '../audit/audit';
+import { SYSTEM_ROLE, type AuditEntry } from '../audit/audit';
 import { deletionClosure } from '../erasure/closure';
 import { isHeld, type LegalHold } from '../legal-hold/legal-hold';
 import type { EventIngested } from '../ingest/schema';
@@ -6,6 +6,7 @@ import type { LineageEntry } from '../memory-index/port';
 import { episodicIdFor } from '../memory/derive';
 import type { MemoryKind, MemoryRecord } from '../memory/record';
 import { FORMAT_VERSIONS } from '../shared/formats';
+import { SUBJECT_PSEUDONYM } from '../streams';
 import {
   SubjectExport,
   type ExportCounts,
@@ -111,7 +112,7 @@ export function assembleSubjectExport(input: SubjectExportInput): SubjectExport 
       recordId: episodicIdFor(event.eventId),
     }));
   const eventIds = new Set(events.map((e) => e.id));
-  const processing = [...input.audit].flatMap((entry) => processingEntry(entry, input.auditSubject, coveredSet, eventIds));
+  const processing = [...input.audit].flatMap((entry) => processingEntry(entry, input, coveredSet, eventIds));
   const byKind: Partial<Record<MemoryKind, number>> = {};
   for (const r of records) byKind[r.kind] = (byKind[r.kind] ?? 0) + 1;
   const counts: ExportCounts = {
@@ -193,21 +194,40 @@ function exportedRecord(record: MemoryRecord, marks: ExportedRecord['marks'], de
   };
 }
 
+/**
+ * Who acted, as the subject's export tells it: the subject themself (by their pseudonym, or by their id in
+ * entries written before subjects were told apart), anyone else by role only. Never an id or a pseudonym:
+ * another data subject's would disclose them (and outlive their erasure in every copy of the export), and a
+ * staff member's is not the subject's to have.
+ */
+export function describedActor(
+  entry: Pick<AuditEntry, 'actor' | 'actorRoles'>,
+  subject: Pick<SubjectExportInput, 'subject' | 'subjectPseudonym'>,
+): string {
+  if (entry.actor === subject.subjectPseudonym || entry.actor === subject.subject) return 'the data subject';
+  if (SUBJECT_PSEUDONYM.test(entry.actor)) return 'another data subject';
+  const roles = entry.actorRoles;
+  if (roles === undefined) return 'someone else (the entry predates recorded roles)';
+  if (roles.includes(SYSTEM_ROLE)) return 'ELMA itself';
+  if (roles.length === 0) return 'a caller without a role';
+  return `a staff member or service with role${roles.length > 1 ? 's' : ''} ${roles.join(', ')}`;
+}
+
 /** An audit entry about the subject (by its audit pseudonym), one of its records or events; other ids are dropped. */
 function processingEntry(
   entry: AuditEntry,
-  auditSubject: string,
+  input: SubjectExportInput,
   covered: ReadonlySet<string>,
   events: ReadonlySet<string>,
 ): ProcessingEntry[] {
   const recordIds = entry.resourceIds.filter((id) => covered.has(id));
   const eventIds = entry.resourceIds.filter((id) => events.has(id));
-  if (entry.subject !== auditSubject && recordIds.length === 0 && eventIds.length === 0) return [];
+  if (entry.subject !== input.auditSubject && recordIds.length === 0 && eventIds.length === 0) return [];
   return [
     {
       seq: entry.seq,
       time: entry.time,
-      actor: entry.actor,
+      actor: describedActor(entry, input),
       operation: entry.operation,
       effect: entry.decision.effect,
       rule: entry.decision.rule,

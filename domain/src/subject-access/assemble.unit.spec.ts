@@ -59,9 +59,17 @@ function auditTrail(drafts: Omit<AuditEntry, 'seq' | 'prevHash' | 'hash'>[]): Au
   return entries;
 }
 
-const draft = (actor: string, subject: string | null, resourceIds: string[], operation: AuditEntry['operation'] = 'read') => ({
+const draft = (
+  actor: string,
+  subject: string | null,
+  resourceIds: string[],
+  operation: AuditEntry['operation'] = 'read',
+  // null: an entry written before roles were recorded.
+  actorRoles: string[] | null = ['agent'],
+) => ({
   tenant: 'acme',
   actor,
+  ...(actorRoles ? { actorRoles } : {}),
   subject,
   operation,
   resourceIds,
@@ -169,16 +177,41 @@ describe('the export of one data subject', () => {
       draft('agent-1', null, ['recall/r1', zh.id, other.id]),
       draft('agent-2', null, [other.id]),
       draft('agent-3', 'sfp_cust-7', [en.id], 'write'),
-      draft('dpo-1', 'sfp_cust-7', ['subject-access/sar_1'], 'export'),
+      draft('dpo-1', 'sfp_cust-7', ['subject-access/sar_1'], 'export', ['dpo']),
     ]);
     const x = exportOf('cust-7', all, { audit });
     expect(x.processing.map((p) => [p.actor, p.operation, p.recordIds, p.operations])).toEqual([
-      ['agent-1', 'read', [zh.id], ['recall/r1']],
-      ['agent-3', 'write', [en.id], []],
-      ['dpo-1', 'export', [], ['subject-access/sar_1']],
+      ['a staff member or service with role agent', 'read', [zh.id], ['recall/r1']],
+      ['a staff member or service with role agent', 'write', [en.id], []],
+      ['a staff member or service with role dpo', 'export', [], ['subject-access/sar_1']],
     ]);
     expect(x.processing[0].hash).toBe(audit[0].hash);
     expect(JSON.stringify(x.processing)).not.toContain(other.id);
+  });
+
+  it('given entries by the subject, another subject, staff and ELMA, when exported, then each actor is described by role, never named', () => {
+    const otherPseudonym = `psn_${'b'.repeat(32)}`;
+    const audit = auditTrail([
+      draft(PSEUDONYM, null, [en.id], 'read', []),
+      draft('cust-7', null, [en.id], 'read', null),
+      draft(otherPseudonym, null, [en.id], 'read', []),
+      draft('cust-8', null, [en.id], 'read', null),
+      draft('dpo-1', null, [en.id], 'export', ['dpo', 'compliance']),
+      draft('cust-9', null, [en.id], 'read', []),
+      draft('system:retention', null, [en.id], 'erase', ['system']),
+    ]);
+    const x = exportOf('cust-7', all, { audit });
+    expect(x.processing.map((p) => p.actor)).toEqual([
+      'the data subject',
+      'the data subject',
+      'another data subject',
+      'someone else (the entry predates recorded roles)',
+      'a staff member or service with roles dpo, compliance',
+      'a caller without a role',
+      'ELMA itself',
+    ]);
+    const text = JSON.stringify(x.processing);
+    for (const name of [otherPseudonym, 'cust-8', 'cust-9', 'dpo-1', 'system:retention']) expect(text).not.toContain(name);
   });
 
   it('given the ingested events, when exported, then each of the subject names its source and its record, without content', () => {

@@ -84,6 +84,10 @@ export type WithheldRecord = z.infer<typeof WithheldRecord>;
 export const ProcessingEntry = z.strictObject({
   seq: z.number().int().min(0),
   time: IsoDate,
+  /**
+   * Who acted, described, never named (`describedActor`): "the data subject", "another data subject", "a staff
+   * member or service with role dpo", "ELMA itself".
+   */
   actor: z.string(),
   operation: AuditOperation,
   effect: z.enum(['allow', 'deny']),

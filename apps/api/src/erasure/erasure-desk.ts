@@ -109,9 +109,8 @@ export class ErasureDesk {
   }
 
   async certificate(caller: Principal, requestId: string, httpRequestId: string): Promise<SignedCertificate> {
-    const signed = await this.erasure.certificate(caller, requestId);
+    const signed = await this.erasure.certificate(caller, requestId, httpRequestId);
     if (!signed) throw new CertificateNotReady(requestId);
-    await this.erasure.auditCertificateExport(caller, requestId, httpRequestId);
     return signed;
   }
 

@@ -11,6 +11,9 @@ export const AUDIT_USAGE = `usage: elma audit export [--from ISO] [--to ISO] [--
 export: the tenant's audit trail, every entry (one request, streamed; nothing is cut), as JSON lines: one entry
   a line in chain order, as GET /v1/audit answers it; to stdout, or to FILE (written whole or not at all).
   --from is inclusive, --to exclusive (ISO 8601 with an offset). A token with role auditor.
+  A data subject who acted is named by their subject pseudonym (psn_), which their erasure forgets. Entries
+  without actorRoles were written before that and name every caller by token sub; they are exported as
+  stored, since each entry's hash covers its actor and a rewritten copy would no longer verify.
 verify FILE: re-computes the hash chain of an export offline (no token, no server): exit 0 intact, 1 broken,
   naming the first bad entry (seq, line, why). A time-window export starts mid-chain: its first link is
   taken from the file. verify without FILE, or with --server: the server re-computes the whole chain.
