@@ -104,7 +104,7 @@ export function assembleSubjectExport(input: SubjectExportInput): SubjectExport 
       activity: event.activity,
       source: event.source,
       ...(event.sourceTrust !== undefined ? { sourceTrust: event.sourceTrust } : {}),
-      actor: event.actor,
+      actor: describedEventActor(event.actor, subject),
       ...(event.session !== undefined ? { session: event.session } : {}),
       purposes: event.purposes,
       sensitivity: event.sensitivity,
@@ -211,6 +211,15 @@ export function describedActor(
   if (roles.includes(SYSTEM_ROLE)) return 'ELMA itself';
   if (roles.length === 0) return 'a caller without a role';
   return `a staff member or service with role${roles.length > 1 ? 's' : ''} ${roles.join(', ')}`;
+}
+
+/**
+ * Who sent an event, as the subject's export tells it: the subject themself, or anyone else undescribed. An event
+ * records its caller's token subject and no role, and that caller may be another data subject, whose id must not
+ * reach this export (nor outlive their erasure in it); the event's `source` still names the system it came from.
+ */
+export function describedEventActor(actor: string, subject: string): string {
+  return actor === subject ? 'the data subject' : 'a caller other than the data subject';
 }
 
 /** An audit entry about the subject (by its audit pseudonym), one of its records or events; other ids are dropped. */

@@ -230,13 +230,27 @@ describe('the export of one data subject', () => {
       actor: 'agent-1',
     });
     const audit = auditTrail([draft('agent-1', null, ['e1', 'e3'], 'write'), draft('agent-1', null, ['e3'], 'write')]);
-    const x = assembleSubjectExport({ ...inputOf('cust-7', all, { audit }), events: [event('e1', 'cust-7'), event('e3', 'cust-8')] });
+    const byOtherSubject = { ...event('e4', 'cust-7'), eventId: 'e4', actor: 'cust-8' };
+    const bySubject = { ...event('e5', 'cust-7'), eventId: 'e5', actor: 'cust-7' };
+    const x = assembleSubjectExport({
+      ...inputOf('cust-7', all, { audit }),
+      events: [event('e1', 'cust-7'), event('e3', 'cust-8'), byOtherSubject, bySubject],
+    });
     // The ingest that wrote both subjects' events, as far as it concerns this one.
     expect(x.processing.map((p) => [p.eventIds, p.recordIds])).toEqual([[['e1'], []]]);
     expect(x.events).toEqual([
-      expect.objectContaining({ id: 'e1', source: { system: 'crm', channel: 'chat' }, actor: 'agent-1', recordId: zh.id }),
+      expect.objectContaining({
+        id: 'e1',
+        source: { system: 'crm', channel: 'chat' },
+        actor: 'a caller other than the data subject',
+        recordId: zh.id,
+      }),
+      expect.objectContaining({ id: 'e4', actor: 'a caller other than the data subject' }),
+      expect.objectContaining({ id: 'e5', actor: 'the data subject' }),
     ]);
-    expect(x.counts.events).toBe(1);
+    // Another data subject who sent an event about this one is not named.
+    expect(JSON.stringify(x)).not.toContain('cust-8');
+    expect(x.counts.events).toBe(3);
   });
 
   it('given a subject with no records, when exported, then the export is empty but well-formed', () => {

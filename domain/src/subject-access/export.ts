@@ -115,7 +115,10 @@ export const ExportedEvent = z.strictObject({
   activity: z.string(),
   source: z.strictObject({ system: z.string(), channel: z.string().optional(), externalId: z.string().optional() }),
   sourceTrust: SourceTrust.optional(),
-  /** Who sent it to ELMA (the token's subject). */
+  /**
+   * Who sent it to ELMA, described (`describedEventActor`): "the data subject", or "a caller other than the data
+   * subject" (events record no role, and the caller may be another data subject; `source` names the system).
+   */
   actor: z.string(),
   session: z.string().optional(),
   purposes: z.array(z.string()),
