@@ -6854,6 +6854,12 @@ export interface operations {
                 keysShredded: number;
                 tombstones: number;
               };
+              reapply?: {
+                eventIds: string[];
+                deletedStreams: string[];
+                forgottenPseudonyms: string[];
+                tombstones: string[];
+              };
               legalHoldExceptions: {
                 recordId: string;
                 holdIds: string[];
