@@ -46,11 +46,15 @@ describe('engine selection', () => {
     expect(() => loadConfig({ ...base, ELMA_EVENTSTORE_URL: 'http://db:2113' })).toThrow(ConfigError);
   });
 
-  it('requires the erasure ledger\'s replica with EventStoreDB, never the ledger itself nor inside the data folder', () => {
-    expect(() => loadConfig({ ...base, ELMA_EVENTSTORE_URL: 'esdb://db:2113?tls=false' })).toThrow(/ELMA_ERASURE_LEDGER_REPLICA is required/);
+  it("requires the erasure ledger's replica with EventStoreDB, never the ledger itself nor inside the data folder", () => {
+    expect(() => loadConfig({ ...base, ELMA_EVENTSTORE_URL: 'esdb://db:2113?tls=false' })).toThrow(
+      /ELMA_ERASURE_LEDGER_REPLICA is required/,
+    );
     const ledger = loadConfig(base).erasureLedger;
     expect(() => loadConfig({ ...base, ELMA_ERASURE_LEDGER_REPLICA: ledger })).toThrow(/names the ledger itself/);
-    expect(() => loadConfig({ ...base, ELMA_ERASURE_LEDGER_REPLICA: `${loadConfig(base).dataDir}/copy.db` })).toThrow(/inside the data folder/);
+    expect(() => loadConfig({ ...base, ELMA_ERASURE_LEDGER_REPLICA: `${loadConfig(base).dataDir}/copy.db` })).toThrow(
+      /inside the data folder/,
+    );
     expect(loadConfig(base).erasureLedgerReplica).toBeUndefined();
   });
 });
