@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { afterAll, inject } from 'vitest';
+import { afterAll, expect, inject } from 'vitest';
 import type { Principal } from '@elma/domain';
 import { loadConfig } from '../../infra/src';
 import { openElma, type Elma } from '../../apps/runtime/src';
@@ -194,4 +194,22 @@ export async function requestSubjectErasure(elma: Elma, principal: Principal, su
   const compliance = { ...principal, sub: 'compliance-1', roles: ['compliance'] };
   return (await elma.erasure.requests.request(compliance, { scope: { type: 'subject', subject }, reason: 'subject_request' }, 'test'))
     .requestId;
+}
+
+/**
+ * Asks a running ELMA for an erasure over HTTP (`headers`: a token that may ask for it) and waits until it is
+ * completed; fails the test when it fails or does not complete in time. Returns the request id.
+ */
+export async function eraseOverHttp(api: string, headers: Record<string, string>, body: unknown, timeoutMs = 120_000): Promise<string> {
+  const created = await fetch(`${api}/v1/erasures`, { method: 'POST', headers, body: JSON.stringify(body) });
+  expect(created.status, await created.clone().text()).toBe(202);
+  const { requestId } = (await created.json()) as { requestId: string };
+  let status = '';
+  for (const deadline = Date.now() + timeoutMs; status !== 'completed' && Date.now() < deadline;) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    status = ((await (await fetch(`${api}/v1/erasures/${requestId}`, { headers })).json()) as { status: string }).status;
+    expect(status).not.toBe('failed');
+  }
+  expect(status).toBe('completed');
+  return requestId;
 }

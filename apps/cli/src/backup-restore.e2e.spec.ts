@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listFiles, scanFiles, verifySignedCertificate } from '@elma/infra';
-import { elmaArgs, ownElmaEnv } from '../../../tests/support/elma-process';
+import { elmaArgs, eraseOverHttp, ownElmaEnv } from '../../../tests/support/elma-process';
 import { spawnElmaStart, type StartedElma } from './embedded-env';
 
 /**
@@ -96,16 +96,7 @@ describe('elma backup / elma restore keep erasures erased', () => {
     // The backup holds the subject's content (the index rows): a restore would bring it back without the ledger.
     expect((await scanFiles(await listFiles([backupDir]), needles())).findings.length).toBeGreaterThan(0);
 
-    const created = await post('/v1/erasures', { scope: { type: 'subject', subject: 'cust-lin' }, reason: 'subject_request' }, dpo);
-    expect(created.status).toBe(202);
-    ({ requestId } = (await created.json()) as { requestId: string });
-    let status = '';
-    for (const deadline = Date.now() + 120_000; status !== 'completed' && Date.now() < deadline;) {
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      status = ((await (await fetch(`${api}/v1/erasures/${requestId}`, { headers: dpo })).json()) as { status: string }).status;
-      expect(status).not.toBe('failed');
-    }
-    expect(status).toBe('completed');
+    requestId = await eraseOverHttp(api, dpo, { scope: { type: 'subject', subject: 'cust-lin' }, reason: 'subject_request' });
     certificate = await (await fetch(`${api}/v1/erasures/${requestId}/certificate`, { headers: dpo })).json();
     expect(await recall('护照号码')).toEqual([]);
 

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLATFORM_TENANT } from '@elma/domain';
 import { listFiles, scanFiles } from '@elma/infra';
-import { elmaArgs, ownElmaEnv } from '../../../tests/support/elma-process';
+import { elmaArgs, eraseOverHttp, ownElmaEnv } from '../../../tests/support/elma-process';
 import { spawnElmaStart, type StartedElma } from './embedded-env';
 
 /**
@@ -104,20 +104,7 @@ describe('the erasure ledger proves it is complete', () => {
     olderLedger = join(root, 'older-ledger.db');
     copyFileSync(join(dataDir, 'erasure-ledger.db'), olderLedger);
 
-    const created = await fetch(`${api}/v1/erasures`, {
-      method: 'POST',
-      headers: dpo,
-      body: JSON.stringify({ scope: { type: 'subject', subject: 'cust-quennell' }, reason: 'subject_request' }),
-    });
-    expect(created.status).toBe(202);
-    const { requestId } = (await created.json()) as { requestId: string };
-    let status = '';
-    for (const deadline = Date.now() + 120_000; status !== 'completed' && Date.now() < deadline;) {
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      status = ((await (await fetch(`${api}/v1/erasures/${requestId}`, { headers: dpo })).json()) as { status: string }).status;
-      expect(status).not.toBe('failed');
-    }
-    expect(status).toBe('completed');
+    const requestId = await eraseOverHttp(api, dpo, { scope: { type: 'subject', subject: 'cust-quennell' }, reason: 'subject_request' });
     mkdirSync(certificates);
     const certificate = await (await fetch(`${api}/v1/erasures/${requestId}/certificate`, { headers: dpo })).json();
     writeFileSync(join(certificates, `${requestId}.json`), JSON.stringify(certificate));

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort, listFiles, loadConfig, mintToken, RESTORE_STEPS, scanFiles, type RestoreStep } from '@elma/infra';
-import { elmaArgs } from '../../../tests/support/elma-process';
+import { elmaArgs, eraseOverHttp } from '../../../tests/support/elma-process';
 import { spawnElmaStart, type StartedElma } from './embedded-env';
 
 /** The steps at which a killed restore has written its marker: the next start refuses until the restore is run again. */
@@ -83,16 +83,7 @@ describe('a restore killed at any step leaves no erased text in the data folder'
     const backup = cli(seeded, 'backup', '--to', backupDir);
     expect(backup.status, backup.stderr).toBe(0);
 
-    const created = await post('/v1/erasures', { scope: { type: 'subject', subject: 'cust-lin' }, reason: 'subject_request' }, dpo);
-    expect(created.status).toBe(202);
-    const { requestId } = (await created.json()) as { requestId: string };
-    let status = '';
-    for (const deadline = Date.now() + 120_000; status !== 'completed' && Date.now() < deadline;) {
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      status = ((await (await fetch(`${api}/v1/erasures/${requestId}`, { headers: dpo })).json()) as { status: string }).status;
-      expect(status).not.toBe('failed');
-    }
-    expect(status).toBe('completed');
+    await eraseOverHttp(api, dpo, { scope: { type: 'subject', subject: 'cust-lin' }, reason: 'subject_request' });
     await stop();
 
     // The erased folder holds none of the text; the backup does (so each scan below can fail).
