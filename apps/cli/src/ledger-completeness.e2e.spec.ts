@@ -122,7 +122,12 @@ describe('the erasure ledger proves it is complete', () => {
     expect(asked.status).toBe(202);
     const offboarding = ((await asked.json()) as { requestId: string }).requestId;
     expect(
-      (await fetch(`${api}/v1/tenants/initech/offboard/${offboarding}/approve`, { method: 'POST', headers: ops('ops-2') })).status,
+      (
+        await fetch(`${api}/v1/tenants/initech/offboard/${offboarding}/approve`, {
+          method: 'POST',
+          headers: { authorization: ops('ops-2').authorization },
+        })
+      ).status,
     ).toBe(202);
     for (let deadline = Date.now() + 150_000, state = ''; state !== 'completed';) {
       expect(Date.now()).toBeLessThan(deadline);
@@ -173,7 +178,10 @@ describe('the erasure ledger proves it is complete', () => {
     // An insider rewrites an entry and its checksum: only the signed head can tell.
     const edited = copyOfFolder();
     const ledger = new Database(edited.ledger);
-    const row = ledger.prepare('SELECT seq, entry FROM erasures ORDER BY seq DESC LIMIT 1').get() as { seq: number; entry: string };
+    const row = ledger.prepare(`SELECT seq, entry FROM erasures WHERE entry LIKE '%"recordIds"%' LIMIT 1`).get() as {
+      seq: number;
+      entry: string;
+    };
     const entry = JSON.parse(row.entry) as { recordIds: string[] };
     const altered = JSON.stringify({ ...entry, recordIds: ['mem_someone_else'] });
     ledger
