@@ -1,5 +1,6 @@
 import {
   ErasureLedgerIncomplete,
+  type AttestOptions,
   ledgerGap,
   SignedLedgerHead,
   streams,
@@ -75,7 +76,7 @@ export class WitnessedErasureLedger implements ErasureLedger {
   mark = () => this.ledger.mark();
   chainAt = (seq: number) => this.ledger.chainAt(seq);
   signedHead = () => this.ledger.signedHead();
-  attest = (signer: LedgerHeadSigner) => this.ledger.attest(signer);
+  attest = (signer: LedgerHeadSigner, options?: AttestOptions) => this.ledger.attest(signer, options);
   head = () => this.ledger.head();
   entries = (after: number): Promise<LedgeredErasure[]> => this.ledger.entries(after);
   requireReapply = (after: number) => this.ledger.requireReapply(after);

@@ -84,7 +84,7 @@ const COMMANDS: Record<string, Command> = {
     run: async (argv) => (await import('./commands/backup')).backupCommand(argv),
   },
   restore: {
-    synopsis: '--from <folder> [--data-dir D] [--without-ledger]',
+    synopsis: '--from <folder> [--data-dir D] [--without-ledger [--accept-ledger-loss]]',
     summary:
       'restore a backup into a stopped data folder, after checking every file against the manifest.\n' +
       'Erasures the ledger holds from after the backup are applied again at the next start, before the API serves.',

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -191,6 +191,15 @@ describe('the erasure ledger proves it is complete', () => {
     const started = start(edited.env);
     expect(started.refusedBy).toBe('start');
     expect(started.stderr).toContain('signed head');
+
+    // Its signed head removed, and every entry with it: the data saw it signed, so it is not a ledger from before heads.
+    const headless = copyOfFolder();
+    const stripped = new Database(headless.ledger);
+    stripped.exec(`DELETE FROM ledger_meta WHERE key = 'signedHead'; DELETE FROM erasures;`);
+    stripped.close();
+    const opened = run(headless.env, 'erasure', 'ledger');
+    expect(opened.status).not.toBe(0);
+    expect(opened.stderr).toContain('its signed head is missing');
   }, 180_000);
 
   it('refuses an older copy of the ledger, and another file named by ELMA_ERASURE_LEDGER', () => {
@@ -216,24 +225,53 @@ describe('the erasure ledger proves it is complete', () => {
     expect((await scan(folder.dir)).findings).toEqual([]);
   }, 180_000);
 
-  it('recovers from the certificates when every copy is lost: refused first, then rebuilt, re-applied and bound', async () => {
+  it('recovers from the certificates when every copy is lost: refused first, then rebuilt, bound, restored and re-applied', async () => {
     const folder = copyOfFolder();
     rmSync(folder.ledger);
-    const restore = run(folder.env, 'restore', '--from', backupDir, '--without-ledger');
-    expect(restore.status, restore.stderr).toBe(0);
-    // Restored without a ledger: the subject is back in the folder until the certificates are applied.
-    expect((await scan(folder.dir)).findings.length).toBeGreaterThan(0);
-    const started = start(folder.env);
-    expect(started.refusedBy).toBe('start');
-    expect(started.stderr).toContain('--rebind');
+    // The folder about to be replaced witnessed both entries: restoring without a ledger is refused, naming the way back.
+    const blind = run(folder.env, 'restore', '--from', backupDir, '--without-ledger');
+    expect(blind.status).toBe(1);
+    expect(blind.stderr).toContain('witnessed 2 erasure ledger entries');
+    expect(blind.stderr).toContain('--certificates DIR --rebind');
+
+    // Certificates that cover less than the data saw are refused too, and bind nothing.
+    const partial = join(root, 'one-certificate');
+    mkdirSync(partial);
+    const [first] = readdirSync(certificates);
+    copyFileSync(join(certificates, first!), join(partial, first!));
+    const short = run(folder.env, 'erasure', 'reapply', '--certificates', partial, '--rebind');
+    expect(short.status).toBe(1);
+    expect(short.stderr).toContain('the data witnessed 2 erasure ledger entries and the certificates give 1');
 
     const rebuilt = run(folder.env, 'erasure', 'reapply', '--certificates', certificates, '--rebind');
     expect(rebuilt.status, rebuilt.stderr).toBe(0);
-    expect(JSON.parse(rebuilt.stdout)).toMatchObject({ certificates: { certificates: 2, added: 2, partial: 0, refused: [] } });
+    expect(JSON.parse(rebuilt.stdout)).toMatchObject({ certificates: { certificates: 2, added: 1, matching: 1, refused: [] } });
+    // The rebuilt ledger, vouched for by the folder, is applied whole to the restored data.
+    const restore = run(folder.env, 'restore', '--from', backupDir);
+    expect(restore.status, restore.stderr).toBe(0);
+    expect(JSON.parse(restore.stdout)).toMatchObject({ erasuresToReapply: 1, offboardingsToReapply: 1 });
+    expect((await scan(folder.dir)).findings.length).toBeGreaterThan(0);
+    const reapplied = run(folder.env, 'erasure', 'reapply', '--certificates', certificates);
+    expect(reapplied.status, reapplied.stderr).toBe(0);
+    expect(JSON.parse(reapplied.stdout)).toMatchObject({ certificates: { matching: 2, added: 0 } });
     expect((await scan(folder.dir)).findings).toEqual([]);
-    // Bound: the next open accepts the rebuilt ledger, and a second pass over the certificates finds it complete.
-    const checked = run(folder.env, 'erasure', 'reapply', '--certificates', certificates);
-    expect(checked.status, checked.stderr).toBe(0);
-    expect(JSON.parse(checked.stdout)).toMatchObject({ certificates: { matching: 2, added: 0 } });
+  }, 240_000);
+
+  it('after a signing key rotation, refuses a restore whose vault cannot check the ledger, until the key export is given', async () => {
+    const folder = copyOfFolder();
+    expect(run(folder.env, 'keys', 'rotate', '--signing').status).toBe(0);
+    // The head signed again with the new key (a rebind does it at once; the next erasure would as well).
+    expect(run(folder.env, 'erasure', 'reapply', '--certificates', certificates, '--rebind').status).toBe(0);
+    const refused = run(folder.env, 'restore', '--from', backupDir);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain("which the backup's key vault does not hold");
+    const keys = join(root, `keys-${cases}.json`);
+    expect(run(folder.env, 'keys', 'export', '--out', keys).status).toBe(0);
+    const withKeys = { ...folder.env, ELMA_CERTIFICATE_KEYS: keys };
+    const restore = run(withKeys, 'restore', '--from', backupDir);
+    expect(restore.status, restore.stderr).toBe(0);
+    const reapplied = run(withKeys, 'erasure', 'reapply');
+    expect(reapplied.status, reapplied.stderr).toBe(0);
+    expect((await scan(folder.dir)).findings).toEqual([]);
   }, 240_000);
 });

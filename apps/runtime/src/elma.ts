@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
@@ -132,6 +132,10 @@ export interface Offboarding {
 
 export interface Elma {
   config: ElmaConfig;
+  /** The erasure ledger as opened (not witnessed per entry) and the data's witness of it: for `elma erasure reapply --rebind`. */
+  ledgerWitness: { ledger: ErasureLedger; witness: LedgerWitness };
+  /** The signing keys certificates and the ledger's heads are checked against: the vault's and ELMA_CERTIFICATE_KEYS'. */
+  trustedKeys: () => { keys: unknown[] };
   logger: Logger;
   log: EventLog;
   vault: KeyVault;
@@ -197,6 +201,24 @@ export interface Ablations {
   conflicts?: ConflictSettlement;
   /** Policy post-filtering instead of pushdown, the dense route alone, plain concatenation instead of packing. */
   recall?: RecallAblations;
+}
+
+/**
+ * The keys certificates and ledger heads are checked against: every key the signer has published, then those of
+ * the operator's key export (ELMA_CERTIFICATE_KEYS), read once: a key rotated after a backup that was restored is
+ * in the export, not in the restored vault.
+ */
+function trustedSigningKeys(signer: CertificateSigner, exportFile: string | undefined): () => { keys: unknown[] } {
+  let exported: unknown[] = [];
+  if (exportFile) {
+    try {
+      const parsed = JSON.parse(readFileSync(exportFile, 'utf8')) as { keys?: unknown };
+      if (Array.isArray(parsed.keys)) exported = parsed.keys;
+    } catch (error) {
+      throw new Error(`ELMA_CERTIFICATE_KEYS: ${exportFile} cannot be read as a key set (${(error as Error).message})`);
+    }
+  }
+  return () => ({ keys: [...signer.jwks().keys, ...exported] });
 }
 
 /** Opens the engines named by the configuration and wires the services. Does not start the projection. */
@@ -300,11 +322,15 @@ export async function openElma(
     : new CertificateSigner({ masterKey: config.masterKey });
   // The ledger's signed head checked against its entries, then the data's witness against the ledger: a ledger
   // that lost entries (deleted, emptied, truncated, older, another file) stops the start before anything is served.
-  const headSigner = ledgerHeadSigner(signer);
+  const trustedKeys = trustedSigningKeys(signer, config.certificateKeysFile);
+  const headSigner = ledgerHeadSigner(signer, trustedKeys);
   const witness = new LedgerWitness({ log, signer: headSigner });
+  const rebind = options.ledgerWitness === 'rebind';
   try {
-    await ledger.attest(headSigner);
-    if (options.ledgerWitness !== 'rebind') await witness.check(ledger, config.erasureLedger);
+    // The witness first (another ledger, or fewer entries, is said as such), then the signed head: a data folder that
+    // witnessed the ledger saw it signed, so a ledger without a signed head lost it.
+    if (!rebind) await witness.check(ledger, config.erasureLedger);
+    await ledger.attest(headSigner, { mustBeSigned: (await witness.latest()) !== undefined, resign: rebind });
   } catch (error) {
     await closeEngines();
     throw error;
@@ -386,8 +412,9 @@ export async function openElma(
   try {
     const report = await reapply.reapplyPending();
     if (report) logger.info('erasure ledger re-applied to restored data', { ...report });
-    // The data has now seen the whole ledger (a restored folder's witness was the backup's).
-    await witness.advance(ledger);
+    // The data has now seen the whole ledger (a restored folder's witness was the backup's). A rebind moves the
+    // witness only once the certificates are shown to cover what the data saw (`elma erasure reapply --rebind`).
+    if (!rebind) await witness.advance(ledger);
   } catch (error) {
     await closeEngines();
     throw error;
@@ -395,6 +422,8 @@ export async function openElma(
 
   return {
     config,
+    ledgerWitness: { ledger, witness },
+    trustedKeys,
     logger,
     log,
     vault,

@@ -98,6 +98,19 @@ export interface LedgerHeadSigner {
   refusal(signed: SignedLedgerHead): string | undefined;
 }
 
+export interface AttestOptions {
+  /**
+   * The data has witnessed this ledger (see `LedgerWitness`), so it was signed: a ledger without a signed head
+   * then lost it (removed by hand) and is refused, instead of being signed again as one from before signed heads.
+   */
+  mustBeSigned?: boolean;
+  /**
+   * `--rebind`, every copy lost or the key that signed the head gone: the ledger is taken as it is (its entries'
+   * checksums and numbering still checked) and its head signed again with the current key.
+   */
+  resign?: boolean;
+}
+
 /**
  * Why a ledger does not continue a mark that something else (the data's witness, a backup's manifest, the other
  * copy) has seen, or undefined when it does: same identity, at least as many entries, and the same chain up to
@@ -137,7 +150,7 @@ export interface ErasureLedger {
    * does not hold: entries removed or edited by someone without the signing key), then signs each new head. A
    * ledger never signed is signed here. `record` needs it first.
    */
-  attest(signer: LedgerHeadSigner): Promise<void>;
+  attest(signer: LedgerHeadSigner, options?: AttestOptions): Promise<void>;
 
   /** Records a completed erasure or tenant off-boarding, durably. Idempotent per (tenant, requestId): the first entry stays. */
   record(entry: LedgerEntry): Promise<void>;
@@ -177,7 +190,7 @@ export class ErasureLedgerIncomplete extends DomainError {
       `the erasure ledger ${path} does not continue the one ${against} saw: ${reason}. ELMA refuses it, since erasures ` +
         'recorded only in the missing entries would come back. Recover by putting the ledger back (its own copy, or the ' +
         'replica at ELMA_ERASURE_LEDGER_REPLICA), or, if every copy is lost, by rebuilding it from the erasure and ' +
-        "off-boarding certificates: 'elma erasure reapply --certificates DIR --rebind' (README: Backup and restore).",
+        "off-boarding certificates: 'elma erasure reapply --certificates DIR --rebind' (README: Backup and restore)",
       { path, against, reason },
     );
   }

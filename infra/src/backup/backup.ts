@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { closeSync, copyFileSync, fsyncSync, openSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -24,7 +24,7 @@ import { RESTORE_STAGING_PREFIX } from '../files/leftovers';
 import { OWNER_ONLY } from '../files/owner-only';
 import { ERASURE_LEDGER_FILE } from '../erasure-ledger/sqlite-erasure-ledger';
 import { openErasureLedger } from '../erasure-ledger/replicated-erasure-ledger';
-import { lastEventData } from '../event-log/sqlite/sqlite-event-log';
+import { lastEventData, SqliteEventLog } from '../event-log/sqlite/sqlite-event-log';
 
 export const MANIFEST_FILE = 'manifest.json';
 const SECRET_FILES = ['master.key', 'jwt.secret'] as const;
@@ -254,25 +254,65 @@ function openLedgerIfAny(ledgerPath: string, replicaPath: string | undefined): E
  * Refuses a ledger that does not continue what the backup, or the folder about to be replaced, saw: the one
  * check a restore cannot do without (entries lost from the ledger would not be re-applied, and their erasures
  * would come back with the data). The live folder's witness is its last signed head (see `LedgerWitness`).
+ * Returns the head after which entries are applied again: the backup's, or 0 when the live folder vouches for a
+ * ledger rebuilt after the backup (`--rebind`), which is then applied whole.
  */
-async function checkLedgerContinues(ledger: ErasureLedger, path: string, manifest: BackupManifest, dataDir: string): Promise<void> {
-  const at = (seq: number) => ledger.chainAt(seq);
-  const held = { id: ledger.id, seq: await ledger.head(), chainAt: at };
-  if (manifest.ledger) {
-    const seen: LedgerMark = {
-      ledgerId: manifest.ledger.id,
-      seq: manifest.ledger.head,
-      chain: manifest.ledger.chain ?? at(manifest.ledger.head) ?? '',
-    };
-    const gap = ledgerGap(held, seen);
-    if (gap) throw new RestoreRefused(new ErasureLedgerIncomplete(path, 'the backup', gap).message);
+async function ledgerContinues(
+  ledger: ErasureLedger,
+  path: string,
+  manifest: BackupManifest,
+  live: SignedLedgerHead | undefined,
+): Promise<number> {
+  const held = { id: ledger.id, seq: await ledger.head(), chainAt: (seq: number) => ledger.chainAt(seq) };
+  const refuse = (against: string, gap: string) => new RestoreRefused(new ErasureLedgerIncomplete(path, against, gap).message);
+  if (live) {
+    const gap = ledgerGap(held, live.head);
+    if (gap) throw refuse('the data folder being replaced', gap);
   }
+  if (!manifest.ledger) return 0;
+  const seen: LedgerMark = {
+    ledgerId: manifest.ledger.id,
+    seq: manifest.ledger.head,
+    chain: manifest.ledger.chain ?? held.chainAt(manifest.ledger.head) ?? '',
+  };
+  const gap = ledgerGap(held, seen);
+  if (!gap) return manifest.ledger.head;
+  if (live && live.head.ledgerId === ledger.id && ledger.id !== manifest.ledger.id) return 0;
+  throw refuse('the backup', gap);
+}
+
+/** The last ledger head the folder's own event log witnessed (embedded log only), if any. */
+function liveWitness(dataDir: string): SignedLedgerHead | undefined {
   const eventsDb = join(dataDir, 'events.db');
-  if (!existsSync(eventsDb)) return;
+  if (!existsSync(eventsDb)) return undefined;
   const witnessed = SignedLedgerHead.safeParse(lastEventData(eventsDb, streams.ledgerWitness));
-  if (!witnessed.success) return;
-  const gap = ledgerGap(held, witnessed.data.head);
-  if (gap) throw new RestoreRefused(new ErasureLedgerIncomplete(path, 'the data folder being replaced', gap).message);
+  return witnessed.success ? witnessed.data : undefined;
+}
+
+/**
+ * The signing keys a backup's vault holds (their ids), or undefined when it holds no SQLite vault: a ledger head
+ * signed by a key rotated after the backup cannot be checked by the restored vault alone.
+ */
+function signingKeysOf(keysDb: string): Set<string> | undefined {
+  if (!existsSync(keysDb)) return undefined;
+  const db = new Database(keysDb, { readonly: true, fileMustExist: true });
+  try {
+    const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'signing_keys'").get();
+    return table ? new Set(db.prepare('SELECT kid FROM signing_keys').pluck().all() as string[]) : undefined;
+  } finally {
+    db.close();
+  }
+}
+
+/** Key ids in a key export (JWKS), if one is configured and readable. */
+function exportedKeyIds(jwksFile: string | undefined): Set<string> {
+  if (!jwksFile || !existsSync(jwksFile)) return new Set();
+  try {
+    const keys = (JSON.parse(readFileSync(jwksFile, 'utf8')) as { keys?: { kid?: unknown }[] }).keys ?? [];
+    return new Set(keys.map((key) => key.kid).filter((kid): kid is string => typeof kid === 'string'));
+  } catch {
+    return new Set();
+  }
 }
 
 export interface RestoreOptions {
@@ -283,6 +323,10 @@ export interface RestoreOptions {
   temporalDbFile?: string;
   /** Restore although there is no erasure ledger (erasures done after the backup then come back). */
   withoutLedger: boolean;
+  /** With `withoutLedger`: although the folder being replaced witnessed ledger entries (they are lost). */
+  acceptLedgerLoss?: boolean;
+  /** ELMA_CERTIFICATE_KEYS: a key export whose keys the next start trusts besides the restored vault's. */
+  certificateKeysFile?: string;
   /** Test only: awaited at each step of the staging and the swap, so that a fault test can kill the process there. */
   pause?: (step: RestoreStep) => Promise<void>;
 }
@@ -338,11 +382,22 @@ export async function restoreDataDir(options: RestoreOptions): Promise<RestoreRe
     }
     let reapply: RestoreResult['reapply'];
     const ledger = openLedgerIfAny(options.ledgerPath, options.ledgerReplicaPath);
+    const live = liveWitness(dataDir);
     if (ledger) {
       try {
-        await checkLedgerContinues(ledger, options.ledgerPath, manifest, dataDir);
         // The backup's ledger, continued: every entry after the backup's head is applied again (each is idempotent).
-        const after = manifest.ledger ? manifest.ledger.head : 0;
+        const after = await ledgerContinues(ledger, options.ledgerPath, manifest, live);
+        const headKey = ledger.signedHead()?.signature.kid;
+        const restoredKeys = manifest.files.some((f) => f.path === 'keys.db')
+          ? signingKeysOf(join(resolve(options.from), 'keys.db'))
+          : undefined;
+        if (headKey && restoredKeys && !restoredKeys.has(headKey) && !exportedKeyIds(options.certificateKeysFile).has(headKey)) {
+          throw new RestoreRefused(
+            `the erasure ledger's head is signed with key ${headKey}, which the backup's key vault does not hold (the signing key ` +
+              'was rotated after the backup), so the restored ELMA could not check it. Export the current keys first ' +
+              "('elma keys export --out FILE', with ELMA stopped, on this folder), set ELMA_CERTIFICATE_KEYS=FILE, and restore again",
+          );
+        }
         await ledger.requireReapply(after);
         const pending = await ledger.entries(after);
         reapply = {
@@ -353,16 +408,24 @@ export async function restoreDataDir(options: RestoreOptions): Promise<RestoreRe
       } finally {
         await ledger.close();
       }
+    } else if (options.withoutLedger && live && live.head.seq > 0 && !options.acceptLedgerLoss) {
+      throw new RestoreRefused(
+        `the data folder being replaced witnessed ${live.head.seq} erasure ledger entries (erasures and off-boardings), and ` +
+          'there is no ledger to apply them again: restoring would bring them back. Put the ledger (or its replica) back, or ' +
+          "rebuild it from the certificates on this folder first ('elma erasure reapply --certificates DIR --rebind'), then " +
+          'restore; to restore anyway and lose them, add --accept-ledger-loss',
+      );
     } else if (!options.withoutLedger) {
       throw new RestoreRefused(
         `no erasure ledger at ${options.ledgerPath}: erasures completed after the backup could not be re-applied. ` +
-          'Point ELMA_ERASURE_LEDGER at the ledger, or pass --without-ledger if there is none to keep',
+          'Point ELMA_ERASURE_LEDGER at the ledger (or ELMA_ERASURE_LEDGER_REPLICA at its replica); if every copy is lost, pass ' +
+          "--without-ledger, then rebuild it from the certificates before starting ('elma erasure reapply --certificates DIR --rebind')",
       );
     } else {
       warnings.push('restored without an erasure ledger: erasures completed after the backup are not re-applied');
     }
 
-    await stageAndSwap(resolve(options.from), dataDir, manifest, options.pause);
+    await stageAndSwap(resolve(options.from), dataDir, manifest, options.pause, ledger ? live : undefined);
     const kept = listFiles(dataDir).filter(
       (p) => !manifest.files.some((f) => f.path === p) && !skip.has(p) && !isCompanion(p) && p.endsWith('.db'),
     );
@@ -380,7 +443,13 @@ export async function restoreDataDir(options: RestoreOptions): Promise<RestoreRe
  * owner removes; killed after it, the next start refuses until the same
  * restore is run again (which stages afresh from the backup).
  */
-async function stageAndSwap(from: string, dataDir: string, manifest: BackupManifest, pause: RestoreOptions['pause']): Promise<void> {
+async function stageAndSwap(
+  from: string,
+  dataDir: string,
+  manifest: BackupManifest,
+  pause: RestoreOptions['pause'],
+  witness: SignedLedgerHead | undefined,
+): Promise<void> {
   const atStep = pause ?? (async () => undefined);
   await atStep('before-staging');
   const staging = join(dataDir, `${RESTORE_STAGING_PREFIX}${randomBytes(4).toString('hex')}`);
@@ -397,6 +466,7 @@ async function stageAndSwap(from: string, dataDir: string, manifest: BackupManif
       if (i + 1 === Math.ceil(toStage.length / 2)) await atStep('staging');
     }
     carryForwardRevocations(join(dataDir, REVOCATIONS_FILE), join(staging, REVOCATIONS_FILE));
+    if (witness) await carryForwardWitness(witness, join(staging, 'events.db'));
     fsyncPath(staging);
     await atStep('staged');
     // From here the folder is being swapped: the marker stops a start until the swap is complete.
@@ -426,6 +496,30 @@ async function stageAndSwap(from: string, dataDir: string, manifest: BackupManif
     // Before the marker, nothing was changed; after it, the marker stays and ELMA refuses to start until a rerun.
     if (!existsSync(join(dataDir, RESTORE_MARKER_FILE))) rmSync(staging, { recursive: true, force: true });
     throw error;
+  }
+}
+
+/**
+ * Appends the replaced folder's last ledger witness to the staged event log: the restored data then knows how much
+ * of the ledger the folder saw (a ledger rebuilt after the backup included), as the folder did, instead of only what
+ * the backup saw. The restore checked the ledger against it first.
+ */
+async function carryForwardWitness(witness: SignedLedgerHead, stagedEventsDb: string): Promise<void> {
+  if (!existsSync(stagedEventsDb)) return;
+  const log = SqliteEventLog.open(stagedEventsDb);
+  try {
+    await log.append(streams.ledgerWitness, [{ id: randomUUID(), type: 'LedgerWitnessed', data: { ...witness } }], {
+      expectedRevision: 'any',
+    });
+  } finally {
+    await log.close();
+  }
+  // Back to a rollback journal, so the staged file is whole on its own when it is moved into place (no -wal beside it).
+  const db = new Database(stagedEventsDb);
+  try {
+    db.pragma('journal_mode = DELETE');
+  } finally {
+    db.close();
   }
 }
 

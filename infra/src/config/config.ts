@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -236,6 +236,11 @@ export interface ElmaConfig {
   erasureLedger: string;
   /** Its replica (absolute), outside the data folder: each heals the other when one is lost, emptied or older. */
   erasureLedgerReplica?: string;
+  /**
+   * ELMA_CERTIFICATE_KEYS: a key export (JWKS, `elma keys export`) whose keys are trusted besides the vault's, for
+   * the ledger's signed heads and the certificates `elma erasure reapply --certificates` reads.
+   */
+  certificateKeysFile?: string;
   /** Tenant off-boarding: the folder export archives go to (never inside `dataDir`); absent: exports refused. */
   offboard: { exportDir?: string };
   /** The organisation named as the issuer on certificates (ELMA_ORGANISATION_NAME). */
@@ -417,6 +422,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return {
     dataDir,
     ...ledgerPaths,
+    ...(e.ELMA_CERTIFICATE_KEYS ? { certificateKeysFile: resolve(e.ELMA_CERTIFICATE_KEYS) } : {}),
     offboard: exportDir ? { exportDir } : {},
     ...(e.ELMA_ORGANISATION_NAME ? { organisationName: e.ELMA_ORGANISATION_NAME } : {}),
     host: e.ELMA_HOST,
@@ -490,9 +496,12 @@ function erasureLedgerPaths(e: EnvValues, dataDir: string): { erasureLedger: str
   const erasureLedger = resolve(e.ELMA_ERASURE_LEDGER ?? join(dataDir, 'erasure-ledger.db'));
   if (!e.ELMA_ERASURE_LEDGER_REPLICA) return { erasureLedger };
   const replica = resolve(e.ELMA_ERASURE_LEDGER_REPLICA);
-  if (replica === erasureLedger)
+  // Compared as the files really are: a symbolic link to the ledger, or into the data folder, is the same place.
+  const real = (path: string) => (existsSync(path) ? realpathSync(path) : path);
+  if (replica === erasureLedger || real(replica) === real(erasureLedger)) {
     throw new ConfigError('ELMA_ERASURE_LEDGER_REPLICA names the ledger itself: give a file on another volume');
-  if (replica.startsWith(`${dataDir}/`)) {
+  }
+  if (replica.startsWith(`${dataDir}/`) || real(replica).startsWith(`${real(dataDir)}/`)) {
     throw new ConfigError(
       "ELMA_ERASURE_LEDGER_REPLICA is inside the data folder: the replica must live elsewhere, or it shares the folder's fate",
     );
@@ -509,6 +518,7 @@ export function loadDataPaths(env: Record<string, string | undefined> = process.
   dataDir: string;
   erasureLedger: string;
   erasureLedgerReplica?: string;
+  certificateKeysFile?: string;
   temporalDbFile: string;
 } {
   const e = parseEnv(env);
@@ -516,6 +526,7 @@ export function loadDataPaths(env: Record<string, string | undefined> = process.
   return {
     dataDir,
     ...erasureLedgerPaths(e, dataDir),
+    ...(e.ELMA_CERTIFICATE_KEYS ? { certificateKeysFile: resolve(e.ELMA_CERTIFICATE_KEYS) } : {}),
     temporalDbFile: resolve(e.ELMA_TEMPORAL_DB_FILE ?? join(dataDir, 'temporal.db')),
   };
 }

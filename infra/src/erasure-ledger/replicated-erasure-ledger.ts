@@ -1,6 +1,7 @@
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import {
   ErasureLedgerUnreadable,
+  type AttestOptions,
   ledgerGap,
   type ErasureLedger,
   type LedgerEntry,
@@ -138,9 +139,9 @@ class ReplicatedErasureLedger implements ErasureLedger {
     return this.primary.signedHead();
   }
 
-  async attest(signer: LedgerHeadSigner): Promise<void> {
-    await this.primary.attest(signer);
-    await this.replica.attest(signer);
+  async attest(signer: LedgerHeadSigner, options?: AttestOptions): Promise<void> {
+    await this.primary.attest(signer, options);
+    await this.replica.attest(signer, options);
   }
 
   async record(entry: LedgerEntry): Promise<void> {

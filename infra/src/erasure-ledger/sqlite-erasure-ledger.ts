@@ -7,6 +7,7 @@ import {
   FORMAT_VERSIONS,
   LedgerEntry,
   SignedLedgerHead,
+  type AttestOptions,
   type ErasureLedger,
   type LedgeredErasure,
   type LedgerHeadSigner,
@@ -220,13 +221,21 @@ export class SqliteErasureLedger implements ErasureLedger {
     return parsed.data;
   }
 
-  async attest(signer: LedgerHeadSigner): Promise<void> {
+  async attest(signer: LedgerHeadSigner, options: AttestOptions = {}): Promise<void> {
     const signed = this.signedHead();
-    if (signed) {
+    const mark = await this.mark();
+    if (options.resign) {
+      // Taken as it is (`--rebind`): the entries were checked on open; the head is signed again below.
+    } else if (signed) {
       const refusal = signer.refusal(signed);
-      if (refusal) throw new ErasureLedgerUnreadable(this.path, `its signed head does not verify (${refusal})`);
+      if (refusal) {
+        throw new ErasureLedgerUnreadable(
+          this.path,
+          `its signed head does not verify (${refusal}); if the signing key was rotated after a backup that was then restored, ` +
+            'set ELMA_CERTIFICATE_KEYS to a key export that holds it (elma keys export)',
+        );
+      }
       const { head } = signed;
-      const mark = await this.mark();
       // Entries recorded after the last signature cannot exist: an entry and its signed head are one transaction.
       if (head.ledgerId !== mark.ledgerId || head.seq !== mark.seq || head.chain !== mark.chain) {
         throw new ErasureLedgerUnreadable(
@@ -234,9 +243,11 @@ export class SqliteErasureLedger implements ErasureLedger {
           `its signed head names ${head.seq} entries and it holds ${mark.seq}, or other ones (entries removed, added or edited)`,
         );
       }
+    } else if (options.mustBeSigned) {
+      throw new ErasureLedgerUnreadable(this.path, 'its signed head is missing, though the data saw it signed (removed by hand)');
     }
     this.signer = signer;
-    if (!signed) this.saveHead(await this.mark());
+    if (!signed || options.resign) this.saveHead(mark);
   }
 
   private saveHead(mark: LedgerMark): void {

@@ -21,7 +21,7 @@ export const ERASURE_USAGE = `usage: elma erasure list [--status S] [--json]
                             | --content-file FILE | --fingerprint HEX)
        elma erasure approve <requestId>
        elma erasure certificate <requestId> [--pdf] [--out FILE]
-       elma erasure reapply [--after N] [--certificates DIR [--rebind]] | elma erasure ledger
+       elma erasure reapply [--after N] [--certificates DIR [--rebind [--accept-ledger-loss]]] | elma erasure ledger
 Over the API, with a token of role compliance or dpo (a data subject: their own requests; approve: dpo, not the
 requester). list: every erasure of the tenant, page after page, newest first as the API orders them; --json:
 one JSON object a line. status: the steps; --wait follows it (progress on stderr) until it ends: exit 0 certified,
@@ -29,7 +29,8 @@ one JSON object a line. status: the steps; --wait follows it (progress on stderr
 file (not the command line, which other users see). certificate: the signed JSON (or --pdf) to stdout or --out.
 reapply, ledger: the erasure ledger on the configured engines, with ELMA stopped (elma erasures reapply|status);
 --certificates DIR: check the ledger against the signed certificates there and add what it lacks; --rebind: the
-ledger is lost, rebuild it from them.
+ledger is lost, rebuild it from them (refused when they cover fewer entries than the data saw, unless
+--accept-ledger-loss).
 ${API_USAGE_NOTE}
 `;
 

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { LedgerRecovery, type CheckedCertificate } from '@elma/application';
@@ -24,7 +24,12 @@ export async function erasureLedgerCommand(action: 'reapply' | 'ledger', rest: s
   try {
     values = parseArgs({
       args: rest,
-      options: { after: { type: 'string' }, certificates: { type: 'string' }, rebind: { type: 'boolean', default: false } },
+      options: {
+        after: { type: 'string' },
+        certificates: { type: 'string' },
+        rebind: { type: 'boolean', default: false },
+        'accept-ledger-loss': { type: 'boolean', default: false },
+      },
     }).values;
   } catch (error) {
     process.stderr.write(`${name}: ${(error as Error).message}\n`);
@@ -43,6 +48,10 @@ export async function erasureLedgerCommand(action: 'reapply' | 'ledger', rest: s
     process.stderr.write(`${name}: --certificates goes with reapply\n`);
     return 2;
   }
+  if (values.certificates && !existsSync(values.certificates)) {
+    process.stderr.write(`${name}: --certificates ${values.certificates}: no such folder\n`);
+    return 2;
+  }
   // Refuses a folder no ELMA has started: opening would create an empty ELMA there.
   const config = loadConfig(process.env, { secrets: 'existing' });
   const ownership = claimEmbeddedEngines(config, `${name} ${action}`, {});
@@ -57,11 +66,24 @@ export async function erasureLedgerCommand(action: 'reapply' | 'ledger', rest: s
         );
         return 0;
       }
+      // A rebind records through the ledger as opened: the data's witness moves only once the certificates cover it.
+      const ledger = values.rebind ? elma.ledgerWitness.ledger : elma.erasure.ledger;
+      const seen = values.rebind ? await elma.ledgerWitness.witness.latest() : undefined;
       const recovery = values.certificates
-        ? await new LedgerRecovery({ ledger: elma.erasure.ledger }).recover(readCertificates(values.certificates, elma.signer.jwks()))
+        ? await new LedgerRecovery({ ledger }).recover(readCertificates(values.certificates, elma.trustedKeys()))
         : undefined;
+      const held = await ledger.head();
+      if (seen && held < seen.head.seq && !values['accept-ledger-loss']) {
+        process.stderr.write(
+          `${name}: the data witnessed ${seen.head.seq} erasure ledger entries and the certificates give ${held}: ` +
+            `${seen.head.seq - held} erasure(s) or off-boarding(s) would come back. Find the missing certificates, or add ` +
+            '--accept-ledger-loss to bind the data to this ledger anyway. Nothing was bound.\n',
+        );
+        return 1;
+      }
       const report = await elma.erasure.reapply.reapplyAll(after);
       await elma.index.flush();
+      if (values.rebind) await elma.ledgerWitness.witness.advance(ledger);
       process.stdout.write(`${JSON.stringify(recovery ? { ...report, certificates: recovery } : report)}\n`);
       // A certificate that does not verify, or states another entry than the ledger's, needs a human.
       return recovery && (recovery.refused.length > 0 || recovery.differing.length > 0) ? 1 : 0;
@@ -102,7 +124,7 @@ export async function erasuresCommand(argv: string[]): Promise<number> {
   const [action, ...rest] = argv;
   if (action !== 'reapply' && action !== 'status') {
     process.stderr.write(
-      'usage: elma erasures reapply [--after N] [--certificates DIR [--rebind]] | elma erasures status   (now: elma erasure reapply | ledger)\n',
+      'usage: elma erasures reapply [--after N] [--certificates DIR [--rebind [--accept-ledger-loss]]] | elma erasures status   (now: elma erasure reapply | ledger)\n',
     );
     return 2;
   }

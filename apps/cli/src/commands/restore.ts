@@ -10,7 +10,12 @@ import { loadDataPaths, RESTORE_STEPS, restoreDataDir, type RestoreStep } from '
 export async function restoreCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { from: { type: 'string' }, 'data-dir': { type: 'string' }, 'without-ledger': { type: 'boolean', default: false } },
+    options: {
+      from: { type: 'string' },
+      'data-dir': { type: 'string' },
+      'without-ledger': { type: 'boolean', default: false },
+      'accept-ledger-loss': { type: 'boolean', default: false },
+    },
   });
   if (!values.from) {
     process.stderr.write('elma restore: --from <backup folder> is required\n');
@@ -25,6 +30,8 @@ export async function restoreCommand(argv: string[]): Promise<number> {
       ledgerReplicaPath: paths.erasureLedgerReplica,
       temporalDbFile: paths.temporalDbFile,
       withoutLedger: values['without-ledger'],
+      acceptLedgerLoss: values['accept-ledger-loss'],
+      certificateKeysFile: paths.certificateKeysFile,
       pause: pauseForTests(process.env.ELMA_TEST_RESTORE_PAUSE),
     });
     for (const warning of result.warnings) process.stderr.write(`elma restore: WARNING: ${warning}\n`);
