@@ -196,6 +196,32 @@ describe('audit log on a real SQLite event log', () => {
     }
   });
 
+  it('names a caller whose token carries no built-in role by a pseudonym even before any event about them, and their erasure forgets it', async () => {
+    // Given a vault that holds nothing on late-subj yet (no event about them arrived)
+    const vault = new SqliteKeyVault({ path: join(dir, 'keys.db'), masterKey: randomBytes(32) });
+    try {
+      const named = new AuditLog({ log: events, clock, subjects: vault });
+      // When they act with their own token (no role, or only roles a tenant policy defines), and an agent acts too
+      const first = await named.record(request(0, { actor: { sub: 'late-subj', roles: [] } }));
+      const policyRole = await named.record(request(1, { actor: { sub: 'late-subj-2', roles: ['customer'] } }));
+      const agent = await named.record(request(2, { actor: { sub: 'agent-11', roles: ['agent'] } }));
+      // Then the subject is named by the pseudonym the vault now holds for them, the same their events will get
+      const pseudonym = (await vault.subjectPseudonyms('t1', ['late-subj'], { create: false })).get('late-subj');
+      expect(first.actor).toBe(pseudonym);
+      expect(first.actor).toMatch(/^psn_/);
+      expect(policyRole.actor).toMatch(/^psn_/);
+      // while an agent keeps its sub, and was made no subject
+      expect(agent.actor).toBe('agent-11');
+      expect((await vault.subjectPseudonyms('t1', ['agent-11'], { create: false })).size).toBe(0);
+      // Once erased, nothing in the trail names them, and the chain holds
+      await vault.forgetSubject('t1', 'late-subj');
+      expect(JSON.stringify(await collect(named.export('t1')))).not.toContain('late-subj');
+      expect(await named.verify('t1')).toEqual({ ok: true, checked: 3 });
+    } finally {
+      await vault.close();
+    }
+  });
+
   it('exports by time range, actor, subject, resource id and operation', async () => {
     // Given entries one minute apart with varied attributes
     const minute = 60_000;

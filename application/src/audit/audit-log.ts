@@ -31,7 +31,8 @@ export interface AuditLogDeps {
   pseudonymize?: (tenant: string, subject: string) => string;
   /**
    * The key vault's subject pseudonyms: a caller who is a data subject of the tenant is recorded by theirs
-   * (`recordedName`), which their erasure forgets. Absent (tests of other parts), callers are recorded by `sub`.
+   * (`recordedName`; made at once for a token without built-in roles, `actsAsSubject`), which their erasure
+   * forgets. Absent (tests of other parts), callers are recorded by `sub`.
    */
   subjects?: Pick<KeyVault, 'subjectPseudonyms'>;
   /**

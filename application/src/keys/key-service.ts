@@ -3,6 +3,7 @@ import {
   parseOrThrow,
   ROLES,
   TenantMismatch,
+  ValidationFailed,
   type Clock,
   type KeyRotation,
   type Principal,
@@ -85,11 +86,26 @@ export class KeyService {
   async revokeToken(principal: Principal, body: unknown, requestId: string): Promise<{ jti: string; expiresAt: string }> {
     await this.access.require(principal, ROLES.administer, 'administer', ['tokens/revocations'], requestId);
     const request = parseOrThrow(TokenRevocationRequest, body);
-    const { jti, exp } = request.token === undefined ? { jti: request.jti!, exp: request.exp } : this.ownToken(principal, request.token);
     const now = Math.floor(this.deps.clock.now().getTime() / 1000);
+    const { jti, exp } =
+      request.token === undefined ? this.namedToken(request.jti!, request.exp, now) : this.ownToken(principal, request.token);
     const expiresAt = this.deps.denyList.revoke(principal.tenant, jti, this.entryEnd(exp, request.expiresAt, now), now);
     await this.access.record(principal, 'administer', [`token:${jti}`], requestId, 'allow', `role:${ROLES.administer}`);
     return { jti, expiresAt: new Date(expiresAt * 1000).toISOString() };
+  }
+
+  /**
+   * A token named by its `jti` and, when known, its `exp`. An `exp` already past (beyond the clock skew) cannot
+   * be that of a token still accepted: most likely a mistyped one, whose entry would end at once and revoke
+   * nothing, so it is refused rather than answered 201. (An `exp` earlier than the real one but still ahead
+   * cannot be told apart: hence the README's advice to give the token itself.)
+   */
+  private namedToken(jti: string, exp: number | undefined, now: number): { jti: string; exp?: number } {
+    if (exp !== undefined && exp + this.deps.clockSkewSeconds < now)
+      throw new ValidationFailed([
+        { path: 'exp', message: 'already past: no token with this exp is accepted any more, so revoking it would deny nothing' },
+      ]);
+    return { jti, exp };
   }
 
   /** The claims of a token of the caller's tenant: an entry for another tenant's token would deny nothing. */

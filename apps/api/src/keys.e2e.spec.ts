@@ -105,6 +105,24 @@ describe('token revocation (deny list by jti)', () => {
     expect(again.body.expiresAt).toBe(answers[2].body.expiresAt);
   });
 
+  it('a jti with an exp already past (beyond the clock skew) is refused with 422 naming exp: it would revoke nothing', async () => {
+    const token = await mint({ sub: 'rev-past-exp', roles: ['agent'] });
+    const { jti, exp } = decodeJwt(token) as { jti: string; exp: number };
+    const skew = t.elma.config.auth.clockSkewSeconds;
+    for (const past of [1, Math.floor(Date.now() / 1000) - skew - 5]) {
+      const refused = await call(tokens.admin, 'POST', '/v1/tokens/revocations', { jti, exp: past });
+      expect([refused.status, refused.body.code], refused.text).toEqual([422, 'REQUEST.VALIDATION_FAILED']);
+      expect(refused.type).toMatch(/application\/problem\+json/);
+      expect(refused.body.errors).toEqual([expect.objectContaining({ path: 'exp' })]);
+      expect(refused.text).not.toContain(jti);
+    }
+    // Nothing was written: the token still works, and its real exp revokes it.
+    expect((await call(token, 'POST', '/v1/recall', { query: 'x', purpose: 'support', budgetTokens: 100 })).status).toBe(200);
+    expect((await call(tokens.admin, 'POST', '/v1/tokens/revocations', { jti, exp })).status).toBe(201);
+    const denied = await call(token, 'POST', '/v1/recall', { query: 'x', purpose: 'support', budgetTokens: 100 });
+    expect([denied.status, denied.body.code]).toEqual([401, 'AUTH.TOKEN_REVOKED']);
+  });
+
   it('a revoked token gets 401 AUTH.TOKEN_REVOKED at once, other tokens are unaffected, and the audit trail records the id only', async () => {
     const { jti, exp } = decodeJwt(tokens.agent);
     const revoked = await call(tokens.admin, 'POST', '/v1/tokens/revocations', { jti });

@@ -381,6 +381,33 @@ describe('an audit entry never names a data subject who acted', () => {
     return audit.text;
   }
 
+  /** Erases the subject (a compliance officer's request, no approval needed) and waits until it completed. */
+  async function erase(subject: string): Promise<void> {
+    const erasure = await call('compliance', 'POST', '/v1/erasures', { scope: { type: 'subject', subject }, reason: 'subject_request' });
+    expect(erasure.status, erasure.text).toBe(202);
+    for (let i = 0; ; i++) {
+      const progress = await call('compliance', 'GET', `/v1/erasures/${erasure.body.requestId}`);
+      if (progress.body.status === 'completed') break;
+      expect(['failed', 'denied', 'verification_failed'], JSON.stringify(progress.body)).not.toContain(progress.body.status);
+      expect(i).toBeLessThan(600);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  it('a subject who calls with their own token (no built-in role) before any event about them is not named in the trail after their erasure', async () => {
+    // Given late-subj recalls before ELMA holds anything on them, and an event about them arrives later
+    tokens.late = await t.token({ sub: 'late-subj', roles: [], purposes: ['support'], clearance: 'internal' });
+    const early = await call('late', 'POST', '/v1/recall', { query: 'bookcase', purpose: 'support', budgetTokens: 200 });
+    expect(early.status, early.text).toBe(200);
+    await ingest([chatEvent('late-subj', 'Wilhelmina Tarrow asked about the oak desk')]);
+    // When late-subj is erased
+    await erase('late-subj');
+    // Then no entry names them, and the chain holds
+    expect(await trail()).not.toContain('late-subj');
+    const verified = await call('auditor', 'POST', '/v1/audit/verify');
+    expect([verified.status, verified.body.ok], verified.text).toEqual([200, true]);
+  });
+
   it('a subject reads a record, is erased, and another subject export then names neither them nor their pseudonym; the chain verifies', async () => {
     // Given a record derived from the events of cust-31 and cust-32
     tokens.cust31 = await t.token({ sub: 'cust-31', roles: [], purposes: ['support'], clearance: 'internal' });
@@ -419,18 +446,7 @@ describe('an audit entry never names a data subject who acted', () => {
     for (const name of ['cust-32', pseudonym]) expect(before.text).not.toContain(name);
 
     // When cust-32 is erased
-    const erasure = await call('compliance', 'POST', '/v1/erasures', {
-      scope: { type: 'subject', subject: 'cust-32' },
-      reason: 'subject_request',
-    });
-    expect(erasure.status, erasure.text).toBe(202);
-    for (let i = 0; ; i++) {
-      const progress = await call('compliance', 'GET', `/v1/erasures/${erasure.body.requestId}`);
-      if (progress.body.status === 'completed') break;
-      expect(['failed', 'denied', 'verification_failed'], JSON.stringify(progress.body)).not.toContain(progress.body.status);
-      expect(i).toBeLessThan(600);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await erase('cust-32');
 
     // Then the pseudonym leads nowhere, a new export of cust-31 names neither, the trail has no id, and the chain holds
     expect(await t.elma.vault.subjectsOfPseudonyms('acme', [pseudonym])).toEqual(new Map());

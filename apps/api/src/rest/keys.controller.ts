@@ -53,7 +53,7 @@ export class KeysController {
   @ApiJsonBody(TokenRevocationRequest, {
     description:
       'Either `token` (the token itself: its jti, exp and tenant are read from it, the signature is not checked) or `jti` with, ' +
-      'when known, `exp` (the token’s exp claim, seconds since 1970; without it the entry lasts ELMA_TOKEN_MAX_TTL plus the clock skew). ' +
+      'when known, `exp` (the token’s exp claim, seconds since 1970; without it the entry lasts ELMA_TOKEN_MAX_TTL plus the clock skew; one already past, beyond the skew, is refused with 422). ' +
       '`expiresAt` may keep the entry longer, never shorter than the token can be accepted.',
     example: { jti: '0b9f6d1e-3c2a-4f1e-9d7b-2a6c5e8f1a30', exp: 1767225600 },
   })

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeJwt } from 'jose';
+import { TENANT_ID_RULE } from '@elma/domain';
 import { loadConfig } from '@elma/infra/config';
 import { elmaArgs } from '../../../../tests/support/elma-process';
 
@@ -29,6 +30,15 @@ describe('elma token', () => {
     expect(result.stderr).toMatch(
       /unknown role superuser; built-in roles: agent, service, admin, reviewer, auditor, compliance, dpo, legal/,
     );
+  });
+
+  it('refuses a tenant that breaks the name rule with one sentence naming the rule, printing no token', () => {
+    for (const tenant of ['lc-X', '_platform']) {
+      const result = token(['--tenant', tenant]);
+      expect(result.status, tenant).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toBe(`elma token: --tenant: ${TENANT_ID_RULE}\n`);
+    }
   });
 
   it('mints built-in roles, plus roles a tenant policy defines when asked with --policy-roles, and a display name, for 8 h by default', () => {

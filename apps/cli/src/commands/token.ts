@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { BUILT_IN_ROLES, unknownRoles } from '@elma/domain';
+import { BUILT_IN_ROLES, TENANT_ID_RULE, TenantId, unknownRoles } from '@elma/domain';
 import { mintToken } from '@elma/infra/auth';
 import { loadConfig, parseDuration } from '@elma/infra/config';
 
@@ -41,6 +41,7 @@ export async function tokenCommand(argv: string[]): Promise<number> {
     return 2;
   };
   if (config.auth.jwksUrl) return fail('ELMA_JWKS_URL is set: the API accepts only tokens from that identity provider');
+  if (!TenantId.safeParse(values.tenant).success) return fail(`--tenant: ${TENANT_ID_RULE}`);
   const roles = list(values.roles, ['agent']);
   const unknown = unknownRoles(roles);
   if (unknown.length > 0) {
