@@ -7,6 +7,8 @@ import { createHash } from 'node:crypto';
 import { ErasureLedgerUnreadable, type ErasureLedgerEntry, type TenantOffboardingLedgerEntry } from '@elma/domain';
 import { SqliteErasureLedger } from './sqlite-erasure-ledger';
 import { attestedLedger } from './attested-ledger.testing';
+import { CertificateSigner } from '../certificate/signing';
+import { ledgerHeadSigner } from '../certificate/ledger-head';
 
 const entry = (requestId: string): ErasureLedgerEntry => ({
   formatVersion: 1,
@@ -172,5 +174,33 @@ describe('SqliteErasureLedger', () => {
     );
     db.close();
     expect(() => SqliteErasureLedger.open(path)).toThrow(/entry 1 is not a ledger entry/);
+  });
+
+  it('refuses, once attested, an entry rewritten with its checksum by someone without the signing key, and a removed head', async () => {
+    const path = pathIn();
+    const ledger = await attestedLedger(path);
+    await ledger.record(entry('q-1'));
+    await ledger.close();
+    const altered = JSON.stringify({ ...entry('q-1'), recordIds: ['someone-else'] });
+    const db = new Database(path);
+    db.prepare('UPDATE erasures SET entry = ?, sha256 = ? WHERE seq = 1').run(
+      altered,
+      createHash('sha256').update(altered, 'utf8').digest('hex'),
+    );
+    db.close();
+    // Its checksum holds: only the signed head can tell.
+    await expect(attestedLedger(path)).rejects.toThrow(/signed head names 1 entries and it holds 1, or other ones/);
+
+    const headless = pathIn();
+    await (await attestedLedger(headless)).close();
+    const stripped = new Database(headless);
+    stripped.prepare(`DELETE FROM ledger_meta WHERE key = 'signedHead'`).run();
+    stripped.close();
+    const reopened = SqliteErasureLedger.open(headless);
+    const signer = ledgerHeadSigner(new CertificateSigner({ masterKey: new Uint8Array(32).fill(7) }));
+    await expect(reopened.attest(signer, { mustBeSigned: true })).rejects.toThrow(/signed head is missing/);
+    await reopened.attest(signer, { resign: true });
+    expect(reopened.signedHead()?.head.seq).toBe(0);
+    await reopened.close();
   });
 });
