@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DomainError } from '../shared/errors';
 import { FORMAT_VERSIONS } from '../shared/formats';
+import { DocumentSignature } from '../offboarding/certificate';
 
 /**
  * One completed erasure as the erasure ledger keeps it: enough to do it again
@@ -87,7 +88,7 @@ export type LedgerHead = z.infer<typeof LedgerHead>;
 
 export const SignedLedgerHead = z.strictObject({
   head: LedgerHead,
-  signature: z.strictObject({ alg: z.literal('EdDSA'), kid: z.string(), value: z.string().regex(/^[A-Za-z0-9_-]+$/) }),
+  signature: DocumentSignature,
 });
 export type SignedLedgerHead = z.infer<typeof SignedLedgerHead>;
 
