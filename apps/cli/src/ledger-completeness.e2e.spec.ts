@@ -193,14 +193,19 @@ describe('the erasure ledger proves it is complete', () => {
     // The data's witness tells first here (its chain); without it, the signed head would (see the ledger's own suite).
     expect(started.stderr).toMatch(/not the ones recorded|signed head/);
 
-    // Its signed head removed, and every entry with it: the data saw it signed, so it is not a ledger from before heads.
+    // Its signed head removed, and every entry with it, the folder emptied but for its keys, then the backup restored:
+    // the restored data saw the ledger signed, so this is not a ledger from before signed heads.
     const headless = copyOfFolder();
     const stripped = new Database(headless.ledger);
     stripped.exec(`DELETE FROM ledger_meta WHERE key = 'signedHead'; DELETE FROM erasures;`);
     stripped.close();
-    const opened = run(headless.env, 'erasure', 'ledger');
-    expect(opened.status).not.toBe(0);
-    expect(opened.stderr).toContain('its signed head is missing');
+    for (const name of readdirSync(headless.dir)) {
+      if (!['master.key', 'jwt.secret', 'erasure-ledger.db'].includes(name))
+        rmSync(join(headless.dir, name), { recursive: true, force: true });
+    }
+    const outcome = restoreThenStart(headless.env);
+    expect(outcome.refusedBy, outcome.stderr).toBe('start');
+    expect(outcome.stderr).toContain('its signed head is missing');
   }, 180_000);
 
   it('refuses an older copy of the ledger, and another file named by ELMA_ERASURE_LEDGER', () => {
