@@ -1,4 +1,4 @@
-import { BUILT_IN_ROLES, SYSTEM_ROLE, type KeyVault, type Principal } from '@elma/domain';
+import { BUILT_IN_ROLES, SUBJECT_PSEUDONYM, SYSTEM_ROLE, type KeyVault, type Principal } from '@elma/domain';
 
 /** A caller of the API as an audit entry takes it: a token's principal, or the requester a request stream keeps. */
 export type AuditCaller = Pick<Principal, 'sub' | 'roles'>;
@@ -47,6 +47,8 @@ export async function recordedActor(
   actor: AuditActor,
 ): Promise<{ actor: string; actorRoles: string[] }> {
   if (typeof actor === 'string') return { actor, actorRoles: [SYSTEM_ROLE] };
+  // Already a pseudonym (a former subject named as their certificate names them): recorded as it is, never pseudonymised again.
+  if (SUBJECT_PSEUDONYM.test(actor.sub)) return { actor: actor.sub, actorRoles: [...actor.roles] };
   const name = vault ? await recordedName(vault, tenant, actor.sub, { create: actsAsSubject(actor) }) : actor.sub;
   return { actor: name, actorRoles: [...actor.roles] };
 }

@@ -9918,7 +9918,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
-    /** @description Either `token` (the token itself: its jti, exp and tenant are read from it, the signature is not checked) or `jti` with, when known, `exp` (the token’s exp claim, seconds since 1970; without it the entry lasts ELMA_TOKEN_MAX_TTL plus the clock skew). `expiresAt` may keep the entry longer, never shorter than the token can be accepted. */
+    /** @description Either `token` (the token itself: its jti, exp and tenant are read from it, the signature is not checked) or `jti` with, when known, `exp` (the token’s exp claim, seconds since 1970; without it the entry lasts ELMA_TOKEN_MAX_TTL plus the clock skew; one already past, beyond the skew, is refused with 422). `expiresAt` may keep the entry longer, never shorter than the token can be accepted. */
     requestBody: {
       content: {
         'application/json': {
