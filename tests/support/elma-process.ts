@@ -213,3 +213,25 @@ export async function eraseOverHttp(api: string, headers: Record<string, string>
   expect(status).toBe('completed');
   return requestId;
 }
+
+/** Sends one chat turn about `subject` to a running ELMA over HTTP (`headers`: a token that may write), expecting 202. */
+export async function ingestOverHttp(
+  api: string,
+  headers: Record<string, string>,
+  subject: string,
+  text: string,
+  n: number,
+): Promise<void> {
+  const response = await fetch(`${api}/v1/events`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({
+      subject,
+      occurredAt: `2026-11-${String(20 + n).padStart(2, '0')}T09:30:00Z`,
+      activity: 'chat.turn',
+      content: { text },
+      source: { system: 'crm', externalId: `m-${n}` },
+    }),
+  });
+  expect(response.status, await response.clone().text()).toBe(202);
+}

@@ -6,7 +6,17 @@ import { ERASURE_STEPS, type Principal } from '@elma/domain';
 import { verifySignedCertificate } from '@elma/infra';
 import { ensureRetentionSchedule } from '@elma/worker';
 import { filesContaining, inspectIndices, localNode, segmentCounts, shardFolders } from '../../../tests/support/elasticsearch-files';
-import { callApi, changePolicy, chatEvent, roleTokens, startTestApp, type Json, type TestApp, settleErasure } from './testing';
+import {
+  callApi,
+  changePolicy,
+  chatEvent,
+  deriveMemory,
+  roleTokens,
+  startTestApp,
+  type Json,
+  type TestApp,
+  settleErasure,
+} from './testing';
 
 let t: TestApp;
 const tokens: Record<string, string> = {};
@@ -68,20 +78,8 @@ describe('erasure of a data subject, end to end on Temporal', () => {
       }),
       chatEvent('cust-8', bystander),
     ]);
-    const derived = await call('agent', 'POST', '/v1/memories', {
-      kind: 'semantic',
-      content: { text: 'Summary: Zephyrine hides a key under a frog and keeps a passport in a drawer' },
-      sourceEventIds: [e1.id, e2.id],
-      purposes: ['support'],
-    });
-    expect(derived.status, derived.text).toBe(201);
-    const second = await call('agent', 'POST', '/v1/memories', {
-      kind: 'semantic',
-      content: { text: 'Second-order note built on the Zephyrine summary' },
-      sourceEventIds: [e1.id],
-      purposes: ['support'],
-    });
-    expect(second.status, second.text).toBe(201);
+    await deriveMemory(t.url, tokens.agent, 'Summary: Zephyrine hides a key under a frog and keeps a passport in a drawer', [e1.id, e2.id]);
+    await deriveMemory(t.url, tokens.agent, 'Second-order note built on the Zephyrine summary', [e1.id]);
     await strong();
     expect((await recallTexts('Zephyrine spare house key ceramic frog')).join('\n')).toContain('Zephyrine');
   });

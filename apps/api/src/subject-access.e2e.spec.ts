@@ -7,7 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { SubjectExport, type Principal } from '@elma/domain';
 import { mintToken, readPdf, verifySignedDocument } from '@elma/infra';
 import { verifyCertificateCommand } from '../../cli/src/commands/verify-certificate';
-import { callApi, changePolicy, chatEvent, roleTokens, startTestApp, type Json, type TestApp } from './testing';
+import { callApi, changePolicy, chatEvent, deriveMemory, roleTokens, startTestApp, type Json, type TestApp } from './testing';
 
 let t: TestApp;
 const tokens: Record<string, string> = {};
@@ -81,27 +81,18 @@ describe('subject access (GDPR Art. 15/20), end to end on Temporal', () => {
       chatEvent('cust-8', bystander),
     ]);
     // A record derived from both subjects' events, and one from cust-7's alone.
-    const shared = await call('agent', 'POST', '/v1/memories', {
-      kind: 'semantic',
-      content: { text: 'Zephyrine and Bartholomew both asked about the blue ceramic frog' },
-      sourceEventIds: [en.id, other.id],
-      purposes: ['support'],
-    });
-    expect(shared.status, shared.text).toBe(201);
-    const own = await call('agent', 'POST', '/v1/memories', {
-      kind: 'semantic',
-      content: { text: '张伟 (Zephyrine) keeps documents at home' },
-      sourceEventIds: [en.id, zh.id],
-      purposes: ['support'],
-    });
-    expect(own.status, own.text).toBe(201);
+    const shared = await deriveMemory(t.url, tokens.agent, 'Zephyrine and Bartholomew both asked about the blue ceramic frog', [
+      en.id,
+      other.id,
+    ]);
+    const own = await deriveMemory(t.url, tokens.agent, '张伟 (Zephyrine) keeps documents at home', [en.id, zh.id]);
     ids = {
       en: `mem_ep_${en.id}`,
       zh: `mem_ep_${zh.id}`,
       restricted: `mem_ep_${restricted.id}`,
       other: `mem_ep_${other.id}`,
-      shared: shared.body.memory.id,
-      own: own.body.memory.id,
+      shared,
+      own,
     };
     const hold = await call('legal', 'POST', '/v1/legal-holds', { scope: { recordIds: [ids.zh] }, reason: 'MATTER-42' });
     expect(hold.status, hold.text).toBe(201);
@@ -416,14 +407,7 @@ describe('an audit entry never names a data subject who acted', () => {
       chatEvent('cust-31', 'Ottoline Brackwater ordered the walnut bookcase'),
       chatEvent('cust-32', 'Peregrine Ashcombe ordered the same walnut bookcase'),
     ]);
-    const shared = await call('agent', 'POST', '/v1/memories', {
-      kind: 'semantic',
-      content: { text: 'Ottoline and Peregrine both ordered the walnut bookcase' },
-      sourceEventIds: [one.id, two.id],
-      purposes: ['support'],
-    });
-    expect(shared.status, shared.text).toBe(201);
-    const sharedId = shared.body.memory.id as string;
+    const sharedId = await deriveMemory(t.url, tokens.agent, 'Ottoline and Peregrine both ordered the walnut bookcase', [one.id, two.id]);
     const ownId = `mem_ep_${one.id}`;
     await strong();
     // When each subject reads with their own token

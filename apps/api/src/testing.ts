@@ -180,6 +180,21 @@ export async function ingestSettled(t: TestApp, token: string, events: unknown[]
   await t.elma.runner.waitFor(await t.elma.log.headPosition());
 }
 
+/**
+ * Writes a semantic memory derived from `sourceEventIds` as `token` (purpose support) over REST, expects 201, and
+ * returns its id: the derived record the erasure and subject-access suites follow to its sources' subjects.
+ */
+export async function deriveMemory(url: string, token: string, text: string, sourceEventIds: string[]): Promise<string> {
+  const created = await callApi(url, token, 'POST', '/v1/memories', {
+    kind: 'semantic',
+    content: { text },
+    sourceEventIds,
+    purposes: ['support'],
+  });
+  expect(created.status, created.text).toBe(201);
+  return created.body.memory.id as string;
+}
+
 /** The erasure statuses after which nothing more happens to a request. */
 export const ERASURE_ENDS = ['completed', 'denied', 'approval_timed_out', 'verification_failed', 'failed'];
 

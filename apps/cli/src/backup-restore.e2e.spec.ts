@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listFiles, scanFiles, verifySignedCertificate } from '@elma/infra';
-import { elmaArgs, eraseOverHttp, ownElmaEnv } from '../../../tests/support/elma-process';
+import { elmaArgs, eraseOverHttp, ingestOverHttp, ownElmaEnv } from '../../../tests/support/elma-process';
 import { spawnElmaStart, type StartedElma } from './embedded-env';
 
 /**
@@ -60,16 +60,7 @@ describe('elma backup / elma restore keep erasures erased', () => {
     agent = { ...json, authorization: `Bearer ${token()}` };
     dpo = { ...json, authorization: `Bearer ${token('--sub', 'dpo-1', '--roles', 'dpo,agent', '--clearance', 'restricted')}` };
     const events = [...ERASED.map((text) => ({ subject: 'cust-lin', text })), { subject: 'cust-okafor', text: KEPT }];
-    for (const [i, { subject, text }] of events.entries()) {
-      const response = await post('/v1/events', {
-        subject,
-        occurredAt: `2026-11-2${i}T09:30:00Z`,
-        activity: 'chat.turn',
-        content: { text },
-        source: { system: 'crm', externalId: `m-${i}` },
-      });
-      expect(response.status).toBe(202);
-    }
+    for (const [i, { subject, text }] of events.entries()) await ingestOverHttp(api, agent, subject, text, i);
     erasedIds = [...(await recall('护照号码')), ...(await recall('Ravensworth lease'))]
       .filter((item) => ERASED.includes(item.text))
       .map((item) => item.id);

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLATFORM_TENANT } from '@elma/domain';
 import { listFiles, scanFiles } from '@elma/infra';
-import { elmaArgs, eraseOverHttp, ownElmaEnv } from '../../../tests/support/elma-process';
+import { elmaArgs, eraseOverHttp, ingestOverHttp, ownElmaEnv } from '../../../tests/support/elma-process';
 import { spawnElmaStart, type StartedElma } from './embedded-env';
 
 /**
@@ -76,24 +76,9 @@ describe('the erasure ledger proves it is complete', () => {
     const agent = { ...json, authorization: `Bearer ${token()}` };
     const dpo = { ...json, authorization: `Bearer ${token('--sub', 'dpo-1', '--roles', 'dpo,agent', '--clearance', 'restricted')}` };
     const initech = { ...json, authorization: `Bearer ${run(env, 'token', '--tenant', 'initech', '--sub', 'agent-i').stdout.trim()}` };
-    for (const [i, [subject, text, headers]] of [
-      ['cust-quennell', ERASED, agent],
-      ['cust-okafor', KEPT, agent],
-      ['cust-ines', OFFBOARDED, initech],
-    ].entries()) {
-      const response = await fetch(`${api}/v1/events`, {
-        method: 'POST',
-        headers: headers as Record<string, string>,
-        body: JSON.stringify({
-          subject,
-          occurredAt: `2026-11-2${i}T09:30:00Z`,
-          activity: 'chat.turn',
-          content: { text },
-          source: { system: 'crm', externalId: `m-${i}` },
-        }),
-      });
-      expect(response.status).toBe(202);
-    }
+    await ingestOverHttp(api, agent, 'cust-quennell', ERASED, 0);
+    await ingestOverHttp(api, agent, 'cust-okafor', KEPT, 1);
+    await ingestOverHttp(api, initech, 'cust-ines', OFFBOARDED, 2);
     // Written: the backup holds the subject.
     await fetch(`${api}/v1/recall`, {
       method: 'POST',
