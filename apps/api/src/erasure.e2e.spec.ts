@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -59,8 +60,12 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 describe('erasure of a data subject, end to end on Temporal', () => {
-  const secretEn = 'Zephyrine Quillfeather keeps her spare house key under the blue ceramic frog';
-  const secretZh = '张伟的护照放在书房第三个抽屉里，密码箱编号七二九';
+  // The texts the byte scans look for carry this run's mark: the Elasticsearch scan reads the whole node's folder,
+  // which other suites share (subject-access's fixtures tell the same story), so only this run's copy may match.
+  const mark = randomBytes(4).toString('hex');
+  const secretEn = `Zephyrine Quillfeather keeps her spare house key under the blue ceramic frog (ref ${mark})`;
+  const secretZh = `张伟的护照放在书房第三个抽屉里，密码箱编号七二九（${mark}）`;
+  const invoiceChannel = `postal mail to Quillfeather Lane ${mark}`;
   const bystander = 'Bartholomew Finchley prefers morning calls about the blue ceramic frog order';
   let requestId: string;
   let closureIds: string[];
@@ -73,7 +78,7 @@ describe('erasure of a data subject, end to end on Temporal', () => {
       chatEvent('cust-7', 'Customer asked about invoice delivery', {
         content: {
           text: 'Customer asked about invoice delivery',
-          fact: { entity: 'cust-7', attribute: 'invoice_channel', value: 'postal mail to Quillfeather Lane' },
+          fact: { entity: 'cust-7', attribute: 'invoice_channel', value: invoiceChannel },
         },
       }),
       chatEvent('cust-8', bystander),
@@ -168,7 +173,7 @@ describe('erasure of a data subject, end to end on Temporal', () => {
     expect(await recallTexts('张伟 护照 抽屉 密码箱')).not.toContain(secretZh);
     for (const id of closureIds) expect((await call('agent', 'GET', `/v1/memories/${id}`)).status).toBe(404);
     await t.elma.index.flush();
-    for (const needle of [secretEn, secretZh, 'postal mail to Quillfeather Lane']) {
+    for (const needle of [secretEn, secretZh, invoiceChannel]) {
       expect(filesContaining(t.dataDir, Buffer.from(needle))).toEqual([]);
     }
     const es = t.elma.config.elasticsearch;
@@ -179,7 +184,7 @@ describe('erasure of a data subject, end to end on Temporal', () => {
       const node = await localNode(es.url, esFolder);
       const indices = [`${es.namespace}-*`];
       const ids = [...closureIds, ...(subjectPseudonym ? [subjectPseudonym] : [])];
-      for (const needle of [secretEn, secretZh, 'postal mail to Quillfeather Lane', ...ids]) {
+      for (const needle of [secretEn, secretZh, invoiceChannel, ...ids]) {
         expect({ needle, files: filesContaining(node.folder, Buffer.from(needle)) }).toEqual({ needle, files: [] });
       }
       // Other suites on the same node may name a cust-7 too: the subject is looked for in this app's shards only.
