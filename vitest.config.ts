@@ -2,7 +2,11 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 /** Suites against real baseline and peer packages (Mem0, LangGraph): `vitest.eval.config.ts`, not `npm test`. */
-export const EVAL_SUITES = ['apps/cli/src/eval/paper/systems/mem0.int.spec.ts', 'apps/cli/src/bench/peers.int.spec.ts'];
+export const EVAL_SUITES = [
+  'apps/cli/src/eval/paper/systems/mem0.int.spec.ts',
+  'apps/cli/src/bench/peers.int.spec.ts',
+  'apps/cli/src/eval/bilingual/bilingual.int.spec.ts',
+];
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 

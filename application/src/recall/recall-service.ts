@@ -78,8 +78,11 @@ export interface RecallAblations {
    * for the same number of candidates, and the policy drops what the caller may not see afterwards.
    */
   policy?: 'pushdown' | 'post-filter';
-  /** `hybrid` (default): BM25 and dense routes fused. `dense`: the dense route alone (nothing without a semantic embedder). */
-  routes?: 'hybrid' | 'dense';
+  /**
+   * `hybrid` (default): BM25 and dense routes fused. `dense`: the dense route alone (nothing without a semantic embedder).
+   * `bm25`: the BM25 route alone (the query is not embedded).
+   */
+  routes?: 'hybrid' | 'dense' | 'bm25';
   /**
    * `utility` (default): budgeted packing by marginal utility, prompt groups, citation lines and disagreement
    * notes. `concatenate`: the best-scored hits joined one per line until the budget, nothing else.
@@ -229,11 +232,11 @@ export class RecallService {
     const filter: IndexFilter = { ...base, kinds: kinds.filter((k) => k !== 'working') };
     const sessionFilter: IndexFilter | undefined =
       request.session !== undefined && kinds.includes('working') ? { ...base, kinds: ['working'] } : undefined;
-    const vector = await this.queryVector(request.query);
+    const { policy, routes } = this.deps.ablations ?? {};
+    const vector = routes === 'bm25' ? undefined : await this.queryVector(request.query);
     // The fusion's dense floor keeps unrelated nearest neighbours out; smoothing adds the turns around the hits.
     const admitted = (hit: SearchHit, by: IndexFilter) =>
       hit.record.tenant === principal.tenant && matchesFilter(hit.record, by) && visibleInSession(hit.record, request.session);
-    const { policy, routes } = this.deps.ablations ?? {};
     const search = async (by: IndexFilter) =>
       (
         await this.retrieval.search({

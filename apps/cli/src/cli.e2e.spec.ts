@@ -22,6 +22,7 @@ const COMMANDS = [
   'bench-peers',
   'eval',
   'eval-locomo',
+  'eval-bilingual',
   'mcp',
 ];
 

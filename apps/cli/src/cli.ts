@@ -133,6 +133,12 @@ const COMMANDS: Record<string, Command> = {
     summary: 'LoCoMo retrieval evaluation (npm run eval:locomo)',
     run: async (argv) => (await import('./commands/eval-locomo')).evalLocomoCommand(argv),
   },
+  'eval-bilingual': {
+    synopsis: '[--split open|sealed|all] [--json FILE]',
+    summary: 'bilingual recall evaluation: English and Chinese questions across and within languages (npm run eval:bilingual)',
+    usage: async () => (await import('./commands/eval-bilingual')).EVAL_BILINGUAL_USAGE,
+    run: async (argv) => (await import('./commands/eval-bilingual')).evalBilingualCommand(argv),
+  },
 };
 
 const isHelp = (arg: string) => arg === '--help' || arg === '-h';
