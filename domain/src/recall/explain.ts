@@ -1,0 +1,49 @@
+import type { EntityRef } from '../memory/record';
+import type { SearchHit } from '../memory-index/port';
+import type { RecallReason, RecallScores } from './schema';
+
+/** A packing candidate as recall sees it: a search hit, or an edge reached `hop` edges away at `entity`. */
+export type RecallCandidate = SearchHit & { hop?: number; entity?: EntityRef };
+
+/**
+ * Why a candidate is in the answer and what made its score: each route's
+ * contribution as the fusion computed it, the lift smoothing gave it, or the
+ * score of the hop that reached it. `visible` says whether an id is one the
+ * caller may see (a recall candidate): a smoothing neighbour names the memory
+ * that lent it its score only then, so the reason never names a record the
+ * caller may not see.
+ */
+export function explainCandidate(
+  candidate: RecallCandidate,
+  visible: (id: string) => boolean,
+): { scores: RecallScores; reason: RecallReason } {
+  const { contributions, smoothing, hop, entity } = candidate;
+  const lift = smoothing ? { smoothing: smoothing.lift } : {};
+  if (hop !== undefined) {
+    return { scores: { hop: candidate.score }, reason: { route: 'hop', hop, ...(entity ? { fromEntity: entity.id } : {}) } };
+  }
+  const scores: RecallScores = {
+    ...(contributions?.bm25 !== undefined ? { bm25: contributions.bm25 } : {}),
+    ...(contributions?.dense !== undefined ? { dense: contributions.dense } : {}),
+    ...lift,
+  };
+  const bm25 = candidate.bm25Rank !== undefined;
+  const dense = candidate.vectorRank !== undefined;
+  if (bm25 || dense) return { scores, reason: { route: bm25 && dense ? 'both' : bm25 ? 'bm25' : 'dense' } };
+  // Found by no route: it joined the candidates as the conversation neighbour of a hit.
+  const lender = smoothing?.neighbourOf;
+  return { scores, reason: { route: 'neighbour', ...(lender !== undefined && visible(lender) ? { neighbourOf: lender } : {}) } };
+}
+
+/**
+ * The packed items best first: by the marginal utility each was packed with
+ * (`Packed.gain`: its utility less the redundancy penalty), highest first;
+ * equal gains keep the packing's order. The prompt order (`orderForPrompt`)
+ * is another matter: it groups by authority and puts the best item last.
+ */
+export function bestFirst<T extends { gain: number }>(packed: readonly T[]): T[] {
+  return packed
+    .map((item, index) => ({ item, index }))
+    .sort((a, b) => b.item.gain - a.item.gain || a.index - b.index)
+    .map(({ item }) => item);
+}
