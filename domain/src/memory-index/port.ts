@@ -134,8 +134,11 @@ export interface SearchHit {
    * the hit; absent on a neighbour that joined by smoothing alone.
    */
   contributions?: RouteContributions;
-  /** What neighbour smoothing added to `score`, and the record next to it whose score lent it (absent: nothing). */
-  smoothing?: { lift: number; neighbourOf: string };
+  /**
+   * What neighbour smoothing added to `score` (absent: nothing), and the id of the record next to it whose
+   * score lent it (may be absent when that record is not among the hits returned).
+   */
+  smoothing?: { lift: number; neighbourOf?: string };
   /**
    * Tokens of `record.content.text` (o200k) when the index keeps them: counted at indexing, or by the
    * embedding stage's write when a record is indexed without its vector (SQLite). Absent otherwise: the caller counts.

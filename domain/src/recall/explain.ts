@@ -30,9 +30,13 @@ export function explainCandidate(
   const bm25 = candidate.bm25Rank !== undefined;
   const dense = candidate.vectorRank !== undefined;
   if (bm25 || dense) return { scores, reason: { route: bm25 && dense ? 'both' : bm25 ? 'bm25' : 'dense' } };
-  // Found by no route: it joined the candidates as the conversation neighbour of a hit.
-  const lender = smoothing?.neighbourOf;
-  return { scores, reason: { route: 'neighbour', ...(lender !== undefined && visible(lender) ? { neighbourOf: lender } : {}) } };
+  // Found by no route, its whole score lent: it joined the candidates as the conversation neighbour of a hit.
+  if (smoothing && smoothing.lift === candidate.score) {
+    const lender = smoothing.neighbourOf;
+    return { scores, reason: { route: 'neighbour', ...(lender !== undefined && visible(lender) ? { neighbourOf: lender } : {}) } };
+  }
+  // An index that fuses on its server (Elasticsearch's own RRF) reports no route: the fused routes found it.
+  return { scores, reason: { route: 'both' } };
 }
 
 /**

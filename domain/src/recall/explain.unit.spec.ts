@@ -27,6 +27,10 @@ describe('why a recalled memory is there', () => {
     expect(explained).toEqual({ scores: { smoothing: 0.4 }, reason: { route: 'neighbour', neighbourOf: 'question' } });
   });
 
+  it('a hit of an index that reports no routes (fused on its server) is not taken for a neighbour', () => {
+    expect(explainCandidate(hit({ score: 0.6, smoothing: { lift: 0.1, neighbourOf: 'n' } }), everyone).reason).toEqual({ route: 'both' });
+  });
+
   it('never names a lender the caller may not see', () => {
     const explained = explainCandidate(hit({ score: 0.4, smoothing: { lift: 0.4, neighbourOf: 'hidden' } }), (id) => id !== 'hidden');
     expect(explained.reason).toEqual({ route: 'neighbour' });

@@ -121,7 +121,7 @@ export async function smoothedSearch(
     smoothing.factor,
   );
   return ranked.slice(0, query.limit).map(({ id, score, lift, neighbourOf }) => {
-    const smoothed = lift !== undefined && neighbourOf !== undefined ? { smoothing: { lift, neighbourOf } } : {};
+    const smoothed = lift !== undefined ? { smoothing: { lift, neighbourOf } } : {};
     const hit = byId.get(id);
     if (hit) return { ...hit, score, ...smoothed };
     const { record, vector, tokens } = joining.get(id)!;
