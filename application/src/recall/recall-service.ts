@@ -12,6 +12,7 @@ import {
   packByMarginalUtility,
   packByScore,
   packProfile,
+  rankByMarginalUtility,
   parseOrThrow,
   renderContext,
   renderPlain,
@@ -34,7 +35,6 @@ import {
   visibleInSession,
   type IdSource,
   type RecallCandidate,
-  bestFirst,
   explainCandidate,
 } from '@elma/domain';
 import type { ProjectionRunner } from '../views/runner';
@@ -329,8 +329,8 @@ export class RecallService {
 
   /**
    * Packs within the budget with the purpose's weights and renders the context in prompt order; the items
-   * come best first (`bestFirst`), each with what made its score and why it was a candidate. `at` is the
-   * query's point in business time.
+   * come best first (`rankByMarginalUtility`; by score when concatenating), each with what made its score
+   * and why it was a candidate. `at` is the query's point in business time.
    */
   private pack(hits: RecallCandidate[], request: RecallRequest, at: string): RecallResult {
     const top = Math.max(0, ...hits.map((hit) => hit.score));
@@ -339,15 +339,17 @@ export class RecallService {
     const known = new Map(hits.flatMap((hit) => (hit.tokens !== undefined ? [[hit.record.content.text, hit.tokens] as const] : [])));
     const tokensOf = (text: string) => known.get(text) ?? countTokens(text);
     const concatenate = this.deps.ablations?.packing === 'concatenate';
+    const weights = packProfile(request.purpose);
     // Concatenation packs by score, best first, and puts them in the prompt in that order.
     const packed = concatenate
       ? packByScore(hits, { budgetTokens: request.budgetTokens, countTokens: tokensOf })
       : packByMarginalUtility(
           hits.map((hit) => ({ record: hit.record, vector: hit.vector, relevance: top > 0 ? hit.score / top : 0 })),
-          { budgetTokens: request.budgetTokens, at, countTokens: tokensOf, weights: packProfile(request.purpose) },
+          { budgetTokens: request.budgetTokens, at, countTokens: tokensOf, weights },
         );
     const inPrompt = concatenate ? packed : orderForPrompt(packed, at);
-    const items = bestFirst(packed).map(({ record: r, tokens, gain }, index) => {
+    const ranked = concatenate ? packed : rankByMarginalUtility(packed, weights);
+    const items = ranked.map(({ record: r, tokens, gain }, index) => {
       const hit = byId.get(r.id)!;
       return {
         id: r.id,

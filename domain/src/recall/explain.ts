@@ -38,16 +38,3 @@ export function explainCandidate(
   // An index that fuses on its server (Elasticsearch's own RRF) reports no route: the fused routes found it.
   return { scores, reason: { route: 'both' } };
 }
-
-/**
- * The packed items best first: by the marginal utility each was packed with
- * (`Packed.gain`: its utility less the redundancy penalty), highest first;
- * equal gains keep the packing's order. The prompt order (`orderForPrompt`)
- * is another matter: it groups by authority and puts the best item last.
- */
-export function bestFirst<T extends { gain: number }>(packed: readonly T[]): T[] {
-  return packed
-    .map((item, index) => ({ item, index }))
-    .sort((a, b) => b.item.gain - a.item.gain || a.index - b.index)
-    .map(({ item }) => item);
-}

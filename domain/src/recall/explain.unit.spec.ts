@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { makeRecord } from '../testing';
-import { bestFirst, explainCandidate, type RecallCandidate } from './explain';
+import { explainCandidate, type RecallCandidate } from './explain';
 
 const hit = (fields: Partial<RecallCandidate>): RecallCandidate => ({ record: makeRecord({ id: 'm' }), score: 0.5, ...fields });
 const everyone = () => true;
@@ -39,18 +39,5 @@ describe('why a recalled memory is there', () => {
   it('an edge reached by following relations says at which entity and how many hops out', () => {
     const explained = explainCandidate(hit({ score: 0.25, hop: 2, entity: { type: 'team', id: 'finance' } }), everyone);
     expect(explained).toEqual({ scores: { hop: 0.25 }, reason: { route: 'hop', hop: 2, fromEntity: 'finance' } });
-  });
-});
-
-describe('best first', () => {
-  it('orders by the marginal utility packed with, highest first, equal gains in packing order', () => {
-    const packed = [
-      { id: 'cheap', gain: 0.4 },
-      { id: 'best', gain: 1.2 },
-      { id: 'tie-a', gain: 0.7 },
-      { id: 'tie-b', gain: 0.7 },
-    ];
-    expect(bestFirst(packed).map((p) => p.id)).toEqual(['best', 'tie-a', 'tie-b', 'cheap']);
-    expect(packed[0].id).toBe('cheap');
   });
 });

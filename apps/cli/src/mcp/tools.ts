@@ -3,7 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { Elma, ElmaError, type RecallResult } from '@elma/client';
 import { ErasureReason, Fact, IngestEventInput, MemoryContent, Purpose, RecallRequest, SessionId } from '@elma/domain';
-import { ELMA_VERSION } from '../version';
+import { ELMA_VERSION } from '@elma/shared';
 
 /** How a tool call reaches ELMA: a client with the token of whoever called the tool (per session over HTTP). */
 export type ClientFor = (extra: { authInfo?: { token: string } }) => Elma;
