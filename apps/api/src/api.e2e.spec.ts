@@ -112,14 +112,16 @@ describe('the embedded API, end to end over HTTP', () => {
     expect(items.length).toBeGreaterThanOrEqual(2);
     const byId = new Map(items.map((item) => [item.id, item]));
     let from = 0;
-    (recall.body.promptOrder as string[]).map((id) => byId.get(id)!).forEach((item, i) => {
-      const at = recall.body.context.indexOf(`[${i + 1}] ${item.text}`, from);
-      expect(at, `[${i + 1}] in order`).toBeGreaterThanOrEqual(from);
-      from = at + 1;
-      // Real o200k counts, Chinese and English alike.
-      expect(item.tokens).toBe(countTokens(item.text));
-      expect(item.citation.sourceTrust).toBe('user');
-    });
+    (recall.body.promptOrder as string[])
+      .map((id) => byId.get(id)!)
+      .forEach((item, i) => {
+        const at = recall.body.context.indexOf(`[${i + 1}] ${item.text}`, from);
+        expect(at, `[${i + 1}] in order`).toBeGreaterThanOrEqual(from);
+        from = at + 1;
+        // Real o200k counts, Chinese and English alike.
+        expect(item.tokens).toBe(countTokens(item.text));
+        expect(item.citation.sourceTrust).toBe('user');
+      });
     expect(recall.body.context).toContain('source user');
     expect(recall.body.usedTokens).toBe(items.reduce((sum, item) => sum + item.tokens, 0));
     expect(recall.body.contextTokens).toBeGreaterThan(recall.body.usedTokens);
