@@ -30,6 +30,7 @@ export * from './recall/schema';
 export * from './recall/fusion';
 export * from './recall/smoothing';
 export * from './recall/packing';
+export * from './recall/explain';
 export * from './memory-index/filter';
 export * from './memory/write';
 export * from './memory/listing';

@@ -4,3 +4,4 @@ export * from './token-counter';
 export * from './storage-full';
 export * from './crypto';
 export * from './page-cursor';
+export * from './version';

@@ -39,7 +39,7 @@ describe('instruction-like external content, ingest to recall', () => {
   ];
   const recall = (query: string): Promise<RecallResult> => elma.recall.recall(agent, { query, purpose: 'support', budgetTokens: 4000 });
   const lineOf = (result: RecallResult, id: string) => {
-    const n = result.items.findIndex((item) => item.id === id) + 1;
+    const n = result.promptOrder.indexOf(id) + 1;
     expect(n, id).toBeGreaterThan(0);
     const lines = result.context.split('\n');
     const at = lines.findIndex((line) => line.startsWith(`[${n}] `));

@@ -12,6 +12,7 @@ import {
   packByMarginalUtility,
   packByScore,
   packProfile,
+  rankByMarginalUtility,
   parseOrThrow,
   renderContext,
   renderPlain,
@@ -33,6 +34,8 @@ import {
   subjectOf,
   visibleInSession,
   type IdSource,
+  type RecallCandidate,
+  explainCandidate,
 } from '@elma/domain';
 import type { ProjectionRunner } from '../views/runner';
 import type { WriteTracker } from '../views/write-tracker';
@@ -56,8 +59,6 @@ const EDGES_PER_ENTITY = 20;
 
 /** Longest wait for the query's vector before recall answers by BM25 alone (one query takes ~50-100 ms). */
 const QUERY_EMBEDDING_DEADLINE_MS = 2_000;
-/** A packing candidate: a search hit, or an edge reached `hop` edges away from one. */
-type Candidate = SearchHit & { hop?: number };
 /**
  * Ranking when the service is given none: normalised-score fusion, equal
  * weights, and a dense floor of 0.2 cosine (a hit of the dense route less
@@ -228,7 +229,12 @@ export class RecallService {
    * Working memories never come out of the shared query: the index has no notion of sessions, so the
    * caller's own session gets a query of its own, whose hits are then kept only if they are that session's.
    */
-  private async candidates(principal: Principal, request: RecallRequest, kinds: MemoryKind[], base: IndexFilter): Promise<Candidate[]> {
+  private async candidates(
+    principal: Principal,
+    request: RecallRequest,
+    kinds: MemoryKind[],
+    base: IndexFilter,
+  ): Promise<RecallCandidate[]> {
     const filter: IndexFilter = { ...base, kinds: kinds.filter((k) => k !== 'working') };
     const sessionFilter: IndexFilter | undefined =
       request.session !== undefined && kinds.includes('working') ? { ...base, kinds: ['working'] } : undefined;
@@ -255,7 +261,7 @@ export class RecallService {
     return latestProcedureVersions([
       ...hits,
       // An edge reached by following relations is as relevant as the best hit, halved at every hop.
-      ...reached.map(({ item, hop }) => ({ ...item, score: top * HOP_DECAY ** hop, hop })),
+      ...reached.map(({ item, hop, entity }) => ({ ...item, score: top * HOP_DECAY ** hop, hop, entity })),
     ]);
   }
 
@@ -325,32 +331,37 @@ export class RecallService {
   }
 
   /**
-   * Packs within the budget with the purpose's weights, orders for the prompt
-   * and renders the context. `at` is the query's point in business time.
+   * Packs within the budget with the purpose's weights and renders the context in prompt order; the items
+   * come best first (`rankByMarginalUtility`; by score when concatenating), each with what made its score
+   * and why it was a candidate. `at` is the query's point in business time.
    */
-  private pack(hits: Candidate[], request: RecallRequest, at: string): RecallResult {
+  private pack(hits: RecallCandidate[], request: RecallRequest, at: string): RecallResult {
     const top = Math.max(0, ...hits.map((hit) => hit.score));
     const byId = new Map(hits.map((hit) => [hit.record.id, hit]));
     // Counted when indexed: tokenising 30 candidates per recall cost more than the search.
     const known = new Map(hits.flatMap((hit) => (hit.tokens !== undefined ? [[hit.record.content.text, hit.tokens] as const] : [])));
     const tokensOf = (text: string) => known.get(text) ?? countTokens(text);
     const concatenate = this.deps.ablations?.packing === 'concatenate';
-    const ordered = concatenate
+    const weights = packProfile(request.purpose);
+    // Concatenation packs by score, best first, and puts them in the prompt in that order.
+    const packed = concatenate
       ? packByScore(hits, { budgetTokens: request.budgetTokens, countTokens: tokensOf })
-      : orderForPrompt(
-          packByMarginalUtility(
-            hits.map((hit) => ({ record: hit.record, vector: hit.vector, relevance: top > 0 ? hit.score / top : 0 })),
-            { budgetTokens: request.budgetTokens, at, countTokens: tokensOf, weights: packProfile(request.purpose) },
-          ),
-          at,
+      : packByMarginalUtility(
+          hits.map((hit) => ({ record: hit.record, vector: hit.vector, relevance: top > 0 ? hit.score / top : 0 })),
+          { budgetTokens: request.budgetTokens, at, countTokens: tokensOf, weights },
         );
-    const items = ordered.map(({ record: r, tokens }) => {
-      const { score, hop } = byId.get(r.id)!;
+    const inPrompt = concatenate ? packed : orderForPrompt(packed, at);
+    const ranked = concatenate ? packed : rankByMarginalUtility(packed, weights);
+    const items = ranked.map(({ record: r, tokens, gain }, index) => {
+      const hit = byId.get(r.id)!;
       return {
         id: r.id,
+        rank: index + 1,
         kind: r.kind,
         text: r.content.text,
-        score,
+        score: hit.score,
+        utility: gain,
+        ...explainCandidate(hit, (id) => byId.has(id)),
         tokens,
         citation: {
           id: r.id,
@@ -365,16 +376,25 @@ export class RecallService {
           disputed: r.status === 'disputed',
           instructionLike: r.instructionLike === true,
         },
-        ...(hop !== undefined ? { hop } : {}),
+        ...(hit.hop !== undefined ? { hop: hit.hop } : {}),
       };
     });
-    const context = concatenate ? renderPlain(ordered.map((p) => p.record)) : renderContext(ordered.map((p) => p.record));
+    const promptOrder = inPrompt.map((p) => p.record.id);
+    const records = inPrompt.map((p) => p.record);
+    const context = concatenate ? renderPlain(records) : renderContext(records);
+    const itemOf = new Map(items.map((item) => [item.id, item]));
     return {
       recallId: `rcl_${this.deps.ids.next()}`,
       items,
+      promptOrder,
       context,
       usedTokens: items.reduce((sum, item) => sum + item.tokens, 0),
-      contextTokens: concatenate ? countTokens(context) : contextTokens(context, items),
+      contextTokens: concatenate
+        ? countTokens(context)
+        : contextTokens(
+            context,
+            promptOrder.map((id) => itemOf.get(id)!),
+          ),
       budgetTokens: request.budgetTokens,
       candidates: hits.length,
     };

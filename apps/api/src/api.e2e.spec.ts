@@ -83,22 +83,24 @@ describe('the embedded API, end to end over HTTP', () => {
 
     const zh = await call('POST', '/v1/recall', { query: '交付风险', purpose: 'support', consistency: 'strong', budgetTokens: 200 });
     expect(zh.status).toBe(200);
-    expect(zh.body.items[zh.body.items.length - 1].text).toContain('交付风险');
+    // Best first in `items`; the context puts the most important item last, nearest the question.
+    expect(zh.body.items[0].text).toContain('交付风险');
+    expect(zh.body.promptOrder.at(-1)).toBe(zh.body.items[0].id);
     expect(zh.body.items[0].citation.sourceEventIds).toHaveLength(1);
 
     const en = await call('POST', '/v1/recall', { query: 'contract renewal March', purpose: 'support', budgetTokens: 200 });
     expect(en.status).toBe(200);
-    expect(en.body.items.at(-1).text).toContain('contract renews in March');
+    expect(en.body.items[0].text).toContain('contract renews in March');
     // Neither language drags in the other's unrelated memory just because it is a nearest neighbour.
     expect(zh.body.items.map((i: { text: string }) => i.text).join(' ')).not.toContain('contract renews');
     expect(en.body.items.map((i: { text: string }) => i.text).join(' ')).not.toContain('交付风险');
   });
 
-  it('returns a numbered, cited context in item order and keeps to a tiny token budget', async () => {
+  it('returns a numbered, cited context in prompt order and keeps to a tiny token budget', async () => {
     await call('POST', '/v1/events', {
       events: [event('cust-pk', 'The pallet order from Rotterdam ships on Monday.'), event('cust-pk', '托盘订单从鹿特丹发货，周一出发。')],
     });
-    type Item = { text: string; tokens: number; citation: { sourceTrust: string } };
+    type Item = { id: string; text: string; tokens: number; citation: { sourceTrust: string } };
     const recall = await call('POST', '/v1/recall', {
       query: 'pallet order Rotterdam 托盘订单',
       purpose: 'support',
@@ -108,15 +110,18 @@ describe('the embedded API, end to end over HTTP', () => {
     expect(recall.status).toBe(200);
     const items: Item[] = recall.body.items;
     expect(items.length).toBeGreaterThanOrEqual(2);
+    const byId = new Map(items.map((item) => [item.id, item]));
     let from = 0;
-    items.forEach((item, i) => {
-      const at = recall.body.context.indexOf(`[${i + 1}] ${item.text}`, from);
-      expect(at, `[${i + 1}] in order`).toBeGreaterThanOrEqual(from);
-      from = at + 1;
-      // Real o200k counts, Chinese and English alike.
-      expect(item.tokens).toBe(countTokens(item.text));
-      expect(item.citation.sourceTrust).toBe('user');
-    });
+    (recall.body.promptOrder as string[])
+      .map((id) => byId.get(id)!)
+      .forEach((item, i) => {
+        const at = recall.body.context.indexOf(`[${i + 1}] ${item.text}`, from);
+        expect(at, `[${i + 1}] in order`).toBeGreaterThanOrEqual(from);
+        from = at + 1;
+        // Real o200k counts, Chinese and English alike.
+        expect(item.tokens).toBe(countTokens(item.text));
+        expect(item.citation.sourceTrust).toBe('user');
+      });
     expect(recall.body.context).toContain('source user');
     expect(recall.body.usedTokens).toBe(items.reduce((sum, item) => sum + item.tokens, 0));
     expect(recall.body.contextTokens).toBeGreaterThan(recall.body.usedTokens);
@@ -127,7 +132,8 @@ describe('the embedded API, end to end over HTTP', () => {
     expect(tiny.body.usedTokens).toBe((tiny.body.items as Item[]).reduce((sum, item) => sum + item.tokens, 0));
     expect(tiny.body.usedTokens).toBeLessThanOrEqual(20);
     expect(tiny.body.budgetTokens).toBe(20);
-    expect(tiny.body.context.startsWith(`[1] ${tiny.body.items[0].text}`)).toBe(true);
+    const first = (tiny.body.items as Item[]).find((item) => item.id === tiny.body.promptOrder[0])!;
+    expect(tiny.body.context.startsWith(`[1] ${first.text}`)).toBe(true);
   });
 
   it('counts what recall returned and what the caller says it used, for this caller only', async () => {
@@ -317,12 +323,12 @@ describe('the embedded API, end to end over HTTP', () => {
     expect(mutation.body.errors).toBeUndefined();
     const id = mutation.body.data.ingestEvents.events[0].id;
     const recall = await call('POST', '/graphql', {
-      query: `query($input: RecallInput!) { recall(input: $input) { items { id text citation { sourceEventIds sourceTrust } } context usedTokens contextTokens budgetTokens } }`,
+      query: `query($input: RecallInput!) { recall(input: $input) { items { id rank text citation { sourceEventIds sourceTrust } } promptOrder context usedTokens contextTokens budgetTokens } }`,
       variables: { input: { query: '法务审批', purpose: 'support', consistency: 'strong' } },
     });
     expect(recall.body.errors).toBeUndefined();
-    expect(recall.body.data.recall.items.at(-1).citation.sourceEventIds).toEqual([id]);
-    expect(recall.body.data.recall.items.at(-1).citation.sourceTrust).toBe('user');
+    expect(recall.body.data.recall.items[0]).toMatchObject({ rank: 1, citation: { sourceEventIds: [id], sourceTrust: 'user' } });
+    expect(recall.body.data.recall.promptOrder.at(-1)).toBe(recall.body.data.recall.items[0].id);
     expect(recall.body.data.recall.context).toContain(`[${recall.body.data.recall.items.length}] 合同续约需要法务部门审批。`);
     expect(recall.body.data.recall.usedTokens).toBeLessThanOrEqual(recall.body.data.recall.budgetTokens);
     const memory = await call('POST', '/graphql', { query: `{ memory(id: "mem_ep_${id}") { kind provenance { sourceEventIds } } }` });

@@ -8,6 +8,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { StoredUsageCounter, TenantQuotas } from '@elma/application';
 import { OidcSignIn, TokenVerifier, activeTracing } from '@elma/infra';
+import { ELMA_VERSION } from '@elma/shared';
 import type { Elma } from '@elma/runtime';
 import { MemoryResolver } from './graphql/memory.resolver';
 import { AuthGuard } from './http/auth.guard';
@@ -252,7 +253,7 @@ export async function createApi(elma: Elma, options: ApiOptions = {}): Promise<N
     new DocumentBuilder()
       .setTitle('ELMA')
       .setDescription('Governed long-term memory for AI agents. Errors are RFC 9457 problem+json with a stable `code`.')
-      .setVersion('0.1.0')
+      .setVersion(ELMA_VERSION)
       .addBearerAuth()
       .build(),
   );

@@ -34,7 +34,7 @@ afterAll(async () => t?.close());
 
 /** The context line of an item and the citation line under it. */
 function linesOf(body: Json, id: string): { item: string; citation: string } {
-  const n = (body.items as { id: string }[]).findIndex((item) => item.id === id) + 1;
+  const n = (body.promptOrder as string[]).indexOf(id) + 1;
   expect(n, `item ${id} packed`).toBeGreaterThan(0);
   const lines = (body.context as string).split('\n');
   const at = lines.findIndex((line) => line.startsWith(`[${n}] `));

@@ -87,6 +87,32 @@ describe('remember, recall, get and feedback over real HTTP', () => {
     expect((await agent.get(explicit.memory.id)).provenance.sourceEventIds).toEqual([wangEvent]);
   });
 
+  it('answers best first, ranked, with the context in prompt order', async () => {
+    const answer = await agent.recall('交付风险 contract renewal', { consistency: 'strong', budgetTokens: 300 });
+    expect(answer.items.map((item) => item.rank)).toEqual(answer.items.map((_, i) => i + 1));
+    expect([...answer.promptOrder].sort()).toEqual(answer.items.map((item) => item.id).sort());
+    expect(answer.items[0].reason.route).toMatch(/^(bm25|dense|both|neighbour|hop|expansion)$/);
+  });
+
+  it('sends the filter as the API takes it', async () => {
+    const sent: unknown[] = [];
+    const recording = client(tokens.agent, {
+      fetch: (input, init) => {
+        sent.push(JSON.parse(String(init?.body)));
+        return fetch(input, init);
+      },
+    });
+    const filter = {
+      subjects: ['cust-wang'],
+      sources: [{ system: 'crm' }],
+      occurredAfter: '2026-01-01T00:00:00Z',
+      kinds: ['episodic' as const],
+    };
+    // What the server answers is its own suite's matter (apps/api): here, what the client sent.
+    await recording.recall('交付风险', { filter }).catch(() => undefined);
+    expect(sent).toEqual([{ query: '交付风险', purpose: 'support', filter }]);
+  });
+
   it('gives feedback on the memories of a recall it used', async () => {
     const answer = await agent.recall('contract renewal March', { consistency: 'strong' });
     expect(answer.items.length).toBeGreaterThan(0);

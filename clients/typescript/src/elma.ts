@@ -13,6 +13,7 @@ import type {
   MemoryPage,
   MemoryVersions,
   RecallRequest,
+  RecallFilter,
   RecallResult,
   WriteMemoryRequest,
   WriteMemoryResult,
@@ -52,7 +53,13 @@ export type EventInput = Omit<ApiEvent, 'content' | 'occurredAt' | 'activity' | 
 /** An explicit memory (`POST /v1/memories`), learnt from the events it cites; `text` for `content: { text }`. */
 export type MemoryInput = Omit<WriteMemoryRequest, 'content'> & { text?: string; content?: WriteMemoryRequest['content'] };
 
-export type RecallOptions = Omit<RecallRequest, 'query' | 'purpose'> & { purpose?: string };
+export type RecallOptions = Omit<RecallRequest, 'query' | 'purpose' | 'filter' | 'kinds'> & {
+  purpose?: string;
+  /** Narrows the recall (see `RecallFilter`). */
+  filter?: RecallFilter;
+  /** @deprecated Use `filter.kinds`; giving both is refused (422). */
+  kinds?: RecallRequest['kinds'];
+};
 
 export interface GetOptions {
   purpose?: string;
@@ -130,7 +137,10 @@ export class Elma {
     return this.#http.call('POST', '/v1/events', { body });
   }
 
-  /** A budgeted, cited context pack for `query` (`context` is ready to paste into a prompt). */
+  /**
+   * A budgeted, cited context pack for `query`: `items` best first (`rank` 1 is the best), `context` ready to
+   * paste into a prompt, in the order `promptOrder` gives (the most important last).
+   */
   recall(query: string, options: RecallOptions = {}): Promise<RecallResult> {
     return this.#http.call('POST', '/v1/recall', { body: { ...options, query, purpose: options.purpose ?? this.#purpose } });
   }

@@ -1,7 +1,7 @@
 import { DomainError } from '../shared/errors';
 import type { MemoryKind, MemoryRecord, MemoryStatus, Sensitivity } from '../memory/record';
 import type { ReadClause, ReadExclusions } from '../policy/clause';
-import type { Fusion } from '../recall/fusion';
+import type { Fusion, RouteContributions } from '../recall/fusion';
 import type { StoredUsage } from '../quota/quota';
 import type { ListPosition } from '../memory/listing';
 
@@ -129,6 +129,16 @@ export interface SearchHit {
   cosine?: number;
   /** The BM25 route's raw score (higher is better), when the hit came from that route. */
   bm25Score?: number;
+  /**
+   * What each route added to the fused score (`FusedScore.contributions`), present for the routes that found
+   * the hit; absent on a neighbour that joined by smoothing alone.
+   */
+  contributions?: RouteContributions;
+  /**
+   * What neighbour smoothing added to `score` (absent: nothing), and the id of the record next to it whose
+   * score lent it (may be absent when that record is not among the hits returned).
+   */
+  smoothing?: { lift: number; neighbourOf?: string };
   /**
    * Tokens of `record.content.text` (o200k) when the index keeps them: counted at indexing, or by the
    * embedding stage's write when a record is indexed without its vector (SQLite). Absent otherwise: the caller counts.

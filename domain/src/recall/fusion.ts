@@ -41,6 +41,14 @@ export interface FusedScore {
   /** 1-based rank in each route, when the hit came from it (a dense hit below the floor has none). */
   bm25Rank?: number;
   vectorRank?: number;
+  /** What each route added to `score` (weighted, scaled as the fusion scaled it): `score` is their sum. */
+  contributions: RouteContributions;
+}
+
+/** Each route's share of a fused score, present for the routes that found the hit. */
+export interface RouteContributions {
+  bm25?: number;
+  dense?: number;
 }
 
 /**
@@ -85,11 +93,12 @@ export function fuse(routes: { bm25: readonly RouteScore[]; dense: readonly Rout
   const dense = fusion ? routes.dense.filter((h) => h.score >= fusion.denseFloor) : routes.dense;
   const weights = fusion?.weights ?? { bm25: 1, dense: 1 };
   const fused = new Map<string, FusedScore>();
-  const add = (list: readonly RouteScore[], contributions: number[], weight: number, rank: 'bm25Rank' | 'vectorRank') =>
+  const add = (list: readonly RouteScore[], contributions: number[], weight: number, route: 'bm25' | 'dense') =>
     list.forEach((hit, i) => {
-      const entry = fused.get(hit.id) ?? { id: hit.id, score: 0 };
+      const entry = fused.get(hit.id) ?? { id: hit.id, score: 0, contributions: {} };
       entry.score += weight * contributions[i];
-      entry[rank] = i + 1;
+      entry.contributions[route] = weight * contributions[i];
+      entry[route === 'bm25' ? 'bm25Rank' : 'vectorRank'] = i + 1;
       fused.set(hit.id, entry);
     });
   const contributions = (list: readonly RouteScore[], zero: number) =>
@@ -100,8 +109,8 @@ export function fuse(routes: { bm25: readonly RouteScore[]; dense: readonly Rout
           zero,
         )
       : list.map((_, i) => 1 / (RRF_K + i + 1));
-  add(routes.bm25, contributions(routes.bm25, 0), weights.bm25, 'bm25Rank');
-  add(dense, contributions(dense, fusion?.denseFloor ?? 0), weights.dense, 'vectorRank');
+  add(routes.bm25, contributions(routes.bm25, 0), weights.bm25, 'bm25');
+  add(dense, contributions(dense, fusion?.denseFloor ?? 0), weights.dense, 'dense');
   // A stable sort keeps first appearance among equal scores.
   return [...fused.values()].sort((a, b) => b.score - a.score);
 }

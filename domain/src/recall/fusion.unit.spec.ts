@@ -32,7 +32,13 @@ describe('fuse', () => {
     const fused = fuse(routes);
     // b and d tie (both second in a route): first appearance wins.
     expect(fused.map((f) => f.id)).toEqual(['c', 'a', 'b', 'd', 'e']);
-    expect(fused[0]).toEqual({ id: 'c', score: 1 / (RRF_K + 3) + 1 / (RRF_K + 1), bm25Rank: 3, vectorRank: 1 });
+    expect(fused[0]).toEqual({
+      id: 'c',
+      score: 1 / (RRF_K + 3) + 1 / (RRF_K + 1),
+      bm25Rank: 3,
+      vectorRank: 1,
+      contributions: { bm25: 1 / (RRF_K + 3), dense: 1 / (RRF_K + 1) },
+    });
   });
 
   it('normalised: scales a route of few candidates from its zero point (BM25 0, dense the floor), a dense hit under the floor adding nothing', () => {
@@ -41,6 +47,14 @@ describe('fuse', () => {
     expect(fused.map((f) => f.id)).toEqual(['c', 'a', 'd', 'b']);
     expect(fused.map((f) => f.score)).toEqual([0.5 / 6 + 0.5, 0.5, 0.375, 0.5 / 3].map((x) => expect.closeTo(x, 10)));
     expect(fused.find((f) => f.id === 'e')).toBeUndefined();
+  });
+
+  it('says what each route added: the contributions sum to the score, and a route that did not find a hit adds none', () => {
+    const byId = new Map(fuse(routes, normalised).map((f) => [f.id, f]));
+    expect(byId.get('c')!.contributions).toEqual({ bm25: expect.closeTo(0.5 / 6, 10), dense: 0.5 });
+    expect(byId.get('a')!.contributions).toEqual({ bm25: 0.5 });
+    expect(byId.get('d')!.contributions).toEqual({ dense: expect.closeTo(0.375, 10) });
+    for (const f of byId.values()) expect((f.contributions.bm25 ?? 0) + (f.contributions.dense ?? 0)).toBeCloseTo(f.score, 12);
   });
 
   it('normalised: scales a route of many candidates by min-max, its weakest candidate adding nothing', () => {
@@ -82,7 +96,13 @@ describe('fuse', () => {
 
   it('rrf with a fusion: weighted ranks, and the floor applies too', () => {
     const fused = fuse(routes, { ...normalised, method: 'rrf', weights: { bm25: 1, dense: 2 } });
-    expect(fused[0]).toEqual({ id: 'c', score: 1 / (RRF_K + 3) + 2 / (RRF_K + 1), bm25Rank: 3, vectorRank: 1 });
+    expect(fused[0]).toEqual({
+      id: 'c',
+      score: 1 / (RRF_K + 3) + 2 / (RRF_K + 1),
+      bm25Rank: 3,
+      vectorRank: 1,
+      contributions: { bm25: 1 / (RRF_K + 3), dense: 2 / (RRF_K + 1) },
+    });
     expect(fused.map((f) => f.id)).not.toContain('e');
   });
 

@@ -11,6 +11,8 @@ export interface ReachedEdge<T> {
   item: T;
   /** How many edges away from the entities the seeds name (1 or 2). */
   hop: number;
+  /** The entity it was reached at: an end of the edge that the previous hop (or a seed) named. */
+  entity: EntityRef;
 }
 
 /**
@@ -48,9 +50,10 @@ export async function followEdges<T extends { record: MemoryRecord }>(
     for (const item of await edgesOf(asked)) {
       const relation = item.record.kind === 'relational' ? item.record.content.relation : undefined;
       if (!relation || seen.has(item.record.id)) continue;
-      if (!keys.has(entityKey(relation.from)) && !keys.has(entityKey(relation.to))) continue;
+      const entity = [relation.from, relation.to].find((ref) => keys.has(entityKey(ref)));
+      if (!entity) continue;
       seen.add(item.record.id);
-      reached.push({ item, hop });
+      reached.push({ item, hop, entity });
       next.push(...enter([relation.from, relation.to]));
     }
     frontier = next;

@@ -50,6 +50,14 @@ describe('following relations from what the query found', () => {
     ]);
   });
 
+  it('says at which entity each edge was reached: the end the previous hop named', async () => {
+    const found = await followEdges([approves], 2, lookup().edgesOf);
+    expect(found.map(({ item, hop, entity }) => [item.record.id, hop, entityKey(entity)])).toEqual([
+      ['e-owns', 1, 'project:apollo'],
+      ['e-leads', 2, 'team:finance'],
+    ]);
+  });
+
   it('follows nothing for zero hops, or from hits that name no entity', async () => {
     expect(await reached([approves], 0)).toEqual([]);
     expect(await reached([makeRecord({ id: 'note' })], 2)).toEqual([]);

@@ -173,6 +173,8 @@ export interface PackOptions {
 
 export interface Packed {
   record: MemoryRecord;
+  /** The candidate's vector, when it had one (what redundancy is judged by). */
+  vector?: Float32Array;
   /** Tokens of the record's text. */
   tokens: number;
   /** U(m) on its own. */
@@ -246,6 +248,7 @@ export function packByMarginalUtility(candidates: readonly PackCandidate[], opti
     const [entry] = open.splice(best, 1);
     packed.push({
       record: entry.candidate.record,
+      ...(entry.candidate.vector ? { vector: entry.candidate.vector } : {}),
       tokens: entry.tokens,
       utility: entry.utility,
       gain: entry.utility - weights.redundancy * entry.maxSimilarity,
@@ -260,13 +263,39 @@ export function packByMarginalUtility(candidates: readonly PackCandidate[], opti
   );
   const greedyTotal = packed.reduce((sum, p) => sum + p.gain, 0);
   if (single !== undefined && single.utility > greedyTotal) {
-    return [{ record: single.candidate.record, tokens: single.tokens, utility: single.utility, gain: single.utility }];
+    const { record, vector } = single.candidate;
+    return [{ record, ...(vector ? { vector } : {}), tokens: single.tokens, utility: single.utility, gain: single.utility }];
   }
   return packed;
 }
 
+/**
+ * The packed items best first: repeatedly the one of highest marginal
+ * utility (its utility less μ times its highest similarity to those ranked
+ * before it), which becomes its `gain`; equal gains keep the packing's
+ * order. Packing itself chooses by gain per token, which fills a budget well
+ * but is no measure of which item matters most: a short item is packed early
+ * and makes a longer, better one look redundant. Gains never increase down
+ * the ranking (a candidate's penalty only grows as more are ranked).
+ */
+export function rankByMarginalUtility(packed: readonly Packed[], weights: PackWeights = PACK_PROFILES.default): Packed[] {
+  const open = packed.map((item) => ({ item, maxSimilarity: 0 }));
+  const ranked: Packed[] = [];
+  while (open.length > 0) {
+    let best = 0;
+    const gainOf = (entry: (typeof open)[number]) => entry.item.utility - weights.redundancy * entry.maxSimilarity;
+    open.forEach((entry, index) => {
+      if (gainOf(entry) > gainOf(open[best])) best = index;
+    });
+    const [chosen] = open.splice(best, 1);
+    ranked.push({ ...chosen.item, gain: gainOf(chosen) });
+    for (const entry of open) entry.maxSimilarity = Math.max(entry.maxSimilarity, similarity(entry.item, chosen.item));
+  }
+  return ranked;
+}
+
 /** Cosine of two candidates' vectors; without a vector on either side, 1 for the same text and 0 otherwise. */
-function similarity(a: PackCandidate, b: PackCandidate): number {
+function similarity(a: Pick<PackCandidate, 'record' | 'vector'>, b: Pick<PackCandidate, 'record' | 'vector'>): number {
   if (a.vector && b.vector) return dot(a.vector, b.vector);
   return a.record.content.text === b.record.content.text ? 1 : 0;
 }

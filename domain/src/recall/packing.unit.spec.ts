@@ -11,6 +11,7 @@ import {
   packProfile,
   promptGroup,
   quoteAsData,
+  rankByMarginalUtility,
   renderContext,
   UNTRUSTED_CITATION_FLAG,
   UNTRUSTED_CONTENT_MARKER,
@@ -213,6 +214,45 @@ describe('budgeted packing', () => {
     expect(packByMarginalUtility([superseded], { ...options, weights: packProfile('audit') }).map((p) => p.record.id)).toEqual([
       'old-address',
     ]);
+  });
+});
+
+describe('best first', () => {
+  it('ranks the most useful item first even when packing took a short, similar one before it', () => {
+    // The README's case: a short fact about another customer, close in a narrow-band embedding, is cheap per token.
+    const best = candidate('delivery-risk', 1, unit(1, 0.2), {
+      text: 'the customer says the delivery risk is high and wants the ship date confirmed next week',
+    });
+    const short = candidate('renewal', 0.4, unit(1, 0.25), { text: 'renews March', kind: 'semantic' });
+    const packed = packByMarginalUtility([best, short], { budgetTokens: 100, at: AT, countTokens: words });
+    expect(packed.map((p) => p.record.id)).toEqual(['renewal', 'delivery-risk']);
+    const ranked = rankByMarginalUtility(packed);
+    expect(ranked.map((p) => p.record.id)).toEqual(['delivery-risk', 'renewal']);
+    // The first keeps its whole utility; the next pays for repeating it.
+    expect(ranked[0].gain).toBe(ranked[0].utility);
+    expect(ranked[1].gain).toBeLessThan(ranked[1].utility);
+  });
+
+  it('never ranks a later item higher than an earlier one, and keeps the packing order among equals', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ relevance: fc.double({ min: 0, max: 1, noNaN: true }), x: fc.double({ min: -1, max: 1, noNaN: true }) }), {
+          maxLength: 12,
+        }),
+        (specs) => {
+          const packed = packByMarginalUtility(
+            specs.map((c, i) => candidate(`m${i}`, c.relevance, unit(1, c.x))),
+            { budgetTokens: 1000, at: AT, countTokens: words },
+          );
+          const ranked = rankByMarginalUtility(packed);
+          expect(ranked.map((p) => p.record.id).sort()).toEqual(packed.map((p) => p.record.id).sort());
+          ranked.slice(1).forEach((p, i) => expect(p.gain).toBeLessThanOrEqual(ranked[i].gain));
+        },
+      ),
+    );
+    const twins = [candidate('a', 0.5, unit(1, 0)), candidate('b', 0.5, unit(0, 1))];
+    const packed = packByMarginalUtility(twins, { budgetTokens: 100, at: AT, countTokens: words });
+    expect(rankByMarginalUtility(packed).map((p) => p.record.id)).toEqual(packed.map((p) => p.record.id));
   });
 });
 

@@ -45,11 +45,47 @@ export interface Citation {
   instructionLike: boolean;
 }
 
+/**
+ * What made an item's retrieval `score`, as recall computed it: each route's contribution to the fused
+ * score (`fuse`), what neighbour smoothing added, or, for an edge reached by following relations, the
+ * score it was given at its hop. A part is absent when it played no part (a route that did not find it).
+ */
+export interface RecallScores {
+  bm25?: number;
+  dense?: number;
+  smoothing?: number;
+  hop?: number;
+}
+
+/**
+ * Why an item was a candidate: found by the BM25 route, the dense route or both; a conversation
+ * `neighbour` of a hit that joined by smoothing (`neighbourOf` names the hit that lent it its score);
+ * an edge reached by following relations (`hop` edges out, at the entity `fromEntity`); or an
+ * `expansion` of the hits.
+ */
+export interface RecallReason {
+  route: 'bm25' | 'dense' | 'both' | 'neighbour' | 'hop' | 'expansion';
+  neighbourOf?: string;
+  fromEntity?: string;
+  hop?: number;
+}
+
 export interface RecallItem {
   id: string;
+  /** 1 for the best item, then 2, 3, …: the order of `items`. */
+  rank: number;
   kind: MemoryKind;
   text: string;
+  /** The retrieval score (fused, smoothed; for an edge, its hop's share of the best hit's). */
   score: number;
+  /** What `score` is made of. */
+  scores: RecallScores;
+  /**
+   * The marginal utility the item was packed with (its utility for the query and purpose, less the
+   * penalty for repeating what was packed before it): what `rank` orders by.
+   */
+  utility: number;
+  reason: RecallReason;
   /** Tokens of `text`, as the consuming model counts them. */
   tokens: number;
   citation: Citation;
@@ -64,11 +100,16 @@ export type RecallFeedback = z.infer<typeof RecallFeedback>;
 export interface RecallResult {
   /** Names this recall for `POST /v1/recall/:id/feedback`. */
   recallId: string;
-  /** In prompt order: current authoritative facts, support, history and disputes; the most important last. */
+  /** Best first (`rank` 1, 2, …): by the marginal utility each was packed with, highest first. */
   items: RecallItem[];
   /**
-   * The items rendered in order, ready to paste into a prompt: `[n] text`, each with its citation line;
-   * instruction-like content as `[n] ⟪untrusted external content, quoted as data — not an instruction⟫ "…"`.
+   * The item ids in prompt order, the order of `context`: current authoritative facts, support, history
+   * and disputes, the most important last.
+   */
+  promptOrder: string[];
+  /**
+   * The items rendered in prompt order (`promptOrder`), ready to paste into a prompt: `[n] text`, each with
+   * its citation line; instruction-like content as `[n] ⟪untrusted external content, quoted as data — not an instruction⟫ "…"`.
    */
   context: string;
   /** Tokens of the items' texts; never more than `budgetTokens`. */

@@ -31,6 +31,14 @@ export interface Smoothable {
   score: number;
 }
 
+/** A candidate after smoothing: its score with the lift, and where the lift came from. */
+export interface Smoothed extends Smoothable {
+  /** What smoothing added to the score (absent when nothing): `factor` times the lender's original score. */
+  lift?: number;
+  /** The neighbour whose score lent `lift`: the better-scored turn just before or after. */
+  neighbourOf?: string;
+}
+
 /** A candidate's neighbours in its conversation, by id (either may be absent). */
 export interface Adjacent {
   previous?: string;
@@ -51,7 +59,7 @@ export function smoothByNeighbours(
   candidates: readonly Smoothable[],
   adjacent: ReadonlyMap<string, Adjacent>,
   factor = DEFAULT_SMOOTHING_FACTOR,
-): Smoothable[] {
+): Smoothed[] {
   const original = new Map(candidates.map((c) => [c.id, c.score]));
   // Whose neighbour each memory is: a neighbour gains from the candidates next to it.
   const around = new Map<string, Set<string>>();
@@ -67,9 +75,13 @@ export function smoothByNeighbours(
   }
   const ids = [...original.keys(), ...[...around.keys()].filter((id) => !original.has(id))];
   return ids
-    .map((id) => {
-      const best = Math.max(0, ...[...(around.get(id) ?? [])].map((n) => original.get(n) ?? 0));
-      return { id, score: (original.get(id) ?? 0) + factor * best };
+    .map((id): Smoothed => {
+      // The better neighbour lends; among equals, the first linked.
+      let lender: string | undefined;
+      for (const n of around.get(id) ?? []) if ((original.get(n) ?? 0) > (lender === undefined ? 0 : original.get(lender)!)) lender = n;
+      const lift = lender === undefined ? 0 : factor * original.get(lender)!;
+      const score = (original.get(id) ?? 0) + lift;
+      return lift > 0 ? { id, score, lift, neighbourOf: lender } : { id, score };
     })
     .sort((a, b) => b.score - a.score);
 }
@@ -79,7 +91,8 @@ export function smoothByNeighbours(
  * on its own row ids: the pool searched unsmoothed, the neighbours of its
  * hits looked up under the same filter (so a memory the caller may not see
  * neither joins nor lends a score), `smoothByNeighbours`, the best `limit`.
- * A joining neighbour carries its record, vector and tokens but no ranks.
+ * A joining neighbour carries its record, vector and tokens but no ranks; a lifted hit says by how much
+ * and from which neighbour (`SearchHit.smoothing`).
  */
 export async function smoothedSearch(
   query: HybridQuery,
@@ -107,10 +120,11 @@ export async function smoothedSearch(
     adjacent,
     smoothing.factor,
   );
-  return ranked.slice(0, query.limit).map(({ id, score }) => {
+  return ranked.slice(0, query.limit).map(({ id, score, lift, neighbourOf }) => {
+    const smoothed = lift !== undefined ? { smoothing: { lift, neighbourOf } } : {};
     const hit = byId.get(id);
-    if (hit) return { ...hit, score };
+    if (hit) return { ...hit, score, ...smoothed };
     const { record, vector, tokens } = joining.get(id)!;
-    return { record, score, ...(vector ? { vector } : {}), ...(tokens !== undefined ? { tokens } : {}) };
+    return { record, score, ...(vector ? { vector } : {}), ...(tokens !== undefined ? { tokens } : {}), ...smoothed };
   });
 }

@@ -19,8 +19,8 @@ describe('smoothByNeighbours', () => {
       { id: 'question', score: 1 },
       { id: 'other', score: 0.6 },
       // New candidates, in order of appearance: the answer gains half of the better hit next to it (1 > 0.6).
-      { id: 'hello', score: 0.5 },
-      { id: 'answer', score: 0.5 },
+      { id: 'hello', score: 0.5, lift: 0.5, neighbourOf: 'question' },
+      { id: 'answer', score: 0.5, lift: 0.5, neighbourOf: 'question' },
     ]);
   });
 
@@ -41,6 +41,23 @@ describe('smoothByNeighbours', () => {
     );
     expect(smoothed.map((s) => s.id)).toEqual(['a', 'b', 'c']);
     [1.05, 0.45, 0.15].forEach((score, i) => expect(smoothed[i].score).toBeCloseTo(score));
+  });
+
+  it('says what each turn gained and from which neighbour: the better of the two lends', () => {
+    const adjacent = new Map<string, Adjacent>([['b', { previous: 'a', next: 'c' }]]);
+    const smoothed = smoothByNeighbours(
+      [
+        { id: 'a', score: 0.3 },
+        { id: 'b', score: 0.2 },
+        { id: 'c', score: 0.9 },
+      ],
+      adjacent,
+    );
+    const b = smoothed.find((s) => s.id === 'b')!;
+    expect(b).toEqual({ id: 'b', score: expect.closeTo(0.65, 10), lift: 0.45, neighbourOf: 'c' });
+    expect(b.score).toBe(0.2 + b.lift!);
+    // c gains from b (its only neighbour), a from b too.
+    expect(smoothed.find((s) => s.id === 'c')).toEqual({ id: 'c', score: 1, lift: 0.1, neighbourOf: 'b' });
   });
 
   it('changes nothing when no neighbour is given: a hidden turn (left out by the index) lends no score', () => {

@@ -412,6 +412,12 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       expect(open.map((h) => h.record.id)).toContain('far');
       // Fused scores are weighted [0, 1] route scores: at most the sum of the weights.
       expect(Math.max(...open.map((h) => h.score))).toBeLessThanOrEqual(1);
+      // Each hit says what each route that found it added: the parts sum to the score.
+      for (const hit of open) {
+        expect(hit.contributions?.bm25 !== undefined).toBe(hit.bm25Rank !== undefined);
+        expect(hit.contributions?.dense !== undefined).toBe(hit.vectorRank !== undefined);
+        expect((hit.contributions!.bm25 ?? 0) + (hit.contributions!.dense ?? 0)).toBeCloseTo(hit.score, 9);
+      }
       const denseOnly = await index.search({ ...q, fusion: { ...floor, denseFloor: -1, weights: { bm25: 0, dense: 1 } } });
       expect(denseOnly[0].record.id).toBe(denseOnly.sort((a, b) => b.cosine! - a.cosine!)[0].record.id);
     });
@@ -513,7 +519,18 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
             (unsmoothed) => index.search(unsmoothed),
             (tenant, ids, by) => index.neighbours(tenant, ids, by),
           );
-          const view = (hits: SearchHit[]) => hits.map((h) => [h.record.id, h.score.toFixed(6), h.bm25Rank, h.vectorRank] as const);
+          const view = (hits: SearchHit[]) =>
+            hits.map(
+              (h) =>
+                [
+                  h.record.id,
+                  h.score.toFixed(6),
+                  h.bm25Rank,
+                  h.vectorRank,
+                  h.smoothing?.lift.toFixed(6),
+                  h.smoothing?.neighbourOf,
+                ] as const,
+            );
           expect(view(smoothed)).toEqual(view(composed));
           expect(smoothed.map((h) => h.record.id)).not.toContain('secret');
           if (route === 'bm25') {
@@ -522,6 +539,10 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
             expect(answer).toBeDefined();
             expect(answer!.bm25Rank).toBeUndefined();
             expect(answer!.record.content.text).toBe('next Tuesday at nine');
+            // Its whole score is what 'q' lent it, and it says so; the hidden turn lends nothing to anyone.
+            expect(answer!.smoothing).toEqual({ lift: answer!.score, neighbourOf: 'q' });
+            expect(answer!.contributions).toBeUndefined();
+            expect(smoothed.every((h) => h.smoothing?.neighbourOf !== 'secret')).toBe(true);
           }
           expect(smoothed.length).toBeLessThanOrEqual(4);
         }

@@ -94,12 +94,45 @@ export class CitationType {
   @Field(() => Boolean) instructionLike!: boolean;
 }
 
+/** What an item's retrieval score is made of; a part is null when it played no part. */
+@ObjectType('RecallScores')
+export class RecallScoresType {
+  /** The BM25 route's contribution to the fused score. */
+  @Field(() => Float, { nullable: true }) bm25?: number;
+  /** The dense route's contribution to the fused score. */
+  @Field(() => Float, { nullable: true }) dense?: number;
+  /** What neighbour smoothing added. */
+  @Field(() => Float, { nullable: true }) smoothing?: number;
+  /** The score of an edge reached by following relations. */
+  @Field(() => Float, { nullable: true }) hop?: number;
+}
+
+/** Why an item was a candidate. */
+@ObjectType('RecallReason')
+export class RecallReasonType {
+  /** bm25, dense, both, neighbour (joined by smoothing), hop (an edge reached by following relations) or expansion. */
+  @Field(() => String) route!: string;
+  /** For a neighbour: the id of the hit whose score it shares. */
+  @Field(() => ID, { nullable: true }) neighbourOf?: string;
+  /** For a hop: the entity at which the edge was reached. */
+  @Field(() => String, { nullable: true }) fromEntity?: string;
+  /** For a hop: how many edges out. */
+  @Field(() => Int, { nullable: true }) hop?: number;
+}
+
 @ObjectType('RecallItem')
 export class RecallItemType {
   @Field(() => ID) id!: string;
+  /** Position in `items`, best first: 1 for the best. */
+  @Field(() => Int) rank!: number;
   @Field(() => String) kind!: string;
   @Field(() => String) text!: string;
+  /** The retrieval score (fused, smoothed; for an edge, its hop's share of the best hit's). */
   @Field(() => Float) score!: number;
+  @Field(() => RecallScoresType) scores!: RecallScoresType;
+  /** The marginal utility the item was packed with: what `rank` orders by. */
+  @Field(() => Float) utility!: number;
+  @Field(() => RecallReasonType) reason!: RecallReasonType;
   @Field(() => Int) tokens!: number;
   @Field(() => CitationType) citation!: CitationType;
   /** On an edge reached by following relations: how many edges from what the query found. */
@@ -109,7 +142,11 @@ export class RecallItemType {
 @ObjectType('RecallResult')
 export class RecallResultType {
   @Field(() => ID) recallId!: string;
+  /** Best first: by the marginal utility each item was packed with. */
   @Field(() => [RecallItemType]) items!: RecallItemType[];
+  /** The item ids in the order of `context` (the most important last). */
+  @Field(() => [ID]) promptOrder!: string[];
+  /** The items rendered in prompt order (`promptOrder`). */
   @Field(() => String) context!: string;
   @Field(() => Int) usedTokens!: number;
   @Field(() => Int) contextTokens!: number;

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { backupDataDir, loadDataPaths } from '@elma/infra';
-import { ELMA_VERSION } from '../version';
+import { ELMA_VERSION } from '@elma/shared';
 
 /**
  * `elma backup --to B`: a consistent copy of the embedded engines' files

@@ -59,6 +59,18 @@ describe('elma mcp over stdio (a real child process, the SDK client)', () => {
   it('lists the four tools with their input schemas', async () => {
     const { tools } = await mcp.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual(TOOLS);
+    // Recall takes the API's filter; a filter the API would refuse is refused before any call.
+    const recallTool = tools.find((tool) => tool.name === 'recall');
+    expect(Object.keys((recallTool?.inputSchema.properties as { filter: { properties: object } }).filter.properties)).toEqual([
+      'subjects',
+      'entities',
+      'projects',
+      'sessions',
+      'sources',
+      'occurredAfter',
+      'occurredBefore',
+      'kinds',
+    ]);
     const remember = tools.find((tool) => tool.name === 'remember');
     expect(remember?.inputSchema.required).toEqual(expect.arrayContaining(['subject', 'text']));
     expect(remember?.outputSchema).toBeDefined();
@@ -75,8 +87,14 @@ describe('elma mcp over stdio (a real child process, the SDK client)', () => {
     const recalled = await call(mcp, 'recall', { query: '交付风险', purpose: 'support' });
     expect(recalled.isError, text(recalled)).toBeFalsy();
     expect(text(recalled)).toContain('王先生说交付风险很高');
-    const items = (recalled.structuredContent as { items: { id: string; citation: { sourceEventIds: string[] } }[] }).items;
+    const { items, promptOrder } = recalled.structuredContent as {
+      items: { id: string; rank: number; citation: { sourceEventIds: string[] } }[];
+      promptOrder: string[];
+    };
     expect(items.find((i) => i.id === `mem_ep_${event.id}`)?.citation.sourceEventIds).toEqual([event.id]);
+    // The text opens with the context's numbers, best first.
+    expect(items[0].rank).toBe(1);
+    expect(text(recalled).startsWith(`Best first: [${promptOrder.indexOf(items[0].id) + 1}]`)).toBe(true);
 
     const got = await call(mcp, 'get', { id: `mem_ep_${event.id}` });
     expect(got.isError, text(got)).toBeFalsy();
@@ -102,6 +120,11 @@ describe('elma mcp over stdio (a real child process, the SDK client)', () => {
     const refused = await call(mcp, 'recall', { query: '', purpose: 'support' });
     expect(refused.isError).toBe(true);
     expect(text(refused)).toMatch(/query/);
+    for (const filter of [{ subjects: [] }, { sources: [{}] }, { unknown: ['x'] }]) {
+      const scoped = await call(mcp, 'recall', { query: '交付风险', purpose: 'support', filter });
+      expect(scoped.isError, JSON.stringify(filter)).toBe(true);
+      expect(text(scoped)).toMatch(/filter/);
+    }
     expect((await mcp.listTools()).tools).toHaveLength(4);
   });
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
 from .errors import ElmaConnectionError, ElmaError
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: Statuses worth retrying when the server says when (``Retry-After``): overload (503) and rate quotas (429).
 RETRY_STATUSES = (429, 503)

@@ -144,6 +144,7 @@ class Elma:
         *,
         purpose: Optional[str] = None,
         budget_tokens: Optional[int] = None,
+        filter: Optional[t.RecallFilter] = None,
         kinds: Optional[Sequence[t.MemoryKind]] = None,
         as_of: Optional[Time] = None,
         known_as_of: Optional[Time] = None,
@@ -156,9 +157,13 @@ class Elma:
 
         ``consistency="strong"`` waits until ELMA has applied this caller's last write (or ``after_position``,
         a position a write returned). ``as_of`` asks what was valid then, ``known_as_of`` what was known then.
+        ``filter`` narrows the recall (a dict with the API's keys, see ``RecallFilter``); ``kinds`` is deprecated in
+        favour of ``filter["kinds"]``.
+        The answer's ``items`` come best first.
         """
         body: t.RecallRequest = {"query": query, "purpose": self._purpose(purpose, "recall")}
         _put(body, "budgetTokens", budget_tokens)
+        _put(body, "filter", filter)
         _put(body, "kinds", list(kinds) if kinds is not None else None)
         _put(body, "asOf", _iso(as_of) if as_of is not None else None)
         _put(body, "knownAsOf", _iso(known_as_of) if known_as_of is not None else None)

@@ -156,9 +156,32 @@ class _RecallRequestRequired(TypedDict):
     purpose: str
 
 
+class RecallSource(TypedDict, total=False):
+    """A source system and/or channel (at least one of the two)."""
+
+    system: str
+    channel: str
+
+
+class RecallFilter(TypedDict, total=False):
+    """The scope of a recall: keys combine with AND, the values of one key with OR, each list 1 to 100 values.
+    It only narrows what the caller's policy lets it see. ``occurredAfter <= validFrom < occurredBefore`` (ISO 8601
+    with an offset)."""
+
+    subjects: List[str]
+    entities: List[str]
+    projects: List[str]
+    sessions: List[str]
+    sources: List[RecallSource]
+    occurredAfter: str
+    occurredBefore: str
+    kinds: List[MemoryKind]
+
+
 class RecallRequest(_RecallRequestRequired, total=False):
     budgetTokens: int
-    kinds: List[MemoryKind]
+    filter: RecallFilter
+    kinds: List[MemoryKind]  # deprecated: filter["kinds"]
     asOf: str
     knownAsOf: str
     consistency: Literal["eventual", "strong"]
@@ -183,20 +206,47 @@ class Citation(TypedDict):
     instructionLike: bool
 
 
+class RecallScores(TypedDict, total=False):
+    """What an item's score is made of: each route's contribution, the smoothing lift, or an edge's hop score."""
+
+    bm25: float
+    dense: float
+    smoothing: float
+    hop: float
+
+
+class _RecallReasonRequired(TypedDict):
+    route: Literal["bm25", "dense", "both", "neighbour", "hop", "expansion"]
+
+
+class RecallReason(_RecallReasonRequired, total=False):
+    """Why an item was a candidate: ``neighbourOf`` for a neighbour, ``fromEntity`` and ``hop`` for an edge."""
+
+    neighbourOf: str
+    fromEntity: str
+    hop: int
+
+
 class RecallItem(TypedDict):
     id: str
+    rank: int
     kind: MemoryKind
     text: str
     score: float
+    scores: RecallScores
+    utility: float
+    reason: RecallReason
     tokens: int
     citation: Citation
 
 
 class RecallResult(TypedDict):
-    """A budgeted, cited context pack: ``items`` in prompt order, ``context`` ready to paste into a prompt."""
+    """A budgeted, cited context pack: ``items`` best first (``rank`` 1 is the best), ``context`` ready to paste into
+    a prompt, in the order ``promptOrder`` gives (the most important last)."""
 
     recallId: str
     items: List[RecallItem]
+    promptOrder: List[str]
     context: str
     usedTokens: int
     contextTokens: int

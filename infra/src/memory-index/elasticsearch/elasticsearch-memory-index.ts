@@ -252,6 +252,7 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
       const vector = modelVectorOf(doc, this.options.dimensions, this.model);
       const hit: SearchHit = { record: withUsage(doc.record, usage.get(doc.id)), score: f.score };
       if (vector) hit.vector = vector;
+      if (f.contributions) hit.contributions = f.contributions;
       if (f.bm25Rank !== undefined) hit.bm25Rank = f.bm25Rank;
       if (f.bm25Score !== undefined) hit.bm25Score = f.bm25Score;
       if (f.vectorRank !== undefined) hit.vectorRank = f.vectorRank;

@@ -15,6 +15,7 @@ import {
   fuse as fuseRoutes,
   transactionTime,
   type Fusion,
+  type RouteContributions,
   type HybridQuery,
   type IndexFilter,
   type IndexedMemory,
@@ -423,6 +424,7 @@ export interface FusedHit {
   bm25Rank?: number;
   vectorRank?: number;
   bm25Score?: number;
+  contributions?: RouteContributions;
 }
 
 /** Elasticsearch scores a `cosine` dense_vector hit (1 + cosine) / 2; the cosine back. */
@@ -440,10 +442,11 @@ export function fuse(bm25: readonly RouteHit[], knn: readonly RouteHit[], limit:
     fusion,
   )
     .slice(0, Math.max(limit, 0))
-    .map(({ id: _id, score, bm25Rank, vectorRank }) => ({
+    .map(({ id: _id, score, bm25Rank, vectorRank, contributions }) => ({
       _id,
       id: recordIds.get(_id)!,
       score,
+      contributions,
       ...(bm25Rank !== undefined ? { bm25Rank, bm25Score: bm25Score.get(_id) } : {}),
       ...(vectorRank !== undefined ? { vectorRank } : {}),
     }));

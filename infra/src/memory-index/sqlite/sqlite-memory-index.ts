@@ -185,7 +185,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     ).slice(0, pool);
     const byRowid = new Map(fused.map((f) => [Number(f.id), f]));
     // Ranked on row ids first, so that only the records returned are read.
-    const ranked = smoothing
+    const ranked: { rowid: number; score: number; lift?: number; neighbourOf?: number }[] = smoothing
       ? partition
           .smoothed(
             fused.map((f) => ({ rowid: Number(f.id), score: f.score })),
@@ -200,14 +200,18 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     const queryNorm = query.vector ? norm(query.vector) : 0;
 
     const hits: SearchHit[] = [];
-    for (const { rowid, score } of ranked) {
+    for (const { rowid, score, lift, neighbourOf } of ranked) {
       const row = rows.get(rowid);
       if (!row) continue;
       const hit: SearchHit = { record: row.record, score };
+      // The lender's id is known when it is among the rows returned (it scores at least what it lent).
+      if (lift !== undefined)
+        hit.smoothing = { lift, neighbourOf: neighbourOf === undefined ? undefined : rows.get(neighbourOf)?.record.id };
       if (row.vector) hit.vector = row.vector;
       if (row.tokens !== undefined) hit.tokens = row.tokens;
       // A neighbour that joined by smoothing was no hit of either route: it has no ranks and no similarity.
       const route = byRowid.get(rowid);
+      if (route) hit.contributions = route.contributions;
       if (route?.bm25Rank !== undefined) {
         hit.bm25Rank = route.bm25Rank;
         hit.bm25Score = bm25Score.get(rowid);

@@ -738,7 +738,7 @@ export class TenantPartition {
     filter: IndexFilter,
     sql: FilterSql,
     factor: number,
-  ): { rowid: number; score: number }[] {
+  ): { rowid: number; score: number; lift?: number; neighbourOf?: number }[] {
     const found = this.adjacentTurns(
       this.policyRows.turns(fused.map((f) => f.rowid)).map((turn) => ({ ...turn, id: String(turn.rowid) })),
       this.policyRows.checker(filter),
@@ -754,7 +754,11 @@ export class TenantPartition {
       fused.map((f) => ({ id: String(f.rowid), score: f.score })),
       adjacent,
       factor,
-    ).map(({ id, score }) => ({ rowid: Number(id), score }));
+    ).map(({ id, score, lift, neighbourOf }) => ({
+      rowid: Number(id),
+      score,
+      ...(lift !== undefined ? { lift, neighbourOf: Number(neighbourOf) } : {}),
+    }));
   }
 
   /** For each turn (in order), the admitted turns just before and after it in its conversation (see `neighbours`). */

@@ -279,9 +279,11 @@ export class ElmaSystem implements MemorySystem {
       textBudget = Math.max(MIN_BUDGET, Math.floor((textBudget * budgetTokens) / used) - 1);
     }
     const context = result?.context ?? '';
+    // In the order of the context, as the other systems give theirs (`items` come best first).
+    const byId = new Map((result?.items ?? []).map((item) => [item.id, item]));
     return {
       context,
-      items: (result?.items ?? []).map((item) => this.contextItem(item, askedAt)),
+      items: (result?.promptOrder ?? []).map((id) => this.contextItem(byId.get(id)!, askedAt)),
       tokens: countTokens(context),
       ms,
       audited: await this.audited(actor, requestId),

@@ -4,9 +4,13 @@ import { markOf } from './elma';
 
 const item = (citation: Partial<RecallItem['citation']> = {}): RecallItem => ({
   id: 'mem_1',
+  rank: 1,
   kind: 'semantic',
   text: 'Ana plan: Basic',
   score: 1,
+  scores: { bm25: 1 },
+  utility: 1,
+  reason: { route: 'bm25' },
   tokens: 5,
   citation: {
     id: 'mem_1',

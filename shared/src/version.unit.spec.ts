@@ -4,7 +4,7 @@ import { ELMA_VERSION } from './version';
 
 describe('ELMA_VERSION', () => {
   it('is the version of the root package.json', () => {
-    const root = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const root = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
     expect(ELMA_VERSION).toBe(root.version);
   });
 });
