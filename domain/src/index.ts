@@ -31,6 +31,7 @@ export * from './recall/fusion';
 export * from './recall/smoothing';
 export * from './recall/packing';
 export * from './memory-index/filter';
+export * from './memory-index/scope';
 export * from './memory/write';
 export * from './memory/listing';
 export * from './policy/clause';

@@ -60,6 +60,8 @@ export function deriveMemories(event: EventIngested): RecordMemory[] {
     tainted: trust === 'external' || trust === 'model',
     // Decided at ingest, on the stored event: a replay derives the same flag whatever the detector says today.
     ...(event.instructionLike ? { instructionLike: true } : {}),
+    // Where the event came from, for recalls scoped by source: a pure function of the stored event, as the rest.
+    sources: [{ system: event.source.system, ...(event.source.channel !== undefined ? { channel: event.source.channel } : {}) }],
     usage: { retrieved: 0, adopted: 0, lastUsedAt: null },
     version: 1,
     status: 'active' as const,
