@@ -180,9 +180,10 @@ export const MemoryRecord = z.object({
   retention: z.object({ class: RetentionClass, expiresAt: IsoDate.nullable() }),
   /**
    * The session or task a working memory belongs to: recall returns it only to
-   * a request naming the same session. On an episodic memory, the conversation
-   * its event was said in (the ingest event's `session`): recall smooths over
-   * its neighbouring turns; it does not restrict who sees it.
+   * a request naming the same session. On a record extracted from an ingested
+   * event, the conversation the event was said in (its `session`): recall
+   * smooths over an episode's neighbouring turns, and a recall scoped to the
+   * session (`filter.sessions`) finds it; it does not restrict who sees it.
    */
   session: z.string().optional(),
   /** Transaction time of this version; absent on version 1, whose transaction time is `recordedAt`. */
