@@ -51,7 +51,9 @@ export const MemoryListQuery = PageQuery.extend({
   entities: Repeated(ScopeValue).optional(),
   projects: Repeated(ScopeValue).optional(),
   sessions: Repeated(ScopeValue).optional(),
-  sources: Repeated(SourceParam).optional(),
+  sources: Repeated(SourceParam)
+    .optional()
+    .describe('`system:channel`, either side empty for any (`crm:`, `:email`, `crm:email`); repeatable.'),
   occurredAfter: IsoDate.optional(),
   occurredBefore: IsoDate.optional(),
   kinds: Repeated(MemoryKind).optional(),

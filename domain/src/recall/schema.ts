@@ -39,19 +39,21 @@ export const occurredInOrder: [
 export const RecallFilter = z
   .strictObject({
     /** Records about these data subjects: as subject, or as an owner of what they were derived from. */
-    subjects: ScopeList(ScopeValue).optional(),
+    subjects: ScopeList(ScopeValue).optional().describe('Data subjects: a record about one of them, or derived from one of theirs.'),
     /** Records stating a fact about these entities, or a relation from or to them. */
-    entities: ScopeList(ScopeValue).optional(),
+    entities: ScopeList(ScopeValue).optional().describe('The entity of a fact, or either end of a relation.'),
     /** Records of these projects (their own, or their ancestry's). */
-    projects: ScopeList(ScopeValue).optional(),
+    projects: ScopeList(ScopeValue).optional().describe('A record of one of these projects, or derived from one.'),
     /** Records from these conversations (their own session, or their inputs'); not the caller's `session`. */
-    sessions: ScopeList(ScopeValue).optional(),
+    sessions: ScopeList(ScopeValue)
+      .optional()
+      .describe("Records from these conversations, or derived from their turns (not the caller's own `session`)."),
     /** Records whose source events came from a matching system and/or channel. */
-    sources: ScopeList(ScopeSource).optional(),
+    sources: ScopeList(ScopeSource).optional().describe('Records whose source events came from a matching system, channel, or both.'),
     /** Records whose valid time starts at or after this instant. */
-    occurredAfter: IsoDate.optional(),
+    occurredAfter: IsoDate.optional().describe('Valid time starting at or after this instant.'),
     /** Records whose valid time starts before this instant. */
-    occurredBefore: IsoDate.optional(),
+    occurredBefore: IsoDate.optional().describe('Valid time starting before this instant (after occurredAfter).'),
     kinds: z.array(MemoryKind).min(1).max(MemoryKind.options.length).optional(),
   })
   .refine(...occurredInOrder);
@@ -72,9 +74,17 @@ export const RecallRequest = z
     purpose: Purpose,
     budgetTokens: z.number().int().min(16).max(32_000).default(1000),
     /** Deprecated: use `filter.kinds` (giving both is refused). */
-    kinds: z.array(MemoryKind).min(1).max(MemoryKind.options.length).optional(),
+    kinds: z
+      .array(MemoryKind)
+      .min(1)
+      .max(MemoryKind.options.length)
+      .optional()
+      .meta({ deprecated: true, description: 'Deprecated for one release: use `filter.kinds` (giving both is refused).' }),
     /** Narrows the recall to subjects, entities, projects, sessions, sources, a valid-time range, kinds. */
-    filter: RecallFilter.optional(),
+    filter: RecallFilter.optional().describe(
+      "Narrows the recall on top of the caller's policy, which it never widens: keys combine with AND, the values of one key with OR. " +
+        'A subject the caller may not see answers exactly like a subject with no memories.',
+    ),
     asOf: IsoDate.optional(),
     knownAsOf: IsoDate.optional(),
     consistency: z.enum(['eventual', 'strong']).default('eventual'),
