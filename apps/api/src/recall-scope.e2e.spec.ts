@@ -247,9 +247,11 @@ describe('GET /v1/memories with the same keys', () => {
 // Last: the derived record it writes joins several scopes the cases above count exactly.
 describe('derived records', () => {
   it('a record derived from two customers’ memories joins the scope of each, and of their sessions and sources', async () => {
+    // 陈女士's email (session s-chen) and 王先生's chat turn about the address.
     const [chen, wang] = await Promise.all(
-      ['cust-chen', 'cust-wang'].map(async (subject) => {
-        const response = await call('agent', 'GET', `/v1/memories?subjects=${subject}&kinds=episodic&limit=1`);
+      ['subjects=cust-chen&sources=crm:email', 'subjects=cust-wang&projects=eagle'].map(async (query) => {
+        const response = await call('agent', 'GET', `/v1/memories?${query}&kinds=episodic`);
+        expect(response.body.items).toHaveLength(1);
         return response.body.items[0].provenance.sourceEventIds[0] as string;
       }),
     );
