@@ -63,12 +63,10 @@ export const scopedContent = (text: string): fc.Arbitrary<MemoryContent> =>
   fc.oneof(
     fc.constant({ text }),
     fc.constantFrom(...ENTITIES).map((entity) => ({ text, fact: { entity, attribute: 'address', value: 'Shanghai' } })),
-    fc
-      .tuple(fc.constantFrom(...ENTITIES), fc.constantFrom(...ENTITIES, 'zed'))
-      .map(([from, to]) => ({
-        text,
-        relation: { from: { type: 'customer' as const, id: from }, relation: 'knows', to: { type: 'person' as const, id: to } },
-      })),
+    fc.tuple(fc.constantFrom(...ENTITIES), fc.constantFrom(...ENTITIES, 'zed')).map(([from, to]) => ({
+      text,
+      relation: { from: { type: 'customer' as const, id: from }, relation: 'knows', to: { type: 'person' as const, id: to } },
+    })),
   );
 
 /** One compiled read clause; `setOf` draws its lists (kinds, statuses, retention classes). */

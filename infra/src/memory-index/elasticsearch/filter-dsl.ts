@@ -147,7 +147,9 @@ function compileScope(scope: IndexScope): EsQuery[] | undefined {
   const out = groups.map((group) => terms('scope', group));
   const { after, before } = occurredRange(scope);
   if (after !== undefined || before !== undefined)
-    out.push({ range: { valid_from: { ...(after !== undefined ? { gte: after } : {}), ...(before !== undefined ? { lt: before } : {}) } } });
+    out.push({
+      range: { valid_from: { ...(after !== undefined ? { gte: after } : {}), ...(before !== undefined ? { lt: before } : {}) } },
+    });
   return out;
 }
 
