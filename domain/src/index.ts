@@ -32,6 +32,7 @@ export * from './recall/smoothing';
 export * from './recall/packing';
 export * from './recall/explain';
 export * from './memory-index/filter';
+export * from './memory-index/scope';
 export * from './memory/write';
 export * from './memory/listing';
 export * from './policy/clause';

@@ -35,9 +35,11 @@ import {
   earliestExpiry,
   evaluate,
   inheritedInstructionFlag,
+  inheritedSources,
   inheritedRestrictions,
   isHeld,
   resourceOf,
+  scopeOf,
   subjectOf,
   visibleInSession,
   type LegalHold,
@@ -190,6 +192,7 @@ export class MemoryService {
       sourceTrust: 'user',
       tainted: sourceRecords.some((s) => s.tainted),
       ...inheritedInstructionFlag(sourceRecords),
+      ...inheritedSources(sourceRecords),
       usage: { retrieved: 0, adopted: 0, lastUsedAt: null },
       version: 1,
       status: 'active',
@@ -247,6 +250,7 @@ export class MemoryService {
       sourceTrust: working.sourceTrust,
       tainted: working.tainted,
       ...inheritedInstructionFlag([working]),
+      ...inheritedSources([working]),
       usage: { retrieved: 0, adopted: 0, lastUsedAt: null },
       version: 1,
       status: 'active',
@@ -424,6 +428,9 @@ export class MemoryService {
   async list(principal: Principal, input: unknown, requestId = 'internal'): Promise<Page<MemoryRecord>> {
     const query = parseQueryOrThrow(MemoryListQuery, input);
     const tenant = principal.tenant;
+    const narrowed = scopeOf(query);
+    const kinds = query.kinds ?? (query.kind ? [query.kind] : undefined);
+    // The cursor is bound to every filter: a cursor of one listing never pages another.
     const scope = [
       'memories',
       tenant,
@@ -433,6 +440,7 @@ export class MemoryService {
       query.status ?? '',
       query.purpose ?? '',
       query.session ?? '',
+      JSON.stringify([narrowed ?? null, query.kinds ?? null]),
     ];
     const start =
       query.cursor === undefined ? undefined : this.deps.cursors.open(scope, query.cursor, (v) => ListPosition.safeParse(v).data);
@@ -441,7 +449,9 @@ export class MemoryService {
     const context = await this.readContext(principal, query);
     const filter: IndexFilter = {
       statuses: query.status ? [query.status] : DEFAULT_LISTED_STATUSES,
-      ...(query.kind ? { kinds: [query.kind] } : {}),
+      ...(kinds ? { kinds } : {}),
+      // The caller's scope only narrows what the policy admits.
+      ...(narrowed ? { scope: narrowed } : {}),
       maxSensitivity: principal.clearance,
       now: context.now,
       // Any one of the caller's purposes admits a record, as for a read by id.

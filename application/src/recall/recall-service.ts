@@ -6,6 +6,7 @@ import {
   RECALLABLE_STATUSES,
   RecallFeedback,
   RecallRequest,
+  scopeOf,
   ValidationFailed,
   matchesFilter,
   orderForPrompt,
@@ -197,7 +198,8 @@ export class RecallService {
       await audit([], { effect: 'deny', rule: 'default-deny' });
       throw new PolicyDenied('read');
     }
-    const kinds = request.kinds ?? MemoryKind.options;
+    const kinds = request.filter?.kinds ?? request.kinds ?? MemoryKind.options;
+    const scope = scopeOf(request.filter);
     const base: IndexFilter = {
       statuses: RECALLABLE_STATUSES,
       maxSensitivity: principal.clearance,
@@ -208,6 +210,8 @@ export class RecallService {
       clauses,
       // Held records are withheld from everyone but the legal role.
       ...(principal.roles.includes(ROLES.legal) ? {} : { exclude: await this.deps.holds.exclusions(principal.tenant) }),
+      // The caller's scope narrows every query below (routes, neighbours, the session's, edges): ANDed with the policy.
+      ...(scope ? { scope } : {}),
     };
     const candidates = await this.candidates(principal, request, kinds, base);
     const result = this.pack(candidates, request, base.asOf!);

@@ -1,4 +1,12 @@
-import { EventIngested, MemoryRecorded, extractedRecords, type MemoryIndex, type MemoryRecord, type RecordedEvent } from '@elma/domain';
+import {
+  EventIngested,
+  MemoryRecorded,
+  extractedRecords,
+  withSourcesOf,
+  type MemoryIndex,
+  type MemoryRecord,
+  type RecordedEvent,
+} from '@elma/domain';
 import type { EventSealer } from '../sealing/sealed-events';
 import { MEMORY_ID, VERSION } from '../memory/memory-events';
 import { openSkippingErased } from './open-skipping-erased';
@@ -61,7 +69,11 @@ export class MemoryViews {
       pending.push(event);
     }
     for (const event of await openSkippingErased<MemoryRecorded>(this.deps.sealer, tenant, pending, PASS_KEYS)) {
-      keep(MemoryRecorded.parse(event).record);
+      const record = MemoryRecorded.parse(event).record;
+      // A revision logged before records kept their sources takes them from the version it follows.
+      const earlier =
+        record.sources === undefined ? (records.get(record.id) ?? (await this.deps.index.get(tenant, record.id))?.record) : undefined;
+      keep(withSourcesOf(record, earlier));
     }
     return records;
   }

@@ -1041,6 +1041,16 @@ export interface operations {
         status?: 'active' | 'disputed' | 'superseded';
         purpose?: string;
         session?: string;
+        subjects?: string | string[];
+        entities?: string | string[];
+        projects?: string | string[];
+        sessions?: string | string[];
+        sources?: string | string[];
+        occurredAfter?: string;
+        occurredBefore?: string;
+        kinds?:
+          | ('working' | 'episodic' | 'semantic' | 'procedural' | 'relational')
+          | ('working' | 'episodic' | 'semantic' | 'procedural' | 'relational')[];
       };
       header?: never;
       path?: never;
@@ -1114,6 +1124,7 @@ export interface operations {
                   ids: string[];
                   owners: string[];
                   projects: string[];
+                  sessions?: string[];
                   /** Format: date-time */
                   expiresAt: string | null;
                 };
@@ -1127,6 +1138,10 @@ export interface operations {
               sourceTrust: 'authoritative' | 'certified' | 'user' | 'external' | 'model';
               tainted: boolean;
               instructionLike?: boolean;
+              sources?: {
+                system: string;
+                channel?: string;
+              }[];
               usage: {
                 retrieved: number;
                 adopted: number;
@@ -1490,6 +1505,7 @@ export interface operations {
                   ids: string[];
                   owners: string[];
                   projects: string[];
+                  sessions?: string[];
                   /** Format: date-time */
                   expiresAt: string | null;
                 };
@@ -1503,6 +1519,10 @@ export interface operations {
               sourceTrust: 'authoritative' | 'certified' | 'user' | 'external' | 'model';
               tainted: boolean;
               instructionLike?: boolean;
+              sources?: {
+                system: string;
+                channel?: string;
+              }[];
               usage: {
                 retrieved: number;
                 adopted: number;
@@ -1891,6 +1911,7 @@ export interface operations {
                   ids: string[];
                   owners: string[];
                   projects: string[];
+                  sessions?: string[];
                   /** Format: date-time */
                   expiresAt: string | null;
                 };
@@ -1904,6 +1925,10 @@ export interface operations {
               sourceTrust: 'authoritative' | 'certified' | 'user' | 'external' | 'model';
               tainted: boolean;
               instructionLike?: boolean;
+              sources?: {
+                system: string;
+                channel?: string;
+              }[];
               usage: {
                 retrieved: number;
                 adopted: number;
@@ -2233,6 +2258,7 @@ export interface operations {
                   ids: string[];
                   owners: string[];
                   projects: string[];
+                  sessions?: string[];
                   /** Format: date-time */
                   expiresAt: string | null;
                 };
@@ -2246,6 +2272,10 @@ export interface operations {
               sourceTrust: 'authoritative' | 'certified' | 'user' | 'external' | 'model';
               tainted: boolean;
               instructionLike?: boolean;
+              sources?: {
+                system: string;
+                channel?: string;
+              }[];
               usage: {
                 retrieved: number;
                 adopted: number;
@@ -2340,6 +2370,7 @@ export interface operations {
                   ids: string[];
                   owners: string[];
                   projects: string[];
+                  sessions?: string[];
                   /** Format: date-time */
                   expiresAt: string | null;
                 };
@@ -2353,6 +2384,10 @@ export interface operations {
               sourceTrust: 'authoritative' | 'certified' | 'user' | 'external' | 'model';
               tainted: boolean;
               instructionLike?: boolean;
+              sources?: {
+                system: string;
+                channel?: string;
+              }[];
               usage: {
                 retrieved: number;
                 adopted: number;
@@ -2772,6 +2807,7 @@ export interface operations {
                   ids: string[];
                   owners: string[];
                   projects: string[];
+                  sessions?: string[];
                   /** Format: date-time */
                   expiresAt: string | null;
                 };
@@ -2785,6 +2821,10 @@ export interface operations {
               sourceTrust: 'authoritative' | 'certified' | 'user' | 'external' | 'model';
               tainted: boolean;
               instructionLike?: boolean;
+              sources?: {
+                system: string;
+                channel?: string;
+              }[];
               usage: {
                 retrieved: number;
                 adopted: number;
@@ -3194,6 +3234,7 @@ export interface operations {
                 ids: string[];
                 owners: string[];
                 projects: string[];
+                sessions?: string[];
                 /** Format: date-time */
                 expiresAt: string | null;
               };
@@ -3207,6 +3248,10 @@ export interface operations {
             sourceTrust: 'authoritative' | 'certified' | 'user' | 'external' | 'model';
             tainted: boolean;
             instructionLike?: boolean;
+            sources?: {
+              system: string;
+              channel?: string;
+            }[];
             usage: {
               retrieved: number;
               adopted: number;
@@ -3464,7 +3509,38 @@ export interface operations {
           purpose: string;
           /** @default 1000 */
           budgetTokens?: number;
+          /**
+           * @deprecated
+           * @description Deprecated for one release: use `filter.kinds` (giving both is refused).
+           */
           kinds?: ('working' | 'episodic' | 'semantic' | 'procedural' | 'relational')[];
+          /** @description Narrows the recall on top of the caller's policy, which it never widens: keys combine with AND, the values of one key with OR. A subject the caller may not see answers exactly like a subject with no memories. */
+          filter?: {
+            /** @description Data subjects: a record about one of them, or derived from one of theirs. */
+            subjects?: string[];
+            /** @description The entity of a fact, or either end of a relation. */
+            entities?: string[];
+            /** @description A record of one of these projects, or derived from one. */
+            projects?: string[];
+            /** @description Records from these conversations, or derived from their turns (not the caller's own `session`). */
+            sessions?: string[];
+            /** @description Records whose source events came from a matching system, channel, or both. */
+            sources?: {
+              system?: string;
+              channel?: string;
+            }[];
+            /**
+             * Format: date-time
+             * @description Valid time starting at or after this instant.
+             */
+            occurredAfter?: string;
+            /**
+             * Format: date-time
+             * @description Valid time starting before this instant (after occurredAfter).
+             */
+            occurredBefore?: string;
+            kinds?: ('working' | 'episodic' | 'semantic' | 'procedural' | 'relational')[];
+          };
           /** Format: date-time */
           asOf?: string;
           /** Format: date-time */

@@ -2,6 +2,7 @@ import { SENSITIVITY_RANK, type MemoryRecord } from '../memory/record';
 import { isExcluded, matchesClauses } from '../policy/compile';
 import { compareListed } from '../memory/listing';
 import type { IndexFilter, ListQuery } from './port';
+import { matchesScope } from './scope';
 
 /**
  * The in-memory twin of the filter an index adapter pushes into its query.
@@ -22,6 +23,7 @@ export function matchesFilter(record: MemoryRecord, filter: IndexFilter): boolea
   if (record.retention.expiresAt !== null && Date.parse(record.retention.expiresAt) <= Date.parse(filter.now)) return false;
   if (isExcluded(record, filter.exclude)) return false;
   if (filter.clauses && !matchesClauses(record, filter.clauses)) return false;
+  if (filter.scope && !matchesScope(record, filter.scope)) return false;
   return true;
 }
 

@@ -46,6 +46,28 @@ export interface EmbeddingLag {
   reindexNeeded: string[];
 }
 
+/**
+ * What the caller narrows a search or listing to (a recall's `filter`), on top
+ * of its policy: different keys combine with AND, the values of one key with
+ * OR, and an empty list admits nothing. What each key matches of a record is
+ * `scopeKeys` (domain/memory-index/scope); `occurredAfter <= validFrom <
+ * occurredBefore`.
+ */
+export interface IndexScope {
+  /** The record's subject, or an owner in its ancestry (a record derived from several subjects' records joins each). */
+  subjects?: readonly string[];
+  /** The entity of its fact, or either end of its relation. */
+  entities?: readonly string[];
+  /** Its project, or a project in its ancestry. */
+  projects?: readonly string[];
+  /** Its session, or a session in its ancestry (a summary of a session's turns). */
+  sessions?: readonly string[];
+  /** A source of its events: each item matches the system, the channel, or both it names. */
+  sources?: readonly { system?: string; channel?: string }[];
+  occurredAfter?: string;
+  occurredBefore?: string;
+}
+
 /** Filters pushed down into the index query, so that a record outside them never leaves the index. */
 export interface IndexFilter {
   kinds?: MemoryKind[];
@@ -72,6 +94,8 @@ export interface IndexFilter {
   clauses?: ReadClause[];
   /** Records withheld whatever the clauses say. */
   exclude?: ReadExclusions;
+  /** The caller's scope: it only narrows what the rest admits. */
+  scope?: IndexScope;
 }
 
 export interface HybridQuery {

@@ -60,6 +60,11 @@ export function deriveMemories(event: EventIngested): RecordMemory[] {
     tainted: trust === 'external' || trust === 'model',
     // Decided at ingest, on the stored event: a replay derives the same flag whatever the detector says today.
     ...(event.instructionLike ? { instructionLike: true } : {}),
+    // Where the event came from, for recalls scoped by source: a pure function of the stored event, as the rest.
+    // The conversation it was said in: recall smooths over an episode's neighbouring turns, and a recall scoped
+    // to the session finds the episode and the fact it stated (not a visibility bound).
+    ...(event.session !== undefined ? { session: event.session } : {}),
+    sources: [{ system: event.source.system, ...(event.source.channel !== undefined ? { channel: event.source.channel } : {}) }],
     usage: { retrieved: 0, adopted: 0, lastUsedAt: null },
     version: 1,
     status: 'active' as const,
@@ -73,8 +78,6 @@ export function deriveMemories(event: EventIngested): RecordMemory[] {
     validFrom: event.occurredAt,
     validTo: null,
     confidence: 1,
-    // The conversation it was said in: recall smooths over its neighbouring turns (not a visibility bound).
-    ...(event.session !== undefined ? { session: event.session } : {}),
   };
   const commands: RecordMemory[] = [{ type: 'RecordMemory', record: episodic }];
   const fact = event.content.fact;

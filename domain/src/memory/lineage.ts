@@ -1,5 +1,5 @@
 import type { ReadExclusions } from '../policy/clause';
-import { SENSITIVITY_RANK, type Ancestry, type MemoryRecord, type Sensitivity } from './record';
+import { SENSITIVITY_RANK, type Ancestry, type MemoryRecord, type Sensitivity, type SourceRef } from './record';
 
 /**
  * Restrictions flow along lineage (paper, section 6.2 'Completeness of the deletion closure'): a derived record is never easier to
@@ -26,6 +26,7 @@ export function ancestryOf(inputs: readonly MemoryRecord[]): Ancestry {
   const ids: string[] = [];
   const owners: string[] = [];
   const projects: string[] = [];
+  const sessions: string[] = [];
   const expiries: (string | null)[] = [];
   for (const input of inputs) {
     const upstream = input.provenance.ancestry;
@@ -33,10 +34,35 @@ export function ancestryOf(inputs: readonly MemoryRecord[]): Ancestry {
     owners.push(input.policy.owner, input.subject, ...(upstream?.owners ?? []));
     if (input.policy.project !== undefined) projects.push(input.policy.project);
     projects.push(...(upstream?.projects ?? []));
+    if (input.session !== undefined) sessions.push(input.session);
+    sessions.push(...(upstream?.sessions ?? []));
     expiries.push(upstream?.expiresAt ?? null);
     if (input.kind !== 'working') expiries.push(input.retention.expiresAt);
   }
-  return { ids: unique(ids), owners: unique(owners), projects: unique(projects), expiresAt: earliestExpiry(...expiries) };
+  return {
+    ids: unique(ids),
+    owners: unique(owners),
+    projects: unique(projects),
+    ...(sessions.length > 0 ? { sessions: unique(sessions) } : {}),
+    expiresAt: earliestExpiry(...expiries),
+  };
+}
+
+/** The sources of `refs` once each, sorted by system then channel (a record's `sources`). */
+export function uniqueSources(refs: Iterable<SourceRef>): SourceRef[] {
+  const byKey = new Map<string, SourceRef>();
+  for (const ref of refs) byKey.set(JSON.stringify([ref.system, ref.channel ?? null]), ref);
+  return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, ref]) => ref);
+}
+
+/**
+ * The sources of a record derived from `inputs`: the union of theirs, so a
+ * summary of email turns joins a recall scoped to email. Spread into the
+ * record (absent when no input has any).
+ */
+export function inheritedSources(inputs: readonly Pick<MemoryRecord, 'sources'>[]): { sources?: SourceRef[] } {
+  const sources = uniqueSources(inputs.flatMap((r) => r.sources ?? []));
+  return sources.length > 0 ? { sources } : {};
 }
 
 /** The restrictions a record derived from `inputs` must carry at least. */
@@ -71,6 +97,16 @@ export function inheritedRestrictions(inputs: readonly MemoryRecord[]): Inherite
  */
 export function inheritedInstructionFlag(inputs: readonly Pick<MemoryRecord, 'instructionLike'>[]): { instructionLike?: true } {
   return inputs.some((r) => r.instructionLike === true) ? { instructionLike: true } : {};
+}
+
+/**
+ * A record's sources are fixed when it is derived, and its later versions
+ * carry them. A version logged before records kept them (absent) takes them
+ * from the version it follows, so a rebuild of the views gives old revisions
+ * the sources their first version is derived with.
+ */
+export function withSourcesOf(record: MemoryRecord, earlier: Pick<MemoryRecord, 'sources'> | undefined): MemoryRecord {
+  return record.sources === undefined && earlier?.sources !== undefined ? { ...record, sources: earlier.sources } : record;
 }
 
 /** The key a record carries when it derives from records of another owner: no owner-only rule can then admit it. */

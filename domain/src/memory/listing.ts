@@ -2,6 +2,27 @@ import { z } from 'zod';
 import { PageQuery } from '../shared/paging';
 import { MemoryKind, Purpose, RECALLABLE_STATUSES, type MemoryRecord, type MemoryStatus } from './record';
 import { SessionId } from './write';
+import { ScopeList, ScopeSource, ScopeValue, occurredInOrder } from '../recall/schema';
+
+const IsoDate = z.iso.datetime({ offset: true });
+
+/** A query parameter that may be repeated: one value, or the values of each repetition (`?subjects=a&subjects=b`). */
+const Repeated = <T extends z.ZodType>(item: T) => z.union([item.transform((value) => [value]), ScopeList(item)]);
+
+/**
+ * A source as a listing's query string names it: `system:channel`, split at
+ * the last colon, either side empty for "any" (`crm:`, `:email`, `crm:email`).
+ */
+const SourceParam = z
+  .string()
+  .max(401)
+  .regex(/:/, 'system:channel (either side may be empty)')
+  .transform((value) => {
+    const at = value.lastIndexOf(':');
+    const [system, channel] = [value.slice(0, at), value.slice(at + 1)];
+    return { ...(system !== '' ? { system } : {}), ...(channel !== '' ? { channel } : {}) };
+  })
+  .pipe(ScopeSource);
 
 /**
  * Statuses a listing can ask for: those a read by id can return. Candidates,
@@ -19,18 +40,29 @@ export const DEFAULT_LISTED_STATUSES: readonly MemoryStatus[] = RECALLABLE_STATU
  * default), a working memory's session, and a page.
  */
 export const MemoryListQuery = PageQuery.extend({
-  subject: z
-    .string()
-    .min(1)
-    .max(200)
-    .regex(/^[^\p{Cc}]+$/u, 'contains no control characters')
-    .optional(),
+  subject: ScopeValue.optional(),
   kind: MemoryKind.optional(),
   status: ListableStatus.optional(),
   purpose: Purpose.optional(),
   /** Working memories of this session are listed too (the caller's own are, in any session). */
   session: SessionId.optional(),
-});
+  // The keys of a recall's `filter`, each repeatable (values OR, keys AND): `RecallFilter`.
+  subjects: Repeated(ScopeValue).optional(),
+  entities: Repeated(ScopeValue).optional(),
+  projects: Repeated(ScopeValue).optional(),
+  sessions: Repeated(ScopeValue).optional(),
+  sources: Repeated(SourceParam)
+    .optional()
+    .describe('`system:channel`, either side empty for any (`crm:`, `:email`, `crm:email`); repeatable.'),
+  occurredAfter: IsoDate.optional(),
+  occurredBefore: IsoDate.optional(),
+  kinds: Repeated(MemoryKind).optional(),
+})
+  .refine(...occurredInOrder)
+  .refine((query) => query.kind === undefined || query.kinds === undefined, {
+    message: 'give kind or kinds, not both',
+    path: ['kinds'],
+  });
 export type MemoryListQuery = z.infer<typeof MemoryListQuery>;
 
 /** `GET /v1/memories/{id}/versions`: the purpose of the read and a working memory's session, as for a read by id. */

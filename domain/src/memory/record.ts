@@ -89,9 +89,18 @@ export const Ancestry = z.object({
   ids: z.array(z.string()),
   owners: z.array(z.string()),
   projects: z.array(z.string()),
+  /**
+   * The conversations (`session`) of every ancestor: a summary of session S's turns joins a recall scoped
+   * to S. Absent on records derived before it was kept (a rebuild of the views derives them again).
+   */
+  sessions: z.array(z.string()).optional(),
   expiresAt: IsoDate.nullable(),
 });
 export type Ancestry = z.infer<typeof Ancestry>;
+
+/** Where a record's source event came from: the ingest event's `source.system` and `source.channel`. */
+export const SourceRef = z.object({ system: z.string(), channel: z.string().optional() });
+export type SourceRef = z.infer<typeof SourceRef>;
 
 export const Provenance = z.object({
   sourceEventIds: z.array(z.string()),
@@ -158,15 +167,23 @@ export const MemoryRecord = z.object({
    * derived records carry it when any input does. Absent: not flagged.
    */
   instructionLike: z.boolean().optional(),
+  /**
+   * The systems and channels of the events it was derived from (one for a record extracted from an event,
+   * the union of its inputs' for a derived one), sorted: what a recall scoped by `filter.sources` matches.
+   * Fixed when the record is derived; its later versions carry it unchanged. Absent: no source event
+   * (an explicit memory citing none), or a record indexed before it was kept (a rebuild fills it).
+   */
+  sources: z.array(SourceRef).optional(),
   usage: z.object({ retrieved: z.number().int(), adopted: z.number().int(), lastUsedAt: IsoDate.nullable() }),
   version: z.number().int().min(1),
   status: MemoryStatus,
   retention: z.object({ class: RetentionClass, expiresAt: IsoDate.nullable() }),
   /**
    * The session or task a working memory belongs to: recall returns it only to
-   * a request naming the same session. On an episodic memory, the conversation
-   * its event was said in (the ingest event's `session`): recall smooths over
-   * its neighbouring turns; it does not restrict who sees it.
+   * a request naming the same session. On a record extracted from an ingested
+   * event, the conversation the event was said in (its `session`): recall
+   * smooths over an episode's neighbouring turns, and a recall scoped to the
+   * session (`filter.sessions`) finds it; it does not restrict who sees it.
    */
   session: z.string().optional(),
   /** Transaction time of this version; absent on version 1, whose transaction time is `recordedAt`. */

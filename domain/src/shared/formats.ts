@@ -14,14 +14,17 @@ import { DomainError } from './errors';
  * - `keyVault`: `keys.db` (SQLite `user_version`; 2 = versioned master, tenant and signing keys, for rotation).
  * - `indexMeta`: the embedded index's `index/meta.db` (checkpoints, quarantine; `user_version`).
  * - `indexRows`: a tenant partition `index/tenant-<t>.db` (`user_version`): its rows and their vectors (2 = a row's
- *   JSON record leaves out the fields its columns hold, the tenant and all-zero usage counts).
+ *   JSON record leaves out the fields its columns hold, the tenant and all-zero usage counts; 3 = `scope_set`, the
+ *   keys a recall's `filter` matches, with records' sources and their ancestry's sessions, which only a rebuild
+ *   from the log gives records indexed before).
  * - `vectors`: how a partition's vectors are stored (1 = float32 BLOBs; 2 = int8 and a scale; usearch graph), kept in
  *   `partition_state`.
  * - `tokenisation`: how BM25 terms are cut and stemmed (`documentAnalysisCode`), kept in `partition_state`.
  * - `certificates`: the signed erasure certificate's `version` field (inside the signed body; 2 = the issuing
  *   organisation and the display names of the staff who requested and approved; 3 = `reapply`, what the erasure
  *   ledger's entry holds, so the certificates can rebuild the ledger).
- * - `elasticsearchMapping`: the mapping of the Elasticsearch index (its concrete index name ends in `-v<n>`).
+ * - `elasticsearchMapping`: the mapping of the Elasticsearch index (its concrete index name ends in `-v<n>`; 3 = the
+ *   `scope` keys a recall's `filter` matches).
  * - `erasureLedger`: `erasure-ledger.db`, the completed erasures kept outside the backups' reach (`user_version`).
  * - `backupManifest`: `manifest.json` of an `elma backup` folder (`formatVersion`).
  * - `offboardingCertificate`: the signed tenant off-boarding certificate's `version` (inside the signed body).
@@ -33,11 +36,11 @@ export const FORMAT_VERSIONS = {
   events: 1,
   keyVault: 2,
   indexMeta: 1,
-  indexRows: 2,
+  indexRows: 3,
   vectors: 2,
   tokenisation: 1,
   certificates: 3,
-  elasticsearchMapping: 2,
+  elasticsearchMapping: 3,
   erasureLedger: 1,
   backupManifest: 1,
   offboardingCertificate: 1,

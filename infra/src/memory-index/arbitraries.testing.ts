@@ -6,7 +6,10 @@ import {
   Sensitivity,
   type Ancestry,
   type IndexFilter,
+  type IndexScope,
+  type MemoryContent,
   type MemoryRecord,
+  type SourceRef,
   type ReadClause,
   type ReadExclusions,
 } from '@elma/domain';
@@ -16,6 +19,11 @@ import { makeRecord } from './fixtures';
 export const OWNERS = ['ann', 'bob', 'cy'];
 export const PROJECTS = ['falcon', 'eagle'];
 export const PURPOSES = ['support', 'billing', 'hr'];
+/** What a scope names: sessions, entities, source systems and channels (subjects and projects are OWNERS and PROJECTS). */
+export const SESSIONS = ['chat-1', 'chat-2'];
+export const ENTITIES = ['acme', '陈女士'];
+export const SYSTEMS = ['crm', 'mail'];
+export const CHANNELS = ['email', 'web'];
 
 /**
  * Weighted towards the permissive side: a filter of many random conjuncts
@@ -37,8 +45,28 @@ export const ancestry = (ids: readonly string[]): fc.Arbitrary<Ancestry | undefi
       ids: fc.subarray([...ids], { maxLength: 3 }),
       owners: fc.subarray(OWNERS),
       projects: fc.subarray(PROJECTS),
+      sessions: sometimes(fc.subarray(SESSIONS)),
       expiresAt: fc.constant(null),
     }),
+  ).map((a) => a && defined(a));
+
+/** A record's sources: none (absent), or one or two systems, each with or without a channel. */
+export const sources: fc.Arbitrary<SourceRef[] | undefined> = sometimes(
+  fc.array(fc.record({ system: fc.constantFrom(...SYSTEMS), channel: sometimes(fc.constantFrom(...CHANNELS)) }).map(defined), {
+    minLength: 1,
+    maxLength: 2,
+  }),
+);
+
+/** A record's content: plain text, a fact about an entity, or a relation between two. */
+export const scopedContent = (text: string): fc.Arbitrary<MemoryContent> =>
+  fc.oneof(
+    fc.constant({ text }),
+    fc.constantFrom(...ENTITIES).map((entity) => ({ text, fact: { entity, attribute: 'address', value: 'Shanghai' } })),
+    fc.tuple(fc.constantFrom(...ENTITIES), fc.constantFrom(...ENTITIES, 'zed')).map(([from, to]) => ({
+      text,
+      relation: { from: { type: 'customer' as const, id: from }, relation: 'knows', to: { type: 'person' as const, id: to } },
+    })),
   );
 
 /** One compiled read clause; `setOf` draws its lists (kinds, statuses, retention classes). */
@@ -89,10 +117,18 @@ export const record: fc.Arbitrary<MemoryRecord> = fc
     expiresAt: orNull(iso),
     parentIds: fc.subarray(IDS, { maxLength: 2 }),
     ancestry: ancestry(IDS),
+    subject: fc.constantFrom(...OWNERS),
+    session: sometimes(fc.constantFrom(...SESSIONS)),
+    sources,
+    content: scopedContent('The customer prefers email.'),
   })
   .map((r) =>
     makeRecord({
       id: r.id,
+      subject: r.subject,
+      content: r.content,
+      ...(r.session !== undefined ? { session: r.session } : {}),
+      ...(r.sources !== undefined ? { sources: r.sources } : {}),
       kind: r.kind,
       status: r.status,
       validFrom: r.validFrom,
@@ -116,6 +152,27 @@ export const record: fc.Arbitrary<MemoryRecord> = fc
 
 const clause: fc.Arbitrary<ReadClause> = readClause(listOf);
 
+/** A caller's scope over the vocabularies above, each key now and then naming a value no record has. */
+export const indexScope: fc.Arbitrary<IndexScope> = fc
+  .record({
+    subjects: sometimes(listOf([...OWNERS, 'zed'])),
+    entities: sometimes(listOf([...ENTITIES, 'zed'])),
+    projects: sometimes(listOf([...PROJECTS, 'owl'])),
+    sessions: sometimes(listOf([...SESSIONS, 'chat-9'])),
+    sources: sometimes(
+      fc.array(
+        fc
+          .record({ system: sometimes(fc.constantFrom(...SYSTEMS, 'fax')), channel: sometimes(fc.constantFrom(...CHANNELS)) })
+          .map(defined)
+          .filter((source) => source.system !== undefined || source.channel !== undefined),
+        { maxLength: 2 },
+      ),
+    ),
+    occurredAfter: sometimes(iso),
+    occurredBefore: sometimes(iso),
+  })
+  .map(defined);
+
 const exclusions: fc.Arbitrary<ReadExclusions> = fc
   .record({ owners: sometimes(listOf(OWNERS)), projects: sometimes(listOf(PROJECTS)), ids: sometimes(listOf(IDS)) })
   .map(defined);
@@ -135,5 +192,6 @@ export const indexFilter: fc.Arbitrary<IndexFilter> = fc
       { arbitrary: fc.array(clause, { minLength: 1, maxLength: 4 }), weight: 4 },
     ),
     exclude: sometimes(exclusions),
+    scope: sometimes(indexScope),
   })
   .map(defined);

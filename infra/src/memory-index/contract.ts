@@ -9,6 +9,7 @@ import {
   listPositionOf,
   matchesFilter,
   matchesListing,
+  matchesScope,
   procedureKey,
   smoothedSearch,
   type EntityRef,
@@ -30,7 +31,19 @@ import {
   type SearchHit,
   contentBytes,
 } from '@elma/domain';
-import { OWNERS, PROJECTS, PURPOSES, ancestry, defined, readClause, sometimes } from './arbitraries.testing';
+import {
+  OWNERS,
+  PROJECTS,
+  PURPOSES,
+  SESSIONS,
+  ancestry,
+  defined,
+  indexScope,
+  readClause,
+  scopedContent,
+  sometimes,
+  sources,
+} from './arbitraries.testing';
 import { embed, indexed, sameVector, type RecordOverrides } from './fixtures';
 import { embeddingContract } from './contract-embeddings';
 
@@ -298,6 +311,134 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
         expect(await ids(query(route, text, { statuses: [] }))).toEqual([]);
         expect(await ids(query(route, text, { purposes: [] }))).toEqual([]);
         expect(await ids(query(route, text, { kinds: [] }))).toEqual([]);
+      });
+    });
+
+    describe("a caller's scope", () => {
+      const at = (day: number) => new Date(Date.UTC(2024, 0, 1 + day)).toISOString();
+      const scopeCases: { name: string; inside: RecordOverrides; outside: RecordOverrides; scope: IndexFilter['scope'] }[] = [
+        {
+          name: 'subjects: the subject, or an owner in the ancestry',
+          inside: {
+            subject: 'bob',
+            provenance: {
+              sourceEventIds: [],
+              parentIds: ['x'],
+              rule: 't',
+              ruleVersion: '1',
+              ancestry: { ids: ['x'], owners: ['chen'], projects: [], expiresAt: null },
+            },
+          },
+          outside: { subject: 'bob' },
+          scope: { subjects: ['chen'] },
+        },
+        {
+          name: 'entities: a fact about it, or a relation to it',
+          inside: {
+            kind: 'relational',
+            content: { text, relation: { from: { type: 'person', id: 'li' }, relation: 'manages', to: { type: 'customer', id: 'acme' } } },
+          },
+          outside: { content: { text, fact: { entity: 'globex', attribute: 'address', value: 'Berlin' } } },
+          scope: { entities: ['acme'] },
+        },
+        {
+          name: 'projects: its own or its ancestry’s',
+          inside: { policy: { project: 'falcon' } },
+          outside: { policy: { project: 'eagle' } },
+          scope: { projects: ['falcon'] },
+        },
+        {
+          name: 'sessions: its own or its ancestry’s',
+          inside: {
+            provenance: {
+              sourceEventIds: [],
+              parentIds: ['x'],
+              rule: 't',
+              ruleVersion: '1',
+              ancestry: { ids: ['x'], owners: [], projects: [], sessions: ['chat-7'], expiresAt: null },
+            },
+          },
+          outside: { session: 'chat-8' },
+          scope: { sessions: ['chat-7'] },
+        },
+        {
+          name: 'sources: a system with a channel',
+          inside: { sources: [{ system: 'crm', channel: 'email' }] },
+          outside: { sources: [{ system: 'crm', channel: 'web' }, { system: 'mail' }] },
+          scope: { sources: [{ system: 'crm', channel: 'email' }] },
+        },
+        {
+          name: 'occurredAfter and occurredBefore: after <= validFrom < before',
+          inside: { validFrom: at(1) },
+          outside: { validFrom: at(2) },
+          scope: { occurredAfter: at(1), occurredBefore: at(2) },
+        },
+      ];
+
+      describe.each(ROUTES)('through the %s route', (route) => {
+        it.each(scopeCases)('$name', async ({ inside, outside, scope }) => {
+          await index.upsert(A, [mem({ id: 'inside', text, ...inside }), mem({ id: 'outside', text, ...outside })]);
+          expect(await ids(query(route, text, { scope }))).toEqual(['inside']);
+        });
+
+        it('admits nothing for an empty list, and never widens what the policy admits', async () => {
+          await index.upsert(A, [
+            mem({ id: 'ann', text, subject: 'ann', policy: { owner: 'ann' } }),
+            mem({ id: 'bob', text, subject: 'bob', policy: { owner: 'bob' } }),
+          ]);
+          expect(await ids(query(route, text, { scope: { subjects: [] } }))).toEqual([]);
+          const annOnly: ReadClause = { ruleId: 'own', maxSensitivity: 'restricted', owner: 'ann' };
+          expect(await ids(query(route, text, { clauses: [annOnly], scope: { subjects: ['bob'] } }))).toEqual([]);
+          expect(await ids(query(route, text, { clauses: [annOnly], scope: { subjects: ['ann', 'bob'] } }))).toEqual(['ann']);
+        });
+
+        it("a scoped search's hits are exactly the unscoped search's hits inside the scope", async () => {
+          await fc.assert(
+            fc.asyncProperty(
+              fc.array(scopedRecord, { minLength: 30, maxLength: 30 }),
+              readClauses,
+              indexScope,
+              async (records, clauses, scope) => {
+                await index.dropTenant(A);
+                await index.upsert(
+                  A,
+                  records.map((r, i) => mem({ ...r, id: `r-${i}` })),
+                );
+                const filter: Partial<IndexFilter> = { statuses: MemoryStatus.options, ...(clauses && { clauses }) };
+                // A limit above the corpus: nothing is cut, so the two searches are comparable hit for hit.
+                const unscoped = await index.search(query(route, text, filter, A, 100));
+                const scoped = await ids(query(route, text, { ...filter, scope }, A, 100));
+                expect(scoped.sort()).toEqual(
+                  unscoped
+                    .filter((hit) => matchesScope(hit.record, scope))
+                    .map((hit) => hit.record.id)
+                    .sort(),
+                );
+              },
+            ),
+            { numRuns: 15 },
+          );
+        });
+      });
+
+      it('never uses a neighbour outside the scope, in smoothing or in neighbours()', async () => {
+        const turn = (id: string, minute: number, channel: string) =>
+          mem({
+            id,
+            kind: 'episodic',
+            subject: 'alice',
+            session: 's1',
+            text: `turn ${id} ${text}`,
+            validFrom: new Date(Date.UTC(2024, 0, 1, 10, minute)).toISOString(),
+            sources: [{ system: 'crm', channel }],
+            policy: { owner: 'alice' },
+          });
+        await index.upsert(A, [turn('a', 0, 'email'), turn('b', 1, 'web'), turn('c', 2, 'email')]);
+        const scope = { sources: [{ channel: 'email' }] };
+        const [found] = await index.neighbours(A, ['a'], { ...openFilter, scope });
+        expect(found.next?.record.id).toBe('c');
+        const hits = await index.search({ ...query('bm25', 'turn a', { scope }), smoothing: { factor: 0.5, pool: 10 } });
+        expect(hits.map((h) => h.record.id).sort()).toEqual(['a', 'c']);
       });
     });
 
@@ -1034,6 +1175,25 @@ const policyRecord: fc.Arbitrary<RecordOverrides> = fc
     policy: defined({ owner, roles: [], purposes, sensitivity, project }),
     retention: { class: retention, expiresAt: null },
     provenance: { sourceEventIds: ['evt-1'], parentIds, ...(ancestry ? { ancestry } : {}), rule: 'test', ruleVersion: '1' },
+  }));
+
+/** A policy record with what a scope can name of it: subject, session, sources, content, valid day. */
+const scopedRecord: fc.Arbitrary<RecordOverrides> = fc
+  .record({
+    policy: policyRecord,
+    subject: fc.constantFrom(...OWNERS),
+    session: sometimes(fc.constantFrom(...SESSIONS)),
+    sources,
+    content: scopedContent('quarterly invoice dispute with the Lotus account'),
+    day: fc.integer({ min: 0, max: 4 }),
+  })
+  .map(({ policy, subject, session, sources, content, day }) => ({
+    ...policy,
+    subject,
+    content,
+    validFrom: new Date(Date.parse('2024-01-01T00:00:00.000Z') + day * 86_400_000).toISOString(),
+    ...(session && { session }),
+    ...(sources && { sources }),
   }));
 
 /** A policy record placed for listing: a subject, maybe a session, and a recording time that often ties with another's. */

@@ -270,12 +270,33 @@ export class PromoteInput {
   @Field(() => String, { nullable: true }) session?: string;
 }
 
+/** One source a recall's scope names: a system, a channel, or both. */
+@InputType()
+export class RecallSourceInput {
+  @Field(() => String, { nullable: true }) system?: string;
+  @Field(() => String, { nullable: true }) channel?: string;
+}
+
+/** What a recall is narrowed to on top of the caller's policy (`RecallFilter`): keys AND, values OR. */
+@InputType()
+export class RecallFilterInput {
+  @Field(() => [String], { nullable: true }) subjects?: string[];
+  @Field(() => [String], { nullable: true }) entities?: string[];
+  @Field(() => [String], { nullable: true }) projects?: string[];
+  @Field(() => [String], { nullable: true }) sessions?: string[];
+  @Field(() => [RecallSourceInput], { nullable: true }) sources?: RecallSourceInput[];
+  @Field(() => String, { nullable: true }) occurredAfter?: string;
+  @Field(() => String, { nullable: true }) occurredBefore?: string;
+  @Field(() => [String], { nullable: true }) kinds?: string[];
+}
+
 @InputType()
 export class RecallInput {
   @Field(() => String) query!: string;
   @Field(() => String) purpose!: string;
   @Field(() => Int, { nullable: true }) budgetTokens?: number;
-  @Field(() => [String], { nullable: true }) kinds?: string[];
+  @Field(() => [String], { nullable: true, deprecationReason: 'Use filter.kinds.' }) kinds?: string[];
+  @Field(() => RecallFilterInput, { nullable: true }) filter?: RecallFilterInput;
   @Field(() => String, { nullable: true }) asOf?: string;
   @Field(() => String, { nullable: true }) knownAsOf?: string;
   @Field(() => String, { nullable: true }) consistency?: string;

@@ -38,10 +38,15 @@ export function evaluate(query: EsQuery, doc: MemoryDocument): boolean {
   }
   if ('range' in query) {
     const [field, bounds] = only(query.range);
-    const unknown = Object.keys(bounds).filter((k) => k !== 'lte' && k !== 'gt');
+    const unknown = Object.keys(bounds).filter((k) => !['lte', 'gt', 'gte', 'lt'].includes(k));
     if (unknown.length > 0) throw new Error(`unsupported range bounds ${unknown.join(', ')}`);
     return valuesOf(doc, field).some(
-      (v) => typeof v === 'number' && (bounds.lte === undefined || v <= bounds.lte) && (bounds.gt === undefined || v > bounds.gt),
+      (v) =>
+        typeof v === 'number' &&
+        (bounds.lte === undefined || v <= bounds.lte) &&
+        (bounds.gt === undefined || v > bounds.gt) &&
+        (bounds.gte === undefined || v >= bounds.gte) &&
+        (bounds.lt === undefined || v < bounds.lt),
     );
   }
   if ('exists' in query) return valuesOf(doc, query.exists.field).length > 0;

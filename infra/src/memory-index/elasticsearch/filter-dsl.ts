@@ -2,8 +2,11 @@ import {
   SENSITIVITY_RANK,
   SHARED_OWNERSHIP_KEY,
   exclusionKeys,
+  occurredRange,
   reduceClauses,
+  scopeGroups,
   type IndexFilter,
+  type IndexScope,
   type ReadClause,
   type ReadExclusions,
 } from '@elma/domain';
@@ -21,7 +24,7 @@ type Value = string | number;
 export type EsQuery =
   | { term: Partial<Record<Field, Value>> }
   | { terms: Partial<Record<Field, Value[]>> }
-  | { range: Partial<Record<Field, { lte?: number; gt?: number }>> }
+  | { range: Partial<Record<Field, { lte?: number; gt?: number; gte?: number; lt?: number }>> }
   | { exists: { field: Field } }
   | { bool: EsBool };
 
@@ -80,6 +83,12 @@ export function compileFilterDsl(filter: IndexFilter): EsQuery | undefined {
 
   must.push(openOrAfter('expires_at', millis(filter.now, 'now')));
 
+  if (filter.scope) {
+    const scope = compileScope(filter.scope);
+    if (scope === undefined) return undefined;
+    must.push(...scope);
+  }
+
   if (filter.exclude) mustNot.push(...compileExclusions(filter.exclude));
 
   let policy: EsQuery[] | undefined;
@@ -125,6 +134,23 @@ function compileClause(clause: ReadClause, globalMax: ReadClause['maxSensitivity
   if (clause.project !== undefined) predicates.push(term('project', clause.project));
   if (clause.purpose !== undefined) predicates.push(term('purposes', clause.purpose));
   return predicates;
+}
+
+/**
+ * The caller's scope (`IndexScope`): for each of its keys one of its values
+ * among the document's `scope` keys (`scopeKeys`), and the valid-time range.
+ * Undefined when it admits nothing (an empty list).
+ */
+function compileScope(scope: IndexScope): EsQuery[] | undefined {
+  const groups = scopeGroups(scope);
+  if (groups.some((group) => group.length === 0)) return undefined;
+  const out = groups.map((group) => terms('scope', group));
+  const { after, before } = occurredRange(scope);
+  if (after !== undefined || before !== undefined)
+    out.push({
+      range: { valid_from: { ...(after !== undefined ? { gte: after } : {}), ...(before !== undefined ? { lt: before } : {}) } },
+    });
+  return out;
 }
 
 /**

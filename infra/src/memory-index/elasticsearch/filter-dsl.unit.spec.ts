@@ -62,14 +62,15 @@ describe('the Elasticsearch filter target', () => {
     const db = new Database(':memory:');
     db.exec(`CREATE TABLE memories (
       id TEXT, kind TEXT, status TEXT, sensitivity_rank INTEGER, owner TEXT, project TEXT, retention_class TEXT,
-      purpose_set TEXT, lineage_set TEXT, valid_from INTEGER, valid_to INTEGER, expires_at INTEGER, tx_from INTEGER, tx_to INTEGER)`);
+      purpose_set TEXT, lineage_set TEXT, scope_set TEXT, valid_from INTEGER, valid_to INTEGER, expires_at INTEGER, tx_from INTEGER,
+      tx_to INTEGER)`);
     afterAll(() => db.close());
 
     const sqliteAdmits = (doc: MemoryDocument, f: IndexFilter): boolean => {
       const sql = compileFilter(f);
       if (sql === undefined) return false;
       db.exec('DELETE FROM memories');
-      db.prepare('INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
+      db.prepare('INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
         doc.id,
         doc.kind,
         doc.status,
@@ -79,6 +80,7 @@ describe('the Elasticsearch filter target', () => {
         doc.retention_class,
         purposeSet(doc.purposes),
         purposeSet(doc.lineage ?? []),
+        purposeSet(doc.scope ?? []),
         doc.valid_from,
         doc.valid_to,
         doc.expires_at,

@@ -5,6 +5,7 @@ import {
   entityToken,
   indexKeyOf,
   restrictionKeys,
+  scopeKeys,
   transactionTime,
   type MemoryRecord,
 } from '@elma/domain';
@@ -139,6 +140,8 @@ export function memoryIndexMapping(dimensions: number, options: IndexSettingsOpt
         purposes: keyword,
         // Multi-valued: `restrictionKeys`, what a legal hold can name of the record and its ancestors.
         lineage: keyword,
+        // Multi-valued: `scopeKeys`, what a recall's `filter` can narrow to (subjects, entities, projects, sessions, sources).
+        scope: keyword,
         fact_key: keyword,
         // A record's subject and conversation: what `neighbours` looks records up by.
         subject: keyword,
@@ -208,6 +211,8 @@ export interface MemoryDocument {
   purposes: string[];
   /** `restrictionKeys` of the record. Absent on documents indexed before lineage keys were kept (mapping version 1). */
   lineage?: string[];
+  /** `scopeKeys` of the record. Absent on documents indexed before scopes (mapping version 2): a rebuild writes them. */
+  scope?: string[];
   fact_key: string | null;
   /** Absent on documents indexed before neighbours were looked up (they have none until the tenant is reindexed). */
   subject?: string;
@@ -261,6 +266,7 @@ export function toDocument(
     retention_class: record.retention.class,
     purposes: [...record.policy.purposes],
     lineage: restrictionKeys(record),
+    scope: scopeKeys(record),
     fact_key: indexKeyOf(record),
     subject: record.subject,
     session: record.session ?? null,

@@ -2,12 +2,15 @@ import {
   SENSITIVITY_RANK,
   SHARED_OWNERSHIP_KEY,
   exclusionKeys,
+  occurredRange,
   reduceClauses,
+  scopeGroups,
   type IndexFilter,
+  type IndexScope,
   type ReadClause,
   type ReadExclusions,
 } from '@elma/domain';
-import { lineageNeedle, purposeNeedle } from './schema';
+import { lineageNeedle, purposeNeedle, scopeNeedle } from './schema';
 
 export interface FilterSql {
   /** A boolean SQL expression over `m` (the memories table). */
@@ -62,6 +65,13 @@ export function compileFilter(filter: IndexFilter): FilterSql | undefined {
 
   clauses.push('(m.expires_at IS NULL OR m.expires_at > ?)');
   params.push(millis(filter.now, 'now'));
+
+  if (filter.scope) {
+    const scope = compileScope(filter.scope);
+    if (scope === undefined) return undefined;
+    clauses.push(...scope.where);
+    params.push(...scope.params);
+  }
 
   if (filter.exclude) {
     const exclude = compileExclusions(filter.exclude);
@@ -146,6 +156,31 @@ export function compileExclusions(exclude: ReadExclusions): { where: string[]; p
     where: ['NOT EXISTS (SELECT 1 FROM json_each(?) h WHERE instr(m.lineage_set, h.value) > 0)'],
     params: [JSON.stringify(keys.map(lineageNeedle))],
   };
+}
+
+/**
+ * The caller's scope (`IndexScope`): for each of its keys, one of its values
+ * among the row's `scope_set` (see `scopeKeys`), and the valid-time range.
+ * Undefined when it admits nothing (an empty list).
+ */
+export function compileScope(scope: IndexScope): { where: string[]; params: (string | number)[] } | undefined {
+  const where: string[] = [];
+  const params: (string | number)[] = [];
+  for (const group of scopeGroups(scope)) {
+    if (group.length === 0) return undefined;
+    where.push(`(${group.map(() => 'instr(m.scope_set, ?) > 0').join(' OR ')})`);
+    params.push(...group.map(scopeNeedle));
+  }
+  const { after, before } = occurredRange(scope);
+  if (after !== undefined) {
+    where.push('m.valid_from >= ?');
+    params.push(after);
+  }
+  if (before !== undefined) {
+    where.push('m.valid_from < ?');
+    params.push(before);
+  }
+  return { where, params };
 }
 
 export function millis(iso: string, field: string): number {

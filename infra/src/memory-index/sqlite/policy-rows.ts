@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { SENSITIVITY_RANK, SHARED_OWNERSHIP_KEY, reduceClauses, type IndexFilter, type ReadClause } from '@elma/domain';
-import { compileExclusions, millis } from './filter-sql';
+import { compileExclusions, compileScope, millis } from './filter-sql';
 import { lineageNeedle, purposeNeedle } from './schema';
 
 /** An interned value that no row has: a NULL column, or a value never seen. */
@@ -144,15 +144,21 @@ export class PolicyRows {
   checker(filter: IndexFilter): (rowids: readonly number[]) => Set<number> {
     this.refresh();
     const test = this.compile(filter);
+    // Legal holds and the caller's scope are checked in SQL, on the candidates that pass: holds match any
+    // ancestor key, a scope any of a row's scope keys, neither of which is kept in memory.
     const exclusions = filter.exclude ? compileExclusions(filter.exclude) : { where: [], params: [] };
+    const scope = filter.scope ? compileScope(filter.scope) : { where: [], params: [] };
+    if (scope === undefined) return () => new Set();
+    const where = [...exclusions.where, ...scope.where];
+    const params = [...exclusions.params, ...scope.params];
     const held =
-      exclusions.where.length > 0
-        ? this.stmt(`SELECT m.rowid FROM json_each(?) j CROSS JOIN memories m ON m.rowid = j.value WHERE ${exclusions.where.join(' AND ')}`)
+      where.length > 0
+        ? this.stmt(`SELECT m.rowid FROM json_each(?) j CROSS JOIN memories m ON m.rowid = j.value WHERE ${where.join(' AND ')}`)
         : undefined;
     return (rowids) => {
       const passed = rowids.filter((rowid) => rowid < this.capacity && this.present[rowid] === 1 && test(rowid));
       if (!held || passed.length === 0) return new Set(passed);
-      return new Set(held.pluck().all(JSON.stringify(passed), ...exclusions.params) as number[]);
+      return new Set(held.pluck().all(JSON.stringify(passed), ...params) as number[]);
     };
   }
 

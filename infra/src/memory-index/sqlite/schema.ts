@@ -10,7 +10,7 @@
  * then (bitemporal recall, paper, section 6.4 'Consistency and visibility').
  */
 import type Database from 'better-sqlite3';
-import { indexKeyOf, restrictionKeys, type MemoryRecord } from '@elma/domain';
+import { indexKeyOf, restrictionKeys, scopeKeys, type MemoryRecord } from '@elma/domain';
 
 /**
  * The `fact_key` column: the key `currentFacts` finds a record by, a fact's
@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS memories (
   retention_class TEXT,
   purpose_set TEXT,
   lineage_set TEXT,
+  scope_set TEXT,
   valid_from INTEGER NOT NULL,
   valid_to INTEGER,
   recorded_at INTEGER NOT NULL,
@@ -142,6 +143,10 @@ export const purposeNeedle = (purpose: string) => `\x1f${purpose}\x1f`;
 export const lineageSet = (record: MemoryRecord) => purposeSet(restrictionKeys(record));
 export const lineageNeedle = purposeNeedle;
 
+/** `scopeKeys` of the record (what a recall's `filter` can narrow to), delimited like `purpose_set`. */
+export const scopeSet = (record: MemoryRecord) => purposeSet(scopeKeys(record));
+export const scopeNeedle = purposeNeedle;
+
 /** The model of vectors stored before partitions recorded one: never the configured model, so such a partition needs a reindex. */
 export const UNRECORDED_MODEL = '(unrecorded)';
 
@@ -177,6 +182,14 @@ export function migrateTenantSchema(db: Database.Database): void {
     db.transaction(() => {
       db.exec('ALTER TABLE memories ADD COLUMN lineage_set TEXT');
       backfillLineage(db);
+    })();
+  }
+  // Scope keys came later: computed in JS from the stored record. What older records lack (their sources,
+  // their ancestry's sessions) a rebuild of the partition from the log fills (rows format 3).
+  if (!(db.pragma('table_info(memories)') as { name: string }[]).some((c) => c.name === 'scope_set')) {
+    db.transaction(() => {
+      db.exec('ALTER TABLE memories ADD COLUMN scope_set TEXT');
+      backfillScope(db);
     })();
   }
   // Token counts came later; rows indexed before have none and are counted at recall instead.
@@ -247,6 +260,21 @@ function backfillLineage(db: Database.Database): void {
   }
 }
 
+/** Rows of format 2 keep their subject and session in columns only, so the record is put back together from both. */
+function backfillScope(db: Database.Database): void {
+  const update = db.prepare('UPDATE memories SET scope_set = ? WHERE rowid = ?');
+  const rows = db.prepare('SELECT rowid, subject, session, record FROM memories WHERE scope_set IS NULL').all() as {
+    rowid: number;
+    subject: string | null;
+    session: string | null;
+    record: string;
+  }[];
+  for (const row of rows) {
+    const record = { subject: row.subject, ...(row.session === null ? {} : { session: row.session }), ...JSON.parse(row.record) };
+    update.run(scopeSet(record as MemoryRecord), row.rowid);
+  }
+}
+
 /**
  * A file from before version rows had one row per id (UNIQUE), which SQLite
  * cannot drop in place: the table is rebuilt with the same rowids (so FTS
@@ -283,6 +311,7 @@ function migrateToVersionRows(db: Database.Database): void {
              SELECT rowid, ${kept.join(', ')}, coalesce(json_extract(record, '$.version'), 1), recorded_at, NULL FROM memories`);
     db.exec(`DROP TABLE memories; ALTER TABLE memories_versioned RENAME TO memories;`);
     backfillLineage(db);
+    backfillScope(db);
     // Keys of purged rows stay retired (see the AUTOINCREMENT note above).
     db.prepare(`UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'memories'`).run(sequence);
     db.exec(`CREATE INDEX IF NOT EXISTS memories_by_status ON memories (status, sensitivity_rank);`);

@@ -34,6 +34,7 @@ import {
   ftsStoresContent,
   lineageInputs,
   lineageSet,
+  scopeSet,
   migrateTenantSchema,
   purposeSet,
   TENANT_FTS_SCHEMA,
@@ -1000,8 +1001,8 @@ export class TenantPartition {
   /** `vector`: the row's quantised vector (see `quantise`), absent while it waits for one. */
   private insertRow(record: MemoryRecord, vector: Buffer | undefined, txFrom: number, now: number): number {
     const { lastInsertRowid } = this.stmt(
-      `INSERT INTO memories (id, version, tx_from, tx_to, tokens, fact_key, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, lineage_set, valid_from, valid_to, recorded_at, expires_at, subject, session, record, vector, vector_model, pending_since)
-       VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO memories (id, version, tx_from, tx_to, tokens, fact_key, kind, status, sensitivity_rank, owner, project, retention_class, purpose_set, lineage_set, scope_set, valid_from, valid_to, recorded_at, expires_at, subject, session, record, vector, vector_model, pending_since)
+       VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       record.id,
       record.version,
@@ -1017,6 +1018,7 @@ export class TenantPartition {
       record.retention.class,
       purposeSet(record.policy.purposes),
       lineageSet(record),
+      scopeSet(record),
       millis(record.validFrom, 'validFrom'),
       record.validTo === null ? null : millis(record.validTo, 'validTo'),
       millis(record.recordedAt, 'recordedAt'),
