@@ -163,7 +163,7 @@ describe('intervals and gains per variant', () => {
 });
 
 describe('the variants compared', () => {
-  const all = { textAnalysis: true, fusion: true, smoothing: true, semantic: true };
+  const all = { textAnalysis: true, fusion: true, smoothing: true, evidence: true, semantic: true };
 
   it('add one BM25 improvement per row, then the dense and fused routes', () => {
     expect(VARIANTS.map((v) => v.name)).toEqual([
