@@ -67,7 +67,10 @@ export class Retrieval {
       const seeds = first.flatMap((hit) => (hit.vector ? [hit.vector] : [])).slice(0, steps.feedback.seeds);
       if (seeds.length > 0) {
         const before = new Set(first.map((hit) => hit.record.id));
-        const again = await this.route({ ...search, vector: feedbackVector(search.vector, seeds, steps.feedback.weight), limit }, smoothing);
+        const again = await this.route(
+          { ...search, vector: feedbackVector(search.vector, seeds, steps.feedback.weight), limit },
+          smoothing,
+        );
         hits = again.map((hit) => (before.has(hit.record.id) ? hit : { ...hit, via: { route: 'feedback' } }));
       }
     }

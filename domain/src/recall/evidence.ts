@@ -40,9 +40,7 @@ export const EVIDENCE_POOL = 3;
 
 /** How a candidate came to be where it is, beyond the routes: what the response's reason can say. */
 export type Via =
-  | { route: 'conversation'; lift: number }
-  | { route: 'expansion'; fromId: string; similarity: number }
-  | { route: 'feedback' };
+  { route: 'conversation'; lift: number } | { route: 'expansion'; fromId: string; similarity: number } | { route: 'feedback' };
 
 /** A ranked candidate the steps read and write (a search hit, in practice). */
 export interface Ranked {

@@ -116,21 +116,27 @@ export const VARIANTS: readonly Variant[] = [
     [
       ['+conversation', 'conversation lift (on by default)', { conversation: DEFAULT_EVIDENCE_STEPS.conversation }],
       ['+spread', 'spread over conversations, discount 0.85 per memory of a conversation already ranked', { spread: { decay: 0.85 } }],
-      ['+expansion', 'expansion: the 8 nearest memories of the 3 best hits in other conversations', { expansion: { seeds: 3, perSeed: 8, weight: 0.3 } }],
-      ['+feedback', 'dense feedback: the query vector moved halfway to the 3 best hits, searched again', { feedback: { seeds: 3, weight: 0.5 } }],
+      [
+        '+expansion',
+        'expansion: the 8 nearest memories of the 3 best hits in other conversations',
+        { expansion: { seeds: 3, perSeed: 8, weight: 0.3 } },
+      ],
+      [
+        '+feedback',
+        'dense feedback: the query vector moved halfway to the 3 best hits, searched again',
+        { feedback: { seeds: 3, weight: 0.5 } },
+      ],
     ] as const
-  ).map(
-    ([name, description, steps]): Variant => ({
-      name,
-      description: `fused+smooth + ${description}`,
-      routes: 'both',
-      analysis: 'full',
-      fusion: 'normalised',
-      smoothing: true,
-      steps,
-      needs: ['semantic', 'fusion', 'smoothing', 'evidence'],
-    }),
-  ),
+  ).map(([name, description, steps]): Variant => ({
+    name,
+    description: `fused+smooth + ${description}`,
+    routes: 'both',
+    analysis: 'full',
+    fusion: 'normalised',
+    smoothing: true,
+    steps,
+    needs: ['semantic', 'fusion', 'smoothing', 'evidence'],
+  })),
 ];
 
 /** Gains printed with their intervals: each improvement over the step before it, fusion over its parts. */
