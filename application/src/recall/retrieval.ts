@@ -1,7 +1,6 @@
 import {
   DEFAULT_EVIDENCE_STEPS,
   DEFAULT_SMOOTHING_FACTOR,
-  EVIDENCE_POOL,
   feedbackVector,
   liftByConversation,
   matchesFilter,
@@ -58,8 +57,9 @@ export class Retrieval {
   async search(query: Omit<HybridQuery, 'smoothing'> & { smoothing?: boolean; steps?: EvidenceSteps }): Promise<RankedHit[]> {
     const { smoothing, steps: asked, ...search } = query;
     const steps = asked ?? this.options.steps ?? DEFAULT_EVIDENCE_STEPS;
-    const stepping = Object.values(steps).some((step) => step !== undefined);
-    const limit = stepping ? search.limit * EVIDENCE_POOL : search.limit;
+    const { pool = 1, ...each } = steps;
+    const stepping = Object.values(each).some((step) => step !== undefined);
+    const limit = stepping ? Math.ceil(search.limit * pool) : search.limit;
     const first = await this.route({ ...search, limit }, smoothing);
     if (!stepping) return first;
     let hits: RankedHit[] = first;

@@ -5,9 +5,8 @@ import { CONVERSATION_GAP_MS } from './smoothing';
  * Steps between the routes and packing that look for evidence spread over
  * several conversations (application/recall/retrieval applies them). Each was
  * measured on LoCoMo's dev half as a paired R@10 gain over fused retrieval
- * with smoothing (`npm run eval:locomo`, docs/evaluation.md); only the
- * conversation lift is on by default, the others stay options with their
- * measurement.
+ * with smoothing (`npm run eval:locomo`, docs/evaluation.md); they are
+ * options, off by default (see DEFAULT_EVIDENCE_STEPS).
  */
 export interface EvidenceSteps {
   /**
@@ -24,19 +23,25 @@ export interface EvidenceSteps {
   expansion?: { seeds: number; perSeed: number; weight: number };
   /** Dense feedback: the query vector is moved towards the mean vector of the `seeds` best hits by `weight`, and searched again. */
   feedback?: { seeds: number; weight: number };
+  /**
+   * How many times the asked `limit` the steps rank before cutting to it (default 1): a memory just outside
+   * the first `limit` may be lifted into them, for more rows read. Dev half, conversation lift at weight 0.2:
+   * 1× +.012, 2× +.020, 3× +.027; recall p95 at 10,000 memories 3× costs 1.44-1.67× the path without steps.
+   */
+  pool?: number;
 }
 
 /**
- * On by default: the conversation lift, weight 0.3 over the 3 best of each conversation. Dev half (801
- * questions): +.02 to +.03 R@10 for weights 0.2-0.5 and depths 2-5 (flat), so the middle is taken.
+ * No step is on by default: none met both rules (a paired R@10 gain on LoCoMo's dev half whose interval is
+ * above 0, and recall p95 at most 1.15× the path without it). The conversation lift (weight 0.3, depth 3)
+ * gains +.030 [+.018, +.046] over a pool 3× wider but costs 1.44-1.67× p95 at 10,000 memories; on the
+ * candidates as found it costs nothing and gains +.010 [.000, +.022]. Spread, expansion and dense feedback
+ * lose R@10 (docs/evaluation.md).
  */
-export const DEFAULT_EVIDENCE_STEPS: EvidenceSteps = Object.freeze({ conversation: Object.freeze({ weight: 0.3, depth: 3 }) });
+export const DEFAULT_EVIDENCE_STEPS: EvidenceSteps = Object.freeze({});
 
-/**
- * How many times the asked `limit` the steps rank before cutting to it: a memory just outside the first
- * `limit` may be lifted into them. Dev half: 1× +.012, 2× +.020, 3× +.027 (weight 0.2, depth 3).
- */
-export const EVIDENCE_POOL = 3;
+/** The conversation lift as measured: weight 0.3 over the 3 best of each conversation (flat over 0.2-0.5 and 2-5). */
+export const CONVERSATION_LIFT = Object.freeze({ weight: 0.3, depth: 3 });
 
 /** How a candidate came to be where it is, beyond the routes: what the response's reason can say. */
 export type Via =

@@ -1,4 +1,4 @@
-import { DEFAULT_EVIDENCE_STEPS, type EvidenceSteps } from '@elma/domain';
+import { CONVERSATION_LIFT, type EvidenceSteps } from '@elma/domain';
 
 /**
  * The retrieval variants `npm run eval:locomo` compares, as data: which BM25
@@ -114,17 +114,22 @@ export const VARIANTS: readonly Variant[] = [
   // Each evidence step alone on top of fused+smooth, so its paired gain over fused+smooth is the step's.
   ...(
     [
-      ['+conversation', 'conversation lift (on by default)', { conversation: DEFAULT_EVIDENCE_STEPS.conversation }],
-      ['+spread', 'spread over conversations, discount 0.85 per memory of a conversation already ranked', { spread: { decay: 0.85 } }],
+      ['+conversation', 'conversation lift on the candidates as found', { conversation: CONVERSATION_LIFT }],
+      ['+conversation@3x', 'conversation lift over a pool 3x wider', { conversation: CONVERSATION_LIFT, pool: 3 }],
+      [
+        '+spread',
+        'spread over conversations, discount 0.85 per memory of one already ranked (pool 3x)',
+        { spread: { decay: 0.85 }, pool: 3 },
+      ],
       [
         '+expansion',
-        'expansion: the 8 nearest memories of the 3 best hits in other conversations',
-        { expansion: { seeds: 3, perSeed: 8, weight: 0.3 } },
+        'expansion: the 8 nearest memories of the 3 best hits in other conversations (pool 3x)',
+        { expansion: { seeds: 3, perSeed: 8, weight: 0.3 }, pool: 3 },
       ],
       [
         '+feedback',
-        'dense feedback: the query vector moved halfway to the 3 best hits, searched again',
-        { feedback: { seeds: 3, weight: 0.5 } },
+        'dense feedback: the query vector moved halfway to the 3 best hits, searched again (pool 3x)',
+        { feedback: { seeds: 3, weight: 0.5 }, pool: 3 },
       ],
     ] as const
   ).map(([name, description, steps]): Variant => ({
@@ -151,6 +156,7 @@ export const GAIN_PAIRS: readonly (readonly [string, string])[] = [
   ['fused+smooth', '+smooth'],
   ['fused+smooth', 'bm25'],
   ['+conversation', 'fused+smooth'],
+  ['+conversation@3x', 'fused+smooth'],
   ['+spread', 'fused+smooth'],
   ['+expansion', 'fused+smooth'],
   ['+feedback', 'fused+smooth'],
