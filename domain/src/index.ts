@@ -53,6 +53,7 @@ export * from './consolidation';
 export * from './memory/conflicts';
 export * from './memory/kinds';
 export * from './recall/hops';
+export * from './recall/evidence';
 export * from './quota/token-bucket';
 export * from './quota/quota';
 export * from './subject-access';

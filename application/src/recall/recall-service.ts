@@ -19,6 +19,7 @@ import {
   renderPlain,
   type Clock,
   type Embedder,
+  type EvidenceSteps,
   type Fusion,
   DEFAULT_SMOOTHING_FACTOR,
   type IndexFilter,
@@ -45,7 +46,7 @@ import type { LegalHolds } from '../governance/legal-holds';
 import type { PolicyStore } from '../governance/policy-store';
 import { countTokens } from '@elma/shared';
 import { contextTokens } from './context-tokens';
-import { Retrieval } from './retrieval';
+import { Retrieval, type RankedHit } from './retrieval';
 
 export class PurposeNotPermitted extends DomainError {
   constructor(purpose: string) {
@@ -60,6 +61,12 @@ const EDGES_PER_ENTITY = 20;
 
 /** Longest wait for the query's vector before recall answers by BM25 alone (one query takes ~50-100 ms). */
 const QUERY_EMBEDDING_DEADLINE_MS = 2_000;
+/** How recall ranks: the routes' fusion, the neighbour smoothing factor and the evidence steps. */
+export interface RecallRanking {
+  fusion: Fusion;
+  smoothing: number;
+  steps?: EvidenceSteps;
+}
 /**
  * Ranking when the service is given none: normalised-score fusion, equal
  * weights, and a dense floor of 0.2 cosine (a hit of the dense route less
@@ -121,8 +128,11 @@ export class RecallService {
       holds: LegalHolds;
       audit: AuditLog;
       ids: IdSource;
-      /** How the routes are fused and how much a memory gains from its neighbouring turns (0: no smoothing). */
-      ranking?: { fusion: Fusion; smoothing: number };
+      /**
+       * How the routes are fused, how much a memory gains from its neighbouring turns (0: no smoothing) and
+       * the evidence steps (absent: DEFAULT_EVIDENCE_STEPS; `{}`: none).
+       */
+      ranking?: RecallRanking;
       /** Evaluation only: the ablations of recall (absent: the complete system). */
       ablations?: RecallAblations;
     },
@@ -130,7 +140,21 @@ export class RecallService {
     this.retrieval = new Retrieval(deps.index, {
       fusion: deps.ranking?.fusion ?? DEFAULT_RECALL_FUSION,
       smoothing: deps.ranking?.smoothing ?? DEFAULT_SMOOTHING_FACTOR,
+      ...(deps.ranking?.steps ? { steps: deps.ranking.steps } : {}),
     });
+  }
+
+  /**
+   * The same recall over the same stores, ranked otherwise (the fields given replace this one's): what a
+   * benchmark times side by side with the configured ranking.
+   */
+  withRanking(ranking: Partial<RecallRanking>): RecallService {
+    const current: RecallRanking = {
+      fusion: this.deps.ranking?.fusion ?? DEFAULT_RECALL_FUSION,
+      smoothing: this.deps.ranking?.smoothing ?? DEFAULT_SMOOTHING_FACTOR,
+      ...(this.deps.ranking?.steps ? { steps: this.deps.ranking.steps } : {}),
+    };
+    return new RecallService({ ...this.deps, ranking: { ...current, ...ranking } });
   }
 
   private readonly retrieval: Retrieval;

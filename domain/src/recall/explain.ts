@@ -1,9 +1,10 @@
 import type { EntityRef } from '../memory/record';
 import type { SearchHit } from '../memory-index/port';
+import type { Via } from './evidence';
 import type { RecallReason, RecallScores } from './schema';
 
 /** A packing candidate as recall sees it: a search hit, or an edge reached `hop` edges away at `entity`. */
-export type RecallCandidate = SearchHit & { hop?: number; entity?: EntityRef };
+export type RecallCandidate = SearchHit & { hop?: number; entity?: EntityRef; via?: Via };
 
 /**
  * Why a candidate is in the answer and what made its score: each route's
@@ -18,15 +19,22 @@ export function explainCandidate(
   visible: (id: string) => boolean,
 ): { scores: RecallScores; reason: RecallReason } {
   const { contributions, smoothing, hop, entity } = candidate;
-  const lift = smoothing ? { smoothing: smoothing.lift } : {};
   if (hop !== undefined) {
     return { scores: { hop: candidate.score }, reason: { route: 'hop', hop, ...(entity ? { fromEntity: entity.id } : {}) } };
   }
+  const { via } = candidate;
+  // The conversation lift of the evidence steps is a lift by the item's conversation, as smoothing's is.
+  const conversation = via?.route === 'conversation' ? via.lift : 0;
   const scores: RecallScores = {
     ...(contributions?.bm25 !== undefined ? { bm25: contributions.bm25 } : {}),
     ...(contributions?.dense !== undefined ? { dense: contributions.dense } : {}),
-    ...lift,
+    ...(smoothing || conversation ? { smoothing: (smoothing?.lift ?? 0) + conversation } : {}),
   };
+  // Found by an evidence step: near a hit's vector (`neighbourOf` names that hit when the caller may see it), or by
+  // the query moved towards the best hits.
+  if (via?.route === 'expansion')
+    return { scores, reason: { route: 'expansion', ...(visible(via.fromId) ? { neighbourOf: via.fromId } : {}) } };
+  if (via?.route === 'feedback') return { scores, reason: { route: 'expansion' } };
   const bm25 = candidate.bm25Rank !== undefined;
   const dense = candidate.vectorRank !== undefined;
   if (bm25 || dense) return { scores, reason: { route: bm25 && dense ? 'both' : bm25 ? 'bm25' : 'dense' } };

@@ -40,4 +40,16 @@ describe('why a recalled memory is there', () => {
     const explained = explainCandidate(hit({ score: 0.25, hop: 2, entity: { type: 'team', id: 'finance' } }), everyone);
     expect(explained).toEqual({ scores: { hop: 0.25 }, reason: { route: 'hop', hop: 2, fromEntity: 'finance' } });
   });
+  it('a memory an evidence step found says so, naming the hit it was found near only when the caller may see it', () => {
+    const expanded = hit({ score: 0.3, via: { route: 'expansion', fromId: 'seen', similarity: 0.8 } });
+    expect(explainCandidate(expanded, everyone)).toEqual({ scores: {}, reason: { route: 'expansion', neighbourOf: 'seen' } });
+    expect(explainCandidate(expanded, () => false).reason).toEqual({ route: 'expansion' });
+    const lifted = hit({
+      bm25Rank: 1,
+      contributions: { bm25: 0.5 },
+      smoothing: { lift: 0.1, neighbourOf: 'n' },
+      via: { route: 'conversation', lift: 0.2 },
+    });
+    expect(explainCandidate(lifted, everyone).scores).toEqual({ bm25: 0.5, smoothing: 0.1 + 0.2 });
+  });
 });

@@ -141,7 +141,7 @@ export interface RecallScores {
  * Why an item was a candidate: found by the BM25 route, the dense route or both; a conversation
  * `neighbour` of a hit that joined by smoothing (`neighbourOf` names the hit that lent it its score);
  * an edge reached by following relations (`hop` edges out, at the entity `fromEntity`); or an
- * `expansion` of the hits.
+ * `expansion` of the hits by an evidence step (`neighbourOf`: the hit whose vector it is nearest to).
  */
 export interface RecallReason {
   route: 'bm25' | 'dense' | 'both' | 'neighbour' | 'hop' | 'expansion';

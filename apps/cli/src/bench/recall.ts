@@ -30,6 +30,8 @@ type Percentiles = ReturnType<typeof percentiles>;
 /** One pass over the queries: each contender's percentiles. */
 export interface Pass {
   recall: Percentiles;
+  /** The same recall without the evidence steps (domain/recall/evidence): what the steps cost. */
+  withoutSteps: Percentiles;
   bare: Percentiles;
   floor?: Percentiles;
 }
@@ -48,8 +50,8 @@ export interface RecallFigures {
 }
 
 /**
- * Recall through the service (policy pushdown, hybrid search, per-hit re-check, smoothing, packing, audit,
- * usage), the bare adapter search (no policy predicates, no packing) and the floor (`Floor`, on the
+ * Recall through the service (policy pushdown, hybrid search, per-hit re-check, smoothing, evidence steps,
+ * packing, audit, usage), the same recall without the evidence steps, the bare adapter search (no policy predicates, no packing) and the floor (`Floor`, on the
  * partition's own files; embedded index only), side by side on the same queries and precomputed vectors
  * (`sideBySide`). Each recall's time runs until the work it deferred (its usage count) is done.
  */
@@ -64,6 +66,7 @@ export async function measureRecall(
   const vector = (i: number) => embedder.vectorOf(texts[i])!;
   const now = new Date().toISOString();
   let deferred = 0;
+  const withoutSteps = elma.recall.withRanking({ steps: {} });
   const contenders: Contender[] = [
     {
       name: 'recall',
@@ -71,6 +74,13 @@ export async function measureRecall(
         await elma.recall.recall(who, { query: texts[i], purpose: 'support', budgetTokens: 1000 });
         deferred += elma.recall.deferredPending;
         await elma.recall.settled();
+      },
+    },
+    {
+      name: 'recall without steps',
+      run: async (i) => {
+        await withoutSteps.recall(who, { query: texts[i], purpose: 'support', budgetTokens: 1000 });
+        await withoutSteps.settled();
       },
     },
     {
@@ -107,8 +117,9 @@ export async function measureRecall(
     const warm = await sideBySide(contenders, timed, timed.length);
     const pass = (samples: number[][]): Pass => ({
       recall: percentiles(samples[0]),
-      bare: percentiles(samples[1]),
-      ...(floor ? { floor: percentiles(samples[2]) } : {}),
+      withoutSteps: percentiles(samples[1]),
+      bare: percentiles(samples[2]),
+      ...(floor ? { floor: percentiles(samples[3]) } : {}),
     });
     return {
       embedding,

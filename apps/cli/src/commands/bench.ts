@@ -327,6 +327,9 @@ function reportIngest(line: Line, total: number, { prepareMs, prepareWithoutHygi
 }
 
 /** Recall beside the floor and the bare search, cold and warm, with the query embedding on its own line. */
+/** What the evidence steps may cost recall at p95 (side by side with the path without them). */
+const EVIDENCE_STEPS_RATIO = 1.15;
+
 function reportRecall(elma: Elma, size: number, figures: RecallFigures, line: Line): void {
   const { floorRatio, p95Ms } = recallTargets(size);
   line(
@@ -343,6 +346,14 @@ function reportRecall(elma: Elma, size: number, figures: RecallFigures, line: Li
       `${triple(pass.recall)}; ${loadAverage()}`,
       p95Ms === undefined ? '' : `p95 <= ${p95Ms.toFixed(0)} ms`,
       p95Ms === undefined ? undefined : pass.recall.p95 <= p95Ms,
+    );
+    const steps = pass.recall.p95 / pass.withoutSteps.p95;
+    line(`  recall without the evidence steps`, triple(pass.withoutSteps), '');
+    line(
+      `  recall / without the evidence steps, p95 (p50)`,
+      `${steps.toFixed(2)}x (${(pass.recall.p50 / pass.withoutSteps.p50).toFixed(2)}x)`,
+      `<= ${EVIDENCE_STEPS_RATIO}x`,
+      steps <= EVIDENCE_STEPS_RATIO,
     );
     if (pass.floor) line(`  floor (FTS5 + usearch + ${DEFAULT_RECALL_BENCH.floorRows} rows, own connection)`, triple(pass.floor), '');
     line(`  bare ${elma.config.index === 'sqlite' ? 'FTS5+vector' : 'Elasticsearch BM25+kNN'} (adapter, no policy)`, triple(pass.bare), '');

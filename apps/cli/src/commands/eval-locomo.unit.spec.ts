@@ -163,9 +163,9 @@ describe('intervals and gains per variant', () => {
 });
 
 describe('the variants compared', () => {
-  const all = { textAnalysis: true, fusion: true, smoothing: true, semantic: true };
+  const all = { textAnalysis: true, fusion: true, smoothing: true, evidence: true, semantic: true };
 
-  it('add one BM25 improvement per row, then the dense and fused routes', () => {
+  it('add one BM25 improvement per row, then the dense and fused routes, then each evidence step alone', () => {
     expect(VARIANTS.map((v) => v.name)).toEqual([
       'bm25',
       '+stop',
@@ -176,7 +176,18 @@ describe('the variants compared', () => {
       'fused-rrf',
       'fused',
       'fused+smooth',
+      '+conversation',
+      '+conversation@3x',
+      '+spread',
+      '+expansion',
+      '+feedback',
     ]);
+    // Every step row is fused+smooth plus that one step, so its gain over fused+smooth is the step's.
+    for (const step of VARIANTS.slice(9)) {
+      expect(step).toMatchObject({ routes: 'both', analysis: 'full', fusion: 'normalised', smoothing: true });
+      expect(Object.keys(step.steps!).filter((k) => k !== 'pool')).toHaveLength(1);
+      expect(GAIN_PAIRS).toContainEqual([step.name, 'fused+smooth']);
+    }
     const names = new Set(VARIANTS.map((v) => v.name));
     for (const [route, over] of GAIN_PAIRS) expect(names.has(route) && names.has(over)).toBe(true);
   });

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { Retrieval } from '@elma/application';
-import type { Fusion, HybridQuery, IndexedMemory, MemoryIndex, SearchHit } from '@elma/domain';
+import type { EvidenceSteps, Fusion, HybridQuery, IndexedMemory, MemoryIndex, SearchHit } from '@elma/domain';
 import { SqliteMemoryIndex } from '@elma/infra';
 import type { Elma } from '@elma/runtime';
 import type { Analysis, Feature, Variant } from './locomo-variants';
@@ -15,6 +15,7 @@ export const FEATURES: Readonly<Record<Exclude<Feature, 'semantic'>, boolean>> =
   textAnalysis: true,
   fusion: true,
   smoothing: true,
+  evidence: true,
 };
 
 /** Whether a turn's conversation session reaches the event (and so the record). */
@@ -68,26 +69,30 @@ export interface Ranking {
  * One search as the variant does it, through the application's `Retrieval`
  * (what recall uses): its routes; the configured fusion, or the same with RRF
  * for the `rrf` variant; smoothing by the configured factor when the variant
- * smooths. The dense route alone is ranked by cosine with no floor.
+ * smooths; the variant's evidence steps (none for the rows before them). The dense route alone is ranked by
+ * cosine with no floor.
  */
 export async function searchVariant(
   index: MemoryIndex,
   variant: Variant,
   ranking: Ranking,
-  query: Omit<HybridQuery, 'text' | 'vector'> & { text: string; vector: Float32Array },
+  query: Omit<HybridQuery, 'text' | 'vector'> & { text: string; vector: Float32Array; steps?: EvidenceSteps },
 ): Promise<SearchHit[]> {
   const { text, vector, ...rest } = query;
   const retrieval = new Retrieval(index, { smoothing: ranking.smoothing });
   const smoothing = variant.smoothing;
+  // The variant's own steps, none unless it names them: the rows before the steps measure the path without them.
+  const steps = variant.steps ?? {};
   switch (variant.routes) {
     case 'bm25':
       // Recall's own fusion: BM25 scores normalised (smoothing adds shares of scores, not of ranks).
-      return retrieval.search({ ...rest, text, fusion: ranking.fusion, smoothing });
+      return retrieval.search({ ...rest, steps, text, fusion: ranking.fusion, smoothing });
     case 'dense':
-      return retrieval.search({ ...rest, text: '', vector, fusion: { ...ranking.fusion, denseFloor: -1 }, smoothing });
+      return retrieval.search({ ...rest, steps, text: '', vector, fusion: { ...ranking.fusion, denseFloor: -1 }, smoothing });
     case 'both':
       return retrieval.search({
         ...rest,
+        steps,
         text,
         vector,
         fusion: { ...ranking.fusion, method: variant.fusion ?? ranking.fusion.method },

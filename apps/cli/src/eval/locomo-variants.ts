@@ -1,3 +1,5 @@
+import { CONVERSATION_LIFT, type EvidenceSteps } from '@elma/domain';
+
 /**
  * The retrieval variants `npm run eval:locomo` compares, as data: which BM25
  * text analysis the searched index was built with, which routes run, how they
@@ -23,7 +25,7 @@ export const ANALYSES = {
 export type AnalysisName = keyof typeof ANALYSES;
 
 /** A feature the variant needs from the code under evaluation. */
-export type Feature = 'textAnalysis' | 'fusion' | 'smoothing' | 'semantic';
+export type Feature = 'textAnalysis' | 'fusion' | 'smoothing' | 'evidence' | 'semantic';
 
 export interface Variant {
   /** Row label, also the `route` of its scores. */
@@ -35,6 +37,8 @@ export interface Variant {
   /** How the two routes are fused (`routes: 'both'` only). */
   fusion?: 'normalised' | 'rrf';
   smoothing: boolean;
+  /** The evidence steps after smoothing (domain/recall/evidence); absent: none, as before the steps existed. */
+  steps?: EvidenceSteps;
   needs: Feature[];
 }
 
@@ -107,6 +111,37 @@ export const VARIANTS: readonly Variant[] = [
     smoothing: true,
     needs: ['semantic', 'fusion', 'smoothing'],
   },
+  // Each evidence step alone on top of fused+smooth, so its paired gain over fused+smooth is the step's.
+  ...(
+    [
+      ['+conversation', 'conversation lift on the candidates as found', { conversation: CONVERSATION_LIFT }],
+      ['+conversation@3x', 'conversation lift over a pool 3x wider', { conversation: CONVERSATION_LIFT, pool: 3 }],
+      [
+        '+spread',
+        'spread over conversations, discount 0.85 per memory of one already ranked (pool 3x)',
+        { spread: { decay: 0.85 }, pool: 3 },
+      ],
+      [
+        '+expansion',
+        'expansion: the 8 nearest memories of the 3 best hits in other conversations (pool 3x)',
+        { expansion: { seeds: 3, perSeed: 8, weight: 0.3 }, pool: 3 },
+      ],
+      [
+        '+feedback',
+        'dense feedback: the query vector moved halfway to the 3 best hits, searched again (pool 3x)',
+        { feedback: { seeds: 3, weight: 0.5 }, pool: 3 },
+      ],
+    ] as const
+  ).map(([name, description, steps]): Variant => ({
+    name,
+    description: `fused+smooth + ${description}`,
+    routes: 'both',
+    analysis: 'full',
+    fusion: 'normalised',
+    smoothing: true,
+    steps,
+    needs: ['semantic', 'fusion', 'smoothing', 'evidence'],
+  })),
 ];
 
 /** Gains printed with their intervals: each improvement over the step before it, fusion over its parts. */
@@ -120,6 +155,11 @@ export const GAIN_PAIRS: readonly (readonly [string, string])[] = [
   ['fused', '+dates'],
   ['fused+smooth', '+smooth'],
   ['fused+smooth', 'bm25'],
+  ['+conversation', 'fused+smooth'],
+  ['+conversation@3x', 'fused+smooth'],
+  ['+spread', 'fused+smooth'],
+  ['+expansion', 'fused+smooth'],
+  ['+feedback', 'fused+smooth'],
 ];
 
 /** Why a variant cannot run here, or undefined when it can. */

@@ -61,6 +61,10 @@ export const LocomoJson = z.object({
       recall10Interval: z.object({ low: z.number(), high: z.number() }).optional(),
     }),
   ),
+  /** Paired R@10 gains over all questions (absent in reports written before they were). */
+  gains: z
+    .array(z.object({ route: z.string(), over: z.string(), n: z.number(), mean: z.number(), low: z.number(), high: z.number() }))
+    .optional(),
 });
 export type LocomoJson = z.infer<typeof LocomoJson>;
 
@@ -295,6 +299,45 @@ export function buildReport(input: ReportInput): Report {
   return { markdown, pareto, budget: budgetPlot, problems, filled };
 }
 
+/** The LoCoMo section's lines: every category and variant with R@10's interval, then the paired gains. */
+export function locomoSection(locomo: ReportInput['locomo']): string[] {
+  const out = ['## LoCoMo (retrieval, `npm run eval:locomo`)', ''];
+  const j = locomo.json;
+  if (!j) return [...out, locomo.note, ''];
+  const signed = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
+  out.push(
+    `${locomo.note} ${j.samples.length} samples, ${j.turns} turns, ${j.questions.evaluated} questions; embedder ${j.embedder}.`,
+    '',
+    renderTable({
+      title: 'LoCoMo',
+      header: ['category', 'variant', 'n', 'R@5', 'R@10', '95 % CI', 'R@20', 'MRR'],
+      rows: j.rows.map((r) => [
+        r.categoryName ?? String(r.category),
+        r.route,
+        String(r.n),
+        r.recall5.toFixed(3),
+        r.recall10.toFixed(3),
+        r.recall10Interval ? `[${r.recall10Interval.low.toFixed(3)}, ${r.recall10Interval.high.toFixed(3)}]` : '',
+        r.recall20.toFixed(3),
+        r.mrr.toFixed(3),
+      ]),
+    }),
+    '',
+  );
+  if (j.gains && j.gains.length > 0)
+    out.push(
+      'Paired R@10 gains over all questions (each question scored by both variants; bootstrap 95 % interval):',
+      '',
+      renderTable({
+        title: 'LoCoMo gains',
+        header: ['variant', 'over', 'n', 'gain', '95 % CI'],
+        rows: j.gains.map((g) => [g.route, g.over, String(g.n), signed(g.mean), `[${signed(g.low)}, ${signed(g.high)}]`]),
+      }),
+      '',
+    );
+  return out;
+}
+
 function renderTable(t: Table): string {
   const esc = (c: string) => c.replace(/\|/g, '\\|').replace(/\n/g, ' ');
   return [
@@ -395,29 +438,7 @@ function renderMarkdown(
     `Attack strings (W5): ${input.attackSource}`,
     '',
   );
-  out.push('## LoCoMo (retrieval, `npm run eval:locomo`)', '');
-  if (input.locomo.json) {
-    const j = input.locomo.json;
-    out.push(
-      `${input.locomo.note} ${j.samples.length} samples, ${j.turns} turns, ${j.questions.evaluated} questions; embedder ${j.embedder}.`,
-      '',
-      renderTable({
-        title: 'LoCoMo',
-        header: ['category', 'variant', 'n', 'R@5', 'R@10', '95 % CI', 'R@20', 'MRR'],
-        rows: j.rows.map((r) => [
-          r.categoryName ?? String(r.category),
-          r.route,
-          String(r.n),
-          r.recall5.toFixed(3),
-          r.recall10.toFixed(3),
-          r.recall10Interval ? `[${r.recall10Interval.low.toFixed(3)}, ${r.recall10Interval.high.toFixed(3)}]` : '',
-          r.recall20.toFixed(3),
-          r.mrr.toFixed(3),
-        ]),
-      }),
-      '',
-    );
-  } else out.push(input.locomo.note, '');
+  out.push(...locomoSection(input.locomo));
   out.push(
     '## Reproduce',
     '',
