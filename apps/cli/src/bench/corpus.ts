@@ -47,10 +47,13 @@ export function query(random: () => number): string {
   return words.join(chinese ? '' : ' ');
 }
 
+/** How many data subjects the corpus's events are about (each about 1/200 of a tenant's memories). */
+export const CORPUS_SUBJECTS = 200;
+
 export function eventBatch(random: () => number, size: number, offset: number, tenant: string) {
   return {
     events: Array.from({ length: size }, (_, i) => ({
-      subject: `subject-${Math.floor(random() * 200)}`,
+      subject: `subject-${Math.floor(random() * CORPUS_SUBJECTS)}`,
       occurredAt: new Date(Date.UTC(2026, 0, 1) + (offset + i) * 60_000).toISOString(),
       activity: 'chat.turn',
       content: { text: sentence(random, random() < 0.5) },

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Principal } from '@elma/domain';
 import type { Elma } from '@elma/runtime';
-import { prng, query } from './corpus';
+import { CORPUS_SUBJECTS, prng, query } from './corpus';
 import { Floor } from './floor';
 import type { PrecomputedQueryEmbedder } from './query-vectors';
 import { sideBySide, type Contender } from './side-by-side';
@@ -32,6 +32,8 @@ export interface Pass {
   recall: Percentiles;
   /** The same recall without the evidence steps (domain/recall/evidence): what the steps cost. */
   withoutSteps: Percentiles;
+  /** The same recall scoped to one data subject (`filter.subjects`), pushed down into the index. */
+  scoped: Percentiles;
   bare: Percentiles;
   floor?: Percentiles;
 }
@@ -51,7 +53,7 @@ export interface RecallFigures {
 
 /**
  * Recall through the service (policy pushdown, hybrid search, per-hit re-check, smoothing, evidence steps,
- * packing, audit, usage), the same recall without the evidence steps, the bare adapter search (no policy predicates, no packing) and the floor (`Floor`, on the
+ * packing, audit, usage), the same recall without the evidence steps and scoped to one data subject, the bare adapter search (no policy predicates, no packing) and the floor (`Floor`, on the
  * partition's own files; embedded index only), side by side on the same queries and precomputed vectors
  * (`sideBySide`). Each recall's time runs until the work it deferred (its usage count) is done.
  */
@@ -81,6 +83,13 @@ export async function measureRecall(
       run: async (i) => {
         await withoutSteps.recall(who, { query: texts[i], purpose: 'support', budgetTokens: 1000 });
         await withoutSteps.settled();
+      },
+    },
+    {
+      name: 'scoped recall',
+      run: async (i) => {
+        await elma.recall.recall(who, { query: texts[i], purpose: 'support', budgetTokens: 1000, filter: { subjects: [subjectOf(i)] } });
+        await elma.recall.settled();
       },
     },
     {
@@ -118,8 +127,9 @@ export async function measureRecall(
     const pass = (samples: number[][]): Pass => ({
       recall: percentiles(samples[0]),
       withoutSteps: percentiles(samples[1]),
-      bare: percentiles(samples[2]),
-      ...(floor ? { floor: percentiles(samples[3]) } : {}),
+      scoped: percentiles(samples[2]),
+      bare: percentiles(samples[3]),
+      ...(floor ? { floor: percentiles(samples[4]) } : {}),
     });
     return {
       embedding,
@@ -132,6 +142,9 @@ export async function measureRecall(
     floor?.close();
   }
 }
+
+/** The data subject query `i`'s scoped recall is narrowed to: one of the corpus's, in turn. */
+const subjectOf = (i: number) => `subject-${i % CORPUS_SUBJECTS}`;
 
 /** `n` distinct corpus queries (English and Chinese), the same on every run. */
 export function distinctQueries(n: number): string[] {

@@ -22,7 +22,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createWorkerFor, erasureProgress, erasureResult, startErasure } from '@elma/worker';
 import { ELMA_SEARCH_ATTRIBUTES } from '@elma/workflows';
 import { cliBench } from '../bench/cli';
-import { eventBatch, prng, sentence } from '../bench/corpus';
+import { CORPUS_SUBJECTS, eventBatch, prng, sentence } from '../bench/corpus';
 import { coverageExperiment } from '../bench/coverage';
 import { ISSUE_18_LOAD, loadBench, type LoadOptions } from '../bench/load';
 import { PrecomputedQueryEmbedder } from '../bench/query-vectors';
@@ -354,6 +354,14 @@ function reportRecall(elma: Elma, size: number, figures: RecallFigures, line: Li
       `${steps.toFixed(2)}x (${(pass.recall.p50 / pass.withoutSteps.p50).toFixed(2)}x)`,
       `<= ${EVIDENCE_STEPS_RATIO}x`,
       steps <= EVIDENCE_STEPS_RATIO,
+    );
+    const scoped = pass.scoped.p95 / pass.recall.p95;
+    line(`  recall scoped to one data subject (of ${CORPUS_SUBJECTS})`, triple(pass.scoped), '');
+    line(
+      `  scoped / unscoped recall, p95 (p50)`,
+      `${scoped.toFixed(2)}x (${(pass.scoped.p50 / pass.recall.p50).toFixed(2)}x)`,
+      '<= 1x',
+      scoped <= 1,
     );
     if (pass.floor) line(`  floor (FTS5 + usearch + ${DEFAULT_RECALL_BENCH.floorRows} rows, own connection)`, triple(pass.floor), '');
     line(`  bare ${elma.config.index === 'sqlite' ? 'FTS5+vector' : 'Elasticsearch BM25+kNN'} (adapter, no policy)`, triple(pass.bare), '');
