@@ -36,22 +36,7 @@ export type RecallRequest = JsonBody<operations['RecallController_recall']>;
  * The scope of a recall (`filter`): different keys combine with AND, the values of one key with OR; each
  * list holds 1 to 100 values. A scope only narrows what the caller's policy lets it see.
  */
-export interface RecallFilter {
-  /** Memories about these data subjects: as their subject, or as an owner of the inputs they derive from. */
-  subjects?: string[];
-  /** Facts and relations about these entities. */
-  entities?: string[];
-  projects?: string[];
-  /** Memories that came from these sessions (not the caller's own `session`). */
-  sessions?: string[];
-  /** Memories whose source event came from a matching system and/or channel (each item names at least one). */
-  sources?: { system?: string; channel?: string }[];
-  /** ISO 8601 with offset: valid from this time on (inclusive). */
-  occurredAfter?: string;
-  /** ISO 8601 with offset: valid from before this time. */
-  occurredBefore?: string;
-  kinds?: MemoryKind[];
-}
+export type RecallFilter = NonNullable<RecallRequest['filter']>;
 export type RecallResult = JsonAnswer<operations['RecallController_recall'], 200>;
 export type RecallItem = RecallResult['items'][number];
 export type FeedbackResult = JsonAnswer<operations['RecallController_feedback'], 200>;

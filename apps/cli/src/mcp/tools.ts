@@ -2,7 +2,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { Elma, ElmaError, type RecallResult } from '@elma/client';
-import { ErasureReason, Fact, IngestEventInput, MemoryContent, MemoryKind, Purpose, RecallRequest, SessionId } from '@elma/domain';
+import { ErasureReason, Fact, IngestEventInput, MemoryContent, Purpose, RecallFilter, RecallRequest, SessionId } from '@elma/domain';
 import { ELMA_VERSION } from '@elma/shared';
 
 /** How a tool call reaches ELMA: a client with the token of whoever called the tool (per session over HTTP). */
@@ -21,36 +21,11 @@ const RememberInput = {
     'Sending the same key, content and occurredAt again stores nothing new (give occurredAt with a key).',
   ),
 };
-/** Values of one key of recall's `filter`: 1 to 100, each 1 to 200 characters. */
-const FilterValues = z.array(z.string().min(1).max(200)).min(1).max(100);
-/** Recall's `filter`, as the API takes it: keys combine with AND, the values of one key with OR. */
-const RecallFilterInput = z
-  .strictObject({
-    subjects: FilterValues.optional().describe(
-      'Only memories about these data subjects (as subject or as an owner of what they derive from).',
-    ),
-    entities: FilterValues.optional().describe('Only facts and relations about these entities.'),
-    projects: FilterValues.optional(),
-    sessions: FilterValues.optional().describe('Only memories that came from these sessions.'),
-    sources: z
-      .array(
-        z
-          .strictObject({ system: z.string().min(1).max(200).optional(), channel: z.string().min(1).max(200).optional() })
-          .refine((source) => source.system !== undefined || source.channel !== undefined, 'a source names a system or a channel'),
-      )
-      .min(1)
-      .max(100)
-      .optional(),
-    occurredAfter: z.iso.datetime({ offset: true }).optional().describe('Valid from this time on (ISO 8601 with offset).'),
-    occurredBefore: z.iso.datetime({ offset: true }).optional().describe('Valid from before this time.'),
-    kinds: z.array(MemoryKind).min(1).max(MemoryKind.options.length).optional(),
-  })
-  .describe('Narrows the recall; it never widens what the caller may see.');
 const RecallInput = {
   query: RecallRequest.shape.query.describe('What the agent needs to know, in any language.'),
   purpose: Purpose.describe('Why it is asked (one of the token purposes, e.g. "support").'),
   budgetTokens: RecallRequest.shape.budgetTokens,
-  filter: RecallFilterInput.optional(),
+  filter: RecallFilter.optional().describe('Narrows the recall; it never widens what the caller may see.'),
   kinds: RecallRequest.shape.kinds.describe('Deprecated: use filter.kinds.'),
   session: RecallRequest.shape.session.describe("The caller's session: its working memories are recalled too."),
 };
