@@ -23,6 +23,8 @@ import {
   type PendingEmbedding,
   type MemoryKind,
   type TextAnalysis,
+  type ScriptGroup,
+  scriptGroupOf,
   type StoredUsage,
 } from '@elma/domain';
 import type { FilterSql } from './filter-sql';
@@ -886,6 +888,14 @@ export class TenantPartition {
         },
       ]),
     );
+  }
+
+  /** The kind of writing of each row's text (`scriptGroupOf`), by rowid; read from the JSON by SQLite, not parsed whole. */
+  scriptGroups(rowids: number[]): Map<number, ScriptGroup> {
+    const rows = this.stmt(
+      `SELECT rowid, json_extract(record, '$.content.text') AS text FROM memories WHERE rowid IN (SELECT value FROM json_each(?))`,
+    ).all(JSON.stringify(rowids)) as { rowid: number; text: string | null }[];
+    return new Map(rows.map((r) => [r.rowid, scriptGroupOf(r.text ?? '')]));
   }
 
   /**
