@@ -17,6 +17,7 @@ export * from './text/tokenize';
 export * from './text/analysis';
 export * from './text/date-words';
 export * from './text/stop-words';
+export * from './text/script';
 export * from './auth/principal';
 export * from './auth/roles';
 export * from './auth/sign-in';

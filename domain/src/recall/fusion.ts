@@ -1,3 +1,5 @@
+import type { ScriptGroup } from '../text/script';
+
 /** Reciprocal rank fusion constant; 60 is the value from Cormack et al. and what Elasticsearch uses. */
 export const RRF_K = 60;
 
@@ -88,7 +90,15 @@ export function normaliseScores(scores: readonly number[], how: Normalisation = 
  * the order of first appearance (BM25 then dense). Without `fusion`, plain
  * equal-weight RRF with no floor (what the index did before fusion was configurable).
  */
-export function fuse(routes: { bm25: readonly RouteScore[]; dense: readonly RouteScore[] }, fusion?: Fusion): FusedScore[] {
+export function fuse(
+  routes: { bm25: readonly RouteScore[]; dense: readonly RouteScore[] },
+  fusion?: Fusion,
+  scripts?: ReadonlyMap<string, ScriptGroup>,
+): FusedScore[] {
+  if (scripts && fusion?.method === 'normalised') {
+    const byScript = fuseByScript(routes, fusion, scripts);
+    if (byScript) return byScript;
+  }
   const normalisation = fusion?.normalisation ?? DEFAULT_NORMALISATION;
   const dense = fusion ? routes.dense.filter((h) => h.score >= fusion.denseFloor) : routes.dense;
   const weights = fusion?.weights ?? { bm25: 1, dense: 1 };
@@ -113,4 +123,72 @@ export function fuse(routes: { bm25: readonly RouteScore[]; dense: readonly Rout
   add(dense, contributions(dense, fusion?.denseFloor ?? 0), weights.dense, 'dense');
   // A stable sort keeps first appearance among equal scores.
   return [...fused.values()].sort((a, b) => b.score - a.score);
+}
+
+/** Mean and standard deviation of a list (population; 0 for one value). */
+function spread(values: readonly number[]): { mean: number; sd: number } {
+  const mean = values.reduce((sum, v) => sum + v, 0) / values.length;
+  return { mean, sd: Math.sqrt(values.reduce((sum, v) => sum + (v - mean) ** 2, 0) / values.length) };
+}
+
+/**
+ * `normalised` fusion for candidates written in more than one kind of writing (`scripts`, by id). A multilingual
+ * embedder gives a text in the query's own language a higher cosine than any in the other, and BM25 only matches
+ * within a language, so fused over all candidates the answer in the other language sinks below every same-language
+ * hit that shares a topic word (and, on e5, below the dense floor). Instead:
+ * - each group's cosines are calibrated onto the largest group's: mapped to the same number of standard deviations
+ *   from that group's mean, so a group's best match stands out as much as it does among its own; the floor then
+ *   applies to the calibrated cosine;
+ * - each group is fused on its own, both routes scaled over that group's candidates only (a same-language BM25
+ *   match no longer outweighs the other group's best dense match), and scaled to its group's best;
+ * - each group is weighted by its best calibrated cosine over the best group's: the group whose best match stands
+ *   out most ranks first, the others interleave just below it.
+ * A group with fewer than MINMAX_MIN_CANDIDATES dense hits has no distribution to calibrate by: it is ranked with
+ * the largest group, uncalibrated. Returns undefined (plain fusion applies) unless two groups have that many.
+ */
+export function fuseByScript(
+  routes: { bm25: readonly RouteScore[]; dense: readonly RouteScore[] },
+  fusion: Fusion,
+  scripts: ReadonlyMap<string, ScriptGroup>,
+): FusedScore[] | undefined {
+  const counts = new Map<ScriptGroup | undefined, number>();
+  for (const { id } of routes.dense) counts.set(scripts.get(id), (counts.get(scripts.get(id)) ?? 0) + 1);
+  const calibrated = [...counts]
+    .filter((entry): entry is [ScriptGroup, number] => entry[0] !== undefined && entry[1] >= MINMAX_MIN_CANDIDATES)
+    .sort((a, b) => b[1] - a[1])
+    .map(([script]) => script);
+  if (calibrated.length < 2) return undefined;
+  const groupOf = (id: string) => {
+    const script = scripts.get(id);
+    return script !== undefined && calibrated.includes(script) ? script : calibrated[0];
+  };
+  const groups = calibrated.map((script) => {
+    const inGroup = (hit: RouteScore) => groupOf(hit.id) === script;
+    return { bm25: routes.bm25.filter(inGroup), dense: routes.dense.filter(inGroup) };
+  });
+  const reference = spread(groups[0].dense.map((h) => h.score));
+  for (const group of groups.slice(1)) {
+    const { mean, sd } = spread(group.dense.map((h) => h.score));
+    // The same number of standard deviations from the largest group's mean (a flat group sits at that mean).
+    group.dense = group.dense.map((h) => ({ id: h.id, score: reference.mean + (sd > 0 ? (reference.sd * (h.score - mean)) / sd : 0) }));
+  }
+  const tops = groups.map((group) => Math.max(...group.dense.map((h) => h.score)));
+  const best = Math.max(...tops);
+  const scores = new Map<string, number>();
+  groups.forEach((group, i) => {
+    const fused = fuse(group, fusion);
+    const top = fused[0]?.score ?? 0;
+    const weight = best > 0 ? Math.max(0, tops[i]) / best : 1;
+    for (const { id, score } of fused) scores.set(id, top > 0 ? (score / top) * weight : 0);
+  });
+  // Ranks and first appearance as in plain fusion; a hit that only calibration lifted over the floor joins after.
+  const plain = fuse(routes, fusion);
+  const seen = new Set(plain.map((hit) => hit.id));
+  const lifted = [...scores.keys()].filter((id) => !seen.has(id)).map((id) => ({ id, score: 0, vectorRank: rankIn(routes.dense, id) }));
+  return [...plain, ...lifted].map((hit) => ({ ...hit, score: scores.get(hit.id) ?? 0 })).sort((a, b) => b.score - a.score);
+}
+
+/** 1-based rank of an id in a route's hits. */
+function rankIn(list: readonly RouteScore[], id: string): number {
+  return list.findIndex((hit) => hit.id === id) + 1;
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { ScriptGroup } from '../text/script';
 import { MINMAX_MIN_CANDIDATES, RRF_K, fuse, normaliseScores, reciprocalRankFusion, type Fusion } from './fusion';
 
 describe('reciprocal rank fusion', () => {
@@ -111,5 +112,60 @@ describe('fuse', () => {
     expect(fuse({ bm25: routes.bm25, dense: [] }, normalised).map((f) => f.score)).toEqual(
       [0.5, 0.5 / 3, 0.5 / 6].map((x) => expect.closeTo(x, 10)),
     );
+  });
+});
+
+describe('fusion by kind of writing', () => {
+  const normalised: Fusion = { method: 'normalised', weights: { bm25: 0.5, dense: 0.5 }, denseFloor: 0.75 };
+  // An English question over a tenant writing in both languages: English memories sit at 0.80-0.85 with a
+  // topic word in common; the Chinese answer stands out among the Chinese (0.72 over 0.60-0.66) but is below
+  // every English cosine and the floor.
+  const english = Array.from({ length: 12 }, (_, i) => ({ id: `en${i}`, score: 0.85 - i * 0.005 }));
+  const chinese = [{ id: 'zh-answer', score: 0.72 }, ...Array.from({ length: 11 }, (_, i) => ({ id: `zh${i}`, score: 0.66 - i * 0.005 }))];
+  const dense = [...english, ...chinese];
+  const bm25 = [
+    { id: 'en3', score: 6 },
+    { id: 'en5', score: 5 },
+  ];
+  const scripts = new Map<string, ScriptGroup>([
+    ...english.map((h) => [h.id, 'spaced'] as const),
+    ...chinese.map((h) => [h.id, 'unspaced'] as const),
+  ]);
+
+  it('ranks the other language’s clear answer among the first, where plain fusion drops it under the floor', () => {
+    const plain = fuse({ bm25, dense }, normalised).map((f) => f.id);
+    expect(plain).not.toContain('zh-answer');
+    const byScript = fuse({ bm25, dense }, normalised, scripts).map((f) => f.id);
+    expect(byScript.indexOf('zh-answer')).toBeLessThan(2);
+  });
+
+  it('keeps each candidate’s rank in each route', () => {
+    const hit = fuse({ bm25, dense }, normalised, scripts).find((f) => f.id === 'en3')!;
+    expect(hit).toMatchObject({ bm25Rank: 1, vectorRank: 4 });
+  });
+
+  it('weighs a group whose best match does not stand out below the group that has a clear answer', () => {
+    // The Chinese group is flat: its best is one of many alike, the English best stands out.
+    const flat = Array.from({ length: 12 }, (_, i) => ({ id: `zh${i}`, score: 0.7 - (i % 2) * 0.01 }));
+    const standing = [{ id: 'en-answer', score: 0.9 }, ...english.slice(1)];
+    const fused = fuse(
+      { bm25: [], dense: [...standing, ...flat] },
+      normalised,
+      new Map([...standing.map((h) => [h.id, 'spaced'] as const), ...flat.map((h) => [h.id, 'unspaced'] as const)]),
+    );
+    expect(fused[0].id).toBe('en-answer');
+    expect(fused[1].score).toBeLessThan(fused[0].score);
+  });
+
+  it('is plain fusion when only one group has enough dense hits to calibrate', () => {
+    const few = [...english, ...chinese.slice(0, MINMAX_MIN_CANDIDATES - 1)];
+    expect(fuse({ bm25, dense: few }, normalised, scripts)).toEqual(fuse({ bm25, dense: few }, normalised));
+    // One language only (an English tenant): exactly what plain fusion gives.
+    expect(fuse({ bm25, dense: english }, normalised, scripts)).toEqual(fuse({ bm25, dense: english }, normalised));
+  });
+
+  it('is plain fusion for reciprocal rank fusion', () => {
+    const rrf: Fusion = { ...normalised, method: 'rrf' };
+    expect(fuse({ bm25, dense }, rrf, scripts)).toEqual(fuse({ bm25, dense }, rrf));
   });
 });

@@ -563,6 +563,32 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
       expect(denseOnly[0].record.id).toBe(denseOnly.sort((a, b) => b.cosine! - a.cosine!)[0].record.id);
     });
 
+    it('fuses each kind of writing on its own: the clear answer in the other language is not lost under the floor', async () => {
+      // Vectors at a chosen cosine to the query (the first axis): English notes 0.80-0.85, Chinese ones 0.60-0.66,
+      // the Chinese answer 0.72, as a multilingual model scores an English question.
+      const dims = embed('x').length;
+      const at = (cos: number, axis: number) => {
+        const v = new Float32Array(dims);
+        v[0] = cos;
+        v[axis] = Math.sqrt(1 - cos * cos);
+        return v;
+      };
+      const english = Array.from({ length: 12 }, (_, i) => ({
+        ...mem({ id: `en-${i}`, text: `Mr Zhao's usual order, note ${i}.` }),
+        vector: at(0.85 - i * 0.005, 1 + i),
+      }));
+      const chinese = Array.from({ length: 12 }, (_, i) => ({
+        ...mem({ id: `zh-${i}`, text: i === 0 ? '赵先生对花生过敏。' : `陈太太每周三订素食午餐，第${i}条。` }),
+        vector: at(i === 0 ? 0.72 : 0.66 - i * 0.005, 20 + i),
+      }));
+      await index.upsert(A, [...english, ...chinese]);
+      const fusion = { method: 'normalised' as const, weights: { bm25: 0.5, dense: 0.5 }, denseFloor: 0.75 };
+      // Deep enough (each route returns twice the limit) for both groups to be calibrated.
+      const found = await ids({ ...query('dense', ''), vector: at(1, 1), limit: 12, fusion });
+      expect(found.slice(0, 3)).toContain('zh-0');
+      expect(found.slice(0, 3)).toContain('en-0');
+    });
+
     describe('neighbours', () => {
       const turn = (id: string, at: string, overrides: RecordOverrides = {}) =>
         mem({

@@ -297,8 +297,11 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
     const routes = routeBodies(query, this.model);
     const bodies = [routes.bm25, routes.knn].filter((b): b is object => b !== undefined);
     if (bodies.length === 0) return [];
-    const ranked = (await this.msearch<{ id: string }>(alias, 'search', bodies)).map((hits) =>
-      hits.map((h): RouteHit => ({ _id: h._id!, id: h._source!.id, score: h._score ?? 0 })),
+    const ranked = (await this.msearch<{ id: string; record?: { content?: { text?: string } } }>(alias, 'search', bodies)).map((hits) =>
+      hits.map((h): RouteHit => {
+        const text = h._source!.record?.content?.text;
+        return { _id: h._id!, id: h._source!.id, score: h._score ?? 0, ...(text !== undefined ? { text } : {}) };
+      }),
     );
     const bm25 = routes.bm25 ? ranked.shift()! : [];
     const knn = routes.knn ? ranked.shift()!.map((h) => ({ ...h, score: knnCosine(h.score) })) : [];

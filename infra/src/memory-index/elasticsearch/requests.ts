@@ -13,6 +13,8 @@ import {
   CONVERSATION_GAP_MS,
   RRF_K,
   fuse as fuseRoutes,
+  scriptGroupOf,
+  type ScriptGroup,
   transactionTime,
   type Fusion,
   type RouteContributions,
@@ -366,6 +368,9 @@ export function bm25Text(text: string): string {
   return terms.reduce((joined, term, i) => (i > 0 && isHan(term) && isHan(terms[i - 1]) ? joined + term : `${joined} ${term}`), '').trim();
 }
 
+/** What a route's hit carries: the record id, and its text, from which fusion reads the kind of writing (`fuseByScript`). */
+const ROUTE_SOURCE = ['id', 'record.content.text'];
+
 export interface RouteBodies {
   bm25?: object;
   knn?: object;
@@ -383,10 +388,10 @@ export function routeBodies(query: HybridQuery, model?: string): RouteBodies {
   const depth = routeDepth(query.limit);
   const bodies: RouteBodies = {};
   const bm25 = bm25Query(bm25Text(query.text), query.filter);
-  if (bm25) bodies.bm25 = { ...bm25, size: depth, _source: ['id'] };
+  if (bm25) bodies.bm25 = { ...bm25, size: depth, _source: ROUTE_SOURCE };
   if (query.vector && query.vector.some((x) => x !== 0)) {
     const knn = knnClause(query.vector, depth, numCandidates(depth), query.filter, model);
-    if (knn) bodies.knn = { ...knn, size: depth, _source: ['id'] };
+    if (knn) bodies.knn = { ...knn, size: depth, _source: ROUTE_SOURCE };
   }
   return bodies;
 }
@@ -415,6 +420,8 @@ export interface RouteHit {
   id: string;
   /** BM25: Elasticsearch's score; kNN: the cosine similarity (see `knnCosine`). */
   score: number;
+  /** The record's text, when the route returned it: fusion groups candidates by its kind of writing. */
+  text?: string;
 }
 
 export interface FusedHit {
@@ -440,6 +447,7 @@ export function fuse(bm25: readonly RouteHit[], knn: readonly RouteHit[], limit:
   return fuseRoutes(
     { bm25: bm25.map((h) => ({ id: h._id, score: h.score })), dense: knn.map((h) => ({ id: h._id, score: h.score })) },
     fusion,
+    scriptsOf([...bm25, ...knn]),
   )
     .slice(0, Math.max(limit, 0))
     .map(({ id: _id, score, bm25Rank, vectorRank, contributions }) => ({
@@ -735,4 +743,9 @@ export function leasesPast(stats: ShardStats, marks: ReadonlyMap<string, number>
     }
   }
   return true;
+}
+
+/** The kind of writing of each hit that carries its text, by document id (`fuseByScript`). */
+function scriptsOf(hits: readonly RouteHit[]): Map<string, ScriptGroup> {
+  return new Map(hits.flatMap((h) => (h.text !== undefined ? [[h._id, scriptGroupOf(h.text)] as const] : [])));
 }

@@ -248,6 +248,34 @@ describe('the hybrid search requests', () => {
     ]);
     expect(knnCosine(0.75)).toBeCloseTo(0.5);
   });
+
+  it('fuses each kind of writing on its own when the hits carry their text, as the SQLite target does', () => {
+    const fusion = { method: 'normalised' as const, weights: { bm25: 0.5, dense: 0.5 }, denseFloor: 0.75 };
+    // English hits above the floor, the Chinese answer below it but standing out among the Chinese.
+    const english = Array.from({ length: 12 }, (_, i) => ({
+      _id: `en${i}#v1`,
+      id: `en${i}`,
+      score: 0.85 - i * 0.005,
+      text: 'Mr Zhao orders braised pork on Fridays.',
+    }));
+    const chinese = Array.from({ length: 12 }, (_, i) => ({
+      _id: `zh${i}#v1`,
+      id: `zh${i}`,
+      score: i === 0 ? 0.72 : 0.66 - i * 0.005,
+      text: '赵先生对花生过敏。',
+    }));
+    const knn = [...english, ...chinese];
+    expect(fuse([], knn, 3, fusion).map((f) => f.id)).toContain('zh0');
+    // Without the text, the route's hits fuse as before: the Chinese answer stays under the floor.
+    expect(
+      fuse(
+        [],
+        knn.map(({ text: _text, ...hit }) => hit),
+        30,
+        fusion,
+      ).map((f) => f.id),
+    ).not.toContain('zh0');
+  });
 });
 
 describe('usage beside the records', () => {

@@ -7,6 +7,9 @@ import {
   FormatTooNew,
   IndexPartitionCorrupt,
   fuse,
+  MINMAX_MIN_CANDIDATES,
+  type ScriptGroup,
+  type Fusion,
   type CheckpointStore,
   type EmbeddedVector,
   type EmbeddingLag,
@@ -182,6 +185,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
         dense: vectorRanking.map((v) => ({ id: String(v.rowid), score: v.cosine })),
       },
       query.fusion,
+      scriptsForFusion(partition, query.fusion, textRanking, vectorRanking),
     ).slice(0, pool);
     const byRowid = new Map(fused.map((f) => [Number(f.id), f]));
     // Ranked on row ids first, so that only the records returned are read.
@@ -648,4 +652,19 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
   private assertOpen(): void {
     if (this.closed) throw new Error('the memory index is closed');
   }
+}
+
+/**
+ * The kind of writing of each candidate, by row id, when fusion can use it (`fuseByScript`): normalised fusion and
+ * dense hits enough for two groups to be calibrated. Otherwise none is read.
+ */
+function scriptsForFusion(
+  partition: TenantPartition,
+  fusion: Fusion | undefined,
+  text: readonly { rowid: number }[],
+  vector: readonly { rowid: number }[],
+): Map<string, ScriptGroup> | undefined {
+  if (fusion?.method !== 'normalised' || vector.length < 2 * MINMAX_MIN_CANDIDATES) return undefined;
+  const groups = partition.scriptGroups([...new Set([...text, ...vector].map((hit) => hit.rowid))]);
+  return new Map([...groups].map(([rowid, script]) => [String(rowid), script]));
 }

@@ -23,6 +23,8 @@ import {
   type PendingEmbedding,
   type MemoryKind,
   type TextAnalysis,
+  type ScriptGroup,
+  scriptGroupOf,
   type StoredUsage,
 } from '@elma/domain';
 import type { FilterSql } from './filter-sql';
@@ -149,6 +151,9 @@ function timelineSql(direction: 'previous' | 'next', where: string, bound: reado
     ORDER BY m.valid_from ${order}, m.rowid ${order}`;
 }
 
+/** Rows whose kind of writing a partition remembers at most (a few MB); past it the memo starts again. */
+const MAX_REMEMBERED_SCRIPTS = 200_000;
+
 /** Most distinct query tokens sent to FTS5 (a pasted document must not become a 10,000-term OR). */
 const MAX_QUERY_TOKENS = 64;
 
@@ -184,6 +189,8 @@ interface GraphFile {
  * each method is atomic with respect to the others in this process.
  */
 export class TenantPartition {
+  /** The kind of writing of rows already read (`scriptGroups`), by rowid. */
+  private readonly scripts = new Map<number, ScriptGroup>();
   private readonly db: Database.Database;
   /** The HNSW graph; loaded on first use (see `graph`). */
   private readonly vectorGraph: VectorGraph;
@@ -894,6 +901,23 @@ export class TenantPartition {
   }
 
   /**
+   * The kind of writing of each row's text (`scriptGroupOf`), by rowid. A row's text never changes (a new version
+   * is a new row, and a rowid is never reused), so each is read once, from the JSON by SQLite, and remembered: one
+   * bit per row, no content, dropped with everything else by a purge (`forget`).
+   */
+  scriptGroups(rowids: number[]): Map<number, ScriptGroup> {
+    const unknown = rowids.filter((rowid) => !this.scripts.has(rowid));
+    if (unknown.length > 0) {
+      if (this.scripts.size + unknown.length > MAX_REMEMBERED_SCRIPTS) this.scripts.clear();
+      const rows = this.stmt(
+        `SELECT rowid, json_extract(record, '$.content.text') AS text FROM memories WHERE rowid IN (SELECT value FROM json_each(?))`,
+      ).all(JSON.stringify(unknown)) as { rowid: number; text: string | null }[];
+      for (const { rowid, text } of rows) this.scripts.set(rowid, scriptGroupOf(text ?? ''));
+    }
+    return new Map(rowids.flatMap((rowid) => (this.scripts.has(rowid) ? [[rowid, this.scripts.get(rowid)!] as const] : [])));
+  }
+
+  /**
    * Physical removal. Order matters for erasure: rows go first (secure_delete
    * zeroes their cells and pages), then FTS5 merges its segments so no term
    * list still carries the documents, then the graph drops the nodes and
@@ -932,6 +956,7 @@ export class TenantPartition {
     // Nor does a document frequency of the purged records' words, or their owner's id, stay in memory.
     this.terms.forget();
     this.policyRows.forget();
+    this.scripts.clear();
     if (removed.length > 0 || resumed) {
       this.db.prepare(`INSERT INTO memories_fts (memories_fts) VALUES ('optimize')`).run();
       this.graph.scrub(removed.map((r) => r.rowid));
