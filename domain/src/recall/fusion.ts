@@ -174,18 +174,27 @@ export function fuseByScript(
   }
   const tops = groups.map((group) => Math.max(...group.dense.map((h) => h.score)));
   const best = Math.max(...tops);
-  const scores = new Map<string, number>();
+  // Each hit's score in its group, and its routes' shares of it, scaled as the score is.
+  const scores = new Map<string, Pick<FusedScore, 'score' | 'contributions'>>();
   groups.forEach((group, i) => {
     const fused = fuse(group, fusion);
     const top = fused[0]?.score ?? 0;
-    const weight = best > 0 ? Math.max(0, tops[i]) / best : 1;
-    for (const { id, score } of fused) scores.set(id, top > 0 ? (score / top) * weight : 0);
+    const scale = top > 0 ? (best > 0 ? Math.max(0, tops[i]) / best : 1) / top : 0;
+    for (const { id, score, contributions } of fused) {
+      const scaled: RouteContributions = {};
+      for (const route of ['bm25', 'dense'] as const) if (contributions[route] !== undefined) scaled[route] = contributions[route] * scale;
+      scores.set(id, { score: score * scale, contributions: scaled });
+    }
   });
   // Ranks and first appearance as in plain fusion; a hit that only calibration lifted over the floor joins after.
-  const plain = fuse(routes, fusion);
+  const plain: FusedScore[] = fuse(routes, fusion);
   const seen = new Set(plain.map((hit) => hit.id));
-  const lifted = [...scores.keys()].filter((id) => !seen.has(id)).map((id) => ({ id, score: 0, vectorRank: rankIn(routes.dense, id) }));
-  return [...plain, ...lifted].map((hit) => ({ ...hit, score: scores.get(hit.id) ?? 0 })).sort((a, b) => b.score - a.score);
+  const lifted = [...scores.keys()]
+    .filter((id) => !seen.has(id))
+    .map((id): FusedScore => ({ id, score: 0, vectorRank: rankIn(routes.dense, id), contributions: {} }));
+  return [...plain, ...lifted]
+    .map((hit) => ({ ...hit, ...(scores.get(hit.id) ?? { score: 0, contributions: {} }) }))
+    .sort((a, b) => b.score - a.score);
 }
 
 /** 1-based rank of an id in a route's hits. */

@@ -144,6 +144,14 @@ describe('fusion by kind of writing', () => {
     expect(hit).toMatchObject({ bm25Rank: 1, vectorRank: 4 });
   });
 
+  it('says what each route added, scaled as its group was: the contributions still sum to the score', () => {
+    for (const hit of fuse({ bm25, dense }, normalised, scripts)) {
+      expect((hit.contributions.bm25 ?? 0) + (hit.contributions.dense ?? 0)).toBeCloseTo(hit.score, 12);
+    }
+    const answer = fuse({ bm25, dense }, normalised, scripts).find((f) => f.id === 'zh-answer')!;
+    expect(answer.contributions).toEqual({ dense: answer.score });
+  });
+
   it('weighs a group whose best match does not stand out below the group that has a clear answer', () => {
     // The Chinese group is flat: its best is one of many alike, the English best stands out.
     const flat = Array.from({ length: 12 }, (_, i) => ({ id: `zh${i}`, score: 0.7 - (i % 2) * 0.01 }));
