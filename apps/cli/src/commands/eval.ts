@@ -11,6 +11,9 @@ import { taskModelFromEnv } from '../eval/paper/task-model';
 import type { Workload, WorkloadName } from '../eval/paper/types';
 import { findRepoRoot } from '@elma/infra/tools';
 import { evalLocomoCommand, LOCOMO_DEFAULT_DIR } from './eval-locomo';
+import { SPLITS, loadSplit } from '../eval/bilingual/data';
+import { summaryText } from '../eval/bilingual/report';
+import { runBilingual } from '../eval/bilingual/run';
 import { startProgress } from '../progress';
 
 const ALL_WORKLOADS: WorkloadName[] = ['W1', 'W2', 'W3', 'W4', 'W5'];
@@ -139,6 +142,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
   const locomo = locomoJson
     ? { json: locomoJson, note: `From \`${values['locomo-json']}\` (written by \`elma eval-locomo --json\`).` }
     : await locomoSection(quick, plotDir);
+  const bilingual = await bilingualSection(quick);
   const firstSeed = workloadsBySeed.filter((w) => w.seed === seeds[0]);
   const input: ReportInput = {
     runs,
@@ -152,6 +156,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
     taskModel: taskModel?.model,
     attackSource: registry.attackSource,
     locomo,
+    bilingual,
     embedder,
     embedded,
     command: `npm run eval --${argv.length ? ` ${argv.join(' ')}` : ''}`,
@@ -176,6 +181,18 @@ export async function evalCommand(argv: string[]): Promise<number> {
   for (const problem of problems) process.stderr.write(`[eval] unfilled: ${problem}\n`);
   process.stdout.write(`eval result: ${report.filled} checks ok, ${problems.length} checks failing\n`);
   return quick && problems.length > 0 ? 1 : 0;
+}
+
+/** The bilingual test set through recall as shipped and its ablations (`eval-bilingual`, both parts), or why not. */
+async function bilingualSection(quick: boolean): Promise<ReportInput['bilingual']> {
+  if (quick) return { note: 'Not run in --quick: `npm run eval:bilingual` (the eval suites run it too, held to its floor).' };
+  const workDir = mkdtempSync(join(tmpdir(), 'elma-eval-bilingual-'));
+  try {
+    const run = await runBilingual({ parts: SPLITS.map((split) => ({ split, tenants: loadSplit(split).tenants })), workDir });
+    return { summary: summaryText(run), note: "Run by this command through `eval-bilingual`'s code path, both parts." };
+  } finally {
+    rmSync(workDir, { recursive: true, force: true });
+  }
 }
 
 /** The LoCoMo section without a JSON given: a short run of `eval-locomo` now (full runs, data present), or why not. */

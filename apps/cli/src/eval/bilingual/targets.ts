@@ -12,13 +12,23 @@ export const BILINGUAL_TARGETS = { crossLanguageTop3: 0.9, sameLanguageTop3: 0.9
  */
 export const ENFORCE_TARGETS = false;
 
+/**
+ * What recall as shipped may not fall below, whatever ENFORCE_TARGETS says: the figures the cross-language fusion
+ * landed with (open 91.1 %, sealed 89.7 % across languages; 100 % within one), less about three questions of noise
+ * across languages. Always enforced: a change that loses the cross-language answers fails the suite.
+ */
+export const BILINGUAL_FLOOR = { crossLanguageTop3: 0.87, sameLanguageTop3: 0.95 } as const;
+
 /** Each target recall as shipped misses, one line each (empty when every target is met). */
-export function shortfalls(rows: readonly Row[], variant = 'shipped'): string[] {
+export function shortfalls(
+  rows: readonly Row[],
+  thresholds: { crossLanguageTop3: number; sameLanguageTop3: number } = BILINGUAL_TARGETS,
+  variant = 'shipped',
+): string[] {
   const missed: string[] = [];
   for (const row of rows) {
     if (row.variant !== variant) continue;
-    const target =
-      row.group === 'cross' ? BILINGUAL_TARGETS.crossLanguageTop3 : row.group === 'same' ? BILINGUAL_TARGETS.sameLanguageTop3 : undefined;
+    const target = row.group === 'cross' ? thresholds.crossLanguageTop3 : row.group === 'same' ? thresholds.sameLanguageTop3 : undefined;
     if (target !== undefined && row.top3 < target)
       missed.push(`${row.split} ${row.group}-language top-3 ${(row.top3 * 100).toFixed(1)} % < ${target * 100} % (${row.n} questions)`);
   }

@@ -85,6 +85,8 @@ export interface ReportInput {
   /** Where W5's attack strings come from (package, licence) and what is synthetic. */
   attackSource: string;
   locomo: { json?: LocomoJson; note: string };
+  /** The bilingual recall figures as `eval-bilingual` prints them (absent: `note` says why). */
+  bilingual?: { summary?: string; note: string };
   embedder: string;
   /** Texts the model embedded, and requests the memo answered (each text is embedded once per process). */
   embedded?: { embedded: number; remembered: number };
@@ -300,6 +302,12 @@ export function buildReport(input: ReportInput): Report {
 }
 
 /** The LoCoMo section's lines: every category and variant with R@10's interval, then the paired gains. */
+/** The bilingual test set's figures: across languages and within one, open and sealed parts apart. */
+export function bilingualSection(bilingual: NonNullable<ReportInput['bilingual']>): string[] {
+  const out = ['## Bilingual recall (`npm run eval:bilingual`)', '', bilingual.note, ''];
+  return bilingual.summary ? [...out, bilingual.summary, ''] : out;
+}
+
 export function locomoSection(locomo: ReportInput['locomo']): string[] {
   const out = ['## LoCoMo (retrieval, `npm run eval:locomo`)', ''];
   const j = locomo.json;
@@ -439,6 +447,7 @@ function renderMarkdown(
     '',
   );
   out.push(...locomoSection(input.locomo));
+  if (input.bilingual) out.push(...bilingualSection(input.bilingual));
   out.push(
     '## Reproduce',
     '',
