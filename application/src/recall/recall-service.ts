@@ -46,7 +46,7 @@ import type { LegalHolds } from '../governance/legal-holds';
 import type { PolicyStore } from '../governance/policy-store';
 import { countTokens } from '@elma/shared';
 import { contextTokens } from './context-tokens';
-import { Retrieval, type RankedHit } from './retrieval';
+import { Retrieval } from './retrieval';
 
 export class PurposeNotPermitted extends DomainError {
   constructor(purpose: string) {
