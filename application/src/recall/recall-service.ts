@@ -46,7 +46,7 @@ import type { LegalHolds } from '../governance/legal-holds';
 import type { PolicyStore } from '../governance/policy-store';
 import { countTokens } from '@elma/shared';
 import { contextTokens } from './context-tokens';
-import { Retrieval, type RankedHit } from './retrieval';
+import { Retrieval } from './retrieval';
 
 export class PurposeNotPermitted extends DomainError {
   constructor(purpose: string) {
@@ -254,8 +254,9 @@ export class RecallService {
 
   /**
    * The hits of the query under the filter, and the edges reached from them, each procedure at its latest version.
-   * Working memories never come out of the shared query: the index has no notion of sessions, so the
-   * caller's own session gets a query of its own, whose hits are then kept only if they are that session's.
+   * Working memories never come out of the shared query: the caller's own session gets a query of its own,
+   * narrowed to that session inside the index (so another session's working memories take no candidate's
+   * place), whose hits are checked again here.
    */
   private async candidates(
     principal: Principal,
@@ -265,7 +266,9 @@ export class RecallService {
   ): Promise<RecallCandidate[]> {
     const filter: IndexFilter = { ...base, kinds: kinds.filter((k) => k !== 'working') };
     const sessionFilter: IndexFilter | undefined =
-      request.session !== undefined && kinds.includes('working') ? { ...base, kinds: ['working'] } : undefined;
+      request.session !== undefined && kinds.includes('working')
+        ? { ...base, kinds: ['working'], workingSession: request.session }
+        : undefined;
     const { policy, routes } = this.deps.ablations ?? {};
     const vector = routes === 'bm25' ? undefined : await this.queryVector(request.query);
     // The fusion's dense floor keeps unrelated nearest neighbours out; smoothing adds the turns around the hits.

@@ -244,6 +244,37 @@ describe('GET /v1/memories with the same keys', () => {
   });
 });
 
+describe('working memories of another session', () => {
+  it("never crowd the caller's own session out of its recall, whatever the filter", async () => {
+    // A tenant of its own: its working memories stay out of the counts above.
+    const mint = (sub: string) => t.token({ tenant: 'initech', sub, roles: ['agent'], purposes: ['support'], clearance: 'internal' });
+    tokens.mine = await mint('agent-mine');
+    tokens.theirs = await mint('agent-theirs');
+    const ingested = await call('mine', 'POST', '/v1/events', chatEvent('cust-kim', 'Kim asked about the okapi order.'));
+    expect(ingested.status, ingested.text).toBe(202);
+    const source = ingested.body.events[0].id as string;
+    const working = (who: string, session: string, text: string) =>
+      call(who, 'POST', '/v1/memories', { kind: 'working', session, content: { text }, sourceEventIds: [source] });
+    const own = 'Check the okapi order before replying.';
+    expect((await working('mine', 'w-mine', own)).status).toBe(201);
+    // Another session fills more than a recall's candidates with better matches the caller may not see.
+    for (let i = 0; i < 35; i += 1) expect((await working('theirs', 'w-theirs', `okapi okapi okapi okapi ${i}`)).status).toBe(201);
+    await t.elma.runner.waitFor(await t.elma.log.headPosition());
+    for (const filter of [{ kinds: ['working'] }, { subjects: ['cust-kim'] }, undefined]) {
+      const response = await call('mine', 'POST', '/v1/recall', {
+        query: 'okapi',
+        purpose: 'support',
+        session: 'w-mine',
+        ...(filter ? { filter } : {}),
+      });
+      expect(response.status, response.text).toBe(200);
+      const texts = (response.body.items as Json[]).map((item) => item.text as string);
+      expect(texts).toContain(own);
+      expect(texts.some((text) => text.startsWith('okapi okapi'))).toBe(false);
+    }
+  });
+});
+
 // Last: the derived record it writes joins several scopes the cases above count exactly.
 describe('derived records', () => {
   it('a record derived from two customers’ memories joins the scope of each, and of their sessions and sources', async () => {

@@ -24,6 +24,7 @@ export function matchesFilter(record: MemoryRecord, filter: IndexFilter): boolea
   if (isExcluded(record, filter.exclude)) return false;
   if (filter.clauses && !matchesClauses(record, filter.clauses)) return false;
   if (filter.scope && !matchesScope(record, filter.scope)) return false;
+  if (filter.workingSession !== undefined && record.kind === 'working' && record.session !== filter.workingSession) return false;
   return true;
 }
 

@@ -96,6 +96,11 @@ export interface IndexFilter {
   exclude?: ReadExclusions;
   /** The caller's scope: it only narrows what the rest admits. */
   scope?: IndexScope;
+  /**
+   * Working memories are admitted only from this session. Recall sets it for its caller's session, so that
+   * another session's working memories, which it may never see, take no candidate's place. Absent: any session.
+   */
+  workingSession?: string;
 }
 
 export interface HybridQuery {

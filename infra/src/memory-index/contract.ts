@@ -296,6 +296,12 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
         included: { retention: { expiresAt: '2025-06-01T00:00:00.000Z' } },
         filter: {},
       },
+      {
+        name: "another session's working memory",
+        excluded: { kind: 'working', session: 'chat-8' },
+        included: { kind: 'working', session: 'chat-7' },
+        filter: { workingSession: 'chat-7' },
+      },
     ];
 
     describe.each(ROUTES)('filters in the %s route', (route) => {

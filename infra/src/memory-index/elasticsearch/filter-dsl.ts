@@ -89,6 +89,9 @@ export function compileFilterDsl(filter: IndexFilter): EsQuery | undefined {
     must.push(...scope);
   }
 
+  if (filter.workingSession !== undefined)
+    must.push(anyOf({ bool: { must_not: [term('kind', 'working')] } }, term('session', filter.workingSession)));
+
   if (filter.exclude) mustNot.push(...compileExclusions(filter.exclude));
 
   let policy: EsQuery[] | undefined;

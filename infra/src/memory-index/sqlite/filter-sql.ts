@@ -73,6 +73,11 @@ export function compileFilter(filter: IndexFilter): FilterSql | undefined {
     params.push(...scope.params);
   }
 
+  if (filter.workingSession !== undefined) {
+    clauses.push("(m.kind <> 'working' OR m.session = ?)");
+    params.push(filter.workingSession);
+  }
+
   if (filter.exclude) {
     const exclude = compileExclusions(filter.exclude);
     clauses.push(...exclude.where);

@@ -457,6 +457,11 @@ export class PolicyRows {
     }
     const now = millis(filter.now, 'now');
     tests.push((rowid) => !(this.expiresAt[rowid] <= now));
+    if (filter.workingSession !== undefined) {
+      const working = this.interned.get('working') ?? NONE;
+      const session = this.interned.get(filter.workingSession) ?? NONE;
+      tests.push((rowid) => this.kind[rowid] !== working || (session !== NONE && this.session[rowid] === session));
+    }
     if (filter.clauses) {
       const reduced = reduceClauses(filter.clauses, filter);
       const purposes = new Set(reduced.map((c) => c.purpose));
