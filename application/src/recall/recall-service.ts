@@ -383,6 +383,8 @@ export class RecallService {
         );
     const inPrompt = concatenate ? packed : orderForPrompt(packed, at);
     const ranked = concatenate ? packed : rankByMarginalUtility(packed, weights);
+    // A reason names another memory (the hit a neighbour or an expansion came with) only when it is in the answer too.
+    const answered = new Set(packed.map((p) => p.record.id));
     const items = ranked.map(({ record: r, tokens, gain }, index) => {
       const hit = byId.get(r.id)!;
       return {
@@ -392,7 +394,7 @@ export class RecallService {
         text: r.content.text,
         score: hit.score,
         utility: gain,
-        ...explainCandidate(hit, (id) => byId.has(id)),
+        ...explainCandidate(hit, (id) => answered.has(id)),
         tokens,
         citation: {
           id: r.id,

@@ -53,6 +53,8 @@ function expectWellFormed(answer: Answer) {
   });
   for (const item of items) {
     expect(['bm25', 'dense', 'both', 'neighbour', 'hop', 'expansion']).toContain(item.reason.route);
+    // A reason names only a memory of the answer itself.
+    if (item.reason.neighbourOf !== undefined) expect(byId.has(item.reason.neighbourOf)).toBe(true);
     if (item.reason.route !== 'hop') {
       // The parts make the score: the routes' contributions plus the smoothing lift.
       const { bm25 = 0, dense = 0, smoothing = 0 } = item.scores;
