@@ -229,8 +229,16 @@ describe('the hybrid search requests', () => {
     const hit = (id: string, score = 1) => ({ _id: `${id}#v1`, id, score });
     const fused = fuse([hit('a', 7), hit('b', 3)], [hit('b'), hit('c')], 2);
     expect(fused).toEqual([
-      { _id: 'b#v1', id: 'b', score: 1 / (RRF_K + 2) + 1 / (RRF_K + 1), bm25Rank: 2, bm25Score: 3, vectorRank: 1 },
-      { _id: 'a#v1', id: 'a', score: 1 / (RRF_K + 1), bm25Rank: 1, bm25Score: 7 },
+      {
+        _id: 'b#v1',
+        id: 'b',
+        score: 1 / (RRF_K + 2) + 1 / (RRF_K + 1),
+        bm25Rank: 2,
+        bm25Score: 3,
+        vectorRank: 1,
+        contributions: { bm25: 1 / (RRF_K + 2), dense: 1 / (RRF_K + 1) },
+      },
+      { _id: 'a#v1', id: 'a', score: 1 / (RRF_K + 1), bm25Rank: 1, bm25Score: 7, contributions: { bm25: 1 / (RRF_K + 1) } },
     ]);
     expect(fuse([hit('a')], [], 0)).toEqual([]);
   });
