@@ -69,6 +69,23 @@ describe('recall of evidence in other conversations', () => {
     expect(expanded).not.toContain(ids[2]);
   });
 
+  it('lifts by conversation by default, inside the index, each lifted hit saying by how much', async () => {
+    const filter = { statuses: ['active' as const], maxSensitivity: 'internal' as const, now: new Date().toISOString() };
+    const search = (steps?: object) =>
+      new Retrieval(elma.index).search({
+        tenant: 'acme',
+        text: 'Tilburg warehouse pallets',
+        limit: 10,
+        filter,
+        ...(steps ? { steps } : {}),
+      });
+    const lifted = await search();
+    expect(lifted.map((hit) => hit.record.id).sort()).toEqual([ids[0], ids[1]].sort());
+    for (const hit of lifted) expect(hit.via).toEqual({ route: 'conversation', lift: expect.any(Number) });
+    expect(lifted.every((hit) => hit.via?.route === 'conversation' && hit.via.lift > 0)).toBe(true);
+    expect((await search({})).every((hit) => hit.via === undefined)).toBe(true);
+  });
+
   it("looks expansion neighbours up under the query's filter, before recall checks them again", async () => {
     const filter = { statuses: ['active' as const], maxSensitivity: 'internal' as const, now: new Date().toISOString() };
     const hits = await new Retrieval(elma.index).search({ tenant: 'acme', text: 'Rotterdam carrier', limit: 10, filter, steps: expansion });

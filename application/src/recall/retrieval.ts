@@ -58,8 +58,15 @@ export class Retrieval {
     const { smoothing, steps: asked, ...search } = query;
     const steps = asked ?? this.options.steps ?? DEFAULT_EVIDENCE_STEPS;
     const { pool = 1, ...each } = steps;
+    const width = Math.ceil(search.limit * pool);
+    // The conversation lift alone is the index's (`HybridQuery.conversation`): it lifts on row ids and reads
+    // only the `limit` records it returns. With other steps, it lifts what they found.
+    if (steps.conversation && !steps.feedback && !steps.expansion && !steps.spread) {
+      const lifted = await this.route({ ...search, conversation: { ...steps.conversation, pool: width } }, smoothing);
+      return lifted.map((hit) => (hit.conversation ? { ...hit, via: { route: 'conversation', lift: hit.conversation.lift } } : hit));
+    }
     const stepping = Object.values(each).some((step) => step !== undefined);
-    const limit = stepping ? Math.ceil(search.limit * pool) : search.limit;
+    const limit = stepping ? width : search.limit;
     const first = await this.route({ ...search, limit }, smoothing);
     if (!stepping) return first;
     let hits: RankedHit[] = first;

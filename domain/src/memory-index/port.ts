@@ -121,6 +121,14 @@ export interface HybridQuery {
    * returned. An adapter may rank on row ids and read only the records it returns. Absent: no smoothing.
    */
   smoothing?: { factor: number; pool: number };
+  /**
+   * The conversation lift inside the search (`liftPool`, domain/recall/evidence), after smoothing: the best
+   * `pool` of the ranked hits each gain by how much evidence their conversation holds among them, and the
+   * best `limit` are returned. With smoothing the hits are what smoothing ranked (its pool and the
+   * neighbours that joined: the routes search no deeper); without, the fused pool widens to `pool`
+   * (`rankedPool`). An adapter may rank on row ids and read only the records it returns. Absent: no lift.
+   */
+  conversation?: { weight: number; depth: number; pool: number };
 }
 
 /**
@@ -168,6 +176,8 @@ export interface SearchHit {
    * score lent it (may be absent when that record is not among the hits returned).
    */
   smoothing?: { lift: number; neighbourOf?: string };
+  /** What the conversation lift (`HybridQuery.conversation`) added to `score`; absent: nothing. */
+  conversation?: { lift: number };
   /**
    * Tokens of `record.content.text` (o200k) when the index keeps them: counted at indexing, or by the
    * embedding stage's write when a record is indexed without its vector (SQLite). Absent otherwise: the caller counts.

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { conversationKeys, feedbackVector, liftByConversation, mergeExpansion, spreadOverConversations, type Ranked } from './evidence';
+import {
+  conversationKeys,
+  feedbackVector,
+  liftByConversation,
+  liftPool,
+  mergeExpansion,
+  spreadOverConversations,
+  turnConversations,
+  type Ranked,
+} from './evidence';
 
 const at = (minutes: number) => new Date(Date.UTC(2024, 0, 1, 10, minutes)).toISOString();
 const hit = (id: string, score: number, session?: string, overrides: Partial<Ranked['record']> = {}): Ranked => ({
@@ -59,6 +68,51 @@ describe('liftByConversation', () => {
     const hits = [hit('a', 1, 's1'), hit('b', 0.5, 's2')];
     expect(liftByConversation(hits, { weight: 0, depth: 3 })).toEqual(hits);
     expect(liftByConversation([], { weight: 0.3, depth: 3 })).toEqual([]);
+  });
+});
+
+describe('liftPool', () => {
+  const minute = 60_000;
+  const places = [
+    { id: 'alone', subject: 'alice', session: 's1', at: 0 },
+    { id: 'answer', subject: 'alice', session: 's2', at: 0 },
+    { id: 'context', subject: 'alice', session: 's2', at: minute },
+    { id: 'far', subject: 'alice', session: 's2', at: 2 * minute },
+  ];
+  const conversationOf = (ids: string[]) => {
+    const keys = turnConversations(places);
+    return new Map(ids.map((id) => [id, keys.get(id)]));
+  };
+
+  it('lifts the best `pool` of a ranked list as liftByConversation lifts records, drops what lies past it, and says by how much', () => {
+    const ranked = [
+      { id: 'alone', score: 1 },
+      { id: 'answer', score: 0.95 },
+      { id: 'context', score: 0.9 },
+      { id: 'far', score: 0.1 },
+    ];
+    const lifted = liftPool(ranked, conversationOf, { weight: 0.3, depth: 3, pool: 3 });
+    const byRecords = liftByConversation(
+      ranked.slice(0, 3).map((r) => hit(r.id, r.score, places.find((p) => p.id === r.id)!.session)),
+      { weight: 0.3, depth: 3 },
+    );
+    expect(lifted.map((r) => [r.id, r.score])).toEqual(byRecords.map((h) => [h.record.id, h.score]));
+    expect(lifted.map((r) => r.id)).toEqual(['answer', 'context', 'alone']);
+    expect(lifted[0].conversationLift).toBeCloseTo(0.3);
+    // 'far' was past the pool: it neither counts as evidence of s2 nor comes back.
+    expect(lifted.map((r) => r.id)).not.toContain('far');
+  });
+
+  it('keys sessionless turns as conversationKeys does, and lifts nothing without a conversation', () => {
+    const keys = turnConversations([
+      { id: 'd', subject: 'alice', at: 0 },
+      { id: 'e', subject: 'alice', at: 25 * minute },
+      { id: 'g', subject: 'alice', at: 90 * minute },
+    ]);
+    expect(keys.get('d')).toBe(keys.get('e'));
+    expect(keys.get('g')).not.toBe(keys.get('e'));
+    const ranked = [{ id: 'fact', score: 1 }];
+    expect(liftPool(ranked, () => new Map(), { weight: 0.3, depth: 3, pool: 3 })).toEqual(ranked);
   });
 });
 

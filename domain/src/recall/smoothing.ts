@@ -1,5 +1,6 @@
 import type { MemoryRecord } from '../memory/record';
 import type { HybridQuery, IndexFilter, NeighbourMemory, Neighbours, SearchHit } from '../memory-index/port';
+import { conversationKeys, liftPool } from './evidence';
 
 /**
  * Two memories of a subject with no conversation id belong to the same
@@ -87,22 +88,57 @@ export function smoothByNeighbours(
 }
 
 /**
- * `HybridQuery.smoothing` by composition, for an index that does not rank
- * on its own row ids: the pool searched unsmoothed, the neighbours of its
- * hits looked up under the same filter (so a memory the caller may not see
- * neither joins nor lends a score), `smoothByNeighbours`, the best `limit`.
+ * How many fused hits a search ranks before it cuts to `limit` (`HybridQuery`): smoothing's pool when it
+ * smooths (the conversation lift then ranks what smoothing ranked, neighbours included, and costs no
+ * deeper route), else the conversation lift's pool; at least `limit`.
+ */
+export function rankedPool({ limit, smoothing, conversation }: HybridQuery): number {
+  if (smoothing && smoothing.factor > 0) return Math.max(limit, smoothing.pool);
+  return Math.max(limit, conversation && conversation.weight > 0 ? conversation.pool : 0);
+}
+
+/**
+ * `HybridQuery.smoothing` and `HybridQuery.conversation` by composition, for an index that does not rank
+ * on its own row ids: the pool (`rankedPool`) searched plain, the neighbours of its hits looked up under
+ * the same filter (so a memory the caller may not see neither joins nor lends a score),
+ * `smoothByNeighbours`, the conversation lift (`liftPool`) over the records' conversations, the best `limit`.
  * A joining neighbour carries its record, vector and tokens but no ranks; a lifted hit says by how much
- * and from which neighbour (`SearchHit.smoothing`).
+ * and from which neighbour (`SearchHit.smoothing`), or by how much its conversation lifted it (`SearchHit.conversation`).
  */
 export async function smoothedSearch(
   query: HybridQuery,
   search: (query: HybridQuery) => Promise<SearchHit[]>,
   neighbours: (tenant: string, ids: string[], filter: IndexFilter) => Promise<Neighbours[]>,
 ): Promise<SearchHit[]> {
-  const { smoothing, ...unsmoothed } = query;
-  if (!smoothing || smoothing.factor <= 0) return search(unsmoothed);
-  const hits = await search({ ...unsmoothed, limit: Math.max(smoothing.pool, query.limit) });
+  const { smoothing, conversation, ...plain } = query;
+  const smooth = smoothing && smoothing.factor > 0 ? smoothing : undefined;
+  const lift = conversation && conversation.weight > 0 ? conversation : undefined;
+  if (!smooth && !lift) return search(plain);
+  const hits = await search({ ...plain, limit: rankedPool(query) });
   if (hits.length === 0) return hits;
+  const smoothed = smooth ? await smoothHits(query, hits, smooth.factor, neighbours) : hits;
+  if (!lift) return smoothed.slice(0, query.limit);
+  const byId = new Map(smoothed.map((hit) => [hit.record.id, hit]));
+  return liftPool(
+    smoothed.map((hit) => ({ id: hit.record.id, score: hit.score })),
+    (ids) => conversationKeys(ids.map((id) => byId.get(id)!.record)),
+    lift,
+  )
+    .slice(0, query.limit)
+    .map(({ id, score, conversationLift }) => ({
+      ...byId.get(id)!,
+      score,
+      ...(conversationLift !== undefined ? { conversation: { lift: conversationLift } } : {}),
+    }));
+}
+
+/** The hits smoothed by their neighbours under the query's filter, best first (neighbours that gain join). */
+async function smoothHits(
+  query: HybridQuery,
+  hits: SearchHit[],
+  factor: number,
+  neighbours: (tenant: string, ids: string[], filter: IndexFilter) => Promise<Neighbours[]>,
+): Promise<SearchHit[]> {
   const found = await neighbours(
     query.tenant,
     hits.map((hit) => hit.record.id),
@@ -118,9 +154,9 @@ export async function smoothedSearch(
   const ranked = smoothByNeighbours(
     hits.map((hit) => ({ id: hit.record.id, score: hit.score })),
     adjacent,
-    smoothing.factor,
+    factor,
   );
-  return ranked.slice(0, query.limit).map(({ id, score, lift, neighbourOf }) => {
+  return ranked.map(({ id, score, lift, neighbourOf }) => {
     const smoothed = lift !== undefined ? { smoothing: { lift, neighbourOf } } : {};
     const hit = byId.get(id);
     if (hit) return { ...hit, score, ...smoothed };

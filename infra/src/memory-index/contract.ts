@@ -739,6 +739,60 @@ export function memoryIndexContract(name: string, factory: () => Promise<MemoryI
           expect(smoothed.filter((h) => h.record.id === 'answer').map((h) => h.record.version)).toEqual(knownAsOf ? [1] : []);
         }
       });
+      it('search with the conversation lift ranks as its composition does: a conversation holding more of the evidence lifts its turns, a hidden turn adds none', async () => {
+        const restricted = { sensitivity: 'restricted' as const };
+        await index.upsert(A, [
+          turn('lone', T(0), { session: 'l', text: 'falcon launch falcon launch falcon launch postponed' }),
+          turn('s-1', T(0), { session: 's', text: 'the falcon launch date moved' }),
+          turn('s-2', T(1), { session: 's', text: 'falcon crew boarded' }),
+          turn('s-3', T(2), { session: 's', text: 'launch pad cleared for the falcon' }),
+          turn('u-1', T(0), { session: 'u', text: 'falcon launch sold out' }),
+          turn('u-secret-1', T(1), { session: 'u', text: 'falcon launch codes', policy: restricted }),
+          turn('u-secret-2', T(2), { session: 'u', text: 'falcon launch abort word', policy: restricted }),
+          // Without a session: chained by time, 20 minutes apart (one conversation), the third 50 minutes later (another).
+          turn('x-1', T(0), { text: 'falcon launch weather' }),
+          turn('x-2', T(20), { text: 'falcon launch tickets' }),
+          turn('x-3', T(70), { text: 'falcon launch replay' }),
+          mem({ id: 'fact', text: 'falcon launch window opens in spring', policy: { owner: 'alice' } }),
+        ]);
+        const filter: Partial<IndexFilter> = {
+          maxSensitivity: 'confidential',
+          clauses: [{ ruleId: 'own', maxSensitivity: 'confidential', owner: 'alice' }],
+        };
+        const conversation = { weight: 0.5, depth: 3, pool: 10 };
+        const view = (hits: SearchHit[]) =>
+          hits.map((h) => [h.record.id, h.score.toFixed(6), h.conversation?.lift.toFixed(6), h.smoothing?.lift.toFixed(6)] as const);
+        const searches = async () => {
+          const views = [];
+          for (const route of ROUTES)
+            for (const smoothing of [undefined, { factor: 0.5, pool: 6 }]) {
+              const q: HybridQuery = { ...query(route, 'falcon launch', filter, A, 5), conversation, ...(smoothing ? { smoothing } : {}) };
+              const lifted = await index.search(q);
+              const composed = await smoothedSearch(
+                q,
+                (plain) => index.search(plain),
+                (tenant, ids, by) => index.neighbours(tenant, ids, by),
+              );
+              expect(view(lifted)).toEqual(view(composed));
+              expect(lifted.length).toBeLessThanOrEqual(5);
+              expect(lifted.map((h) => h.record.id)).not.toContain('u-secret-1');
+              // A memory of no conversation gains nothing.
+              expect(lifted.find((h) => h.record.id === 'fact')?.conversation).toBeUndefined();
+              views.push(view(lifted));
+            }
+          return views;
+        };
+        const views = await searches();
+        const bm25 = await index.search({ ...query('bm25', 'falcon launch', filter, A, 5), conversation });
+        const lift = (id: string) => bm25.find((h) => h.record.id === id)?.conversation?.lift ?? 0;
+        // The three turns of 's' are the most evidence: they gain most, the same each; 'lone' alone gains less.
+        expect(lift('s-1')).toBeGreaterThan(0);
+        expect(lift('s-1')).toBeCloseTo(lift('s-3'), 9);
+        expect(lift('s-1')).toBeGreaterThan(lift('lone'));
+        // The same as if the hidden turns were never written: they neither lift 'u-1' nor show.
+        await index.purge(A, ['u-secret-1', 'u-secret-2']);
+        expect(await searches()).toEqual(views);
+      });
     });
 
     it('purge removes records from get, search and count', async () => {

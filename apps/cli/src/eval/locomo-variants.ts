@@ -1,4 +1,4 @@
-import { CONVERSATION_LIFT, type EvidenceSteps } from '@elma/domain';
+import { CONVERSATION_LIFT, DEFAULT_EVIDENCE_STEPS, type EvidenceSteps } from '@elma/domain';
 
 /**
  * The retrieval variants `npm run eval:locomo` compares, as data: which BM25
@@ -115,7 +115,11 @@ export const VARIANTS: readonly Variant[] = [
   ...(
     [
       ['+conversation', 'conversation lift on the candidates as found', { conversation: CONVERSATION_LIFT }],
-      ['+conversation@3x', 'conversation lift over a pool 3x wider', { conversation: CONVERSATION_LIFT, pool: 3 }],
+      [
+        '+conversation@3x',
+        'conversation lift over all smoothing ranked (up to 3x the limit), as recall by default',
+        DEFAULT_EVIDENCE_STEPS,
+      ],
       [
         '+spread',
         'spread over conversations, discount 0.85 per memory of one already ranked (pool 3x)',

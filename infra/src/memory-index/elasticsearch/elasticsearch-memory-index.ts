@@ -218,8 +218,9 @@ export class ElasticsearchMemoryIndex implements MemoryIndex, CheckpointStore {
   }
 
   async search(query: HybridQuery): Promise<SearchHit[]> {
-    // Smoothing by composition: the pool's search, then its neighbours (both `_msearch`), ranked by the domain.
-    if (query.smoothing)
+    // Smoothing and the conversation lift by composition: the pool's search, then its neighbours (both `_msearch`),
+    // ranked by the domain.
+    if (query.smoothing || query.conversation)
       return smoothedSearch(
         query,
         (q) => this.search(q),

@@ -10,6 +10,8 @@ import {
   MINMAX_MIN_CANDIDATES,
   type ScriptGroup,
   type Fusion,
+  liftPool,
+  rankedPool,
   type CheckpointStore,
   type EmbeddedVector,
   type EmbeddingLag,
@@ -171,9 +173,10 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     if (!partition || !filter || query.limit <= 0) return [];
     if (query.vector) this.checkVector(query.vector, 'query vector');
 
-    // Smoothing ranks a pool wider than `limit` (`HybridQuery.smoothing`).
+    // Smoothing and the conversation lift rank a pool wider than `limit` (`HybridQuery`).
     const smoothing = query.smoothing && query.smoothing.factor > 0 ? query.smoothing : undefined;
-    const pool = smoothing ? Math.max(smoothing.pool, query.limit) : query.limit;
+    const conversation = query.conversation && query.conversation.weight > 0 ? query.conversation : undefined;
+    const pool = rankedPool(query);
     // Each route returns more than the pool so that fusion can promote a hit both routes agree on.
     const depth = Math.min(Math.max(pool * 2, 20), 1_000);
     const textRanking = query.text.trim() ? partition.searchText(query.text, query.filter, depth) : [];
@@ -189,28 +192,36 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     ).slice(0, pool);
     const byRowid = new Map(fused.map((f) => [Number(f.id), f]));
     // Ranked on row ids first, so that only the records returned are read.
-    const ranked: { rowid: number; score: number; lift?: number; neighbourOf?: number }[] = smoothing
-      ? partition
-          .smoothed(
-            fused.map((f) => ({ rowid: Number(f.id), score: f.score })),
-            query.filter,
-            filter,
-            smoothing.factor,
-          )
-          .slice(0, query.limit)
+    const smoothed: { rowid: number; score: number; lift?: number; neighbourOf?: number }[] = smoothing
+      ? partition.smoothed(
+          fused.map((f) => ({ rowid: Number(f.id), score: f.score })),
+          query.filter,
+          filter,
+          smoothing.factor,
+        )
       : fused.map((f) => ({ rowid: Number(f.id), score: f.score }));
+    const ranked: { rowid: number; score: number; lift?: number; neighbourOf?: number; conversationLift?: number }[] = (
+      conversation
+        ? liftPool(
+            smoothed.map((s) => ({ ...s, id: String(s.rowid) })),
+            (ids) => partition.conversations(ids.map(Number)),
+            conversation,
+          )
+        : smoothed
+    ).slice(0, query.limit);
     const rows = partition.rows(ranked.map((r) => r.rowid));
     const bm25Score = new Map(textRanking.map((t) => [t.rowid, t.score]));
     const queryNorm = query.vector ? norm(query.vector) : 0;
 
     const hits: SearchHit[] = [];
-    for (const { rowid, score, lift, neighbourOf } of ranked) {
+    for (const { rowid, score, lift, neighbourOf, conversationLift } of ranked) {
       const row = rows.get(rowid);
       if (!row) continue;
       const hit: SearchHit = { record: row.record, score };
       // The lender's id is known when it is among the rows returned (it scores at least what it lent).
       if (lift !== undefined)
         hit.smoothing = { lift, neighbourOf: neighbourOf === undefined ? undefined : rows.get(neighbourOf)?.record.id };
+      if (conversationLift !== undefined) hit.conversation = { lift: conversationLift };
       if (row.vector) hit.vector = row.vector;
       if (row.tokens !== undefined) hit.tokens = row.tokens;
       // A neighbour that joined by smoothing was no hit of either route: it has no ranks and no similarity.

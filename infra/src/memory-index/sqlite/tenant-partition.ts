@@ -12,6 +12,7 @@ import {
   documentTerms,
   queryTerms,
   smoothByNeighbours,
+  turnConversations,
   type Adjacent,
   type EmbeddedVector,
   type ErasedProbe,
@@ -767,6 +768,21 @@ export class TenantPartition {
       score,
       ...(lift !== undefined ? { lift, neighbourOf: Number(neighbourOf) } : {}),
     }));
+  }
+
+  /**
+   * Which conversation each of these rows belongs to (`turnConversations`, domain/recall/evidence), keyed
+   * by rowid as a string; rows that are no turn are left out. No row is read (`PolicyRows` knows where each turn sits).
+   */
+  conversations(rowids: number[]): Map<string, string> {
+    return turnConversations(
+      this.policyRows.turns(rowids).map((turn) => ({
+        id: String(turn.rowid),
+        subject: turn.subject,
+        ...(turn.session !== null ? { session: turn.session } : {}),
+        at: turn.validFrom,
+      })),
+    );
   }
 
   /** For each turn (in order), the admitted turns just before and after it in its conversation (see `neighbours`). */
