@@ -220,6 +220,19 @@ export function migrateTenantSchema(db: Database.Database): void {
     -- Listings page through current records by the time they were first recorded, then id (list()).
     CREATE INDEX IF NOT EXISTS memories_listing ON memories (recorded_at, id) WHERE tx_to IS NULL;
   `);
+  // Scope keys in a table of their own came later: filled from each row's scope_set, which holds the same keys.
+  if (!db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'scope_keys'`).get()) {
+    db.transaction(() => {
+      db.exec(SCOPE_KEYS_SCHEMA);
+      const insert = db.prepare('INSERT OR IGNORE INTO scope_keys (key, row) VALUES (?, ?)');
+      for (const row of db.prepare('SELECT rowid, scope_set FROM memories WHERE scope_set IS NOT NULL').all() as {
+        rowid: number;
+        scope_set: string;
+      }[]) {
+        for (const key of keysOfScopeSet(row.scope_set)) insert.run(key, row.rowid);
+      }
+    })();
+  }
   if (!db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_inputs'`).get()) {
     db.transaction(() => {
       db.exec(MEMORY_INPUTS_SCHEMA);
@@ -244,6 +257,24 @@ CREATE TABLE IF NOT EXISTS memory_inputs (
   PRIMARY KEY (input, row)
 ) WITHOUT ROWID;
 `;
+
+/**
+ * Each row's scope keys (`scopeKeys`, as its `scope_set` holds them), so a
+ * scoped search finds the rows of a subject, session or source with a seek
+ * per key (`TenantPartition.scopedRows`) instead of an instr() over every
+ * row. Written and deleted with the row, in the same transaction; a purged
+ * row leaves no key behind.
+ */
+export const SCOPE_KEYS_SCHEMA = `
+CREATE TABLE IF NOT EXISTS scope_keys (
+  key TEXT NOT NULL,
+  row INTEGER NOT NULL,
+  PRIMARY KEY (key, row)
+) WITHOUT ROWID;
+`;
+
+/** The keys a `scope_set` value holds (see `scopeSet`): no key contains the delimiter. */
+export const keysOfScopeSet = (set: string): string[] => set.split('\x1f').filter((key) => key !== '');
 
 /** The ids `memory_inputs` holds for a record (see MEMORY_INPUTS_SCHEMA). */
 export const lineageInputs = (record: MemoryRecord): string[] => [

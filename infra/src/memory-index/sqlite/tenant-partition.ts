@@ -26,6 +26,9 @@ import {
   type TextAnalysis,
   type ScriptGroup,
   scriptGroupOf,
+  scopeGroups,
+  scopeKeys,
+  type IndexScope,
   type StoredUsage,
 } from '@elma/domain';
 import type { FilterSql } from './filter-sql';
@@ -36,6 +39,7 @@ import {
   factKeyOf,
   ftsStoresContent,
   lineageInputs,
+  keysOfScopeSet,
   lineageSet,
   scopeSet,
   migrateTenantSchema,
@@ -134,6 +138,20 @@ const SHARE_SMOOTHING = 0.2;
 
 /** Postings BM25 may score per query (see searchText). */
 const BM25_BUDGET = 500;
+
+/**
+ * A scoped BM25 search whose survivors exceed this share of the match's rows
+ * has FTS5 score the whole match (about 2.4 µs a row) rather than each
+ * survivor scored from its record (about 40 µs).
+ */
+const SCOPED_TEXT_SHARE = 1 / 16;
+
+/**
+ * A scope of at most this many rows (`scopedRows`) is searched on the dense
+ * route by comparing each of its vectors exactly, not through the graph
+ * (see searchVector).
+ */
+const SCOPED_SCAN_ROWS = 10_000;
 
 /** Turns on each side of a hit whose filter columns are checked in memory before the seek falls back to SQL. */
 const NEAREST_TURNS = 4;
@@ -643,6 +661,9 @@ export class TenantPartition {
     }
     const any = (ts: typeof terms) => ts.map((t) => `"${t.term.replaceAll('"', '""')}"`).join(' OR ');
     const match = drivers.length === terms.length ? any(terms) : `(${any(drivers)}) AND (${any(terms)})`;
+    const scoped = filter.scope ? this.scopedRows(filter.scope) : undefined;
+    if (scoped !== undefined)
+      return this.searchTextIn(scoped, match, drivers.length === terms.length ? terms : [...drivers, ...terms], filter, depth);
 
     // Newest rows first, so that a capped scan keeps the most recent matches.
     const scanLimit = driverPostings > BM25_BUDGET ? BM25_BUDGET : -1;
@@ -665,6 +686,82 @@ export class TenantPartition {
   }
 
   /**
+   * The BM25 route inside a scope (`scopedRows`): every match of the planned
+   * expression, unscored and uncapped (a rowid list costs a tenth of scoring
+   * it), kept when in the scope and admitted by the filter, then scored. So
+   * no cap drops a scoped match, however many newer ones lie outside it.
+   * Survivors are scored in TypeScript with FTS5's own bm25() (`bm25Of`),
+   * which reads each survivor's record; when they are many against the
+   * matches (SCOPED_TEXT_SHARE), FTS5 scores the whole match instead.
+   * `phrases` are the expression's terms in its order, repeats kept, as
+   * bm25() counts them.
+   */
+  private searchTextIn(
+    scoped: readonly number[],
+    match: string,
+    phrases: readonly { term: string; df: number }[],
+    filter: IndexFilter,
+    depth: number,
+  ): { rowid: number; score: number }[] {
+    if (scoped.length === 0) return [];
+    const inScope = new Set(scoped);
+    const matches = this.stmt('SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?').pluck().all(match) as number[];
+    const candidates = matches.filter((rowid) => inScope.has(rowid));
+    const admitted = this.policyRows.admit(candidates, filter);
+    const survivors = candidates.filter((rowid) => admitted.has(rowid));
+    const scored =
+      survivors.length > matches.length * SCOPED_TEXT_SHARE
+        ? (
+            this.stmt('SELECT rowid, 0 - bm25(memories_fts) AS score FROM memories_fts WHERE memories_fts MATCH ?').all(match) as {
+              rowid: number;
+              score: number;
+            }[]
+          ).filter((m) => admitted.has(m.rowid))
+        : this.bm25Of(survivors, phrases);
+    return scored.sort((a, b) => b.score - a.score || b.rowid - a.rowid).slice(0, depth);
+  }
+
+  /**
+   * FTS5's bm25() of each row for the query `phrases` (k1 1.2, b 0.75; idf
+   * log((N - n + 0.5) / (n + 0.5)), at least 1e-6; N and the average length
+   * from FTS5's own totals, a row's length from its docsize), negated so that
+   * higher is better. A phrase's frequency in a row is counted on the row's
+   * terms (`documentTerms`, the analysis its FTS row was made with); its
+   * document frequency is `TermFrequencies`' (within an eighth of FTS5's).
+   */
+  private bm25Of(rowids: readonly number[], phrases: readonly { term: string; df: number }[]): { rowid: number; score: number }[] {
+    if (rowids.length === 0) return [];
+    const totals = readVarints(this.stmt('SELECT block FROM memories_fts_data WHERE id = 1').pluck().get() as Buffer);
+    const [rows, tokens] = [totals[0] ?? 0, totals[1] ?? 0];
+    const averageLength = rows > 0 ? tokens / rows : 1;
+    const idf = phrases.map(({ df }) => Math.max(Math.log((rows - df + 0.5) / (df + 0.5)), 0) || 1e-6);
+    const list = JSON.stringify(rowids);
+    const lengths = new Map(
+      (
+        this.stmt('SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))').raw().all(list) as [
+          number,
+          Buffer,
+        ][]
+      ).map(([id, size]) => [id, readVarints(size)[0] ?? 0]),
+    );
+    const records = this.stmt(`SELECT rowid, ${RECORD_COLUMNS} FROM memories WHERE rowid IN (SELECT value FROM json_each(?))`).all(
+      list,
+    ) as ({ rowid: number } & RecordRow)[];
+    const [k1, b] = [1.2, 0.75];
+    return records.map((row) => {
+      const counts = new Map<string, number>();
+      for (const term of documentTerms(this.recordOf(row), this.options.text)) counts.set(term, (counts.get(term) ?? 0) + 1);
+      const length = lengths.get(row.rowid) ?? 0;
+      let score = 0;
+      phrases.forEach(({ term }, i) => {
+        const f = counts.get(term) ?? 0;
+        score += (idf[i] * (f * (k1 + 1))) / (f + k1 * (1 - b + (b * length) / averageLength));
+      });
+      return { rowid: row.rowid, score };
+    });
+  }
+
+  /**
    * Dense route: rowids with their cosine, best first. usearch's JS binding has
    * no filtered search (no predicate callback), so the graph is oversampled and
    * its candidates are checked against the filter in memory (`PolicyRows`);
@@ -675,6 +772,9 @@ export class TenantPartition {
     const queryNorm = norm(query);
     // Vectors of another model than the query's are not comparable with it: such a partition waits for a reindex.
     if (queryNorm === 0 || !this.modelCurrent) return [];
+    // A scope of few rows is scored exactly, without the graph; a wider one narrows the scan the graph may fall back to.
+    const scoped = filter.scope ? this.scopedRows(filter.scope) : undefined;
+    if (scoped !== undefined && scoped.length <= SCOPED_SCAN_ROWS) return this.scanVectors(query, queryNorm, sql, depth, scoped);
     // Oversampled by the share of candidates filters have lately admitted (a search costs about its k), then deeper.
     const first = Math.min(Math.max(GRAPH_DEPTHS[0], Math.ceil((depth * OVERSAMPLING_MARGIN) / this.admittedShare)), GRAPH_DEPTHS[1]);
     for (const k of [first, Math.max(GRAPH_DEPTHS[1], depth * 2, first * 2)]) {
@@ -697,13 +797,52 @@ export class TenantPartition {
       }
     }
     // A selective filter: scan the rows it allows exactly, which is cheap precisely because they are few.
-    const candidates = this.stmt(
-      `SELECT m.rowid AS rowid, m.vector AS vector FROM memories m WHERE m.vector_model IS NOT NULL AND ${sql.where}`,
-    ).all(...sql.params) as { rowid: number; vector: Buffer }[];
+    return this.scanVectors(query, queryNorm, sql, depth, scoped);
+  }
+
+  /**
+   * The rows `sql` admits (among `rows` when given, read by rowid), each
+   * vector compared with the query exactly, best first: the dense route
+   * without the graph.
+   */
+  private scanVectors(
+    query: Float32Array,
+    queryNorm: number,
+    sql: FilterSql,
+    depth: number,
+    rows: readonly number[] | undefined,
+  ): { rowid: number; cosine: number }[] {
+    const candidates = (
+      rows === undefined
+        ? this.stmt(`SELECT m.rowid AS rowid, m.vector AS vector FROM memories m WHERE m.vector_model IS NOT NULL AND ${sql.where}`).all(
+            ...sql.params,
+          )
+        : this.stmt(
+            `SELECT m.rowid AS rowid, m.vector AS vector FROM json_each(?) j CROSS JOIN memories m ON m.rowid = j.value
+             WHERE m.vector_model IS NOT NULL AND ${sql.where}`,
+          ).all(JSON.stringify(rows), ...sql.params)
+    ) as { rowid: number; vector: Buffer }[];
     return candidates
       .map((c) => ({ rowid: c.rowid, cosine: cosine(query, this.vectorOf(c.vector), queryNorm) }))
       .sort((a, b) => b.cosine - a.cosine || a.rowid - b.rowid)
       .slice(0, depth);
+  }
+
+  /**
+   * The rows (any version, in rowid order) holding a key of every group of
+   * the scope (`scopeGroups`), read from `scope_keys`: a seek per key.
+   * Undefined when the scope names no key (a valid-time range only), so it
+   * narrows nothing here. The rest of the filter is not applied.
+   */
+  scopedRows(scope: IndexScope): number[] | undefined {
+    const groups = scopeGroups(scope);
+    if (groups.length === 0) return undefined;
+    if (groups.some((group) => group.length === 0)) return [];
+    return this.stmt(
+      groups.map(() => 'SELECT row FROM scope_keys WHERE key IN (SELECT value FROM json_each(?))').join(' INTERSECT ') + ' ORDER BY row',
+    )
+      .pluck()
+      .all(...groups.map((group) => JSON.stringify(group))) as number[];
   }
 
   /**
@@ -1075,6 +1214,7 @@ export class TenantPartition {
     this.insertText(rowid, record);
     for (const input of lineageInputs(record))
       this.stmt('INSERT OR IGNORE INTO memory_inputs (input, row) VALUES (?, ?)').run(input, rowid);
+    for (const key of scopeKeys(record)) this.stmt('INSERT OR IGNORE INTO scope_keys (key, row) VALUES (?, ?)').run(key, rowid);
     return rowid;
   }
 
@@ -1179,6 +1319,9 @@ export class TenantPartition {
          SELECT j.value FROM memories m, json_each(m.record, '$.provenance.parentIds') j WHERE m.rowid = @row
          UNION SELECT j.value FROM memories m, json_each(m.record, '$.provenance.sourceEventIds') j WHERE m.rowid = @row)`,
     ).run({ row: rowid });
+    // Nor on `row` here: the row's scope_set names its keys.
+    const scope = this.stmt('SELECT scope_set FROM memories WHERE rowid = ?').pluck().get(rowid) as string | null | undefined;
+    for (const key of keysOfScopeSet(scope ?? '')) this.stmt('DELETE FROM scope_keys WHERE key = ? AND row = ?').run(key, rowid);
     this.stmt('DELETE FROM memories WHERE rowid = ?').run(rowid);
   }
 
@@ -1400,4 +1543,28 @@ export function currentModelOf(db: Database.Database, formats: { indexRows: numb
   if (db.pragma('user_version', { simple: true }) !== formats.indexRows) return undefined;
   const vectors = db.prepare(`SELECT value FROM partition_state WHERE key = 'vectors_format'`).pluck().get() as number | undefined;
   return vectors === formats.vectors ? partitionModelOf(db) : undefined;
+}
+
+/**
+ * The varints of an FTS5 record (its totals, a docsize): SQLite's format,
+ * big-endian groups of seven bits, a set high bit meaning more follow, the
+ * ninth byte whole.
+ */
+export function readVarints(bytes: Buffer | undefined): number[] {
+  const values: number[] = [];
+  if (!bytes) return values;
+  for (let at = 0; at < bytes.length;) {
+    let value = 0;
+    for (let i = 0; ; i++) {
+      const byte = bytes[at++];
+      if (i === 8) {
+        value = value * 256 + byte;
+        break;
+      }
+      value = value * 128 + (byte & 0x7f);
+      if ((byte & 0x80) === 0 || at >= bytes.length) break;
+    }
+    values.push(value);
+  }
+  return values;
 }
