@@ -38,8 +38,9 @@ export function explainCandidate(
   const bm25 = candidate.bm25Rank !== undefined;
   const dense = candidate.vectorRank !== undefined;
   if (bm25 || dense) return { scores, reason: { route: bm25 && dense ? 'both' : bm25 ? 'bm25' : 'dense' } };
-  // Found by no route, its whole score lent: it joined the candidates as the conversation neighbour of a hit.
-  if (smoothing && smoothing.lift === candidate.score) {
+  // Found by no route, its whole score lent (by its neighbour, and by its conversation when the lift is on): it joined
+  // the candidates as the conversation neighbour of a hit.
+  if (smoothing && Math.abs(candidate.score - smoothing.lift - conversation) <= 1e-12 * Math.max(1, candidate.score)) {
     const lender = smoothing.neighbourOf;
     return { scores, reason: { route: 'neighbour', ...(lender !== undefined && visible(lender) ? { neighbourOf: lender } : {}) } };
   }

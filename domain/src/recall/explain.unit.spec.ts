@@ -52,4 +52,11 @@ describe('why a recalled memory is there', () => {
     });
     expect(explainCandidate(lifted, everyone).scores).toEqual({ bm25: 0.5, smoothing: 0.1 + 0.2 });
   });
+  it('a neighbour lifted by its conversation too is still a neighbour, its score all lent', () => {
+    const explained = explainCandidate(
+      hit({ score: 0.5, smoothing: { lift: 0.4, neighbourOf: 'question' }, via: { route: 'conversation', lift: 0.1 } }),
+      everyone,
+    );
+    expect(explained).toEqual({ scores: { smoothing: 0.5 }, reason: { route: 'neighbour', neighbourOf: 'question' } });
+  });
 });
