@@ -7,6 +7,7 @@ import { loadConfig } from '@elma/infra';
 import { silentLogger } from '@elma/shared';
 import { openElma, type Elma } from '@elma/runtime';
 import { Retrieval } from './retrieval';
+import { chatTurn } from '../testing/chat-turn';
 
 /**
  * The evidence steps through the whole recall path on a real SQLite index: expansion looks up the
@@ -20,16 +21,8 @@ describe('recall of evidence in other conversations', () => {
   let elma: Elma;
   let ids: string[];
 
-  const turn = (text: string, day: number, session: string, sensitivity: 'internal' | 'confidential' = 'internal') => ({
-    subject: 'cust-1',
-    occurredAt: `2026-11-${String(day).padStart(2, '0')}T10:00:00Z`,
-    activity: 'chat.turn',
-    content: { text },
-    source: { system: 'crm', channel: 'chat' },
-    purposes: ['support'],
-    sensitivity,
-    session,
-  });
+  const turn = (text: string, day: number, session: string, sensitivity?: 'internal' | 'confidential') =>
+    chatTurn(text, `2026-11-${String(day).padStart(2, '0')}T10:00:00Z`, session, sensitivity);
 
   beforeAll(async () => {
     elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir, ELMA_EMBEDDER: 'hashing' }), { logger: silentLogger });

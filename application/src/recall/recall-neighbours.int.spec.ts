@@ -6,6 +6,7 @@ import type { Principal } from '@elma/domain';
 import { loadConfig } from '@elma/infra';
 import { silentLogger } from '@elma/shared';
 import { openElma, type Elma } from '@elma/runtime';
+import { chatTurn } from '../testing/chat-turn';
 
 /**
  * Neighbour smoothing through the whole recall path (ingest with a session, projection, index, recall):
@@ -18,16 +19,8 @@ describe('recall of the turns around a hit', () => {
   let elma: Elma;
   let ids: string[];
 
-  const turn = (text: string, minute: number, session: string, sensitivity: 'internal' | 'confidential' = 'internal') => ({
-    subject: 'cust-1',
-    occurredAt: `2026-11-20T10:${String(minute).padStart(2, '0')}:00Z`,
-    activity: 'chat.turn',
-    content: { text },
-    source: { system: 'crm', channel: 'chat' },
-    purposes: ['support'],
-    sensitivity,
-    session,
-  });
+  const turn = (text: string, minute: number, session: string, sensitivity?: 'internal' | 'confidential') =>
+    chatTurn(text, `2026-11-20T10:${String(minute).padStart(2, '0')}:00Z`, session, sensitivity);
 
   beforeAll(async () => {
     elma = await openElma(loadConfig({ ELMA_DATA_DIR: dataDir, ELMA_EMBEDDER: 'hashing' }), { logger: silentLogger });
