@@ -1,5 +1,13 @@
 import type Database from 'better-sqlite3';
-import { SENSITIVITY_RANK, SHARED_OWNERSHIP_KEY, reduceClauses, type IndexFilter, type ReadClause } from '@elma/domain';
+import {
+  SENSITIVITY_RANK,
+  SHARED_OWNERSHIP_KEY,
+  occurredRange,
+  reduceClauses,
+  type IndexFilter,
+  type IndexScope,
+  type ReadClause,
+} from '@elma/domain';
 import { compileExclusions, compileScope, millis } from './filter-sql';
 import { lineageNeedle, purposeNeedle } from './schema';
 
@@ -132,22 +140,27 @@ export class PolicyRows {
    * `compileFilter(filter)` must not be undefined (the caller answers an
    * impossible filter without asking).
    */
-  admit(rowids: readonly number[], filter: IndexFilter): Set<number> {
-    return this.checker(filter)(rowids);
+  admit(rowids: readonly number[], filter: IndexFilter, scoped?: readonly number[]): Set<number> {
+    return this.checker(filter, scoped)(rowids);
   }
 
   /**
    * `admit` with the filter compiled once, for many checks in one call: it
    * reflects the rows as they are now, so it must not outlive the call (a
-   * later write is not seen).
+   * later write is not seen). `scoped`, when given, is the rows holding the
+   * scope's keys (`TenantPartition.scopedRows` of `filter.scope`, read in the
+   * same call): the scope is then checked in memory, its keys by membership
+   * and its valid-time range on the rows' columns, rather than in SQL.
    */
-  checker(filter: IndexFilter): (rowids: readonly number[]) => Set<number> {
+  checker(filter: IndexFilter, scoped?: readonly number[]): (rowids: readonly number[]) => Set<number> {
     this.refresh();
-    const test = this.compile(filter);
-    // Legal holds and the caller's scope are checked in SQL, on the candidates that pass: holds match any
-    // ancestor key, a scope any of a row's scope keys, neither of which is kept in memory.
+    const policy = this.compile(filter);
+    const inScope = filter.scope && scoped ? this.scopeTest(filter.scope, scoped) : undefined;
+    const test = inScope ? (rowid: number) => inScope(rowid) && policy(rowid) : policy;
+    // Legal holds and (unless `scoped` is given) the caller's scope are checked in SQL, on the candidates that pass:
+    // holds match any ancestor key, a scope any of a row's scope keys, neither of which is kept in memory.
     const exclusions = filter.exclude ? compileExclusions(filter.exclude) : { where: [], params: [] };
-    const scope = filter.scope ? compileScope(filter.scope) : { where: [], params: [] };
+    const scope = filter.scope && !inScope ? compileScope(filter.scope) : { where: [], params: [] };
     if (scope === undefined) return () => new Set();
     const where = [...exclusions.where, ...scope.where];
     const params = [...exclusions.params, ...scope.params];
@@ -160,6 +173,13 @@ export class PolicyRows {
       if (!held || passed.length === 0) return new Set(passed);
       return new Set(held.pluck().all(JSON.stringify(passed), ...params) as number[]);
     };
+  }
+
+  /** Whether a row is in `scope`, given the rows holding its keys (see `checker`). */
+  private scopeTest(scope: IndexScope, scoped: readonly number[]): (rowid: number) => boolean {
+    const rows = new Set(scoped);
+    const { after = -Infinity, before = Infinity } = occurredRange(scope);
+    return (rowid) => rows.has(rowid) && this.validFrom[rowid] >= after && this.validFrom[rowid] < before;
   }
 
   /**

@@ -179,8 +179,10 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
     const pool = rankedPool(query);
     // Each route returns more than the pool so that fusion can promote a hit both routes agree on.
     const depth = Math.min(Math.max(pool * 2, 20), 1_000);
-    const textRanking = query.text.trim() ? partition.searchText(query.text, query.filter, depth) : [];
-    const vectorRanking = query.vector ? partition.searchVector(query.vector, query.filter, filter, depth) : [];
+    // The scope's rows are read once, for both routes and smoothing.
+    const scoped = partition.scopedRowsOf(query.filter);
+    const textRanking = query.text.trim() ? partition.searchText(query.text, query.filter, depth, scoped) : [];
+    const vectorRanking = query.vector ? partition.searchVector(query.vector, query.filter, filter, depth, scoped) : [];
 
     const fused = fuse(
       {
@@ -198,6 +200,7 @@ export class SqliteMemoryIndex implements MemoryIndex, CheckpointStore {
           query.filter,
           filter,
           smoothing.factor,
+          scoped,
         )
       : fused.map((f) => ({ rowid: Number(f.id), score: f.score }));
     const ranked: { rowid: number; score: number; lift?: number; neighbourOf?: number; conversationLift?: number }[] = (

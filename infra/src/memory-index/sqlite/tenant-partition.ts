@@ -643,7 +643,7 @@ export class TenantPartition {
    * cost as much as the match. Scores are FTS5's bm25() negated, so that
    * higher is better.
    */
-  searchText(text: string, filter: IndexFilter, depth: number): { rowid: number; score: number }[] {
+  searchText(text: string, filter: IndexFilter, depth: number, scoped = this.scopedRowsOf(filter)): { rowid: number; score: number }[] {
     const terms = [...new Set(queryTerms(text, this.options.text))]
       .slice(0, MAX_QUERY_TOKENS)
       .map((term) => ({ term, df: this.terms.of(term) }))
@@ -661,7 +661,6 @@ export class TenantPartition {
     }
     const any = (ts: typeof terms) => ts.map((t) => `"${t.term.replaceAll('"', '""')}"`).join(' OR ');
     const match = drivers.length === terms.length ? any(terms) : `(${any(drivers)}) AND (${any(terms)})`;
-    const scoped = filter.scope ? this.scopedRows(filter.scope) : undefined;
     if (scoped !== undefined)
       return this.searchTextIn(scoped, match, drivers.length === terms.length ? terms : [...drivers, ...terms], filter, depth);
 
@@ -707,7 +706,7 @@ export class TenantPartition {
     const inScope = new Set(scoped);
     const matches = this.stmt('SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?').pluck().all(match) as number[];
     const candidates = matches.filter((rowid) => inScope.has(rowid));
-    const admitted = this.policyRows.admit(candidates, filter);
+    const admitted = this.policyRows.admit(candidates, filter, scoped);
     const survivors = candidates.filter((rowid) => admitted.has(rowid));
     const scored =
       survivors.length > matches.length * SCOPED_TEXT_SHARE
@@ -768,13 +767,18 @@ export class TenantPartition {
    * when too few pass (a selective filter), the filtered rows are scanned
    * exactly instead, which is cheap precisely because the filter is selective.
    */
-  searchVector(query: Float32Array, filter: IndexFilter, sql: FilterSql, depth: number): { rowid: number; cosine: number }[] {
+  searchVector(
+    query: Float32Array,
+    filter: IndexFilter,
+    sql: FilterSql,
+    depth: number,
+    scoped = this.scopedRowsOf(filter),
+  ): { rowid: number; cosine: number }[] {
     const queryNorm = norm(query);
     // Vectors of another model than the query's are not comparable with it: such a partition waits for a reindex.
     if (queryNorm === 0 || !this.modelCurrent) return [];
     // A scope of few rows is scored exactly, without the graph; a wider one narrows the scan the graph may fall back to.
-    const scoped = filter.scope ? this.scopedRows(filter.scope) : undefined;
-    if (scoped !== undefined && scoped.length <= SCOPED_SCAN_ROWS) return this.scanVectors(query, queryNorm, sql, depth, scoped);
+    if (scoped !== undefined && scoped.length <= SCOPED_SCAN_ROWS) return this.scanVectors(query, queryNorm, filter, sql, depth, scoped);
     // Oversampled by the share of candidates filters have lately admitted (a search costs about its k), then deeper.
     const first = Math.min(Math.max(GRAPH_DEPTHS[0], Math.ceil((depth * OVERSAMPLING_MARGIN) / this.admittedShare)), GRAPH_DEPTHS[1]);
     for (const k of [first, Math.max(GRAPH_DEPTHS[1], depth * 2, first * 2)]) {
@@ -783,6 +787,7 @@ export class TenantPartition {
       const allowed = this.policyRows.admit(
         matches.map((m) => m.key),
         filter,
+        scoped,
       );
       if (matches.length > 0) {
         const share = Math.max(allowed.size / matches.length, MIN_ADMITTED_SHARE);
@@ -797,33 +802,37 @@ export class TenantPartition {
       }
     }
     // A selective filter: scan the rows it allows exactly, which is cheap precisely because they are few.
-    return this.scanVectors(query, queryNorm, sql, depth, scoped);
+    return this.scanVectors(query, queryNorm, filter, sql, depth, scoped);
   }
 
   /**
-   * The rows `sql` admits (among `rows` when given, read by rowid), each
+   * The rows the filter admits (`sql`; among the scope's `scoped` rows when
+   * given, checked in memory by `PolicyRows` and then read by rowid), each
    * vector compared with the query exactly, best first: the dense route
    * without the graph.
    */
   private scanVectors(
     query: Float32Array,
     queryNorm: number,
+    filter: IndexFilter,
     sql: FilterSql,
     depth: number,
-    rows: readonly number[] | undefined,
+    scoped: readonly number[] | undefined,
   ): { rowid: number; cosine: number }[] {
     const candidates = (
-      rows === undefined
+      scoped === undefined
         ? this.stmt(`SELECT m.rowid AS rowid, m.vector AS vector FROM memories m WHERE m.vector_model IS NOT NULL AND ${sql.where}`).all(
             ...sql.params,
           )
         : this.stmt(
             `SELECT m.rowid AS rowid, m.vector AS vector FROM json_each(?) j CROSS JOIN memories m ON m.rowid = j.value
-             WHERE m.vector_model IS NOT NULL AND ${sql.where}`,
-          ).all(JSON.stringify(rows), ...sql.params)
+             WHERE m.vector_model IS NOT NULL`,
+          ).all(JSON.stringify([...this.policyRows.admit(scoped, filter, scoped)]))
     ) as { rowid: number; vector: Buffer }[];
+    // One buffer for every row's vector: a fresh one per row cost as much as the cosine.
+    const vector = new Float32Array(this.options.dimensions);
     return candidates
-      .map((c) => ({ rowid: c.rowid, cosine: cosine(query, this.vectorOf(c.vector), queryNorm) }))
+      .map((c) => ({ rowid: c.rowid, cosine: cosine(query, dequantise(c.vector, this.options.dimensions, vector), queryNorm) }))
       .sort((a, b) => b.cosine - a.cosine || a.rowid - b.rowid)
       .slice(0, depth);
   }
@@ -843,6 +852,11 @@ export class TenantPartition {
     )
       .pluck()
       .all(...groups.map((group) => JSON.stringify(group))) as number[];
+  }
+
+  /** The rows the filter's scope narrows to (`scopedRows`); undefined without a scope or one naming no key. */
+  scopedRowsOf(filter: IndexFilter): number[] | undefined {
+    return filter.scope ? this.scopedRows(filter.scope) : undefined;
   }
 
   /**
@@ -886,10 +900,11 @@ export class TenantPartition {
     filter: IndexFilter,
     sql: FilterSql,
     factor: number,
+    scoped = this.scopedRowsOf(filter),
   ): { rowid: number; score: number; lift?: number; neighbourOf?: number }[] {
     const found = this.adjacentTurns(
       this.policyRows.turns(fused.map((f) => f.rowid)).map((turn) => ({ ...turn, id: String(turn.rowid) })),
-      this.policyRows.checker(filter),
+      this.policyRows.checker(filter, scoped),
       sql,
     );
     const adjacent = new Map<string, Adjacent>(

@@ -51,13 +51,14 @@ export function int8Components(vector: Float32Array): { scale: number; component
  * The vector a row's BLOB holds: quantised (see `quantise`), or float32 as
  * rows of vectors format 1 stored it (told apart by length, `dimensions` × 4
  * bytes), so a row not yet converted still reads; empty for a row without one.
+ * A quantised one is written into `into` when given (of its length), not a new array.
  */
-export function dequantise(blob: Buffer, dimensions: number): Float32Array {
+export function dequantise(blob: Buffer, dimensions: number, into?: Float32Array): Float32Array {
   if (blob.byteLength === 0 || blob.byteLength === dimensions * 4) return fromBlob(blob);
   const scale = blob.readFloatLE(0);
   const components = new Int8Array(blob.buffer, blob.byteOffset + QUANTISED_SCALE_BYTES, blob.byteLength - QUANTISED_SCALE_BYTES);
   // A plain loop: `Float32Array.from` with a mapping function goes through the iterator protocol, ten times slower.
-  const out = new Float32Array(components.length);
+  const out = into?.length === components.length ? into : new Float32Array(components.length);
   for (let i = 0; i < components.length; i++) out[i] = components[i] * scale;
   return out;
 }
