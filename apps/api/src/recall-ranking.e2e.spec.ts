@@ -79,7 +79,15 @@ async function narrowBandEmbeddings(): Promise<{ url: string; close: () => Promi
     let raw = '';
     req.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')));
     req.on('end', () => {
-      const { model, input } = JSON.parse(raw) as { model: string; input: string[] };
+      // A request the client gave up on (its deadline passed under load) may arrive cut short: answered as an API would.
+      let body: { model: string; input: string[] };
+      try {
+        body = JSON.parse(raw) as { model: string; input: string[] };
+      } catch {
+        res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"invalid JSON"}}');
+        return;
+      }
+      const { model, input } = body;
       const data = input.map((text, index) => {
         const hash = createHash('sha256').update(text).digest();
         return {
